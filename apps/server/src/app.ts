@@ -1,0 +1,74 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { API_BASE, ApiError } from '@rampart/contracts';
+import type { AppConfig } from './config.ts';
+import type { AppContext } from './context.ts';
+import type { Store } from './store/index.ts';
+import { authPlugin } from './plugins/auth.ts';
+import { coinsPlugin } from './plugins/coins.ts';
+import { errorsPlugin } from './plugins/errors.ts';
+import { createMetrics, metricsPlugin } from './plugins/metrics.ts';
+import { openapiDocument } from './openapi.ts';
+import { healthRoutes } from './routes/health.ts';
+import { apiRoutes } from './routes/index.ts';
+import { credentialFrom, parseApiKey } from './services/api-keys.ts';
+import { buildDate } from './services/build-info.ts';
+import { cursorCodec } from './services/cursor.ts';
+import { eventBus } from './services/events.ts';
+import './plugins/route-config.ts';
+
+export interface BuildAppOptions {
+  config: AppConfig;
+  store: Store;
+}
+
+/** Secrets never reach a log line, wherever they appear in logged objects. */
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'headers.authorization',
+  '*.password',
+  '*.api_jwt_key',
+  '*.secretAccessKey',
+  '*.private_key',
+  '*.cdn_waf_x_auth_key',
+  '*.router_password',
+  'config.databaseUrl',
+];
+
+/** The control plane as a fastify instance that does not listen (tests use `inject`). */
+export async function buildApp({ config, store }: BuildAppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: { level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } },
+    bodyLimit: config.bodyLimitBytes,
+    // 10,000-line lists and the docs page are large; keep-alive clients (firewalls) poll often.
+    keepAliveTimeout: 65_000,
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  const metrics = createMetrics(store);
+  const context: AppContext = { config, store, metrics, buildDate: buildDate(), events: eventBus(store.db), cursors: cursorCodec(config.cursorSecret ?? (await store.secrets.get('list_cursor'))) };
+
+  await app.register(errorsPlugin);
+  await app.register(swagger, openapiDocument(config));
+  await app.register(rateLimit, {
+    max: config.rateLimitPerMinute,
+    timeWindow: 60_000,
+    keyGenerator: (request) => {
+      const credential = credentialFrom(request.headers.authorization);
+      return (credential && parseApiKey(credential)?.keyId) || request.ip;
+    },
+    errorResponseBuilder: (_request, ctx) => new ApiError('rate_limited', `rate limit of ${ctx.max} requests per minute exceeded; retry in ${Math.ceil(ctx.ttl / 1000)} s`),
+  });
+  await app.register(metricsPlugin, { metrics });
+  await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds });
+  await app.register(coinsPlugin, { store, prices: config.coinPrices, debits: metrics.coinDebits });
+  await app.register(healthRoutes, { context });
+  await app.register(apiRoutes, { prefix: API_BASE, context });
+  await app.register(swaggerUi, { routePrefix: `${API_BASE}/docs`, uiConfig: { deepLinking: true } });
+  return app;
+}

@@ -1,0 +1,76 @@
+import { writeFileSync } from 'node:fs';
+import { ApiError } from '@rampart/contracts';
+import { buildApp } from '../app.ts';
+import { loadConfig } from '../config.ts';
+import { createApiKey, createOrganization, createUser } from '../services/admin.ts';
+import { migrate, openStore, type Store } from '../store/index.ts';
+
+export type Command =
+  | { cmd: 'org.create'; name: string; trust: number; credits: number; delay: string }
+  | { cmd: 'org.grant'; gid: string; coins: number }
+  | { cmd: 'org.trust'; gid: string; trust: number }
+  | { cmd: 'user.create'; org: string; username: string; role: number; name: string; surname: string }
+  | { cmd: 'key.create'; username: string; label: string }
+  | { cmd: 'key.revoke'; keyId: string }
+  | { cmd: 'migrate' }
+  | { cmd: 'openapi'; out?: string };
+
+function print(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+async function execute(store: Store, c: Command): Promise<void> {
+  switch (c.cmd) {
+    case 'org.create':
+      return print(await createOrganization(store, { name: c.name, trust: c.trust, credits: c.credits, delay: c.delay }));
+    case 'org.grant': {
+      const org = await store.orgs.grantCoins(c.gid, c.coins);
+      if (!org) throw new ApiError('not_found', `no organization ${c.gid}`);
+      return print({ gid: org.gid, credit_tokens: org.credit_tokens, debit_tokens: org.debit_tokens, balance: org.credit_tokens - org.debit_tokens });
+    }
+    case 'org.trust': {
+      const org = await store.orgs.setTrust(c.gid, c.trust);
+      if (!org) throw new ApiError('not_found', `no organization ${c.gid}`);
+      return print({ gid: org.gid, trust: org.trust });
+    }
+    case 'user.create':
+      return print(await createUser(store, { orgGid: c.org, username: c.username, role: c.role, name: c.name, surname: c.surname }));
+    case 'key.create': {
+      const created = await createApiKey(store, { username: c.username, label: c.label });
+      return print({ key_id: created.keyId, key: created.key, note: 'shown once: store it now' });
+    }
+    case 'key.revoke': {
+      if (!(await store.keys.revoke(c.keyId))) throw new ApiError('not_found', `no active key ${c.keyId}`);
+      return print({ key_id: c.keyId, revoked: true });
+    }
+    case 'migrate':
+      return print({ applied: await migrate(store.db) });
+    case 'openapi': {
+      const app = await buildApp({ config: { ...loadConfig(), logLevel: 'silent', demo: false }, store });
+      await app.ready();
+      const text = `${JSON.stringify(app.swagger(), null, 2)}\n`;
+      await app.close();
+      if (c.out) writeFileSync(c.out, text);
+      else process.stdout.write(text);
+      return;
+    }
+  }
+}
+
+export async function run(c: Command): Promise<void> {
+  const config = loadConfig();
+  const needsFreshDb = c.cmd === 'openapi';
+  const store = await openStore({
+    databaseUrl: needsFreshDb ? undefined : config.databaseUrl,
+    dataDir: needsFreshDb ? undefined : config.dataDir,
+    migrate: c.cmd !== 'migrate',
+  });
+  try {
+    await execute(store, c);
+  } catch (err) {
+    if (err instanceof ApiError) throw new Error(err.detail ?? err.code);
+    throw err;
+  } finally {
+    await store.close();
+  }
+}

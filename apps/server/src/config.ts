@@ -1,0 +1,101 @@
+import { z } from 'zod';
+
+/** Coin price per endpoint kind; a request of a kind priced 0 is free. */
+export const CoinPrices = z
+  .object({
+    lookup: z.number().int().min(0).default(1),
+    deep_scan: z.number().int().min(0).default(5),
+    feed: z.number().int().min(0).default(1),
+    list: z.number().int().min(0).default(2),
+    report: z.number().int().min(0).default(0),
+    decision: z.number().int().min(0).default(0),
+    tool: z.number().int().min(0).default(1),
+    stix: z.number().int().min(0).default(1),
+    vpn: z.number().int().min(0).default(10),
+  })
+  .strict();
+export type CoinPrices = z.infer<typeof CoinPrices>;
+export type CoinKind = keyof CoinPrices;
+
+const jsonObject = z.string().transform((text, ctx) => {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON object' });
+    return z.NEVER;
+  }
+});
+
+const flag = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+export const ServerConfig = z.object({
+  DATABASE_URL: z.string().min(1).optional(),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  DATA_DIR: z.string().min(1).default('./data'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  PUBLIC_URL: z.url().optional(),
+  COIN_PRICES: jsonObject.pipe(CoinPrices.partial()).optional(),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+  AUTH_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(5),
+  PG_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  RAMPART_DEMO: flag.default(true),
+  RAMPART_INSTANCE: z.string().min(1).default('standalone'),
+  CURSOR_SECRET: z.string().min(16).optional(),
+});
+export type ServerConfigInput = z.input<typeof ServerConfig>;
+
+export interface AppConfig {
+  databaseUrl: string | undefined;
+  host: string;
+  port: number;
+  dataDir: string;
+  logLevel: z.infer<typeof ServerConfig>['LOG_LEVEL'];
+  publicUrl: string | undefined;
+  coinPrices: CoinPrices;
+  rateLimitPerMinute: number;
+  bodyLimitBytes: number;
+  authCacheSeconds: number;
+  pgPoolMax: number;
+  demo: boolean;
+  instance: string;
+  /** Signs list cursors; when unset, a random secret kept in the store (shared by its replicas). */
+  cursorSecret: string | undefined;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+}
+
+/** Reads the environment once, at start; every problem is reported together. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
+  const parsed = ServerConfig.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== '')));
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`));
+  }
+  const e = parsed.data;
+  return {
+    databaseUrl: e.DATABASE_URL,
+    host: e.HOST,
+    port: e.PORT,
+    dataDir: e.DATA_DIR,
+    logLevel: e.LOG_LEVEL,
+    publicUrl: e.PUBLIC_URL,
+    coinPrices: CoinPrices.parse(e.COIN_PRICES ?? {}),
+    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    authCacheSeconds: e.AUTH_CACHE_SECONDS,
+    pgPoolMax: e.PG_POOL_MAX,
+    demo: e.RAMPART_DEMO,
+    instance: e.RAMPART_INSTANCE,
+    cursorSecret: e.CURSOR_SECRET,
+  };
+}
+
+/** A configuration for tests and embedding: defaults plus overrides, no environment. */
+export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
+  return { ...loadConfig({}), demo: false, logLevel: 'silent', ...overrides };
+}

@@ -1,0 +1,15 @@
+import type { AppConfig } from './config.ts';
+import type { Metrics } from './plugins/metrics.ts';
+import type { Store } from './store/index.ts';
+import type { CursorCodec } from './services/cursor.ts';
+import type { EventBus } from './services/events.ts';
+
+/** What route plugins and services are given; no module holds state of its own. */
+export interface AppContext {
+  config: AppConfig;
+  store: Store;
+  metrics: Metrics;
+  buildDate: string;
+  events: EventBus;
+  cursors: CursorCodec;
+}

@@ -1,0 +1,56 @@
+import { buildApp } from './app.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { bootstrapDemo } from './services/admin.ts';
+import { openStore } from './store/index.ts';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.pgPoolMax });
+  const app = await buildApp({ config, store });
+  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}/api/v1`;
+
+  if (config.demo) {
+    const demo = await bootstrapDemo(store);
+    if (demo) {
+      // Printed once, on the first start: the key is not stored anywhere in plaintext.
+      process.stdout.write(
+        [
+          '',
+          `Rampart created a demo organization "${demo.org.name}" (${demo.org.gid}) with ${demo.org.credit_tokens} coins.`,
+          `Admin user ${demo.user.username}; API key (shown only now, keep it):`,
+          `  ${demo.key}`,
+          'Try:',
+          `  curl -s ${base}/version`,
+          `  curl -s -H "Authorization: ${demo.key}" "${base}/ips?ts=0"`,
+          '',
+        ].join('\n') + '\n',
+      );
+    }
+  }
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    await app.close();
+    await store.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  await app.listen({ host: config.host, port: config.port });
+  app.log.info({ url: base, store: store.db.kind }, 'control plane listening');
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`rampart server failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

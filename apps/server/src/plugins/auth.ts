@@ -1,0 +1,80 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { ApiError, ROLE } from '@rampart/contracts';
+import type { Store, Organization, UserRow } from '../store/index.ts';
+import { credentialFrom, parseApiKey, secretMatches } from '../services/api-keys.ts';
+
+export interface Principal {
+  kind: 'user';
+  keyId: string;
+  user: UserRow;
+  org: Organization;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+}
+
+export interface AuthOptions {
+  store: Store;
+  /** How long a verified key is trusted without asking the store again (revocation delay). */
+  cacheSeconds: number;
+}
+
+/** Caller of a route that requires a key: the principal is always set there. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw new ApiError('unauthorized', 'an API key is required');
+  return request.principal;
+}
+
+const LAST_USED_WRITE_MS = 60_000;
+
+export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, cacheSeconds }) => {
+  const cache = new Map<string, { principal: Principal; until: number }>();
+  const lastUsedWrite = new Map<string, number>();
+
+  async function verify(credential: string, request: FastifyRequest): Promise<Principal> {
+    const now = Date.now();
+    const cached = cache.get(credential);
+    if (cached && cached.until > now) return cached.principal;
+    const parsed = parseApiKey(credential);
+    if (!parsed) throw new ApiError('unauthorized', 'the API key is malformed');
+    const found = await store.keys.principal(parsed.keyId);
+    if (!found) throw new ApiError('unauthorized', 'unknown API key');
+    if (found.key.revoked_at || !secretMatches(parsed.secret, found.key.secret_hash)) {
+      await store.users.countFailedLogin(found.user.id);
+      request.log.warn({ keyId: parsed.keyId, revoked: Boolean(found.key.revoked_at) }, 'rejected API key');
+      throw new ApiError('unauthorized', found.key.revoked_at ? 'the API key was revoked' : 'unknown API key');
+    }
+    const principal: Principal = { kind: 'user', keyId: parsed.keyId, user: found.user, org: found.org };
+    if (cacheSeconds > 0) {
+      if (cache.size > 10_000) cache.clear();
+      cache.set(credential, { principal, until: now + cacheSeconds * 1000 });
+    }
+    return principal;
+  }
+
+  function touch(keyId: string, request: FastifyRequest) {
+    const now = Date.now();
+    if ((lastUsedWrite.get(keyId) ?? 0) + LAST_USED_WRITE_MS > now) return;
+    lastUsedWrite.set(keyId, now);
+    store.keys.touch(keyId).catch((err: unknown) => request.log.warn({ err, keyId }, 'could not record key use'));
+  }
+
+  app.decorateRequest('principal', null);
+  app.addHook('onRequest', async (request) => {
+    const options = request.routeOptions.config.rampart ?? {};
+    if (options.auth === 'public') return;
+    const credential = credentialFrom(request.headers.authorization);
+    if (!credential) throw new ApiError('unauthorized', 'send an API key in the Authorization header');
+    const principal = await verify(credential, request);
+    const minRole = options.minRole ?? ROLE.reader;
+    if (principal.user.role < minRole) {
+      throw new ApiError('forbidden', `this operation needs role ${minRole} or higher; the key's role is ${principal.user.role}`);
+    }
+    request.principal = principal;
+    touch(principal.keyId, request);
+  });
+});

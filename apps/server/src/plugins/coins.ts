@@ -1,0 +1,60 @@
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Counter } from 'prom-client';
+import { ApiError } from '@rampart/contracts';
+import type { CoinPrices } from '../config.ts';
+import type { Store } from '../store/index.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    coinCharge: { orgId: number; price: number; remaining: number } | null;
+  }
+}
+
+export interface CoinOptions {
+  store: Store;
+  prices: CoinPrices;
+  debits: Counter<'kind'>;
+}
+
+/**
+ * Charging runs after validation (bad input costs nothing) and before the handler (402
+ * comes before any work). The price is taken up front with one conditional UPDATE, so
+ * concurrent requests on any number of replicas cannot spend more than the balance;
+ * a request that then fails gets its coins back before the response leaves.
+ */
+export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store, prices, debits }) => {
+  app.decorateRequest('coinCharge', null);
+
+  app.addHook('preHandler', async (request, reply) => {
+    const kind = request.routeOptions.config.rampart?.coin;
+    const principal = request.principal;
+    if (!kind || !principal) return;
+    const price = prices[kind];
+    if (price <= 0) return;
+    const remaining = await store.orgs.debit(principal.org.id, price);
+    if (remaining === undefined) {
+      const balance = await store.orgs.balance(principal.org.id);
+      reply.header('X-Coins-Cost', '0').header('X-Coins-Remaining', String(balance));
+      throw new ApiError('insufficient_coins', `this request costs ${price} coins; the organization's balance is ${balance}`, {
+        extra: { balance, price },
+      });
+    }
+    request.coinCharge = { orgId: principal.org.id, price, remaining };
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const charge = request.coinCharge;
+    if (!charge) return payload;
+    const kind = request.routeOptions.config.rampart?.coin ?? 'unknown';
+    if (reply.statusCode >= 400) {
+      request.coinCharge = null;
+      const remaining = await store.orgs.refund(charge.orgId, charge.price);
+      reply.header('X-Coins-Cost', '0').header('X-Coins-Remaining', String(remaining));
+      return payload;
+    }
+    debits.inc({ kind }, charge.price);
+    reply.header('X-Coins-Cost', String(charge.price)).header('X-Coins-Remaining', String(charge.remaining));
+    return payload;
+  });
+});

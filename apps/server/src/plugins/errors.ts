@@ -1,0 +1,77 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { ApiError, ERROR_CATALOG, PROBLEM_BASE, type ErrorCode } from '@rampart/contracts';
+
+interface FieldError {
+  path: string;
+  message: string;
+}
+
+/** fastify's own error codes, mapped to the catalog so every 4xx looks the same. */
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'bad_request',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'bad_request',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'bad_request',
+  FST_ERR_CTP_INSTANCE_ALREADY_STARTED: 'internal',
+};
+
+function sendProblem(reply: FastifyReply, request: FastifyRequest, code: ErrorCode, detail: string | undefined, extra: Record<string, unknown> = {}) {
+  const entry = ERROR_CATALOG[code];
+  return reply
+    .status(entry.status)
+    .type('application/problem+json')
+    .send(
+      JSON.stringify({
+        type: `${PROBLEM_BASE}${code}`,
+        title: entry.title,
+        status: entry.status,
+        detail: detail ?? entry.title,
+        instance: request.url.split('?')[0],
+        ...extra,
+      }),
+    );
+}
+
+function fieldErrors(error: FastifyError): FieldError[] {
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    return error.validation.map((v) => {
+      const location = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
+      const where = (error.validationContext ?? 'body') as string;
+      return { path: location ? `${where}.${location}` : where, message: v.message ?? 'invalid' };
+    });
+  }
+  return (error.validation ?? []).map((v) => ({ path: v.instancePath || (error.validationContext ?? ''), message: v.message ?? 'invalid' }));
+}
+
+export const errorsPlugin = fp(async (app: FastifyInstance) => {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof ApiError) {
+      if (error.status >= 500) request.log.error({ err: error }, 'request failed');
+      return sendProblem(reply, request, error.code, error.detail, { ...(error.errors ? { errors: error.errors } : {}), ...(error.extra ?? {}) });
+    }
+    if (error.validation) {
+      const errors = fieldErrors(error);
+      const detail = errors.map((e) => `${e.path}: ${e.message}`).join('; ');
+      return sendProblem(reply, request, 'validation_failed', detail, { errors });
+    }
+    if (isResponseSerializationError(error)) {
+      request.log.error({ err: error }, 'response did not match its contract');
+      return sendProblem(reply, request, 'internal', undefined);
+    }
+    const mapped = error.code ? FASTIFY_CODES[error.code] : undefined;
+    if (mapped) return sendProblem(reply, request, mapped, mapped === 'internal' ? undefined : error.message);
+    const status = error.statusCode ?? 500;
+    if (status === 429) return sendProblem(reply, request, 'rate_limited', error.message);
+    if (status >= 400 && status < 500) {
+      const code = (Object.entries(ERROR_CATALOG).find(([, e]) => e.status === status)?.[0] ?? 'bad_request') as ErrorCode;
+      return sendProblem(reply, request, code, error.message);
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return sendProblem(reply, request, 'internal', undefined);
+  });
+
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, request, 'route_not_found', `no route ${request.method} ${request.url.split('?')[0]}`));
+});

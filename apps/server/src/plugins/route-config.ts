@@ -1,0 +1,19 @@
+import type { CoinKind } from '../config.ts';
+
+/** What every route declares about itself in fastify's `config`. */
+export interface RouteOptions {
+  /** `public` routes need no key; everything else does. Default `key`. */
+  auth?: 'public' | 'key';
+  /** Lowest role allowed (1 reader, 2 contributor, 3 admin, 9 operator). Default 1. */
+  minRole?: number;
+  /** Agent tokens may call this route (feeds, reports, check-in, own settings). */
+  agent?: boolean;
+  /** The coin price kind charged when the request succeeds. */
+  coin?: CoinKind;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    rampart?: RouteOptions;
+  }
+}

@@ -1,0 +1,70 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { IpsFeedQuery, Ipv4Page, ROLE, type Ipv4Record } from '@rampart/contracts';
+import { EVAL_JS, EXEC_PYTHON, liveScore } from '@rampart/scoring';
+import type { AppContext } from '../../context.ts';
+import { principalOf } from '../../plugins/auth.ts';
+import { delaySeconds, isoMillis, userObject } from '../../services/envelope.ts';
+import type { Ipv4Row } from '../../store/index.ts';
+
+const EMPTY_IP_INFO = { as_domain: '', as_name: '', asn: '', continent: '', continent_name: '', country: '', country_name: '' };
+
+export function ipv4Record(row: Ipv4Row, delay: number, full: boolean, nowSeconds: number): Ipv4Record {
+  const ip = row.network.endsWith('/32') ? row.network.slice(0, -3) : row.network;
+  const record: Ipv4Record = {
+    gid: row.gid,
+    ip,
+    ts: row.ts,
+    entry_ts: row.entry_ts,
+    is_network: row.is_network,
+    score: row.score,
+    delay,
+    dec: liveScore(row.score, nowSeconds - row.ts),
+    decision: (row.decision ?? -1) as Ipv4Record['decision'],
+    ttl: row.ttl,
+  };
+  if (!full) return record;
+  return {
+    ...record,
+    ip_info: { ...EMPTY_IP_INFO, ...(row.ip_info ?? {}) },
+    info: { members: row.members, events: row.events, sources: row.sources, stix_bundles: [], attack_infos: [], notes: row.notes },
+    elk_ts: isoMillis(row.ts),
+    elk_entry_ts: isoMillis(row.entry_ts),
+  };
+}
+
+/** `GET /ips`: the IPv4 feed as the original clients page it (decisions.md, Compatibility). */
+export const ipsFeedRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
+  app.get(
+    '/ips',
+    {
+      config: { rampart: { minRole: ROLE.reader, agent: true, coin: 'feed' } },
+      schema: {
+        tags: ['ipv4'],
+        summary: 'IPv4 feed page: records with ts strictly greater than ts, ordered by (ts, id)',
+        querystring: IpsFeedQuery,
+        response: { 200: Ipv4Page },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const { ts, page_size, full } = request.query;
+      const delay = delaySeconds(principal.org);
+      const rows = await context.store.ipv4.feedPage(principal.org.id, ts, page_size, delay);
+      const now = Math.floor(Date.now() / 1000);
+      return {
+        header: {
+          type: 'IPv4' as const,
+          version: 2 as const,
+          ts: String(ts),
+          next_ts: rows.at(-1)?.ts ?? ts,
+          page_size,
+          delay,
+          eval: EVAL_JS,
+          exec_python: EXEC_PYTHON,
+          user: userObject(principal),
+        },
+        body: rows.map((row) => ipv4Record(row, delay, full === 'yes', now)),
+      };
+    },
+  );
+};

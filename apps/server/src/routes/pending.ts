@@ -1,0 +1,77 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import * as C from '@rampart/contracts';
+import { ApiError, ROLE } from '@rampart/contracts';
+import type { RouteOptions } from '../plugins/route-config.ts';
+
+/**
+ * Spec section 4 routes whose behaviour is not built yet. Each is registered with its full
+ * contract (so validation, auth, roles and the OpenAPI document are real) and answers 501
+ * problem+json. An issue that builds one moves it out of this table into its resource folder.
+ */
+interface PendingRoute {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  url: string;
+  tag: string;
+  summary: string;
+  rampart: RouteOptions;
+  params?: z.ZodType;
+  querystring?: z.ZodType;
+  body?: z.ZodType;
+  response?: z.ZodType;
+}
+
+const text = z.string().describe('text/plain');
+const empty = z.null().describe('empty body');
+
+export const PENDING_ROUTES: PendingRoute[] = [
+  { method: 'GET', url: '/file_types', tag: 'tools', summary: 'Accepted file MIME types', rampart: {}, response: z.array(C.FileTypeRecord) },
+  { method: 'GET', url: '/info/:ipv4', tag: 'tools', summary: 'IP geolocation metadata', rampart: { coin: 'tool' }, params: C.InfoIpParams, response: C.IpMetadata },
+  { method: 'GET', url: '/info/domain/:domain_name', tag: 'tools', summary: 'Addresses a domain resolves to', rampart: { coin: 'tool' }, params: C.InfoDomainParams, response: z.array(z.string()) },
+  { method: 'GET', url: '/info/cdn/list', tag: 'tools', summary: 'Well-known CDN address ranges', rampart: {}, response: z.array(C.CdnRecord) },
+  { method: 'GET', url: '/stix2/:stix2id', tag: 'tools', summary: 'STIX 2.0 bundle for an indicator', rampart: { coin: 'stix' }, params: C.Stix2Params },
+  { method: 'GET', url: '/flat/:min_score', tag: 'ipv4', summary: 'IPv4 list by minimum score (CSV or comma list)', rampart: { coin: 'list' }, params: C.FlatParams, querystring: C.FlatQuery, response: text },
+  { method: 'GET', url: '/ipv4/:min_score', tag: 'ipv4', summary: 'IPv4 list with live scores, paginated by next_page', rampart: { coin: 'list', agent: true }, params: C.Ipv4ListParams, querystring: C.Ipv4ListQuery, response: text },
+  { method: 'POST', url: '/ips', tag: 'ipv4', summary: 'Report a suspicious IPv4 address or network', rampart: { minRole: ROLE.contributor, coin: 'report', agent: true }, querystring: C.IpsReportQuery, body: C.IpsReportBody, response: empty },
+  { method: 'GET', url: '/ips/:ipv4', tag: 'ipv4', summary: 'Look up one IPv4 address', rampart: { coin: 'lookup' }, params: C.IpParams, querystring: C.IpLookupQuery, response: C.Ipv4Page },
+  { method: 'GET', url: '/files/score/:min_score', tag: 'files', summary: 'Digests by minimum score', rampart: { coin: 'list' }, params: C.FilesScoreParams, querystring: C.FilesScoreQuery, response: text },
+  { method: 'GET', url: '/files/:digest', tag: 'files', summary: 'Look up a file digest', rampart: { coin: 'lookup' }, params: C.DigestParams, querystring: C.FileLookupQuery, response: C.FileRecord },
+  { method: 'PUT', url: '/files/:digest', tag: 'files', summary: "Set the organization's decision on a file", rampart: { minRole: ROLE.contributor, coin: 'decision' }, params: C.DigestParams, body: C.FileDecisionBody, response: empty },
+  { method: 'GET', url: '/files', tag: 'files', summary: 'File feed page', rampart: { coin: 'feed' }, querystring: C.FilesFeedQuery, response: C.FilePage },
+  { method: 'POST', url: '/files', tag: 'files', summary: 'Report a file', rampart: { minRole: ROLE.contributor, coin: 'report' }, body: C.FileReportBody, response: empty },
+  { method: 'GET', url: '/domains/score/:min_score', tag: 'domains', summary: 'Domains by minimum score', rampart: { coin: 'list' }, params: C.DomainsScoreParams, querystring: C.DomainsScoreQuery, response: text },
+  { method: 'GET', url: '/domains/:domain_name', tag: 'domains', summary: 'Look up a domain', rampart: { coin: 'lookup' }, params: C.DomainParams, response: C.DomainRecord },
+  { method: 'PUT', url: '/domains/:domain_name', tag: 'domains', summary: "Set the organization's decision on a domain", rampart: { minRole: ROLE.contributor, coin: 'decision' }, params: C.DomainParams, body: C.DecisionBody, response: empty },
+  { method: 'GET', url: '/domains', tag: 'domains', summary: 'Domain feed page', rampart: { coin: 'feed' }, querystring: C.DomainsFeedQuery, response: C.DomainPage },
+  { method: 'POST', url: '/domains', tag: 'domains', summary: 'Report a domain', rampart: { minRole: ROLE.contributor, coin: 'report' }, body: C.DomainReportBody, response: empty },
+  { method: 'GET', url: '/urls/score/:min_score', tag: 'urls', summary: 'URLs by minimum score', rampart: { coin: 'list' }, params: C.UrlsScoreParams, querystring: C.UrlsScoreQuery, response: text },
+  { method: 'GET', url: '/urls/:url', tag: 'urls', summary: 'Look up a URL (URL-encoded)', rampart: { coin: 'lookup' }, params: C.UrlParams, response: C.UrlRecord },
+  { method: 'PUT', url: '/urls/:url', tag: 'urls', summary: "Set the organization's decision on a URL", rampart: { minRole: ROLE.contributor, coin: 'decision' }, params: C.UrlParams, body: C.DecisionBody, response: empty },
+  { method: 'GET', url: '/urls', tag: 'urls', summary: 'URL feed page', rampart: { coin: 'feed' }, querystring: C.UrlsFeedQuery, response: C.UrlPage },
+  { method: 'POST', url: '/urls', tag: 'urls', summary: 'Report a URL', rampart: { minRole: ROLE.contributor, coin: 'report' }, body: C.UrlReportBody, response: empty },
+  { method: 'GET', url: '/vpn', tag: 'vpn', summary: "The organization's active VPN licenses", rampart: {}, response: z.array(C.VpnLicense) },
+  { method: 'POST', url: '/vpn', tag: 'vpn', summary: 'Create a VPN license', rampart: { minRole: ROLE.admin, coin: 'vpn' }, body: C.VpnCreateBody, response: empty },
+  { method: 'GET', url: '/vpn/:vid', tag: 'vpn', summary: 'A VPN license with installation instructions', rampart: {}, params: C.VpnParams, response: C.VpnLicense },
+  { method: 'DELETE', url: '/vpn/:vid', tag: 'vpn', summary: 'Deactivate a VPN license', rampart: { minRole: ROLE.admin }, params: C.VpnParams, response: empty },
+  { method: 'POST', url: '/agents', tag: 'agents', summary: 'Register an agent', rampart: { minRole: ROLE.admin }, body: C.AgentConfig, response: C.AgentRegisterResponse },
+  { method: 'POST', url: '/agents/feedback', tag: 'agents', summary: 'Agent feedback after an enforcement run (check-in)', rampart: { agent: true }, body: C.AgentFeedbackBody, response: empty },
+];
+
+export const pendingRoutes: FastifyPluginAsyncZod<{ routes: PendingRoute[] }> = async (app, { routes }) => {
+  for (const r of routes) {
+    const schema: Record<string, unknown> = { tags: [r.tag], summary: `${r.summary} (not yet built: 501)` };
+    if (r.params) schema.params = r.params;
+    if (r.querystring) schema.querystring = r.querystring;
+    if (r.body) schema.body = r.body;
+    if (r.response) schema.response = { [r.method === 'POST' && r.url === '/agents' ? 201 : 200]: r.response };
+    app.route({
+      method: r.method,
+      url: r.url,
+      config: { rampart: r.rampart },
+      schema,
+      handler: async () => {
+        throw new ApiError('not_implemented', `${r.method} ${r.url.replaceAll(/:(\w+)/g, '{$1}')} is not built yet`);
+      },
+    });
+  }
+};

@@ -1,0 +1,63 @@
+import type { Db } from './db.ts';
+import { migrate } from './migrate.ts';
+import { openPglite } from './pglite-driver.ts';
+import { openPostgres } from './pg-driver.ts';
+import { OrganizationStore } from './organizations.ts';
+import { UserStore } from './users.ts';
+import { ApiKeyStore } from './api-keys.ts';
+import { Ipv4Store } from './ipv4.ts';
+import { SettingsStore } from './settings.ts';
+import { AgentStore } from './agents.ts';
+import { SecretStore } from './secrets.ts';
+
+export type { Db, Queryable, Transaction, QueryResult } from './db.ts';
+export type { Organization } from './organizations.ts';
+export type { UserRow } from './users.ts';
+export type { ApiKeyRow, KeyPrincipal } from './api-keys.ts';
+export type { Ipv4Row } from './ipv4.ts';
+export type { AuditEntry } from './settings.ts';
+export type { CheckinVia } from './agents.ts';
+export { changedPaths } from './settings.ts';
+export { migrate, loadMigrations } from './migrate.ts';
+
+export interface Store {
+  readonly db: Db;
+  readonly orgs: OrganizationStore;
+  readonly users: UserStore;
+  readonly keys: ApiKeyStore;
+  readonly ipv4: Ipv4Store;
+  readonly settings: SettingsStore;
+  readonly agents: AgentStore;
+  readonly secrets: SecretStore;
+  close(): Promise<void>;
+}
+
+export function storeOver(db: Db): Store {
+  return {
+    db,
+    orgs: new OrganizationStore(db),
+    users: new UserStore(db),
+    keys: new ApiKeyStore(db),
+    ipv4: new Ipv4Store(db),
+    settings: new SettingsStore(db),
+    agents: new AgentStore(db),
+    secrets: new SecretStore(db),
+    close: () => db.close(),
+  };
+}
+
+export interface OpenStoreOptions {
+  databaseUrl?: string | undefined;
+  dataDir?: string | undefined;
+  poolMax?: number;
+  migrate?: boolean;
+}
+
+/** PostgreSQL when a URL is given, otherwise the embedded PGlite under dataDir (in memory without one). */
+export async function openStore(options: OpenStoreOptions): Promise<Store> {
+  const db = options.databaseUrl
+    ? await openPostgres({ connectionString: options.databaseUrl, ...(options.poolMax ? { max: options.poolMax } : {}) })
+    : await openPglite(options.dataDir);
+  if (options.migrate !== false) await migrate(db);
+  return storeOver(db);
+}

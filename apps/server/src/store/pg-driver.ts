@@ -1,0 +1,99 @@
+import pg from 'pg';
+import type { Db, NotificationHandler, QueryResult, Transaction } from './db.ts';
+
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
+/** int8 and numeric come back as JS numbers, as PGlite returns them, so both drivers agree. */
+const types = {
+  getTypeParser(oid: number, format?: string) {
+    if (oid === INT8_OID || oid === NUMERIC_OID) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+export interface PgDriverOptions {
+  connectionString: string;
+  max?: number;
+}
+
+export async function openPostgres(options: PgDriverOptions): Promise<Db> {
+  const pool = new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 10, types });
+  // Idle-client errors (server restart) must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+  await pool.query('select 1');
+
+  let listener: pg.PoolClient | undefined;
+  const handlers = new Map<string, Set<NotificationHandler>>();
+
+  async function ensureListener(): Promise<pg.PoolClient> {
+    if (listener) return listener;
+    const client = await pool.connect();
+    client.on('notification', (msg) => {
+      for (const h of handlers.get(msg.channel) ?? []) h(msg.payload ?? '');
+    });
+    listener = client;
+    return client;
+  }
+
+  const query = async <T>(sql: string, params?: readonly unknown[]): Promise<QueryResult<T>> => {
+    const res = await pool.query(sql, params as unknown[] | undefined);
+    return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
+  };
+
+  return {
+    kind: 'postgres',
+    query,
+    async exec(sql) {
+      await pool.query(sql);
+    },
+    async transaction(fn) {
+      const client = await pool.connect();
+      const tx: Transaction = {
+        async query<T>(sql: string, params?: readonly unknown[]) {
+          const res = await client.query(sql, params as unknown[] | undefined);
+          return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
+        },
+        async exec(sql: string) {
+          await client.query(sql);
+        },
+      };
+      try {
+        await client.query('begin');
+        const result = await fn(tx);
+        await client.query('commit');
+        return result;
+      } catch (err) {
+        await client.query('rollback').catch(() => {});
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+    async listen(channel, handler) {
+      if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`invalid channel name ${channel}`);
+      const client = await ensureListener();
+      let set = handlers.get(channel);
+      if (!set) {
+        set = new Set();
+        handlers.set(channel, set);
+        await client.query(`listen ${channel}`);
+      }
+      set.add(handler);
+      return async () => {
+        set.delete(handler);
+      };
+    },
+    async notify(channel, payload) {
+      await pool.query('select pg_notify($1, $2)', [channel, payload]);
+    },
+    stats() {
+      return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
+    },
+    async close() {
+      listener?.release();
+      listener = undefined;
+      await pool.end();
+    },
+  };
+}

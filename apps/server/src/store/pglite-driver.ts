@@ -1,0 +1,67 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import type { Db, NotificationHandler, QueryResult, Transaction } from './db.ts';
+
+/**
+ * The embedded default store. PGlite holds one connection, so every statement is
+ * serialized through one promise chain; a transaction holds the chain until it ends.
+ * Notifications stay in-process: one PGlite belongs to exactly one server process.
+ */
+export async function openPglite(dataDir: string | undefined): Promise<Db> {
+  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  const pglite = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+  const handlers = new Map<string, Set<NotificationHandler>>();
+  let chain: Promise<unknown> = Promise.resolve();
+  let waiting = 0;
+
+  function serialize<T>(work: () => Promise<T>): Promise<T> {
+    waiting += 1;
+    const next = chain.then(() => {
+      waiting -= 1;
+      return work();
+    });
+    chain = next.catch(() => {});
+    return next;
+  }
+
+  const rawQuery = async <T>(sql: string, params?: readonly unknown[]): Promise<QueryResult<T>> => {
+    const res = await pglite.query<T>(sql, params as unknown[] | undefined);
+    // PGlite reports affectedRows 0 for a SELECT; pg counts the rows returned. Agree with pg.
+    return { rows: res.rows, rowCount: Math.max(res.affectedRows ?? 0, res.rows.length) };
+  };
+
+  return {
+    kind: 'pglite',
+    query: (sql, params) => serialize(() => rawQuery(sql, params)),
+    exec: (sql) => serialize(async () => void (await pglite.exec(sql))),
+    transaction: (fn) =>
+      serialize(async () => {
+        const tx: Transaction = { query: rawQuery, exec: async (sql) => void (await pglite.exec(sql)) };
+        await pglite.exec('begin');
+        try {
+          const result = await fn(tx);
+          await pglite.exec('commit');
+          return result;
+        } catch (err) {
+          await pglite.exec('rollback').catch(() => {});
+          throw err;
+        }
+      }),
+    async listen(channel, handler) {
+      let set = handlers.get(channel);
+      if (!set) handlers.set(channel, (set = new Set()));
+      set.add(handler);
+      return async () => {
+        set.delete(handler);
+      };
+    },
+    async notify(channel, payload) {
+      // Deliver after the current tick, as a database notification would arrive.
+      setImmediate(() => {
+        for (const h of handlers.get(channel) ?? []) h(payload);
+      });
+    },
+    stats: () => ({ total: 1, idle: waiting === 0 ? 1 : 0, waiting }),
+    close: () => serialize(() => pglite.close()),
+  };
+}

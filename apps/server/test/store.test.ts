@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate, type Store } from '../src/store/index.ts';
+import { createApiKey, createOrganization, createUser } from '../src/services/admin.ts';
+import { driverCases } from './support/databases.ts';
+
+describe.each(driverCases())('store on $name', (driver) => {
+  let store: Store;
+  beforeAll(async () => {
+    store = await driver.open();
+  });
+  afterAll(async () => {
+    await store.close();
+  });
+
+  it('records migrations and applies none twice', async () => {
+    expect(await migrate(store.db)).toEqual([]);
+    const res = await store.db.query<{ version: string }>('select version from schema_migrations order by version');
+    expect(res.rows.map((r) => r.version)[0]).toBe('0001');
+  });
+
+  it('creates organizations with prefixed ids and exact figures', async () => {
+    const org = await createOrganization(store, { name: 'Acme CERT', trust: 0.85, credits: 40 });
+    expect(org.gid).toMatch(/^RMP-GID-[0-9A-F]{32}$/);
+    expect(org).toMatchObject({ name: 'Acme CERT', trust: 0.85, delay: '0', credit_tokens: 40, debit_tokens: 0, is_public: 0 });
+    expect(await store.orgs.byGid(org.gid)).toEqual(org);
+    await expect(createOrganization(store, { name: 'Acme CERT' })).rejects.toMatchObject({ code: 'conflict' });
+  });
+
+  it('debits only what the balance covers and refunds exactly', async () => {
+    const org = await createOrganization(store, { name: 'Coins Ltd', credits: 5 });
+    expect(await store.orgs.debit(org.id, 3)).toBe(2);
+    expect(await store.orgs.debit(org.id, 3)).toBeUndefined();
+    expect(await store.orgs.refund(org.id, 3)).toBe(5);
+    const after = await store.orgs.byId(org.id);
+    expect(after).toMatchObject({ credit_tokens: 5, debit_tokens: 0 });
+  });
+
+  it('stores only a hash of an API key and resolves its principal', async () => {
+    const org = await createOrganization(store, { name: 'Keys Inc' });
+    const user = await createUser(store, { orgGid: org.gid, username: 'kim@keys.example', role: 2, name: 'Kim', surname: 'Lee' });
+    expect(user.guid).toMatch(/^RMP-GUID-[0-9A-F]{32}$/);
+    const { keyId, key } = await createApiKey(store, { username: user.username, label: 'ci' });
+    const raw = await store.db.query<{ secret_hash: string }>('select secret_hash from api_keys where key_id = $1', [keyId]);
+    expect(raw.rows[0]!.secret_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(raw.rows[0]!.secret_hash).not.toContain(key.split('_')[2]);
+    const p = await store.keys.principal(keyId);
+    expect(p?.user).toMatchObject({ guid: user.guid, role: 2, unsuccessful_login: 0 });
+    expect(p?.org).toMatchObject({ gid: org.gid, trust: 0.5 });
+    expect(await store.keys.revoke(keyId)).toBe(true);
+    expect(await store.keys.revoke(keyId)).toBe(false);
+  });
+
+  it('rolls a failed transaction back', async () => {
+    await expect(
+      store.db.transaction(async (tx) => {
+        await tx.query("insert into organizations (gid, name, trust) values ('RMP-GID-TX', 'tx', 0.1)");
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    expect(await store.orgs.byGid('RMP-GID-TX')).toBeUndefined();
+  });
+});

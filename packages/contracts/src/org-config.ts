@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { Ipv4OrNetwork, Tag, numberLike, uniqueArray } from './primitives.ts';
+
+const bandScore = numberLike(z.number().min(0).max(1000));
+
+function band(min: number, max: number) {
+  return z
+    .tuple([bandScore, bandScore])
+    .refine(([low, high]) => low <= high, { message: 'a band is [min, max] with min <= max' })
+    .prefault([min, max])
+    .describe('[min, max] score band');
+}
+
+const names = (value: string) => z.array(z.string().min(1).max(255)).max(64).default([value]);
+const fieldName = (value: string) => z.string().min(1).max(255).default(value);
+
+export const LiveSettings = z
+  .strictObject({
+    index_name: fieldName('poc_traffic').describe('Index where the traffic data is stored'),
+    score_name: fieldName('score').describe('Field holding the crime score'),
+    elastic_url: z
+      .union([z.literal('default'), z.url({ protocol: /^https?$/ }).max(2048)])
+      .default('default')
+      .describe('Search-store URL, or default'),
+    action_name: fieldName('action').describe('Field read to tell allow from deny'),
+    date_time_name: fieldName('@timestamp').describe('Name of the time stamp field'),
+    allow_value: names('Allow').describe('Values meaning traffic was accepted'),
+    deny_value: names('Deny').describe('Values meaning traffic was blocked'),
+    low_score: band(1, 60),
+    medium_score: band(60, 120),
+    high_score: band(120, 150),
+    critical_score: band(150, 1000),
+    device_name: names('firewall').describe('Strings that denote the device in parsed data'),
+    direction_name: names('direction').describe('Strings that denote the direction'),
+    service_name: names('service').describe('Strings that denote the service'),
+  })
+  .meta({ description: 'How the live page parses stored traffic data' });
+export type LiveSettings = z.infer<typeof LiveSettings>;
+
+/** Key name kept as specified (`roule`). */
+export const BlockingRule = z
+  .strictObject({
+    score: bandScore.describe('Minimum score; combined by AND with the tags'),
+    tags: uniqueArray(Tag, 0, 100).describe('At least one of these tags must be carried (OR)'),
+  })
+  .meta({ description: 'Extra blocking rule: block when score >= rule.score AND the indicator carries one of rule.tags' });
+export type BlockingRule = z.infer<typeof BlockingRule>;
+
+export const OrganizationConfig = z
+  .strictObject({
+    // prefault, not default: the empty object is parsed so that every live default is filled in.
+    live: LiveSettings.prefault({}),
+    reserved_ips: z
+      .array(Ipv4OrNetwork)
+      .max(10_000)
+      .default([])
+      .describe("The organization's own addresses: never reportable by it, never blockable in its feeds"),
+    blocking_roule: BlockingRule.optional(),
+  })
+  .meta({ description: 'Organization settings document (spec 2.12)' });
+export type OrganizationConfig = z.infer<typeof OrganizationConfig>;

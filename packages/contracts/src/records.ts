@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import {
+  Count,
+  DecisionValue,
+  DomainName,
+  EpochSeconds,
+  IndicatorUrl,
+  Ipv4OrNetwork,
+  IsoTimestamp,
+  Md5Upper,
+  RuleId,
+  Score,
+  Sha1Upper,
+  Sha256Upper,
+} from './primitives.ts';
+
+/**
+ * Components of a score, returned on single look-ups asked with `explain=yes`. Their
+ * names belong to the scoring algorithm (documented with it), so the shape stays open.
+ */
+export const ScoreExplanation = z
+  .record(z.string(), z.unknown())
+  .meta({ description: 'Components of the score (scoring algorithm v3.2); present only when explain=yes' });
+export type ScoreExplanation = z.infer<typeof ScoreExplanation>;
+
+export const IpInfo = z.object({
+  as_domain: z.string(),
+  as_name: z.string(),
+  asn: z.string(),
+  continent: z.string().describe('Continent code'),
+  continent_name: z.string(),
+  country: z.string().describe('Country code'),
+  country_name: z.string(),
+});
+export type IpInfo = z.infer<typeof IpInfo>;
+
+export const IpRecordInfo = z.object({
+  members: Count.describe('Distinct reporting organizations'),
+  events: Count.describe('Reports received'),
+  sources: z.array(z.string()),
+  stix_bundles: z.array(z.unknown()),
+  attack_infos: z.array(z.unknown()),
+  notes: z.array(z.string()).describe('Free text from reporters'),
+});
+export type IpRecordInfo = z.infer<typeof IpRecordInfo>;
+
+/** Spec 2.3; `full=no` omits ip_info, info, elk_ts and elk_entry_ts. */
+export const Ipv4Record = z
+  .object({
+    gid: RuleId,
+    ip: Ipv4OrNetwork,
+    ts: EpochSeconds.describe('Time zero of the score: the decay clock starts here'),
+    entry_ts: EpochSeconds,
+    is_network: z.boolean(),
+    ip_info: IpInfo.optional(),
+    score: Score.describe('Score at time zero (scoreTimeZero)'),
+    info: IpRecordInfo.optional(),
+    elk_ts: IsoTimestamp.optional(),
+    elk_entry_ts: IsoTimestamp.optional(),
+    delay: z.int().min(0).describe('Seconds by which the caller organization sees new indicators late'),
+    dec: z.number().describe('Live (decayed) score now'),
+    decision: DecisionValue.describe("The caller organization's decision: -1 none, 0 never block, 1 block until ttl"),
+    ttl: EpochSeconds.nullable().describe('Epoch seconds until which decision 1 holds; null without limit'),
+    explain: ScoreExplanation.optional(),
+  })
+  .meta({ description: 'An IPv4 address or network indicator' });
+export type Ipv4Record = z.infer<typeof Ipv4Record>;
+
+const indicatorShape = {
+  score: Score,
+  ts: EpochSeconds,
+  total_reports: Count,
+  total_members: Count,
+  tags: z.array(z.string()),
+  elk_ts: IsoTimestamp,
+  elk_entry_ts: IsoTimestamp,
+  entry_ts: EpochSeconds,
+  explain: ScoreExplanation.optional(),
+};
+
+export const FileRecord = z
+  .object({
+    md5: Md5Upper,
+    sha1: Sha1Upper,
+    sha256: Sha256Upper,
+    file_bytes: z.base64().nullable().describe('Base64 of at most the first 64 KiB of the sample, or null'),
+    file_type: z.string().describe('MIME type'),
+    file_name: z.string(),
+    ...indicatorShape,
+  })
+  .meta({ description: 'A file indicator (spec 2.4)' });
+export type FileRecord = z.infer<typeof FileRecord>;
+
+export const DomainRecord = z
+  .object({ domain: DomainName, ...indicatorShape })
+  .meta({ description: 'A domain indicator (spec 2.5)' });
+export type DomainRecord = z.infer<typeof DomainRecord>;
+
+export const UrlRecord = z.object({ url: IndicatorUrl, ...indicatorShape }).meta({ description: 'A URL indicator (spec 2.5)' });
+export type UrlRecord = z.infer<typeof UrlRecord>;
