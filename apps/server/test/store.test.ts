@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate, type Store } from '../src/store/index.ts';
 import { createApiKey, createOrganization, createUser } from '../src/services/admin.ts';
@@ -40,9 +41,11 @@ describe.each(driverCases())('store on $name', (driver) => {
     const user = await createUser(store, { orgGid: org.gid, username: 'kim@keys.example', role: 2, name: 'Kim', surname: 'Lee' });
     expect(user.guid).toMatch(/^RMP-GUID-[0-9A-F]{32}$/);
     const { keyId, key } = await createApiKey(store, { username: user.username, label: 'ci' });
-    const raw = await store.db.query<{ secret_hash: string }>('select secret_hash from api_keys where key_id = $1', [keyId]);
-    expect(raw.rows[0]!.secret_hash).toMatch(/^[0-9a-f]{64}$/);
-    expect(raw.rows[0]!.secret_hash).not.toContain(key.split('_')[2]);
+    const secret = key.slice(`rmp_${keyId}_`.length);
+    expect(secret).toHaveLength(43);
+    const raw = await store.db.query<Record<string, unknown>>('select * from api_keys where key_id = $1', [keyId]);
+    expect(raw.rows[0]!.secret_hash).toBe(createHash('sha256').update(secret).digest('hex'));
+    expect(JSON.stringify(raw.rows[0])).not.toContain(secret);
     const p = await store.keys.principal(keyId);
     expect(p?.user).toMatchObject({ guid: user.guid, role: 2, unsuccessful_login: 0 });
     expect(p?.org).toMatchObject({ gid: org.gid, trust: 0.5 });
