@@ -16,3 +16,4 @@ export * from './agent-integrations.ts';
 export * from './agent-config.ts';
 export * from './agent-messages.ts';
 export * from './org-config.ts';
+export * from './sync-messages.ts';

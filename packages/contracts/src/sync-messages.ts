@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { AgentSettingsDocument } from './agent-config.ts';
+import { OrganizationConfig } from './org-config.ts';
+
+/*
+ * Messages of the live sync channel (WebSocket, `GET /api/v1/agents/sync`), one JSON object
+ * per text frame, discriminated by `type`. The server pushes; the agent answers pings and may
+ * send its enforcement state. A message of an unknown type is ignored by both sides (newer
+ * peers may add types), which is why the unions below are parsed per type.
+ */
+
+const IndicatorKind = z.enum(['ipv4', 'file', 'domain', 'url']);
+
+/** First frame after the upgrade: who the server thinks the agent is, and the current documents. */
+export const SyncHello = z.object({
+  type: z.literal('hello'),
+  gaid: z.string(),
+  server_time: z.int().describe('Epoch seconds on the server'),
+  settings: AgentSettingsDocument.describe('The agent settings document, secrets unmasked for the agent itself'),
+  organization: OrganizationConfig,
+});
+
+/** A settings document changed; `settings`/`organization` carry the new document. */
+export const SyncSettingsChanged = z.object({
+  type: z.literal('settings_changed'),
+  subject: z.enum(['organization', 'agent']),
+  version: z.int().min(0),
+  settings: AgentSettingsDocument.optional(),
+  organization: OrganizationConfig.optional(),
+});
+
+/** The organization changed a decision: the agent re-evaluates that indicator now. */
+export const SyncDecisionChanged = z.object({
+  type: z.literal('decision_changed'),
+  kind: IndicatorKind,
+  indicator: z.string().max(2048),
+  decision: z.union([z.literal(-1), z.literal(0), z.literal(1)]),
+  ttl: z.int().nullable(),
+});
+
+/** New indicators exist up to feed `ts`: the agent pulls its feed now instead of at sync_time. */
+export const SyncFeedChanged = z.object({
+  type: z.literal('feed_changed'),
+  kind: IndicatorKind,
+  ts: z.int().min(0),
+});
+
+export const SyncPing = z.object({ type: z.literal('ping'), nonce: z.string().max(64) });
+export const SyncPong = z.object({ type: z.literal('pong'), nonce: z.string().max(64) });
+
+/** Agent → server: what it enforces now (also counts as a check-in). */
+export const SyncState = z.object({
+  type: z.literal('state'),
+  version: z.string().max(64).optional(),
+  hostname: z.string().max(255).optional(),
+  enforced: z.int().min(0).describe('Number of addresses/networks enforced'),
+  plugins: z.array(z.object({ plugin: z.string().max(128), enforced: z.int().min(0), healthy: z.boolean() })).max(64).default([]),
+});
+
+export const ServerSyncMessage = z.discriminatedUnion('type', [SyncHello, SyncSettingsChanged, SyncDecisionChanged, SyncFeedChanged, SyncPing]);
+export type ServerSyncMessage = z.infer<typeof ServerSyncMessage>;
+export const AgentSyncMessage = z.discriminatedUnion('type', [SyncPong, SyncState]);
+export type AgentSyncMessage = z.infer<typeof AgentSyncMessage>;
+
+/** WebSocket close codes the server uses (4000-4999 is the application range). */
+export const SYNC_CLOSE = { unauthorized: 4401, forbidden: 4403, replaced: 4409, shutdown: 1001 } as const;

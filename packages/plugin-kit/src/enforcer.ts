@@ -1,0 +1,72 @@
+import type { z } from 'zod';
+import type { IpsLabel } from '@rampart/contracts';
+import type { PluginLogger } from './logger.ts';
+
+/**
+ * One entry of a block list: an IPv4 address or network in canonical CIDR form
+ * (`203.0.113.7/32`, `198.51.100.0/24`) with the live score that ranks it when a backend's
+ * capacity forces a cut.
+ */
+export interface BlockEntry {
+  cidr: string;
+  score: number;
+}
+
+export interface Diff {
+  add: BlockEntry[];
+  remove: string[];
+}
+
+export interface EnforcerHealth {
+  ok: boolean;
+  detail?: string;
+}
+
+/** What a `sync` or `apply` really did, for feedback and metrics. */
+export interface EnforceResult {
+  /** Entries enforced after the call. */
+  enforced: number;
+  /** Entries dropped because the backend's capacity was reached (lowest scores first). */
+  cut: number;
+}
+
+/**
+ * The enforcer contract (conventions §3). Every method is idempotent; the desired set it
+ * receives has already been filtered by the never-block list, decisions and thresholds.
+ */
+export interface Enforcer {
+  /** Can the backend be reached and changed now? No side effects. */
+  healthcheck(): Promise<EnforcerHealth>;
+  /** Atomically replaces everything this enforcer owns with `desired`. */
+  sync(desired: BlockEntry[]): Promise<EnforceResult>;
+  /** Applies a diff; batches commit one by one. Re-applying the same diff changes nothing. */
+  apply(diff: Diff): Promise<EnforceResult>;
+  /** Reads back what the real target enforces now (canonical CIDRs, sorted). */
+  list(): Promise<string[]>;
+  /** Releases connections; safe to call twice. Does not withdraw rules (see `withdraw`). */
+  close(): Promise<void>;
+  /** Removes every rule this enforcer placed (used for `running = no`). */
+  withdraw(): Promise<void>;
+  /** The backend's real capacity in entries (Infinity when none applies). */
+  readonly capacity: number;
+}
+
+export interface EnforcerContext {
+  log: PluginLogger;
+  /** Runs a command line through the shell the way operators configure reload commands. */
+  run?(command: string, options?: { input?: string; timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }>;
+}
+
+export interface EnforcerDefinition<C = unknown> {
+  /** Folder name of the plugin, e.g. `nftables`. */
+  name: string;
+  /** The `ips` label this enforcer serves. */
+  serves: IpsLabel;
+  /** Validates the `ips.<label>` entry merged with the plugin's local options; no I/O. */
+  configSchema: z.ZodType<C>;
+  create(config: C, ctx: EnforcerContext): Promise<Enforcer>;
+}
+
+export function defineEnforcer<C>(definition: EnforcerDefinition<C>): EnforcerDefinition<C> {
+  return definition;
+}

@@ -1,0 +1,3 @@
+export * from './logger.ts';
+export * from './source.ts';
+export * from './enforcer.ts';

@@ -1,0 +1,60 @@
+import type { z } from 'zod';
+import type { IdsLabel } from '@rampart/contracts';
+import type { PluginLogger } from './logger.ts';
+
+/** How eagerly a source counts a line as an attack (fail2ban's `mode`). */
+export type DetectionMode = 'normal' | 'aggressive';
+
+/** One attack seen by a source: the unit the agent aggregates and reports. */
+export interface Detection {
+  /** Epoch seconds of the log line (the line's own timestamp; the read time when it has none). */
+  ts: number;
+  /** The attacker: IPv4 or IPv6 address as written in the line, normalised (no port, no brackets). */
+  ip: string;
+  /** The spec label of the source (`ssh_log`, `waf_log`, `packet_filter`, ...). */
+  source: IdsLabel | string;
+  /** What the line shows, e.g. `invalid_user`, `auth_failure`, `modsec_block`, `port_scan`. */
+  kind: string;
+  /** Attempts this detection stands for (1 for a line; N for an aggregated scan). */
+  attempts: number;
+}
+
+/**
+ * A line parser: pure, synchronous, no I/O. It may keep per-instance state (e.g. a port-scan
+ * window or a multi-line session), which is why `createParser` makes a fresh one per stream.
+ */
+export interface LineParser {
+  /** Parses one line (without its newline); returns the detections it completes, often none. */
+  push(line: string, readAt: number): Detection[];
+  /** End of input: returns what was pending (e.g. scan windows still open). */
+  flush(now: number): Detection[];
+}
+
+export interface SourceContext {
+  log: PluginLogger;
+  /** Called by the running source for every detection; the runtime owns queues and reporting. */
+  emit(detection: Detection): void;
+  signal: AbortSignal;
+}
+
+/** A running source. It only reads and emits; the runtime restarts it with back-off when it fails. */
+export interface RunningSource {
+  /** Resolves when the source stops (signal aborted) and rejects when it fails. */
+  done: Promise<void>;
+}
+
+export interface SourceDefinition<C = unknown> {
+  /** Folder name of the plugin, e.g. `sshd`. */
+  name: string;
+  /** The `ids` label this source serves. */
+  serves: IdsLabel;
+  /** Validates the `ids.<label>` entry (plus the plugin's local options); no I/O. */
+  configSchema: z.ZodType<C>;
+  createParser(config: C, mode: DetectionMode): LineParser;
+  /** Starts reading (usually tailing the configured file) and emitting. */
+  start(config: C, mode: DetectionMode, ctx: SourceContext): RunningSource;
+}
+
+export function defineSource<C>(definition: SourceDefinition<C>): SourceDefinition<C> {
+  return definition;
+}

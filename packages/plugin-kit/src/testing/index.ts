@@ -1,0 +1,2 @@
+// Conformance suites (conventions §12) live here: enforcer-conformance.ts, source-conformance.ts.
+export {};
