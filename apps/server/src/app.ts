@@ -70,5 +70,6 @@ export async function buildApp({ config, store }: BuildAppOptions): Promise<Fast
   await app.register(healthRoutes, { context });
   await app.register(apiRoutes, { prefix: API_BASE, context });
   await app.register(swaggerUi, { routePrefix: `${API_BASE}/docs`, uiConfig: { deepLinking: true } });
+  app.get(`${API_BASE}/openapi.json`, { config: { rampart: { auth: 'public' } }, schema: { hide: true } }, async () => app.swagger());
   return app;
 }

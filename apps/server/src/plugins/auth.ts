@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { ApiError, ROLE } from '@rampart/contracts';
+import { API_BASE, ApiError, ROLE } from '@rampart/contracts';
 import type { Store, Organization, UserRow } from '../store/index.ts';
 import { credentialFrom, parseApiKey, secretMatches } from '../services/api-keys.ts';
 
@@ -67,6 +67,8 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
   app.addHook('onRequest', async (request) => {
     const options = request.routeOptions.config.rampart ?? {};
     if (options.auth === 'public') return;
+    // The documentation page (swagger-ui registers its own routes) is readable without a key.
+    if (request.routeOptions.url?.startsWith(`${API_BASE}/docs`)) return;
     const credential = credentialFrom(request.headers.authorization);
     if (!credential) throw new ApiError('unauthorized', 'send an API key in the Authorization header');
     const principal = await verify(credential, request);
