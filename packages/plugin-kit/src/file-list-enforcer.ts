@@ -1,0 +1,110 @@
+import { access, readFile, constants } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { BlockEntry, Diff, EnforceResult, Enforcer, EnforcerHealth } from './enforcer.ts';
+import type { PluginLogger } from './logger.ts';
+import { BlockTable, sortCidrs } from './block-list.ts';
+import { writeFileAtomic } from './atomic-file.ts';
+import { runChecked, type CommandRunner } from './shell.ts';
+
+/** How one system's list file looks. `parse` returns canonical CIDRs. */
+export interface ListFileFormat {
+  render(entries: BlockEntry[]): string;
+  parse(text: string): string[];
+}
+
+export interface FileListEnforcerOptions {
+  path: string;
+  format: ListFileFormat;
+  /** Run after every change of the file; '' runs nothing. */
+  reloadCommand: string;
+  reloadTimeoutMs?: number;
+  capacity: number;
+  run: CommandRunner;
+  log: PluginLogger;
+  fileMode?: number;
+  /**
+   * Extra step after the file is in place (HAProxy pushes through its runtime API instead of a
+   * reload). Receives the entries now in the file.
+   */
+  afterWrite?(entries: BlockEntry[], reason: 'sync' | 'apply' | 'withdraw'): Promise<void>;
+  /** Reads back the live target when it is not the file itself. */
+  readLive?(): Promise<string[]>;
+}
+
+/**
+ * The enforcer of every system that reads a list file: keeps what it owns with scores, writes
+ * the whole file atomically once per batch (a diff is one batch), then reloads. A diff that
+ * leaves the file unchanged neither writes nor reloads; `sync` always does both, because it is
+ * how the runtime re-asserts a target someone else changed.
+ */
+export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer {
+  const table = new BlockTable(opts.capacity);
+  let seeded = false;
+
+  async function readFileText(): Promise<string | undefined> {
+    try {
+      return await readFile(opts.path, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+
+  // A process restarted without a sync still owns what its file holds; scores are unknown (0).
+  async function seed(): Promise<void> {
+    if (seeded) return;
+    const text = await readFileText();
+    if (text !== undefined) table.replace(opts.format.parse(text).map((cidr) => ({ cidr, score: 0 })));
+    seeded = true;
+  }
+
+  async function commit(reason: 'sync' | 'apply' | 'withdraw', force: boolean): Promise<void> {
+    const entries = table.entries();
+    const text = opts.format.render(entries);
+    if (!force && (await readFileText()) === text) return;
+    await writeFileAtomic(opts.path, text, opts.fileMode);
+    if (opts.afterWrite) await opts.afterWrite(entries, reason);
+    if (opts.reloadCommand) await runChecked(opts.run, opts.reloadCommand, opts.reloadTimeoutMs);
+    opts.log.debug({ reason, entries: entries.length }, 'list file written');
+  }
+
+  function result(cut: number): EnforceResult {
+    if (cut > 0) opts.log.warn({ cut, capacity: opts.capacity }, 'capacity reached; lowest scores cut');
+    return { enforced: table.size, cut };
+  }
+
+  return {
+    capacity: opts.capacity,
+    async healthcheck(): Promise<EnforcerHealth> {
+      try {
+        await access(dirname(opts.path), constants.W_OK);
+        return { ok: true };
+      } catch (err) {
+        return { ok: false, detail: `directory of ${opts.path} not writable: ${(err as Error).message}` };
+      }
+    },
+    async sync(desired: BlockEntry[]): Promise<EnforceResult> {
+      const cut = table.replace(desired);
+      seeded = true;
+      await commit('sync', true);
+      return result(cut);
+    },
+    async apply(diff: Diff): Promise<EnforceResult> {
+      await seed();
+      const cut = table.apply(diff);
+      await commit('apply', false);
+      return result(cut);
+    },
+    async list(): Promise<string[]> {
+      if (opts.readLive) return sortCidrs(await opts.readLive());
+      const text = await readFileText();
+      return text === undefined ? [] : opts.format.parse(text);
+    },
+    async withdraw(): Promise<void> {
+      table.replace([]);
+      seeded = true;
+      await commit('withdraw', true);
+    },
+    async close(): Promise<void> {},
+  };
+}

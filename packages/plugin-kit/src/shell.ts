@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process';
+
+export interface CommandResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export type CommandRunner = (command: string, options?: { input?: string; timeoutMs?: number }) => Promise<CommandResult>;
+
+/** A configured command failed; carries the exit code and the end of its stderr. */
+export class EnforcerCommandError extends Error {
+  readonly code = 'ENFORCER_COMMAND_FAILED';
+  constructor(
+    readonly exitCode: number,
+    readonly stderr: string,
+  ) {
+    super(`command exited with ${exitCode}: ${stderr.slice(-500).trim()}`);
+    this.name = 'EnforcerCommandError';
+  }
+}
+
+const MAX_OUTPUT = 1 << 20;
+
+/**
+ * Runs a command line with `/bin/sh -c`, the way operators write reload commands
+ * (`nginx -t && nginx -s reload`). Output is bounded; a timeout kills the process group.
+ */
+export const runShell: CommandRunner = (command, options = {}) =>
+  new Promise((resolve, reject) => {
+    const child = spawn('/bin/sh', ['-c', command], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      if (stdout.length < MAX_OUTPUT) stdout += d.toString('utf8');
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      if (stderr.length < MAX_OUTPUT) stderr += d.toString('utf8');
+    });
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }, options.timeoutMs ?? 60_000);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? (signal ? 128 : 1), stdout, stderr });
+    });
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(options.input ?? '');
+  });
+
+/** Runs `command` and throws {@link EnforcerCommandError} unless it exits 0. */
+export async function runChecked(run: CommandRunner, command: string, timeoutMs?: number): Promise<CommandResult> {
+  const result = await run(command, { timeoutMs });
+  if (result.code !== 0) throw new EnforcerCommandError(result.code, result.stderr || result.stdout);
+  return result;
+}
+
+/** Quotes one argument for `/bin/sh`. */
+export function shellQuote(arg: string): string {
+  return /^[A-Za-z0-9_\/.,:=@%+-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
+}
