@@ -17,3 +17,4 @@ export * from './agent-config.ts';
 export * from './agent-messages.ts';
 export * from './org-config.ts';
 export * from './sync-messages.ts';
+export * from './agent-admin.ts';

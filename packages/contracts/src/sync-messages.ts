@@ -18,6 +18,12 @@ export const SyncHello = z.object({
   server_time: z.int().describe('Epoch seconds on the server'),
   settings: AgentSettingsDocument.describe('The agent settings document, secrets unmasked for the agent itself'),
   organization: OrganizationConfig,
+  settings_version: z.int().min(0).optional().describe('Version of the agent settings document'),
+  organization_version: z.int().min(0).optional().describe('Version of the organization settings document (0: defaults)'),
+  feed: z
+    .partialRecord(IndicatorKind, z.int().min(0))
+    .optional()
+    .describe('Feed cursor: newest ts per feed now; an agent whose own cursor is older pulls from its cursor'),
 });
 
 /** A settings document changed; `settings`/`organization` carry the new document. */
@@ -57,9 +63,10 @@ export const SyncState = z.object({
   plugins: z.array(z.object({ plugin: z.string().max(128), enforced: z.int().min(0), healthy: z.boolean() })).max(64).default([]),
 });
 
-export const ServerSyncMessage = z.discriminatedUnion('type', [SyncHello, SyncSettingsChanged, SyncDecisionChanged, SyncFeedChanged, SyncPing]);
+// Heartbeats go both ways: either side may send `ping`; the other answers `pong` with its nonce.
+export const ServerSyncMessage = z.discriminatedUnion('type', [SyncHello, SyncSettingsChanged, SyncDecisionChanged, SyncFeedChanged, SyncPing, SyncPong]);
 export type ServerSyncMessage = z.infer<typeof ServerSyncMessage>;
-export const AgentSyncMessage = z.discriminatedUnion('type', [SyncPong, SyncState]);
+export const AgentSyncMessage = z.discriminatedUnion('type', [SyncPong, SyncState, SyncPing]);
 export type AgentSyncMessage = z.infer<typeof AgentSyncMessage>;
 
 /** WebSocket close codes the server uses (4000-4999 is the application range). */

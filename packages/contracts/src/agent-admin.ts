@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { AgentRunning } from './agent-config.ts';
+import { AgentId, OrgId } from './primitives.ts';
+
+/*
+ * Records of the agent administration routes (not in the specification, which leaves the
+ * settings API "not shown"): the agent list, agent keys and the settings history.
+ */
+
+export const AgentParams = z.object({ agid: AgentId });
+export type AgentParams = z.infer<typeof AgentParams>;
+
+export const EnforcedByPlugin = z
+  .object({
+    enforced: z.int().min(0).nullable().describe('Addresses/networks the plugin says it enforces (null when it did not say)'),
+    code: z.union([z.number(), z.string()]).nullable().describe('Outcome code of its last run'),
+    score_threshold: z.int().min(0).max(1000).nullable(),
+    healthy: z.boolean().nullable(),
+    at: z.int().describe('Epoch seconds of the report'),
+  })
+  .meta({ description: 'What one enforcement plugin of an agent last reported' });
+export type EnforcedByPlugin = z.infer<typeof EnforcedByPlugin>;
+
+export const AgentSummary = z
+  .object({
+    gaid: AgentId,
+    version: z.string().describe('Software version the agent reported, else the one registered'),
+    running: AgentRunning,
+    active: z.boolean().describe('false once deactivated: its keys no longer work'),
+    alive: z.boolean().describe('Checked in within 2 x sync_time minutes'),
+    sync_time: z.int().min(1),
+    last_checkin: z.int().nullable().describe('Epoch seconds of the last check-in, null when never'),
+    last_checkin_via: z.enum(['ipv4', 'feedback', 'sync']).nullable(),
+    hostname: z.string().nullable(),
+    enforced: z.record(z.string(), EnforcedByPlugin).describe('By enforcement plugin'),
+    settings_version: z.int().min(1),
+  })
+  .meta({ description: 'One agent of the organization, as GET /agents lists it' });
+export type AgentSummary = z.infer<typeof AgentSummary>;
+
+export const AgentTokenRequest = z
+  .strictObject({
+    ttl_days: z.int().min(1).max(3650).optional().describe('Days until the key expires; no expiry when omitted'),
+  })
+  .default({});
+export type AgentTokenRequest = z.infer<typeof AgentTokenRequest>;
+
+export const AgentTokenIssued = z
+  .object({
+    token: z.string().describe('The agent key (a signed JWT); shown once, never stored'),
+    token_id: z.string().describe('Its id (jti), used to revoke it'),
+    gaid: AgentId,
+    org: OrgId,
+    header: z.string().describe("Header the agent must send it in (its auth_name)"),
+    expires_at: z.int().nullable().describe('Epoch seconds, null when it does not expire'),
+  })
+  .meta({ description: 'A newly issued agent key' });
+export type AgentTokenIssued = z.infer<typeof AgentTokenIssued>;
+
+export const AgentTokenInfo = z.object({
+  token_id: z.string(),
+  issued_at: z.int(),
+  issued_by: z.string().nullable().describe('Username of the admin who issued it'),
+  expires_at: z.int().nullable(),
+  revoked: z.boolean(),
+});
+export type AgentTokenInfo = z.infer<typeof AgentTokenInfo>;
+
+export const AgentTokenParams = z.object({ agid: AgentId, token_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/) });
+
+export const SettingsHistoryEntry = z
+  .object({
+    version: z.int().min(1),
+    changed_by: z.string().describe('Username, or the gaid of an agent'),
+    changed_at: z.string().describe('ISO 8601 UTC'),
+    changed_fields: z.array(z.string()).describe('Dotted paths that changed; values are never kept'),
+  })
+  .meta({ description: 'One change of a settings document' });
+export type SettingsHistoryEntry = z.infer<typeof SettingsHistoryEntry>;
+
+export const SettingsHistoryQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
