@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { bootstrapDemo } from './services/admin.ts';
@@ -7,26 +8,8 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.pgPoolMax });
   const app = await buildApp({ config, store });
-  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${config.port}/api/v1`;
-
-  if (config.demo) {
-    const demo = await bootstrapDemo(store);
-    if (demo) {
-      // Printed once, on the first start: the key is not stored anywhere in plaintext.
-      process.stdout.write(
-        [
-          '',
-          `Rampart created a demo organization "${demo.org.name}" (${demo.org.gid}) with ${demo.org.credit_tokens} coins.`,
-          `Admin user ${demo.user.username}; API key (shown only now, keep it):`,
-          `  ${demo.key}`,
-          'Try:',
-          `  curl -s ${base}/version`,
-          `  curl -s -H "Authorization: ${demo.key}" "${base}/ips?ts=0"`,
-          '',
-        ].join('\n') + '\n',
-      );
-    }
-  }
+  // Created before listening so that no request sees a half-made demo organization.
+  const demo = config.demo ? await bootstrapDemo(store) : undefined;
 
   let closing = false;
   const shutdown = async (signal: string) => {
@@ -43,7 +26,25 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
   await app.listen({ host: config.host, port: config.port });
+  const { port } = app.server.address() as AddressInfo;
+  const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}/api/v1`;
   app.log.info({ url: base, store: store.db.kind }, 'control plane listening');
+
+  if (demo) {
+    // Printed once, on the first start: the key is not stored anywhere in plaintext.
+    process.stdout.write(
+      [
+        '',
+        `Rampart created a demo organization "${demo.org.name}" (${demo.org.gid}) with ${demo.org.credit_tokens} coins.`,
+        `Admin user ${demo.user.username}; API key (shown only now, keep it):`,
+        `  ${demo.key}`,
+        'Try:',
+        `  curl -s ${base}/version`,
+        `  curl -s -H "Authorization: ${demo.key}" "${base}/ips?ts=0"`,
+        '',
+      ].join('\n') + '\n',
+    );
+  }
 }
 
 main().catch((err: unknown) => {
