@@ -1,0 +1,141 @@
+import { z } from 'zod';
+import {
+  AgentConfig,
+  AgentFeedbackBody,
+  AgentRegisterResponse,
+  AgentSettingsDocument,
+  DomainPage,
+  FilePage,
+  IpsReportBody,
+  Ipv4Page,
+  OrganizationConfig,
+  UrlPage,
+  VersionRecord,
+} from '@rampart/contracts';
+import { Transport, parseJson, type RequestOptions, type TransportOptions } from './http.ts';
+import { splitList, walkPages, walkTs, type CursorPage } from './pagination.ts';
+
+export type ClientOptions = TransportOptions;
+
+export interface IpsPageQuery {
+  ts?: number;
+  page_size?: number;
+  full?: 'yes' | 'no';
+}
+
+export interface Ipv4ListQuery {
+  format?: 'CSV' | 'LIST';
+  agid?: string;
+  plugin?: string;
+  page?: string;
+}
+
+export interface ReportOptions {
+  /** Sent as `?gaid=` like the original agent. */
+  gaid?: string;
+  /** Sent as `Idempotency-Key`, so a server that honours it ignores a replayed report. */
+  idempotencyKey?: string;
+  retries?: number;
+  signal?: AbortSignal;
+}
+
+type Call = Pick<RequestOptions, 'retries' | 'signal'>;
+
+/** Typed client of the Rampart API; every JSON answer is parsed with its contract. */
+export class RampartClient {
+  readonly transport: Transport;
+
+  constructor(options: ClientOptions) {
+    this.transport = new Transport(options);
+  }
+
+  get baseUrl(): string {
+    return this.transport.options.baseUrl;
+  }
+
+  /** The WebSocket address of the live sync channel. */
+  syncUrl(): string {
+    return this.transport.url('/agents/sync').replace(/^http/, 'ws');
+  }
+
+  authHeaders(): Record<string, string> {
+    return this.transport.authHeaders();
+  }
+
+  async version(call: Call = {}): Promise<VersionRecord> {
+    return parseJson(VersionRecord, await this.transport.request('GET', '/version', call));
+  }
+
+  async ipsPage(query: IpsPageQuery = {}, call: Call = {}): Promise<Ipv4Page> {
+    return parseJson(Ipv4Page, await this.transport.request('GET', '/ips', { ...call, query: { ...query } }));
+  }
+
+  /** Every IPv4 feed page after `ts`; the generator's return value is the final cursor. */
+  ipsFeed(ts: number, query: Omit<IpsPageQuery, 'ts'> = {}, call: Call = {}) {
+    return walkTs((cursor) => this.ipsPage({ ...query, ts: cursor }, call), ts);
+  }
+
+  async ipLookup(ip: string, call: Call = {}): Promise<Ipv4Page> {
+    return parseJson(Ipv4Page, await this.transport.request('GET', `/ips/${encodeURIComponent(ip)}`, call));
+  }
+
+  async reportIp(body: IpsReportBody | z.input<typeof IpsReportBody>, options: ReportOptions = {}): Promise<void> {
+    const headers: Record<string, string> = {};
+    if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
+    const call: RequestOptions = { body, headers, query: { gaid: options.gaid } };
+    if (options.retries !== undefined) call.retries = options.retries;
+    if (options.signal) call.signal = options.signal;
+    await this.transport.request('POST', '/ips', call);
+  }
+
+  /** One page of `/ipv4/{min_score}`: addresses (or networks) and the `next_page` cursor. */
+  async ipv4ListPage(minScore: number, query: Ipv4ListQuery = {}, call: Call = {}): Promise<CursorPage<string>> {
+    const raw = await this.transport.request('GET', `/ipv4/${minScore}`, { ...call, query: { ...query } });
+    return { items: splitList(raw.text), nextPage: raw.headers.get('next_page') ?? undefined };
+  }
+
+  ipv4List(minScore: number, query: Omit<Ipv4ListQuery, 'page'> = {}, call: Call = {}) {
+    return walkPages((page) => this.ipv4ListPage(minScore, page === undefined ? query : { ...query, page }, call));
+  }
+
+  async filesPage(query: { ts: number; page_size?: number; min_score?: number; tags?: string }, call: Call = {}): Promise<FilePage> {
+    return parseJson(FilePage, await this.transport.request('GET', '/files', { ...call, query }));
+  }
+
+  filesFeed(ts: number, call: Call = {}) {
+    return walkTs((cursor) => this.filesPage({ ts: cursor }, call), ts);
+  }
+
+  async domainsPage(query: { ts: number; page_size?: number }, call: Call = {}): Promise<DomainPage> {
+    return parseJson(DomainPage, await this.transport.request('GET', '/domains', { ...call, query }));
+  }
+
+  domainsFeed(ts: number, call: Call = {}) {
+    return walkTs((cursor) => this.domainsPage({ ts: cursor }, call), ts);
+  }
+
+  async urlsPage(query: { ts: number; page_size?: number }, call: Call = {}): Promise<UrlPage> {
+    return parseJson(UrlPage, await this.transport.request('GET', '/urls', { ...call, query }));
+  }
+
+  urlsFeed(ts: number, call: Call = {}) {
+    return walkTs((cursor) => this.urlsPage({ ts: cursor }, call), ts);
+  }
+
+  async registerAgent(config: AgentConfig | z.input<typeof AgentConfig>, call: Call = {}): Promise<AgentRegisterResponse> {
+    return parseJson(AgentRegisterResponse, await this.transport.request('POST', '/agents', { ...call, body: config }));
+  }
+
+  async agentFeedback(body: AgentFeedbackBody, call: Call = {}): Promise<void> {
+    await this.transport.request('POST', '/agents/feedback', { ...call, body });
+  }
+
+  /** The agent settings document (secrets come back masked unless the caller is the agent itself). */
+  async agentSettings(agid: string, call: Call = {}): Promise<AgentSettingsDocument> {
+    return parseJson(AgentSettingsDocument, await this.transport.request('GET', `/agents/${encodeURIComponent(agid)}/config`, call));
+  }
+
+  async organizationConfig(call: Call = {}): Promise<OrganizationConfig> {
+    return parseJson(OrganizationConfig, await this.transport.request('GET', '/organization/config', call));
+  }
+}
