@@ -1,0 +1,107 @@
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { CursorCodec } from './cursor.ts';
+
+/** Spec 8: lists beyond 10,000 entries need several paged calls. */
+export const LIST_PAGE_LINES = 10_000;
+/** Rows per store query while streaming: memory stays bounded by one chunk, whatever the list size. */
+export const LIST_CHUNK_ROWS = 2_000;
+
+/**
+ * Where a plain-text list's rows come from. Rows are ordered by a unique key (JSON-serializable,
+ * compared by the store) and already filtered by the store, so every row becomes one entry.
+ * `after` is exclusive, `upTo` inclusive; null means unbounded on that side.
+ */
+export interface TextListSource<Row, Key> {
+  /** At most `limit` rows with after < key <= upTo, in key order. */
+  rows(after: Key | null, upTo: Key | null, limit: number): Promise<Row[]>;
+  /**
+   * The key of the `n`-th row after `after` (or of the last row when fewer exist; null when
+   * none) and whether any row lies beyond it. Reads keys only: the page is never held in memory.
+   */
+  boundary(after: Key | null, n: number): Promise<{ last: Key | null; more: boolean }>;
+  /**
+   * A token that changes whenever the entries in (after, upTo] would change (rows entering or
+   * leaving, a changed row). Feeds the ETag, so it must not depend on anything else.
+   */
+  version(after: Key | null, upTo: Key | null): Promise<string>;
+  key(row: Row): Key;
+}
+
+export interface TextListOptions<Row, Key> {
+  source: TextListSource<Row, Key>;
+  cursors: CursorCodec;
+  /** Everything that selects the rows; a cursor only continues a list with equal filters (else 400). */
+  filters: Record<string, unknown>;
+  /** The `page` query value (a `next_page` header of an earlier call). */
+  page?: string | undefined;
+  /** false: the whole list in one streamed response, no `next_page` (e.g. `/flat`). */
+  paginate: boolean;
+  /** `lines`: one entry per line; `comma`: entries separated by commas, no trailing separator. */
+  format: 'lines' | 'comma';
+  /** A first line sent before the entries of every response (a CSV header). */
+  header?: string;
+  line(row: Row): string;
+  /** What else the bytes depend on (e.g. the request second when a column is a live score). */
+  etagSalt?: string;
+  pageLines?: number;
+  chunkRows?: number;
+}
+
+/** True when an `If-None-Match` header names this ETag (or `*`); weak validators compare equal. */
+export function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  const bare = (tag: string) => tag.trim().replace(/^W\//, '');
+  return ifNoneMatch.split(',').some((tag) => tag.trim() === '*' || bare(tag) === bare(etag));
+}
+
+function etagOf(parts: unknown[]): string {
+  return `"${createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 27)}"`;
+}
+
+async function* entries<Row, Key>(options: TextListOptions<Row, Key>, after: Key | null, upTo: Key | null): AsyncGenerator<string> {
+  const { source, line, format } = options;
+  const chunk = options.chunkRows ?? LIST_CHUNK_ROWS;
+  if (options.header !== undefined) yield `${options.header}\n`;
+  let position = after;
+  let first = true;
+  for (;;) {
+    const rows = await source.rows(position, upTo, chunk);
+    if (rows.length === 0) return;
+    let text = '';
+    for (const row of rows) {
+      if (format === 'lines') text += `${line(row)}\n`;
+      else text += first ? line(row) : `,${line(row)}`;
+      first = false;
+    }
+    yield text;
+    if (rows.length < chunk) return;
+    position = source.key(rows.at(-1)!);
+  }
+}
+
+/**
+ * Answers a plain-text list request: resolves the page from the cursor, sets `ETag` (304 when
+ * `If-None-Match` names it) and `next_page` (absent on the last page, also sent with a 304 so a
+ * client can move on), then streams the entries from the store chunk by chunk.
+ */
+export async function sendTextList<Row, Key>(request: FastifyRequest, reply: FastifyReply, options: TextListOptions<Row, Key>): Promise<FastifyReply> {
+  const after = options.page ? options.cursors.decode<Key>(options.page, options.filters) : null;
+  let upTo: Key | null = null;
+  let empty = false;
+  if (options.paginate) {
+    const bound = await options.source.boundary(after, options.pageLines ?? LIST_PAGE_LINES);
+    upTo = bound.last;
+    empty = bound.last === null;
+    if (bound.more && bound.last !== null) reply.header('next_page', options.cursors.encode(options.filters, bound.last));
+  }
+  const version = empty ? 'empty' : await options.source.version(after, upTo);
+  const etag = etagOf([options.filters, after, upTo, options.format, options.header ?? null, options.etagSalt ?? null, version]);
+  reply.header('etag', etag).header('cache-control', 'private, no-cache').type('text/plain; charset=utf-8');
+  if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send();
+  if (empty) return reply.send(options.header !== undefined ? `${options.header}\n` : '');
+  const stream = Readable.from(entries(options, after, upTo));
+  stream.on('error', (err) => request.log.error({ err }, 'text list stream failed'));
+  return reply.send(stream);
+}
