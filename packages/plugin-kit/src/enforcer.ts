@@ -12,6 +12,11 @@ export interface BlockEntry {
   score: number;
 }
 
+/**
+ * A change to the desired set. Removals apply first, then additions (a CIDR named in both ends
+ * up enforced); adding a CIDR already present updates its score; removing an absent one is a
+ * no-op. Inputs that are not IPv4 CIDRs are ignored and counted.
+ */
 export interface Diff {
   add: BlockEntry[];
   remove: string[];
@@ -28,6 +33,14 @@ export interface EnforceResult {
   enforced: number;
   /** Entries dropped because the backend's capacity was reached (lowest scores first). */
   cut: number;
+  /** Inputs of the call ignored because they are not IPv4 CIDRs (omitted when none). */
+  invalid?: number;
+}
+
+/** What `reconcile` found and did. */
+export interface ReconcileResult extends EnforceResult {
+  /** True when the target differed from what this enforcer last committed and was re-asserted. */
+  drifted: boolean;
 }
 
 /**
@@ -41,8 +54,17 @@ export interface Enforcer {
   sync(desired: BlockEntry[]): Promise<EnforceResult>;
   /** Applies a diff; batches commit one by one. Re-applying the same diff changes nothing. */
   apply(diff: Diff): Promise<EnforceResult>;
-  /** Reads back what the real target enforces now (canonical CIDRs, sorted). */
+  /**
+   * Reads back what the real target enforces now, never a cache: canonical CIDRs
+   * (`203.0.113.7/32`), sorted with `sortCidrs` (numeric by network, then prefix length).
+   */
   list(): Promise<string[]>;
+  /**
+   * Optional: reads back the target and, when someone else changed or flushed it (a firewall
+   * reload, `nft flush ruleset`), re-asserts the last committed set with a full replace. The agent
+   * calls it every reconcile interval; without it, the agent compares `list()` and calls `sync`.
+   */
+  reconcile?(): Promise<ReconcileResult>;
   /** Releases connections; safe to call twice. Does not withdraw rules (see `withdraw`). */
   close(): Promise<void>;
   /** Removes every rule this enforcer placed (used for `running = no`). */

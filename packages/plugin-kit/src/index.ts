@@ -5,5 +5,5 @@ export * from './block-list.ts';
 export * from './atomic-file.ts';
 export * from './shell.ts';
 export * from './file-list-enforcer.ts';
-export * from './cidr.ts';
+export * from './ipv4-range.ts';
 export * from './desired-set.ts';

@@ -1,2 +1,3 @@
-// Conformance suites (conventions §12) live here: enforcer-conformance.ts, source-conformance.ts.
-export {};
+// Conformance suites (conventions §12) and the gate for tests against real system tools.
+export * from './enforcer-conformance.ts';
+export * from './system-gate.ts';

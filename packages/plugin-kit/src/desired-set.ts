@@ -1,0 +1,80 @@
+import { canonicalCidr } from './block-list.ts';
+import { parseIpv4Cidr } from './ipv4-range.ts';
+import type { BlockEntry, Diff } from './enforcer.ts';
+
+/**
+ * Everything an enforcer was asked to enforce, keyed by canonical CIDR, including entries the
+ * capacity cut: unlike `BlockTable`, a cut entry comes back when higher ones are removed, and a
+ * diff costs O(diff) rather than a re-sort (for 100k-entry packet-filter sets). The cut rule is
+ * `keepTop`'s: highest score first, ties broken by address order.
+ */
+export class DesiredSet {
+  readonly #scores = new Map<string, number>();
+  /** Inputs seen by the last call that were not IPv4 CIDRs (ignored, counted for logs). */
+  invalid = 0;
+
+  get size(): number {
+    return this.#scores.size;
+  }
+
+  has(cidr: string): boolean {
+    return this.#scores.has(cidr);
+  }
+
+  replace(entries: readonly BlockEntry[]): void {
+    this.#scores.clear();
+    this.invalid = 0;
+    this.#addAll(entries);
+  }
+
+  /** Removals first, then additions: a CIDR named in both ends up enforced. */
+  apply(diff: Diff): void {
+    this.invalid = 0;
+    for (const raw of diff.remove) {
+      const cidr = canonicalCidr(raw);
+      if (cidr) this.#scores.delete(cidr);
+      else this.invalid += 1;
+    }
+    this.#addAll(diff.add);
+  }
+
+  clear(): void {
+    this.#scores.clear();
+  }
+
+  entries(): BlockEntry[] {
+    return [...this.#scores].map(([cidr, score]) => ({ cidr, score }));
+  }
+
+  /** The entries that fit in `capacity`, and how many were cut. */
+  withinCapacity(capacity: number): { kept: BlockEntry[]; cut: number } {
+    return selectWithinCapacity(this.entries(), capacity);
+  }
+
+  #addAll(entries: readonly BlockEntry[]): void {
+    const seen = new Set<string>();
+    for (const entry of entries) {
+      const cidr = canonicalCidr(entry.cidr);
+      if (!cidr || !Number.isFinite(entry.score)) {
+        this.invalid += 1;
+        continue;
+      }
+      // Within one call a duplicate keeps the higher score; across calls the newer score wins.
+      const previous = seen.has(cidr) ? this.#scores.get(cidr)! : -Infinity;
+      seen.add(cidr);
+      this.#scores.set(cidr, Math.max(previous, entry.score));
+    }
+  }
+}
+
+/** Keeps the `capacity` highest-scored entries (ties: lower address first). Input is canonical. */
+export function selectWithinCapacity(entries: readonly BlockEntry[], capacity: number): { kept: BlockEntry[]; cut: number } {
+  if (entries.length <= capacity) return { kept: [...entries], cut: 0 };
+  const keyed = entries.map((entry) => {
+    const range = parseIpv4Cidr(entry.cidr);
+    return { entry, start: range?.start ?? 0, prefix: range?.prefix ?? 0 };
+  });
+  keyed.sort((a, b) => b.entry.score - a.entry.score || a.start - b.start || a.prefix - b.prefix);
+  const keep = Math.max(0, Math.floor(capacity));
+  return { kept: keyed.slice(0, keep).map((k) => k.entry), cut: entries.length - keep };
+}

@@ -1,0 +1,217 @@
+import { describe, expect, it, type TestContext } from 'vitest';
+import type { BlockEntry, Diff, Enforcer } from '../enforcer.ts';
+import { canonicalCidr, keepTop, sortCidrs } from '../block-list.ts';
+
+/*
+ * The conformance suite every enforcer passes against its real target (conventions §3, §12):
+ * what `list()` reads back from the target must equal, exactly and in `sortCidrs` order, what
+ * the contract says the calls before it should have left there.
+ */
+
+export interface ConformanceSubject {
+  enforcer: Enforcer;
+  /**
+   * Empties the target behind the enforcer's back, the way an operator or a firewall reload
+   * does (`nft flush ruleset`, a list file deleted). Omit when the target cannot be disturbed.
+   */
+  disturb?(): Promise<void>;
+  /** Removes what the factory created (namespace, temp directory, stand-in server). */
+  teardown?(): Promise<void>;
+}
+
+export interface ConformanceOptions {
+  /** When set, the enforcer must be created with this capacity (`enforcer.capacity === capacity`). */
+  capacity?: number;
+}
+
+/** Creates a fresh enforcer on a fresh (or emptied) target for each test. */
+export type EnforcerFactory = (options: ConformanceOptions) => Promise<ConformanceSubject>;
+
+export interface ConformanceSettings {
+  /** Entries in the bulk sync test (default 1,000), to cross the plugin's batch sizes. */
+  bulkSize?: number;
+  /** Test timeout in ms for targets that are slow to start (default vitest's). */
+  timeoutMs?: number;
+}
+
+/** Deterministic single addresses in 198.18.0.0/15 (RFC 2544 benchmarking range). */
+export function conformanceAddresses(count: number, offset = 0): BlockEntry[] {
+  return Array.from({ length: count }, (_, i) => {
+    const n = i + offset;
+    return { cidr: `198.${18 + ((n >> 16) & 1)}.${(n >> 8) & 255}.${n & 255}/32`, score: 100 + (n % 900) };
+  });
+}
+
+const NETWORKS: BlockEntry[] = [
+  { cidr: '10.0.0.0/8', score: 500 },
+  { cidr: '172.16.4.0/22', score: 400 },
+  { cidr: '192.0.2.0/25', score: 300 },
+  { cidr: '192.0.2.128/25', score: 300 },
+  { cidr: '203.0.113.8/31', score: 200 },
+  { cidr: '203.0.113.77/32', score: 100 },
+];
+
+/** What `list()` must return after the desired set `entries` at `capacity`. */
+function expected(entries: BlockEntry[], capacity = Infinity): string[] {
+  return sortCidrs(keepTop(entries, capacity).kept.map((e) => e.cidr));
+}
+
+function cidrsOf(entries: BlockEntry[]): string[] {
+  return sortCidrs(entries.map((e) => canonicalCidr(e.cidr)!));
+}
+
+type Body = (subject: ConformanceSubject, ctx: TestContext) => Promise<void>;
+
+interface TestOptions extends ConformanceOptions {
+  /** The body closes the enforcer itself; cleanup only tears the target down. */
+  closes?: boolean;
+}
+
+async function withSubject(factory: EnforcerFactory, options: TestOptions, ctx: TestContext, body: Body) {
+  const { closes, ...factoryOptions } = options;
+  const subject = await factory(factoryOptions);
+  try {
+    await body(subject, ctx);
+  } finally {
+    try {
+      if (!closes) {
+        await subject.enforcer.withdraw();
+        await subject.enforcer.close();
+      }
+    } finally {
+      await subject.teardown?.();
+    }
+  }
+}
+
+export function enforcerConformance(name: string, factory: EnforcerFactory, settings: ConformanceSettings = {}): void {
+  const bulkSize = settings.bulkSize ?? 1000;
+  const test = (title: string, options: TestOptions, body: Body) =>
+    it(title, (ctx) => withSubject(factory, options, ctx, body), settings.timeoutMs);
+
+  describe(`enforcer conformance: ${name}`, () => {
+    test('is healthy and starts empty after an empty sync', {}, async ({ enforcer }) => {
+      expect(await enforcer.healthcheck()).toMatchObject({ ok: true });
+      expect(await enforcer.sync([])).toMatchObject({ enforced: 0, cut: 0 });
+      expect(await enforcer.list()).toEqual([]);
+    });
+
+    test('sync then read back returns exactly the desired set', {}, async ({ enforcer }) => {
+      const desired = [...conformanceAddresses(bulkSize), ...NETWORKS];
+      const want = expected(desired, enforcer.capacity);
+      const result = await enforcer.sync(desired);
+      expect(result).toMatchObject({ enforced: want.length, cut: desired.length - want.length });
+      expect(await enforcer.list()).toEqual(want);
+    });
+
+    test('a second sync replaces everything the first placed', {}, async ({ enforcer }) => {
+      await enforcer.sync([...conformanceAddresses(20), ...NETWORKS]);
+      const second = conformanceAddresses(10, 5000);
+      await enforcer.sync(second);
+      expect(await enforcer.list()).toEqual(expected(second, enforcer.capacity));
+    });
+
+    test('apply adds and deletes entries', {}, async ({ enforcer }) => {
+      const start = conformanceAddresses(10);
+      await enforcer.sync(start);
+      const diff: Diff = {
+        add: [...conformanceAddresses(3, 100), { cidr: '192.0.2.0/24', score: 700 }],
+        remove: [start[0]!.cidr, start[5]!.cidr],
+      };
+      const after = [...start.filter((_, i) => i !== 0 && i !== 5), ...diff.add];
+      const want = expected(after, enforcer.capacity);
+      expect(await enforcer.apply(diff)).toMatchObject({ enforced: want.length, cut: after.length - want.length });
+      expect(await enforcer.list()).toEqual(want);
+      await enforcer.apply({ add: [], remove: ['192.0.2.0/24'] });
+      expect(await enforcer.list()).toEqual(want.filter((c) => c !== '192.0.2.0/24'));
+    });
+
+    test('duplicates and non-canonical spellings collapse to one entry', {}, async ({ enforcer }) => {
+      const result = await enforcer.sync([
+        { cidr: '203.0.113.7', score: 10 },
+        { cidr: '203.0.113.7/32', score: 20 },
+        { cidr: '198.51.100.9/24', score: 30 },
+        { cidr: '198.51.100.0/24', score: 40 },
+      ]);
+      expect(result).toMatchObject({ enforced: 2, cut: 0 });
+      expect(await enforcer.list()).toEqual(['198.51.100.0/24', '203.0.113.7/32']);
+      // Adding what is there and removing what is not are both no-ops, not errors.
+      await enforcer.apply({ add: [{ cidr: '203.0.113.7/32', score: 50 }], remove: ['192.0.2.200/32'] });
+      expect(await enforcer.list()).toEqual(['198.51.100.0/24', '203.0.113.7/32']);
+    });
+
+    test('applying the same diff twice changes nothing the second time', {}, async ({ enforcer }) => {
+      const start = conformanceAddresses(8);
+      await enforcer.sync(start);
+      const diff: Diff = { add: conformanceAddresses(4, 300), remove: [start[1]!.cidr, start[2]!.cidr] };
+      const first = await enforcer.apply(diff);
+      const listed = await enforcer.list();
+      const second = await enforcer.apply(diff);
+      expect(second).toMatchObject({ enforced: first.enforced, cut: first.cut });
+      expect(await enforcer.list()).toEqual(listed);
+      expect(listed).toEqual(expected([...start.slice(0, 1), ...start.slice(3), ...diff.add], enforcer.capacity));
+    });
+
+    test('networks of every prefix length are enforced and read back as CIDRs', {}, async ({ enforcer }) => {
+      await enforcer.sync(NETWORKS);
+      expect(await enforcer.list()).toEqual(expected(NETWORKS, enforcer.capacity));
+      await enforcer.apply({ add: [{ cidr: '100.64.0.0/10', score: 1 }], remove: ['192.0.2.0/25'] });
+      expect(await enforcer.list()).toEqual(
+        expected([...NETWORKS.filter((n) => n.cidr !== '192.0.2.0/25'), { cidr: '100.64.0.0/10', score: 1 }], enforcer.capacity),
+      );
+    });
+
+    test('a capacity cut keeps the highest scores and counts the rest', { capacity: 4 }, async ({ enforcer }) => {
+      expect(enforcer.capacity).toBe(4);
+      const scores = [50, 700, 10, 300, 900, 20, 600];
+      const desired = scores.map((score, i) => ({ cidr: `192.0.2.${i + 1}/32`, score }));
+      expect(await enforcer.sync(desired)).toMatchObject({ enforced: 4, cut: 3 });
+      expect(await enforcer.list()).toEqual(cidrsOf(desired.filter((e) => e.score >= 300)));
+
+      const full = desired.filter((e) => e.score >= 300);
+      await enforcer.sync(full);
+      const diff: Diff = { add: [{ cidr: '192.0.2.100/32', score: 1000 }, { cidr: '192.0.2.101/32', score: 5 }], remove: [] };
+      expect(await enforcer.apply(diff)).toMatchObject({ enforced: 4, cut: 2 });
+      expect(await enforcer.list()).toEqual(['192.0.2.2/32', '192.0.2.5/32', '192.0.2.7/32', '192.0.2.100/32']);
+    });
+
+    test('withdraw removes everything, and a later sync enforces again', {}, async ({ enforcer }) => {
+      const desired = conformanceAddresses(5);
+      await enforcer.sync(desired);
+      await enforcer.withdraw();
+      expect(await enforcer.list()).toEqual([]);
+      await enforcer.withdraw();
+      await enforcer.sync(desired);
+      expect(await enforcer.list()).toEqual(cidrsOf(desired));
+    });
+
+    test('a target emptied behind its back is re-asserted, and a diff restores the whole set', {}, async (subject, ctx) => {
+      if (!subject.disturb) return ctx.skip('the factory cannot disturb this target');
+      const { enforcer } = subject;
+      const desired = [...conformanceAddresses(6), ...NETWORKS.slice(0, 2)];
+      await enforcer.sync(desired);
+      await subject.disturb();
+      expect(await enforcer.list()).toEqual([]);
+      const extra = { cidr: '198.51.100.50/32', score: 999 };
+      await enforcer.apply({ add: [extra], remove: [] });
+      expect(await enforcer.list()).toEqual(expected([...desired, extra], enforcer.capacity));
+      if (enforcer.reconcile) {
+        await subject.disturb();
+        expect(await enforcer.reconcile()).toMatchObject({ drifted: true });
+        expect(await enforcer.list()).toEqual(expected([...desired, extra], enforcer.capacity));
+        expect(await enforcer.reconcile()).toMatchObject({ drifted: false });
+      } else {
+        await subject.disturb();
+        await enforcer.sync([...desired, extra]);
+        expect(await enforcer.list()).toEqual(expected([...desired, extra], enforcer.capacity));
+      }
+    });
+
+    test('close can be called twice', { closes: true }, async ({ enforcer }) => {
+      await enforcer.sync(conformanceAddresses(2));
+      await enforcer.withdraw();
+      await enforcer.close();
+      await expect(enforcer.close()).resolves.toBeUndefined();
+    });
+  });
+}
