@@ -1,8 +1,9 @@
 import { access, readFile, constants } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { BlockEntry, Diff, EnforceResult, Enforcer, EnforcerHealth } from './enforcer.ts';
+import type { BlockEntry, Diff, EnforceResult, Enforcer, EnforcerHealth, ReconcileResult } from './enforcer.ts';
 import type { PluginLogger } from './logger.ts';
-import { BlockTable, sortCidrs } from './block-list.ts';
+import { compareCidrs, sortCidrs } from './block-list.ts';
+import { DesiredSet } from './desired-set.ts';
 import { writeFileAtomic } from './atomic-file.ts';
 import { runChecked, type CommandRunner } from './shell.ts';
 
@@ -38,7 +39,7 @@ export interface FileListEnforcerOptions {
  * how the runtime re-asserts a target someone else changed.
  */
 export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer {
-  const table = new BlockTable(opts.capacity);
+  const desired = new DesiredSet();
   let seeded = false;
 
   async function readFileText(): Promise<string | undefined> {
@@ -54,23 +55,29 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
   async function seed(): Promise<void> {
     if (seeded) return;
     const text = await readFileText();
-    if (text !== undefined) table.replace(opts.format.parse(text).map((cidr) => ({ cidr, score: 0 })));
+    if (text !== undefined) desired.replace(opts.format.parse(text).map((cidr) => ({ cidr, score: 0 })));
     seeded = true;
   }
 
-  async function commit(reason: 'sync' | 'apply' | 'withdraw', force: boolean): Promise<void> {
-    const entries = table.entries();
+  async function commit(reason: 'sync' | 'apply' | 'withdraw', force: boolean): Promise<EnforceResult> {
+    const { kept, cut } = desired.withinCapacity(opts.capacity);
+    const entries = kept.sort((a, b) => compareCidrs(a.cidr, b.cidr));
     const text = opts.format.render(entries);
-    if (!force && (await readFileText()) === text) return;
-    await writeFileAtomic(opts.path, text, opts.fileMode);
-    if (opts.afterWrite) await opts.afterWrite(entries, reason);
-    if (opts.reloadCommand) await runChecked(opts.run, opts.reloadCommand, opts.reloadTimeoutMs);
-    opts.log.debug({ reason, entries: entries.length }, 'list file written');
+    if (force || (await readFileText()) !== text) {
+      await writeFileAtomic(opts.path, text, opts.fileMode);
+      if (opts.afterWrite) await opts.afterWrite(entries, reason);
+      if (opts.reloadCommand) await runChecked(opts.run, opts.reloadCommand, opts.reloadTimeoutMs);
+      opts.log.debug({ reason, entries: entries.length }, 'list file written');
+    }
+    if (cut > 0) opts.log.warn({ cut, capacity: opts.capacity }, 'capacity reached; lowest scores cut');
+    if (desired.invalid > 0) opts.log.warn({ invalid: desired.invalid }, 'inputs that are not IPv4 CIDRs ignored');
+    return { enforced: entries.length, cut, ...(desired.invalid > 0 ? { invalid: desired.invalid } : {}) };
   }
 
-  function result(cut: number): EnforceResult {
-    if (cut > 0) opts.log.warn({ cut, capacity: opts.capacity }, 'capacity reached; lowest scores cut');
-    return { enforced: table.size, cut };
+  async function list(): Promise<string[]> {
+    if (opts.readLive) return sortCidrs(await opts.readLive());
+    const text = await readFileText();
+    return text === undefined ? [] : opts.format.parse(text);
   }
 
   return {
@@ -83,25 +90,30 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
         return { ok: false, detail: `directory of ${opts.path} not writable: ${(err as Error).message}` };
       }
     },
-    async sync(desired: BlockEntry[]): Promise<EnforceResult> {
-      const cut = table.replace(desired);
+    async sync(entries: BlockEntry[]): Promise<EnforceResult> {
+      desired.replace(entries);
       seeded = true;
-      await commit('sync', true);
-      return result(cut);
+      return commit('sync', true);
     },
     async apply(diff: Diff): Promise<EnforceResult> {
       await seed();
-      const cut = table.apply(diff);
-      await commit('apply', false);
-      return result(cut);
+      desired.apply(diff);
+      return commit('apply', false);
     },
-    async list(): Promise<string[]> {
-      if (opts.readLive) return sortCidrs(await opts.readLive());
-      const text = await readFileText();
-      return text === undefined ? [] : opts.format.parse(text);
+    list,
+    async reconcile(): Promise<ReconcileResult> {
+      await seed();
+      const live = await list();
+      const { kept, cut } = desired.withinCapacity(opts.capacity);
+      const want = sortCidrs(kept.map((e) => e.cidr));
+      const drifted = live.length !== want.length || live.some((c, i) => c !== want[i]);
+      if (!drifted) return { enforced: want.length, cut, drifted };
+      opts.log.warn({ live: live.length, expected: want.length }, 'target drifted; re-asserting');
+      desired.invalid = 0;
+      return { ...(await commit('sync', true)), drifted };
     },
     async withdraw(): Promise<void> {
-      table.replace([]);
+      desired.replace([]);
       seeded = true;
       await commit('withdraw', true);
     },
