@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { PluginLogger } from '@rampart/plugin-kit';
+import { CsvConfig, csvEnforcer } from './index.ts';
+
+const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'rampart-csv-'));
+});
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+describe('enforcer-csv', () => {
+  it('parses the README sample config and names a missing path', async () => {
+    const readme = await readFile(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
+    const sample = /## Sample config[\s\S]*?```json\n([\s\S]*?)```/.exec(readme)?.[1];
+    const parsed = CsvConfig.parse(JSON.parse(sample!));
+    expect(parsed.csv_logs).toBe('/var/lib/rampart/blocklist.csv');
+    expect(parsed.options.max_entries).toBe(1_000_000);
+    const bad = CsvConfig.safeParse({ active: true, options: { max_entries: 0 } });
+    expect(bad.error!.issues.map((i) => i.path.join('.')).sort()).toEqual(['csv_logs', 'options.max_entries']);
+  });
+
+  it('writes the CSV, runs the reload command after the file is complete, reads it back', async () => {
+    const file = join(dir, 'list.csv');
+    const seen = join(dir, 'seen.csv');
+    const cfg = CsvConfig.parse({ active: true, csv_logs: file, csv_reload_command: `cp '${file}' '${seen}'` });
+    const e = await csvEnforcer.create(cfg, { log: silent });
+    expect(await e.sync([
+      { cidr: '203.0.113.7/32', score: 80 },
+      { cidr: '198.51.100.0/24', score: 61.5 },
+      { cidr: '198.51.100.0/24', score: 12 },
+      { cidr: 'not-an-ip', score: 5 },
+    ])).toEqual({ enforced: 2, cut: 0, invalid: 1 });
+    const expected = 'cidr,score\n198.51.100.0/24,61.5\n203.0.113.7/32,80\n';
+    expect(await readFile(file, 'utf8')).toBe(expected);
+    expect(await readFile(seen, 'utf8')).toBe(expected);
+    expect(await e.list()).toEqual(['198.51.100.0/24', '203.0.113.7/32']);
+    await e.apply({ add: [{ cidr: '192.0.2.0/30', score: 1 }], remove: ['203.0.113.7/32'] });
+    expect(await readFile(seen, 'utf8')).toBe('cidr,score\n192.0.2.0/30,1\n198.51.100.0/24,61.5\n');
+    await writeFile(file, 'cidr,score\n');
+    expect((await e.reconcile!()).drifted).toBe(true);
+    expect(await e.list()).toEqual(['192.0.2.0/30', '198.51.100.0/24']);
+    await e.withdraw();
+    expect(await readFile(file, 'utf8')).toBe('cidr,score\n');
+  });
+});
