@@ -18,6 +18,7 @@ import { credentialFrom, parseApiKey } from './services/api-keys.ts';
 import { buildDate } from './services/build-info.ts';
 import { cursorCodec } from './services/cursor.ts';
 import { eventBus } from './services/events.ts';
+import { createEnrichment } from './services/enrichment.ts';
 import './plugins/route-config.ts';
 
 export interface BuildAppOptions {
@@ -51,7 +52,7 @@ export async function buildApp({ config, store }: BuildAppOptions): Promise<Fast
   app.setSerializerCompiler(serializerCompiler);
 
   const metrics = createMetrics(store);
-  const context: AppContext = { config, store, metrics, buildDate: buildDate(), events: eventBus(store.db), cursors: cursorCodec(config.cursorSecret ?? (await store.secrets.get('list_cursor'))) };
+  const context: AppContext = { config, store, metrics, buildDate: buildDate(), events: eventBus(store.db), cursors: cursorCodec(config.cursorSecret ?? (await store.secrets.get('list_cursor'))), enrichment: createEnrichment({ dataDir: config.dataDir }) };
 
   await app.register(errorsPlugin);
   await app.register(swagger, openapiDocument(config));

@@ -3,6 +3,7 @@ import type { Metrics } from './plugins/metrics.ts';
 import type { Store } from './store/index.ts';
 import type { CursorCodec } from './services/cursor.ts';
 import type { EventBus } from './services/events.ts';
+import type { Enrichment } from './services/enrichment.ts';
 
 /** What route plugins and services are given; no module holds state of its own. */
 export interface AppContext {
@@ -12,4 +13,6 @@ export interface AppContext {
   buildDate: string;
   events: EventBus;
   cursors: CursorCodec;
+  /** Offline ASN, geolocation and CDN facts about addresses (built once at start). */
+  enrichment: Enrichment;
 }

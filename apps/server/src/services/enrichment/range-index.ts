@@ -1,0 +1,85 @@
+/**
+ * Disjoint, sorted IPv4 ranges with a value each, answered by binary search over typed arrays
+ * (400k ranges cost ~5 MB and a look-up is ~20 comparisons, no allocation).
+ */
+export class Ipv4RangeIndex<V> {
+  private constructor(
+    private readonly starts: Uint32Array,
+    private readonly ends: Uint32Array,
+    private readonly values: V[],
+  ) {}
+
+  get size(): number {
+    return this.starts.length;
+  }
+
+  /**
+   * Ranges sorted by start (e.g. an ASN table). The published table has the odd overlapping row;
+   * such a row is clipped to start after its predecessor (dropped when nothing is left).
+   */
+  static fromSorted<V>(starts: Uint32Array, ends: Uint32Array, values: V[]): Ipv4RangeIndex<V> {
+    let n = 0;
+    for (let i = 0; i < starts.length; i++) {
+      let start = starts[i]!;
+      if (n > 0 && start <= ends[n - 1]!) start = ends[n - 1]! + 1;
+      if (start > ends[i]! || (n > 0 && ends[n - 1] === 0xffffffff)) continue;
+      starts[n] = start;
+      ends[n] = ends[i]!;
+      values[n] = values[i]!;
+      n++;
+    }
+    values.length = n;
+    return new Ipv4RangeIndex(starts.subarray(0, n), ends.subarray(0, n), values);
+  }
+
+  /**
+   * Ranges in any order that may nest (CIDR lists of several providers): flattened into disjoint
+   * segments where the most specific (innermost) range wins.
+   */
+  static fromNested<V>(ranges: Array<{ start: number; end: number; value: V }>): Ipv4RangeIndex<V> {
+    const sorted = [...ranges].sort((a, b) => a.start - b.start || b.end - a.end);
+    const out: Array<{ start: number; end: number; value: V }> = [];
+    const emit = (start: number, end: number, value: V) => {
+      if (start > end) return;
+      const last = out[out.length - 1];
+      if (last && last.end + 1 === start && last.value === value) last.end = end;
+      else out.push({ start, end, value });
+    };
+    const stack: Array<{ start: number; end: number; value: V }> = [];
+    let pos = 0;
+    const popUntil = (limit: number) => {
+      while (stack.length > 0 && stack[stack.length - 1]!.end < limit) {
+        const top = stack.pop()!;
+        emit(pos, top.end, top.value);
+        pos = Math.max(pos, top.end + 1);
+      }
+    };
+    for (const r of sorted) {
+      popUntil(r.start);
+      const top = stack[stack.length - 1];
+      if (top) emit(pos, r.start - 1, top.value);
+      // A range that only partly overlaps the enclosing one (not possible with CIDRs) is clipped.
+      const clipped = top && r.end > top.end ? { ...r, end: top.end } : r;
+      pos = Math.max(pos, r.start);
+      stack.push(clipped);
+    }
+    popUntil(Number.POSITIVE_INFINITY);
+    return new Ipv4RangeIndex(
+      Uint32Array.from(out, (s) => s.start),
+      Uint32Array.from(out, (s) => s.end),
+      out.map((s) => s.value),
+    );
+  }
+
+  /** The value of the range holding `ip` (an unsigned 32-bit number), or undefined. */
+  find(ip: number): V | undefined {
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.starts[mid]! <= ip) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return hi >= 0 && this.ends[hi]! >= ip ? this.values[hi] : undefined;
+  }
+}
