@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PluginLogger } from '@rampart/plugin-kit';
+import { enforcerConformance } from '@rampart/plugin-kit/testing';
 import { CsvConfig, csvEnforcer } from './index.ts';
 
 const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
@@ -47,4 +48,20 @@ describe('enforcer-csv', () => {
     await e.withdraw();
     expect(await readFile(file, 'utf8')).toBe('cidr,score\n');
   });
+});
+
+enforcerConformance('csv', async ({ capacity }) => {
+  const root = await mkdtemp(join(tmpdir(), 'rampart-csv-conf-'));
+  const file = join(root, 'list.csv');
+  const cfg = CsvConfig.parse({
+    active: true,
+    csv_logs: file,
+    csv_reload_command: `cp '${file}' '${root}/imported.csv'`,
+    options: capacity ? { max_entries: capacity } : {},
+  });
+  return {
+    enforcer: await csvEnforcer.create(cfg, { log: silent }),
+    disturb: () => rm(file),
+    teardown: () => rm(root, { recursive: true, force: true }),
+  };
 });

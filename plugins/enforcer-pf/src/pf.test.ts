@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PluginLogger } from '@rampart/plugin-kit';
+import { enforcerConformance } from '@rampart/plugin-kit/testing';
 import { PfConfig, defaultPfReloadCommand, pfEnforcer } from './index.ts';
 
 const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
@@ -117,4 +118,16 @@ describe('enforcer-pf', () => {
     expect((await e.healthcheck()).ok).toBe(false);
     expect((await (await pfEnforcer.create(config(), { log: silent })).healthcheck()).ok).toBe(true);
   });
+});
+
+// The recording pfctl of beforeAll stands in for pf; the target read back is the table file.
+enforcerConformance('pf', async ({ capacity }) => {
+  const root = await mkdtemp(join(tmpdir(), 'rampart-pf-conf-'));
+  const file = join(root, 'rampart.txt');
+  const cfg = PfConfig.parse({ active: true, RMP_ips_txt: file, options: capacity ? { table_entries_limit: capacity } : {} });
+  return {
+    enforcer: await pfEnforcer.create(cfg, { log: silent }),
+    disturb: () => writeFile(file, ''),
+    teardown: () => rm(root, { recursive: true, force: true }),
+  };
 });
