@@ -18,3 +18,4 @@ export * from './agent-messages.ts';
 export * from './org-config.ts';
 export * from './sync-messages.ts';
 export * from './agent-admin.ts';
+export * from './keys.ts';

@@ -60,4 +60,17 @@ export class ApiKeyStore {
     );
     return res.rows;
   }
+
+  /** Revokes a key only when it belongs to a user of `orgId` (an admin cannot reach other organizations). */
+  async revokeInOrg(keyId: string, orgId: number): Promise<'revoked' | 'already' | 'unknown'> {
+    const res = await this.db.query<{ revoked_now: boolean }>(
+      `update api_keys k set revoked_at = coalesce(k.revoked_at, now())
+       from users u where u.id = k.user_id and u.org_id = $2 and k.key_id = $1
+       returning (k.revoked_at = now()) as revoked_now`,
+      [keyId, orgId],
+    );
+    const row = res.rows[0];
+    if (!row) return 'unknown';
+    return row.revoked_now ? 'revoked' : 'already';
+  }
 }
