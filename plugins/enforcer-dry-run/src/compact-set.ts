@@ -1,0 +1,107 @@
+import type { BlockEntry, Diff } from '@rampart/plugin-kit';
+
+/*
+ * A block set of up to millions of IPv4 CIDRs kept as sorted typed arrays (12 bytes an entry)
+ * instead of a Map of strings (~80 bytes an entry): the dry-run enforcer must not be what makes
+ * an agent with a 1,000,000-address list need more memory than a real packet filter would.
+ * Key = address * 64 + prefix length: exact in a double and sorts by address, then prefix.
+ */
+
+const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:\/(\d{1,2}))?$/;
+
+export function cidrKey(text: string): number | undefined {
+  const m = IPV4.exec(text);
+  if (!m) return undefined;
+  const o = [Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4])];
+  if (o.some((x) => x > 255)) return undefined;
+  const prefix = m[5] === undefined ? 32 : Number(m[5]);
+  if (prefix > 32) return undefined;
+  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+  const ip = (((o[0]! << 24) | (o[1]! << 16) | (o[2]! << 8) | o[3]!) & mask) >>> 0;
+  return ip * 64 + prefix;
+}
+
+export function keyCidr(key: number): string {
+  const prefix = key % 64;
+  const ip = (key - prefix) / 64;
+  return `${ip >>> 24}.${(ip >>> 16) & 255}.${(ip >>> 8) & 255}.${ip & 255}/${prefix}`;
+}
+
+export class CompactSet {
+  keys = new Float64Array(0);
+  scores = new Float32Array(0);
+  invalid = 0;
+
+  get size(): number {
+    return this.keys.length;
+  }
+
+  replace(entries: readonly BlockEntry[]): void {
+    const pairs = this.parse(entries);
+    this.build(pairs);
+  }
+
+  /** Removals first, then additions; returns the CIDRs really added and removed. */
+  apply(diff: Diff): { added: string[]; removed: string[] } {
+    const current = new Map<number, number>();
+    const removedKeys = new Set<number>();
+    for (const raw of diff.remove) {
+      const key = cidrKey(raw);
+      if (key === undefined) this.invalid += 1;
+      else if (this.indexOf(key) >= 0) removedKeys.add(key);
+    }
+    const addPairs = this.parse(diff.add);
+    const added: string[] = [];
+    for (const [key, score] of addPairs) {
+      if (removedKeys.has(key)) removedKeys.delete(key);
+      else if (this.indexOf(key) < 0 && !current.has(key)) added.push(keyCidr(key));
+      current.set(key, score);
+    }
+    const pairs: [number, number][] = [];
+    for (let i = 0; i < this.keys.length; i++) {
+      const key = this.keys[i]!;
+      if (current.has(key)) continue;
+      if (!removedKeys.has(key)) pairs.push([key, this.scores[i]!]);
+    }
+    for (const pair of current) pairs.push(pair);
+    this.build(pairs);
+    return { added, removed: [...removedKeys].map(keyCidr) };
+  }
+
+  *cidrs(): Generator<string> {
+    for (const key of this.keys) yield keyCidr(key);
+  }
+
+  private indexOf(key: number): number {
+    let lo = 0;
+    let hi = this.keys.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const k = this.keys[mid]!;
+      if (k === key) return mid;
+      if (k < key) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+
+  private parse(entries: readonly BlockEntry[]): Map<number, number> {
+    this.invalid = 0;
+    const pairs = new Map<number, number>();
+    for (const entry of entries) {
+      const key = cidrKey(entry.cidr);
+      if (key === undefined || !Number.isFinite(entry.score)) {
+        this.invalid += 1;
+        continue;
+      }
+      pairs.set(key, Math.max(pairs.get(key) ?? -Infinity, entry.score));
+    }
+    return pairs;
+  }
+
+  private build(pairs: Iterable<[number, number]>): void {
+    const list = [...pairs].sort((a, b) => a[0] - b[0]);
+    this.keys = Float64Array.from(list, (p) => p[0]);
+    this.scores = Float32Array.from(list, (p) => p[1]);
+  }
+}

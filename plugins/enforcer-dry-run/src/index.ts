@@ -1,0 +1,127 @@
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { defineEnforcer, writeFileAtomic, type BlockEntry, type Diff, type EnforceResult, type Enforcer } from '@rampart/plugin-kit';
+import type { IpsLabel } from '@rampart/contracts';
+import { CompactSet, cidrKey, keyCidr } from './compact-set.ts';
+
+/** The open-set `ips` label this enforcer is configured under (`ips.dry_run`). */
+export const DRY_RUN_LABEL = 'dry_run';
+
+export const DryRunConfig = z.strictObject({
+  active: z.boolean(),
+  path: z.string().min(1).max(4096).describe('JSON file the enforcer writes what it would enforce to'),
+  capacity: z.int().min(1).optional().describe('Pretend capacity, to exercise the lowest-score cut'),
+  history_limit: z.int().min(0).max(10_000).default(100).describe('Operations kept in the file'),
+});
+export type DryRunConfig = z.infer<typeof DryRunConfig>;
+
+export interface DryRunOperation {
+  op: 'sync' | 'apply' | 'withdraw';
+  at: string;
+  enforced: number;
+  /** Present for apply: what really changed (at most 1,000 of each listed). */
+  added?: string[];
+  removed?: string[];
+  cut: number;
+}
+
+/** The file the enforcer writes; tests and operators read it back. */
+export interface DryRunFile {
+  plugin: 'dry-run';
+  updated_at: string;
+  enforced: string[];
+  operations: DryRunOperation[];
+}
+
+const LISTED = 1000;
+
+export async function readDryRunFile(path: string): Promise<DryRunFile | undefined> {
+  try {
+    return JSON.parse(await readFile(path, 'utf8')) as DryRunFile;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** Keeps the `capacity` highest scores (ties: lower address first), like a real backend would. */
+function cut(entries: readonly BlockEntry[], capacity: number): { kept: readonly BlockEntry[]; cut: number } {
+  if (entries.length <= capacity) return { kept: entries, cut: 0 };
+  const keyed = entries.map((e) => ({ e, k: cidrKey(e.cidr) ?? 0 }));
+  keyed.sort((a, b) => b.e.score - a.e.score || a.k - b.k);
+  return { kept: keyed.slice(0, capacity).map((x) => x.e), cut: entries.length - capacity };
+}
+
+function render(set: CompactSet, operations: DryRunOperation[]): string {
+  // Written by hand rather than JSON.stringify of an array so 1,000,000 entries cost one string.
+  const parts: string[] = [];
+  for (const key of set.keys) parts.push(`"${keyCidr(key)}"`);
+  return `{"plugin":"dry-run","updated_at":${JSON.stringify(new Date().toISOString())},"enforced":[${parts.join(',')}],"operations":${JSON.stringify(operations)}}\n`;
+}
+
+/**
+ * Enforces nothing: records what it would enforce in a JSON file, written atomically after
+ * every call, so operators can trial a configuration and tests can read the agent's decisions.
+ */
+export const dryRunEnforcer = defineEnforcer<DryRunConfig>({
+  name: 'dry-run',
+  // The contracts' `ips` object is an open set; `dry_run` is one of its further entries.
+  serves: DRY_RUN_LABEL as IpsLabel,
+  configSchema: DryRunConfig,
+  async create(config, ctx): Promise<Enforcer> {
+    const capacity = config.capacity ?? Infinity;
+    const set = new CompactSet();
+    const history: DryRunOperation[] = [];
+    const existing = await readDryRunFile(config.path);
+    if (existing) set.replace(existing.enforced.map((cidr) => ({ cidr, score: 0 })));
+
+    async function record(op: DryRunOperation): Promise<EnforceResult> {
+      history.push(op);
+      while (history.length > config.history_limit) history.shift();
+      await writeFileAtomic(config.path, render(set, history));
+      ctx.log.info({ op: op.op, enforced: op.enforced, cut: op.cut }, 'dry-run enforcer recorded an operation');
+      const result: EnforceResult = { enforced: set.size, cut: op.cut };
+      if (set.invalid > 0) result.invalid = set.invalid;
+      return result;
+    }
+
+    return {
+      capacity,
+      async healthcheck() {
+        return { ok: true };
+      },
+      async sync(desired) {
+        const { kept, cut: dropped } = cut(desired, capacity);
+        set.replace(kept);
+        return record({ op: 'sync', at: new Date().toISOString(), enforced: set.size, cut: dropped });
+      },
+      async apply(diff: Diff) {
+        const { added, removed } = set.apply(diff);
+        let dropped = 0;
+        if (set.size > capacity) {
+          const all = [...set.keys].map((k, i) => ({ cidr: keyCidr(k), score: set.scores[i]! }));
+          const r = cut(all, capacity);
+          set.replace(r.kept);
+          dropped = r.cut;
+        }
+        return record({
+          op: 'apply',
+          at: new Date().toISOString(),
+          enforced: set.size,
+          added: added.slice(0, LISTED),
+          removed: removed.slice(0, LISTED),
+          cut: dropped,
+        });
+      },
+      async list() {
+        const file = await readDryRunFile(config.path);
+        return file ? file.enforced : [];
+      },
+      async withdraw() {
+        set.replace([]);
+        await record({ op: 'withdraw', at: new Date().toISOString(), enforced: 0, cut: 0 });
+      },
+      async close() {},
+    };
+  },
+});
