@@ -7,3 +7,5 @@ export * from './shell.ts';
 export * from './file-list-enforcer.ts';
 export * from './ipv4-range.ts';
 export * from './desired-set.ts';
+export * from './enforced-set.ts';
+export * from './exec.ts';
