@@ -19,3 +19,4 @@ export * from './org-config.ts';
 export * from './sync-messages.ts';
 export * from './agent-admin.ts';
 export * from './keys.ts';
+export * from './overview.ts';

@@ -1,0 +1,27 @@
+import type { Queryable } from './db.ts';
+
+/**
+ * Aggregates for the console's overview. The live score is the decay formula of
+ * packages/scoring evaluated in SQL (exponent capped so exp() cannot overflow); the
+ * histogram is at most 1001 rows however many indicators there are.
+ */
+export class OverviewStore {
+  constructor(private readonly db: Queryable) {}
+
+  async ipv4Histogram(now: number): Promise<number[]> {
+    const res = await this.db.query<{ s: number; n: number }>(
+      `select least(1000, floor(score / (1 + exp(least(700.0, (3.0 / score) * ((greatest($1::bigint - ts, 0)) / 3600.0 - 2.5 * score))))))::int as s,
+              count(*)::int as n
+       from ipv4_indicators group by 1`,
+      [now],
+    );
+    const histogram = new Array<number>(1001).fill(0);
+    for (const row of res.rows) histogram[Math.max(0, Math.min(1000, Number(row.s)))]! += Number(row.n);
+    return histogram;
+  }
+
+  async reportsSince(orgId: number, since: number): Promise<number> {
+    const res = await this.db.query<{ n: number }>('select count(*)::int as n from ipv4_reports where org_id = $1 and last_ts >= $2', [orgId, since]);
+    return Number(res.rows[0]?.n ?? 0);
+  }
+}
