@@ -1,3 +1,4 @@
 // Conformance suites (conventions §12) and the gate for tests against real system tools.
 export * from './enforcer-conformance.ts';
 export * from './system-gate.ts';
+export * from './nginx-instance.ts';

@@ -1,0 +1,116 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const exec = promisify(execFile);
+
+/** A loopback TCP port nothing listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** GET `http://127.0.0.1:<port>/` from a chosen loopback source address; resolves the status. */
+export function statusFrom(port: number, localAddress: string, path = '/'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, localAddress, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.setTimeout(5000, () => req.destroy(new Error('request timed out')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Polls `check` until it returns true or the deadline passes (no fixed sleeps in tests). */
+export async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      if (await check()) return;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+}
+
+export interface NginxInstance {
+  dir: string;
+  port: number;
+  /** `nginx -p <dir> -c <conf>`: prefix every command line for this instance with it. */
+  nginx: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a private nginx master (its own prefix, config, pid file and loopback port; never the
+ * system's) with `http` holding the body of the `http {}` block; `{port}` and `{dir}` in it are
+ * replaced. `main` goes before `events` (e.g. `load_module`); `files` (paths relative to the
+ * instance directory) are written before nginx starts, for includes it needs at start.
+ */
+export async function startNginx(http: string, options: { main?: string; files?: Record<string, string> } = {}): Promise<NginxInstance> {
+  const dir = await mkdtemp(join(tmpdir(), 'rampart-nginx-'));
+  const port = await freePort();
+  await mkdir(join(dir, 'logs'));
+  for (const [name, content] of Object.entries(options.files ?? {})) await writeFile(join(dir, name), content);
+  const main = options.main ?? '';
+  const conf = join(dir, 'nginx.conf');
+  const fill = (text: string) => text.replaceAll('{port}', String(port)).replaceAll('{dir}', dir);
+  await writeFile(
+    conf,
+    `${process.getuid?.() === 0 ? 'user root;\n' : ''}${fill(main)}
+daemon on;
+pid ${dir}/nginx.pid;
+error_log ${dir}/logs/error.log warn;
+worker_processes 1;
+events { worker_connections 64; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+${fill(http)}
+}
+`,
+  );
+  const nginx = `nginx -p ${dir} -c ${conf}`;
+  await exec('nginx', ['-p', dir, '-c', conf]);
+  await waitFor(async () => (await statusFrom(port, '127.0.0.1')) > 0, 'nginx to answer');
+  return {
+    dir,
+    port,
+    nginx,
+    async stop() {
+      const pid = Number((await readFile(join(dir, 'nginx.pid'), 'utf8').catch(() => '')).trim());
+      if (pid > 0) {
+        try {
+          process.kill(pid, 'SIGTERM');
+          await waitFor(async () => {
+            try {
+              process.kill(pid, 0);
+              return false;
+            } catch {
+              return true;
+            }
+          }, 'nginx to stop');
+        } catch {
+          /* already stopped */
+        }
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
