@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TOOLS_ENV, toolsConfig, type ToolsConfig } from './config-tools.ts';
 
 /** Coin price per endpoint kind; a request of a kind priced 0 is free. */
 export const CoinPrices = z
@@ -43,6 +44,7 @@ export const ServerConfig = z.object({
   RAMPART_DEMO: flag.default(true),
   RAMPART_INSTANCE: z.string().min(1).default('standalone'),
   CURSOR_SECRET: z.string().min(16).optional(),
+  ...TOOLS_ENV,
 });
 export type ServerConfigInput = z.input<typeof ServerConfig>;
 
@@ -62,6 +64,8 @@ export interface AppConfig {
   instance: string;
   /** Signs list cursors; when unset, a random secret kept in the store (shared by its replicas). */
   cursorSecret: string | undefined;
+  /** DNS tools, CDN list refresh and the secure VPN (config-tools.ts). */
+  tools: ToolsConfig;
 }
 
 export class ConfigError extends Error {
@@ -92,6 +96,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     demo: e.RAMPART_DEMO,
     instance: e.RAMPART_INSTANCE,
     cursorSecret: e.CURSOR_SECRET,
+    tools: toolsConfig(e),
   };
 }
 

@@ -42,7 +42,8 @@ export type CdnList = z.infer<typeof CdnList>;
 
 export const IpMetadata = z
   .object({
-    status: z.string(),
+    status: z.string().describe('success, or fail for private, reserved or unknown addresses'),
+    message: z.string().optional().describe('Why status is fail: private range, reserved range'),
     continent: z.string(),
     continentCode: z.string(),
     country: z.string(),

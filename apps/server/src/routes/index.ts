@@ -4,6 +4,7 @@ import { ipsFeedRoute } from './ips/feed.ts';
 import { PENDING_ROUTES, pendingRoutes } from './pending.ts';
 import { versionRoute } from './tools/version.ts';
 import { infoRoutes } from './tools/info.ts';
+import { infoRoutes } from './tools/info.ts';
 import { keyRoutes } from './keys/index.ts';
 import { meRoute } from './me.ts';
 import { overviewRoute } from './overview.ts';
@@ -11,6 +12,7 @@ import { overviewRoute } from './overview.ts';
 /** Every route under /api/v1, one plugin per resource. */
 export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
   await app.register(versionRoute, { context });
+  await app.register(infoRoutes, { context });
   await app.register(infoRoutes, { context });
   await app.register(meRoute, { context });
   await app.register(overviewRoute, { context });

@@ -26,9 +26,6 @@ const empty = z.null().describe('empty body');
 
 export const PENDING_ROUTES: PendingRoute[] = [
   { method: 'GET', url: '/file_types', tag: 'tools', summary: 'Accepted file MIME types', rampart: {}, response: z.array(C.FileTypeRecord) },
-  { method: 'GET', url: '/info/:ipv4', tag: 'tools', summary: 'IP geolocation metadata', rampart: { coin: 'tool' }, params: C.InfoIpParams, response: C.IpMetadata },
-  { method: 'GET', url: '/info/domain/:domain_name', tag: 'tools', summary: 'Addresses a domain resolves to', rampart: { coin: 'tool' }, params: C.InfoDomainParams, response: z.array(z.string()) },
-  { method: 'GET', url: '/info/cdn/list', tag: 'tools', summary: 'Well-known CDN address ranges', rampart: {}, response: z.array(C.CdnRecord) },
   { method: 'GET', url: '/stix2/:stix2id', tag: 'tools', summary: 'STIX 2.0 bundle for an indicator', rampart: { coin: 'stix' }, params: C.Stix2Params },
   { method: 'GET', url: '/flat/:min_score', tag: 'ipv4', summary: 'IPv4 list by minimum score (CSV or comma list)', rampart: { coin: 'list' }, params: C.FlatParams, querystring: C.FlatQuery, response: text },
   { method: 'GET', url: '/ipv4/:min_score', tag: 'ipv4', summary: 'IPv4 list with live scores, paginated by next_page', rampart: { coin: 'list', agent: true }, params: C.Ipv4ListParams, querystring: C.Ipv4ListQuery, response: text },
