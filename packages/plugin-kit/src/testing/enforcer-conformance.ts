@@ -126,6 +126,16 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       expect(await enforcer.list()).toEqual(want.filter((c) => c !== '192.0.2.0/24'));
     });
 
+    test('a bulk diff (across batch sizes) is applied whole', {}, async ({ enforcer }) => {
+      const start = conformanceAddresses(10);
+      await enforcer.sync(start);
+      const add = conformanceAddresses(bulkSize, 20_000);
+      await enforcer.apply({ add, remove: [start[0]!.cidr] });
+      expect(await enforcer.list()).toEqual(expected([...start.slice(1), ...add], enforcer.capacity));
+      await enforcer.apply({ add: [], remove: add.map((e) => e.cidr) });
+      expect(await enforcer.list()).toEqual(expected(start.slice(1), enforcer.capacity));
+    });
+
     test('duplicates and non-canonical spellings collapse to one entry', {}, async ({ enforcer }) => {
       const result = await enforcer.sync([
         { cidr: '203.0.113.7', score: 10 },

@@ -1,0 +1,179 @@
+import {
+  EnforcedSet,
+  EnforcerCommandError,
+  runChecked,
+  runShell,
+  sortCidrsFast,
+  writeFileAtomic,
+  type BlockEntry,
+  type Diff,
+  type EnforceResult,
+  type Enforcer,
+  type EnforcerContext,
+  type ReconcileResult,
+} from '@rampart/plugin-kit';
+import type { NftablesConfig } from './config.ts';
+import { isMissing, nftRunner } from './nft.ts';
+import { parseTable, type TableState } from './read-back.ts';
+import { elementBatches, fullReplaceScript, outermostNets, withdrawScript, type NftLayout } from './script.ts';
+
+interface Committed {
+  addrs: Set<string>;
+  nets: Set<string>;
+}
+
+function sameSet(a: ReadonlySet<string>, b: readonly string[]): boolean {
+  return a.size === b.length && b.every((x) => a.has(x));
+}
+
+/**
+ * The nftables packet filter: owns `table inet <table>`; full replace = one `nft -f` transaction
+ * that deletes and re-creates the table; a diff = element transactions of `batch_size`. The
+ * model (what was asked, with scores) is the truth: when a transaction fails because someone
+ * flushed the ruleset, or `reconcile` finds the table changed, the model is re-asserted whole.
+ */
+export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerContext): Enforcer {
+  const options = config.options;
+  const layout: NftLayout = { table: options.table, priority: options.priority, capacity: options.capacity };
+  const nft = nftRunner(options.netns, options.timeout_seconds * 1000);
+  const log = ctx.log.child({ enforcer: 'nftables', table: options.table });
+  const run = ctx.run ?? runShell;
+  const set = new EnforcedSet(options.capacity);
+  /** Networks enforced (before removing the covered ones). */
+  const nets = new Set<string>();
+  /** What the last successful transaction left in the kernel; null = unknown (re-assert whole). */
+  let committed: Committed | null = null;
+  let seeded = false;
+
+  async function readTable(): Promise<TableState | null> {
+    const result = await nft(['-j', 'list', 'table', 'inet', options.table]);
+    if (isMissing(result)) return null;
+    if (result.code !== 0) throw new EnforcerCommandError(result.code, result.stderr);
+    return parseTable(result.stdout, options.priority);
+  }
+
+  async function execute(script: string): Promise<void> {
+    const result = await nft(['-f', '-'], script);
+    if (result.code !== 0) throw new EnforcerCommandError(result.code, result.stderr);
+  }
+
+  /** Persists the current script for firewall reloads, then runs the operator's command. */
+  async function persist(script: string): Promise<void> {
+    if (config.acl) await writeFileAtomic(config.acl, script, 0o640);
+    if (config.reload_command) await runChecked(run, config.reload_command, options.timeout_seconds * 1000);
+  }
+
+  function result(): EnforceResult {
+    const invalid = set.desired.invalid;
+    if (set.cut > 0) log.warn({ cut: set.cut, capacity: options.capacity }, 'capacity reached; lowest scores cut');
+    if (invalid > 0) log.warn({ invalid }, 'inputs that are not IPv4 CIDRs ignored');
+    return { enforced: set.enforced.size, cut: set.cut, ...(invalid > 0 ? { invalid } : {}) };
+  }
+
+  function trackNets(change: { added: string[]; removed: string[] }): void {
+    for (const cidr of change.removed) nets.delete(cidr);
+    for (const cidr of change.added) if (!cidr.endsWith('/32')) nets.add(cidr);
+  }
+
+  async function replaceAll(): Promise<void> {
+    const addrs = [...set.enforced].filter((c) => c.endsWith('/32'));
+    const outer = outermostNets(nets);
+    const script = fullReplaceScript(layout, addrs, outer);
+    await execute(script);
+    committed = { addrs: new Set(addrs), nets: new Set(outer) };
+    await persist(script);
+    log.info({ addrs: addrs.length, nets: outer.length }, 'nft table replaced');
+  }
+
+  /** A process restarted without a sync still owns what its table holds; scores unknown (0). */
+  async function seed(): Promise<void> {
+    if (seeded) return;
+    const state = await readTable();
+    const existing = state ? [...state.addrs, ...state.nets].map((cidr) => ({ cidr, score: 0 })) : [];
+    trackNets(set.replace(existing));
+    seeded = true;
+  }
+
+  async function applyIncrementally(change: { added: string[]; removed: string[] }): Promise<void> {
+    if (!committed) return replaceAll();
+    const outer = outermostNets(nets);
+    const outerSet = new Set(outer);
+    const batches = elementBatches(
+      layout,
+      {
+        addAddrs: change.added.filter((c) => c.endsWith('/32')),
+        delAddrs: change.removed.filter((c) => c.endsWith('/32') && committed!.addrs.has(c)),
+        addNets: outer.filter((c) => !committed!.nets.has(c)),
+        delNets: [...committed.nets].filter((c) => !outerSet.has(c)),
+      },
+      options.batch_size,
+    );
+    if (batches.length === 0) return;
+    try {
+      for (const script of batches) await execute(script);
+    } catch (err) {
+      // Someone flushed or changed the table under us: the model is the truth, re-assert it.
+      log.warn({ err, stage: 'apply' }, 'element transaction failed; replacing the table');
+      return replaceAll();
+    }
+    for (const c of change.removed) committed.addrs.delete(c);
+    for (const c of change.added) if (c.endsWith('/32')) committed.addrs.add(c);
+    committed.nets = new Set(outer);
+    if (config.acl || config.reload_command) await persist(fullReplaceScript(layout, [...committed.addrs], outer));
+  }
+
+  return {
+    capacity: options.capacity,
+
+    async healthcheck() {
+      const check = await nft(['-c', '-f', '-'], `table inet ${options.table} {}\n`);
+      return check.code === 0 ? { ok: true } : { ok: false, detail: check.stderr.trim().slice(0, 500) };
+    },
+
+    async sync(desired: readonly BlockEntry[]) {
+      trackNets(set.replace(desired));
+      seeded = true;
+      await replaceAll();
+      return result();
+    },
+
+    async apply(diff: Diff) {
+      await seed();
+      const change = set.apply(diff);
+      trackNets(change);
+      await applyIncrementally(change);
+      return result();
+    },
+
+    async list() {
+      const state = await readTable();
+      if (!state || !state.wired) return [];
+      return sortCidrsFast([...state.addrs, ...state.nets]);
+    },
+
+    async reconcile(): Promise<ReconcileResult> {
+      await seed();
+      const state = await readTable();
+      const drifted =
+        !committed || !state || !state.wired || !sameSet(committed.addrs, state.addrs) || !sameSet(committed.nets, state.nets);
+      if (drifted) {
+        log.warn({ present: Boolean(state), wired: state?.wired ?? false }, 'nft table drifted; re-asserting');
+        await replaceAll();
+      }
+      return { ...result(), drifted };
+    },
+
+    async withdraw() {
+      trackNets(set.clear());
+      seeded = true;
+      const script = withdrawScript(layout);
+      await execute(script);
+      committed = null;
+      await persist(script);
+      log.info({}, 'nft table withdrawn');
+    },
+
+    // nft is run per call: no connection or process outlives a method, so there is nothing to release.
+    async close() {},
+  };
+}

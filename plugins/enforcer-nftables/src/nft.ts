@@ -1,0 +1,15 @@
+import { runArgv, type CommandResult } from '@rampart/plugin-kit';
+
+/** Runs `nft` with the given arguments, inside `netns` when one is configured. */
+export function nftRunner(netns: string, timeoutMs: number) {
+  const prefix = netns ? ['ip', 'netns', 'exec', netns, 'nft'] : ['nft'];
+  return (args: readonly string[], input?: string): Promise<CommandResult> =>
+    runArgv([...prefix, ...args], { input, timeoutMs });
+}
+
+export type NftRunner = ReturnType<typeof nftRunner>;
+
+/** `nft` says this when the table (or a set in it) does not exist. */
+export function isMissing(result: CommandResult): boolean {
+  return result.code !== 0 && /No such file or directory|does not exist/.test(result.stderr);
+}
