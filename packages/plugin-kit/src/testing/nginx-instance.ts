@@ -59,17 +59,17 @@ export interface NginxInstance {
 /**
  * Starts a private nginx master (its own prefix, config, pid file and loopback port; never the
  * system's) with `http` holding the body of the `http {}` block; `{port}` and `{dir}` in it are
- * replaced. `main` goes before `events` (e.g. `load_module`); `files` (paths relative to the
- * instance directory) are written before nginx starts, for includes it needs at start.
+ * replaced (also in `files`). `main` goes before `events` (e.g. `load_module`); `files` (paths
+ * relative to the instance directory) are written before nginx starts, for includes it needs.
  */
 export async function startNginx(http: string, options: { main?: string; files?: Record<string, string> } = {}): Promise<NginxInstance> {
   const dir = await mkdtemp(join(tmpdir(), 'rampart-nginx-'));
   const port = await freePort();
   await mkdir(join(dir, 'logs'));
-  for (const [name, content] of Object.entries(options.files ?? {})) await writeFile(join(dir, name), content);
   const main = options.main ?? '';
   const conf = join(dir, 'nginx.conf');
   const fill = (text: string) => text.replaceAll('{port}', String(port)).replaceAll('{dir}', dir);
+  for (const [name, content] of Object.entries(options.files ?? {})) await writeFile(join(dir, name), fill(content));
   await writeFile(
     conf,
     `${process.getuid?.() === 0 ? 'user root;\n' : ''}${fill(main)}
