@@ -66,7 +66,7 @@ export async function buildApp({ config, store }: BuildAppOptions): Promise<Fast
     errorResponseBuilder: (_request, ctx) => new ApiError('rate_limited', `rate limit of ${ctx.max} requests per minute exceeded; retry in ${Math.ceil(ctx.ttl / 1000)} s`),
   });
   await app.register(metricsPlugin, { metrics });
-  await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds });
+  await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds, agentTokenSecret: config.agentTokenSecret });
   await app.register(coinsPlugin, { store, prices: config.coinPrices, debits: metrics.coinDebits });
   await app.register(healthRoutes, { context });
   await app.register(apiRoutes, { prefix: API_BASE, context });

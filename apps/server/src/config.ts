@@ -45,6 +45,8 @@ export const ServerConfig = z.object({
   RAMPART_INSTANCE: z.string().min(1).default('standalone'),
   CURSOR_SECRET: z.string().min(16).optional(),
   ...TOOLS_ENV,
+  AGENT_TOKEN_SECRET: z.string().min(32).optional(),
+  SYNC_HEARTBEAT_SECONDS: z.coerce.number().min(1).max(600).default(30),
 });
 export type ServerConfigInput = z.input<typeof ServerConfig>;
 
@@ -66,6 +68,10 @@ export interface AppConfig {
   cursorSecret: string | undefined;
   /** DNS tools, CDN list refresh and the secure VPN (config-tools.ts). */
   tools: ToolsConfig;
+  /** Signs agent keys (JWT, HS256); when unset, a random secret kept in the store (shared by its replicas). */
+  agentTokenSecret: string | undefined;
+  /** Seconds between sync-channel pings; a peer silent for two of them is dropped. */
+  syncHeartbeatSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -97,6 +103,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     instance: e.RAMPART_INSTANCE,
     cursorSecret: e.CURSOR_SECRET,
     tools: toolsConfig(e),
+    agentTokenSecret: e.AGENT_TOKEN_SECRET,
+    syncHeartbeatSeconds: e.SYNC_HEARTBEAT_SECONDS,
   };
 }
 

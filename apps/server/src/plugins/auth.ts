@@ -3,17 +3,29 @@ import fp from 'fastify-plugin';
 import { API_BASE, ApiError, ROLE } from '@rampart/contracts';
 import type { Store, Organization, UserRow } from '../store/index.ts';
 import { credentialFrom, parseApiKey, secretMatches } from '../services/api-keys.ts';
+import { agentTokenCodec, agentTokenSecret, type AgentTokenCodec } from '../services/agent-tokens.ts';
+import { agentCredential, verifyAgentToken, type AgentIdentity, type AgentVerifier } from './agent-auth.ts';
 
+/**
+ * Who is calling. `user`: an API key. `agent`: an agent key (JWT) — then `user` is the admin
+ * who issued it with the role capped at contributor (reports are attributed to that user),
+ * and `agent` names the agent.
+ */
 export interface Principal {
-  kind: 'user';
+  kind: 'user' | 'agent';
   keyId: string;
   user: UserRow;
   org: Organization;
+  agent?: AgentIdentity;
 }
 
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
+  }
+  interface FastifyInstance {
+    /** Signs and verifies agent keys (shared secret of every replica). */
+    agentTokens: AgentTokenCodec;
   }
 }
 
@@ -21,6 +33,8 @@ export interface AuthOptions {
   store: Store;
   /** How long a verified key is trusted without asking the store again (revocation delay). */
   cacheSeconds: number;
+  /** Agent key signing secret; when unset, the store's shared random secret. */
+  agentTokenSecret?: string | undefined;
 }
 
 /** Caller of a route that requires a key: the principal is always set there. */
@@ -31,8 +45,11 @@ export function principalOf(request: FastifyRequest): Principal {
 
 const LAST_USED_WRITE_MS = 60_000;
 
-export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, cacheSeconds }) => {
+export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, cacheSeconds, agentTokenSecret: configured }) => {
   const cache = new Map<string, { principal: Principal; until: number }>();
+  const agentTokens = agentTokenCodec(await agentTokenSecret(configured, store));
+  app.decorate('agentTokens', agentTokens);
+  const agentCache: AgentVerifier['cache'] = new Map();
   const lastUsedWrite = new Map<string, number>();
 
   async function verify(credential: string, request: FastifyRequest): Promise<Principal> {
@@ -69,6 +86,15 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     if (options.auth === 'public') return;
     // The documentation page (swagger-ui registers its own routes) is readable without a key.
     if (request.routeOptions.url?.startsWith(`${API_BASE}/docs`)) return;
+    const agentKey = agentCredential(request);
+    if (agentKey) {
+      const principal = await verifyAgentToken({ store, codec: agentTokens, cache: agentCache, cacheSeconds }, agentKey);
+      // Agent keys open only the routes that declare themselves agent routes; those scope
+      // what they return to the calling agent, so the route's minimum user role does not apply.
+      if (!options.agent) throw new ApiError('forbidden', 'an agent key may call only feeds, reports, check-ins, its own settings and the sync channel');
+      request.principal = principal;
+      return;
+    }
     const credential = credentialFrom(request.headers.authorization);
     if (!credential) throw new ApiError('unauthorized', 'send an API key in the Authorization header');
     const principal = await verify(credential, request);

@@ -12,8 +12,12 @@ export interface RouteOptions {
   coin?: CoinKind;
 }
 
+// Aliased: inside `declare module 'fastify'` the name RouteOptions means fastify's own
+// interface once another augmentation (@fastify/websocket) declares it there.
+type RampartRouteOptions = RouteOptions;
+
 declare module 'fastify' {
   interface FastifyContextConfig {
-    rampart?: RouteOptions;
+    rampart?: RampartRouteOptions;
   }
 }

@@ -8,6 +8,8 @@ import { infoRoutes } from './tools/info.ts';
 import { keyRoutes } from './keys/index.ts';
 import { meRoute } from './me.ts';
 import { overviewRoute } from './overview.ts';
+import { agentRoutes } from './agents/index.ts';
+import { organizationRoutes } from './organization/index.ts';
 
 /** Every route under /api/v1, one plugin per resource. */
 export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
@@ -18,5 +20,7 @@ export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
   await app.register(overviewRoute, { context });
   await app.register(keyRoutes, { context });
   await app.register(ipsFeedRoute, { context });
+  await app.register(agentRoutes, { context });
+  await app.register(organizationRoutes, { context });
   await app.register(pendingRoutes, { routes: PENDING_ROUTES });
 };

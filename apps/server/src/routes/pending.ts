@@ -50,8 +50,6 @@ export const PENDING_ROUTES: PendingRoute[] = [
   { method: 'POST', url: '/vpn', tag: 'vpn', summary: 'Create a VPN license', rampart: { minRole: ROLE.admin, coin: 'vpn' }, body: C.VpnCreateBody, response: empty },
   { method: 'GET', url: '/vpn/:vid', tag: 'vpn', summary: 'A VPN license with installation instructions', rampart: {}, params: C.VpnParams, response: C.VpnLicense },
   { method: 'DELETE', url: '/vpn/:vid', tag: 'vpn', summary: 'Deactivate a VPN license', rampart: { minRole: ROLE.admin }, params: C.VpnParams, response: empty },
-  { method: 'POST', url: '/agents', tag: 'agents', summary: 'Register an agent', rampart: { minRole: ROLE.admin }, body: C.AgentConfig, response: C.AgentRegisterResponse },
-  { method: 'POST', url: '/agents/feedback', tag: 'agents', summary: 'Agent feedback after an enforcement run (check-in)', rampart: { agent: true }, body: C.AgentFeedbackBody, response: empty },
 ];
 
 export const pendingRoutes: FastifyPluginAsyncZod<{ routes: PendingRoute[] }> = async (app, { routes }) => {

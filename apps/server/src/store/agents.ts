@@ -1,9 +1,128 @@
-import type { Db } from './db.ts';
+import { AgentSettingsDocument } from '@rampart/contracts';
+import type { Db, Queryable } from './db.ts';
+import type { UserRow } from './users.ts';
+import { changedPaths, recordAudit as audit } from './settings.ts';
 
 export type CheckinVia = 'ipv4' | 'feedback' | 'sync';
 
+/** What one enforcement plugin last said (feedback or sync `state`), kept per plugin. */
+export interface EnforcedEntry {
+  enforced: number | null;
+  code: number | string | null;
+  score_threshold: number | null;
+  healthy: boolean | null;
+  at: number;
+}
+
+export interface AgentRow {
+  id: number;
+  org_id: number;
+  gaid: string;
+  document: AgentSettingsDocument;
+  version: number;
+  last_checkin_at: number | null;
+  last_checkin_via: CheckinVia | null;
+  enforced: Record<string, EnforcedEntry>;
+  deactivated_at: number | null;
+  reported_version: string | null;
+  hostname: string | null;
+}
+
+export interface AgentTokenRow {
+  jti: string;
+  agent_id: number;
+  issued_by: string | null;
+  issued_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+/** Who a verified agent token acts as; null when the token, agent or issuer is gone or revoked. */
+export interface AgentTokenPrincipal {
+  agentId: number;
+  gaid: string;
+  orgId: number;
+  authName: string | null;
+  /** The admin who issued the token: reports the agent makes are attributed to this user. */
+  issuer: UserRow;
+}
+
+const epoch = (column: string) => `floor(extract(epoch from ${column}))::bigint`;
+const COLUMNS = `id, org_id, gaid, document, version, ${epoch('last_checkin_at')} as last_checkin_at, last_checkin_via,
+  coalesce(enforced, '{}'::jsonb) as enforced, ${epoch('deactivated_at')} as deactivated_at, reported_version, hostname`;
+
+interface RawAgentRow extends Omit<AgentRow, 'document' | 'last_checkin_at' | 'deactivated_at'> {
+  document: unknown;
+  last_checkin_at: string | number | null;
+  deactivated_at: string | number | null;
+}
+
+const num = (v: string | number | null): number | null => (v === null ? null : Number(v));
+
+function toRow(r: RawAgentRow): AgentRow {
+  return {
+    ...r,
+    id: Number(r.id),
+    org_id: Number(r.org_id),
+    // Stored documents were validated on the way in; parsing again fills defaults added since.
+    document: AgentSettingsDocument.parse(r.document),
+    last_checkin_at: num(r.last_checkin_at),
+    deactivated_at: num(r.deactivated_at),
+  };
+}
+
 export class AgentStore {
   constructor(private readonly db: Db) {}
+
+  /** Registers an agent; false when the gaid is already registered (by any organization). */
+  async register(orgId: number, document: AgentSettingsDocument, changedBy: string): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const res = await tx.query(
+        `insert into agents (org_id, gaid, document, version) values ($1, $2, $3, 1) on conflict (gaid) do nothing`,
+        [orgId, document.gaid, JSON.stringify(document)],
+      );
+      if (res.rowCount === 0) return false;
+      await audit(tx, { orgId, subject: agentSubject(document.gaid), version: 1, changedBy, fields: ['(created)'] });
+      return true;
+    });
+  }
+
+  /** One agent of this organization (other organizations' agents are not found). */
+  async get(orgId: number, gaid: string, q: Queryable = this.db): Promise<AgentRow | undefined> {
+    const res = await q.query<RawAgentRow>(`select ${COLUMNS} from agents where org_id = $1 and gaid = $2`, [orgId, gaid]);
+    return res.rows[0] && toRow(res.rows[0]);
+  }
+
+  async list(orgId: number, limit = 10_000): Promise<AgentRow[]> {
+    const res = await this.db.query<RawAgentRow>(`select ${COLUMNS} from agents where org_id = $1 order by gaid limit $2`, [orgId, limit]);
+    return res.rows.map(toRow);
+  }
+
+  /**
+   * Replaces the settings document with `build(stored)`, bumps its version and audits the
+   * changed paths, in one transaction with the row locked (so `build` sees the document it
+   * replaces). Undefined when the agent is not this organization's.
+   */
+  async replaceDocument(
+    orgId: number,
+    gaid: string,
+    build: (stored: AgentSettingsDocument) => AgentSettingsDocument,
+    changedBy: string,
+  ): Promise<{ document: AgentSettingsDocument; version: number } | undefined> {
+    return this.db.transaction(async (tx) => {
+      const res = await tx.query<{ document: unknown }>('select document from agents where org_id = $1 and gaid = $2 for update', [orgId, gaid]);
+      const before = res.rows[0]?.document;
+      if (before === undefined) return undefined;
+      const document = build(AgentSettingsDocument.parse(before));
+      const updated = await tx.query<{ version: number }>(
+        'update agents set document = $3, version = version + 1, updated_at = now() where org_id = $1 and gaid = $2 returning version',
+        [orgId, gaid, JSON.stringify(document)],
+      );
+      const version = updated.rows[0]!.version;
+      await audit(tx, { orgId, subject: agentSubject(gaid), version, changedBy, fields: changedPaths(before, document) });
+      return { document, version };
+    });
+  }
 
   /** Marks an agent of this organization alive now; unknown or foreign agents are ignored. */
   async checkIn(orgId: number, gaid: string, via: CheckinVia, plugin?: string): Promise<boolean> {
@@ -14,4 +133,91 @@ export class AgentStore {
     );
     return res.rowCount > 0;
   }
+
+  /** One statement for many agents (the sync hub batches the check-ins of its connections). */
+  async checkInMany(agentIds: readonly number[], via: CheckinVia): Promise<void> {
+    if (agentIds.length === 0) return;
+    await this.db.query('update agents set last_checkin_at = now(), last_checkin_via = $2 where id = any($1::bigint[])', [agentIds, via]);
+  }
+
+  /**
+   * Records what the agent reports it enforces (merged per plugin) and counts as a check-in.
+   * False when the agent is not this organization's.
+   */
+  async recordEnforcement(
+    orgId: number,
+    gaid: string,
+    via: CheckinVia,
+    report: { plugins: Record<string, EnforcedEntry>; hostname?: string | undefined; version?: string | undefined },
+  ): Promise<boolean> {
+    const plugins = Object.keys(report.plugins);
+    const res = await this.db.query(
+      `update agents set last_checkin_at = now(), last_checkin_via = $3,
+         enforced = coalesce(enforced, '{}'::jsonb) || $4::jsonb,
+         last_plugin = coalesce($5, last_plugin),
+         hostname = coalesce($6, hostname),
+         reported_version = coalesce($7, reported_version)
+       where org_id = $1 and gaid = $2`,
+      [orgId, gaid, via, JSON.stringify(report.plugins), plugins.at(-1) ?? null, report.hostname ?? null, report.version ?? null],
+    );
+    return res.rowCount > 0;
+  }
+
+  /** Deactivates an agent: every token it holds stops working. */
+  async deactivate(orgId: number, gaid: string): Promise<boolean> {
+    const res = await this.db.query('update agents set deactivated_at = coalesce(deactivated_at, now()) where org_id = $1 and gaid = $2', [orgId, gaid]);
+    return res.rowCount > 0;
+  }
+
+  async recordToken(t: { jti: string; agentId: number; issuedBy: number; expiresAt: number | null }): Promise<void> {
+    await this.db.query('insert into agent_tokens (jti, agent_id, issued_by, expires_at) values ($1, $2, $3, to_timestamp($4))', [
+      t.jti,
+      t.agentId,
+      t.issuedBy,
+      t.expiresAt,
+    ]);
+  }
+
+  async tokens(agentId: number, limit = 1000): Promise<AgentTokenRow[]> {
+    const res = await this.db.query<AgentTokenRow>(
+      `select t.jti, t.agent_id, u.username as issued_by, ${epoch('t.issued_at')} as issued_at,
+         ${epoch('t.expires_at')} as expires_at, ${epoch('t.revoked_at')} as revoked_at
+       from agent_tokens t left join users u on u.id = t.issued_by
+       where t.agent_id = $1 order by t.issued_at desc, t.jti limit $2`,
+      [agentId, limit],
+    );
+    return res.rows.map((r) => ({ ...r, issued_at: Number(r.issued_at), expires_at: num(r.expires_at), revoked_at: num(r.revoked_at) }));
+  }
+
+  /** Revokes one token of one agent; false when there is no such unrevoked token. */
+  async revokeToken(agentId: number, jti: string): Promise<boolean> {
+    const res = await this.db.query('update agent_tokens set revoked_at = now() where agent_id = $1 and jti = $2 and revoked_at is null', [agentId, jti]);
+    return res.rowCount > 0;
+  }
+
+  /** The agent a token id stands for, when the token, its agent and its issuer are all still valid. */
+  async tokenPrincipal(jti: string): Promise<AgentTokenPrincipal | undefined> {
+    const res = await this.db.query<UserRow & { agent_id: number; gaid: string; auth_name: string | null }>(
+      `select a.id as agent_id, a.gaid, a.document->>'auth_name' as auth_name,
+         u.id, u.guid, u.org_id, u.name, u.surname, u.username, u.role, u.unsuccessful_login
+       from agent_tokens t join agents a on a.id = t.agent_id join users u on u.id = t.issued_by
+       where t.jti = $1 and t.revoked_at is null and (t.expires_at is null or t.expires_at > now())
+         and a.deactivated_at is null and u.org_id = a.org_id`,
+      [jti],
+    );
+    const r = res.rows[0];
+    if (!r) return undefined;
+    const { agent_id, gaid, auth_name, ...issuer } = r;
+    return { agentId: Number(agent_id), gaid, orgId: Number(issuer.org_id), authName: auth_name, issuer: { ...issuer, id: Number(issuer.id), org_id: Number(issuer.org_id) } };
+  }
+
+  /** Newest `ts` of the IPv4 feed: the feed cursor given to agents when they connect. */
+  async feedHead(): Promise<{ ipv4: number }> {
+    const res = await this.db.query<{ ipv4: string | number }>('select coalesce(max(ts), 0) as ipv4 from ipv4_indicators');
+    return { ipv4: Number(res.rows[0]!.ipv4) };
+  }
+}
+
+export function agentSubject(gaid: string): string {
+  return `agent:${gaid}`;
 }

@@ -16,7 +16,7 @@ export type { UserRow } from './users.ts';
 export type { ApiKeyRow, KeyPrincipal } from './api-keys.ts';
 export type { Ipv4Row } from './ipv4.ts';
 export type { AuditEntry } from './settings.ts';
-export type { CheckinVia } from './agents.ts';
+export type { CheckinVia, AgentRow, AgentTokenRow, AgentTokenPrincipal, EnforcedEntry } from './agents.ts';
 export { changedPaths } from './settings.ts';
 export { migrate, loadMigrations } from './migrate.ts';
 

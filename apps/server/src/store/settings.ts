@@ -20,6 +20,25 @@ export function changedPaths(before: unknown, after: unknown, prefix = ''): stri
   return JSON.stringify(before) === JSON.stringify(after) ? [] : [prefix || '(document)'];
 }
 
+export interface AuditInput {
+  orgId: number;
+  subject: string;
+  version: number;
+  changedBy: string;
+  /** Paths only: values (secrets among them) never reach the audit. */
+  fields: string[];
+}
+
+export async function recordAudit(q: Queryable, e: AuditInput): Promise<void> {
+  await q.query('insert into settings_audit (org_id, subject, version, changed_by, changed_fields) values ($1, $2, $3, $4, $5)', [
+    e.orgId,
+    e.subject,
+    e.version,
+    e.changedBy,
+    e.fields,
+  ]);
+}
+
 export class SettingsStore {
   constructor(private readonly db: Db) {}
 
@@ -30,10 +49,20 @@ export class SettingsStore {
     return { document: OrganizationConfig.parse(row?.document ?? {}), version: row?.version ?? 0 };
   }
 
-  /** Replaces the document and records the change; returns the new version. */
-  async replaceOrganization(orgId: number, document: OrganizationConfig, changedBy: string): Promise<number> {
+  /**
+   * Replaces the document with `build(current)` and records the change, in one transaction
+   * with the row locked; returns the new document and version.
+   */
+  async replaceOrganization(
+    orgId: number,
+    build: (current: OrganizationConfig) => OrganizationConfig,
+    changedBy: string,
+  ): Promise<{ document: OrganizationConfig; version: number }> {
     return this.db.transaction(async (tx) => {
+      // Locks the row (or, before the first save, the organization) against a concurrent replace.
+      await tx.query('select 1 from organizations where id = $1 for update', [orgId]);
       const current = await this.organization(orgId, tx);
+      const document = build(current.document);
       const res = await tx.query<{ version: number }>(
         `insert into organization_settings (org_id, document, version, updated_by) values ($1, $2, 1, $3)
          on conflict (org_id) do update set document = excluded.document, version = organization_settings.version + 1,
@@ -42,27 +71,22 @@ export class SettingsStore {
         [orgId, JSON.stringify(document), changedBy],
       );
       const version = res.rows[0]!.version;
-      await this.audit(tx, { orgId, subject: 'organization', version, changedBy, fields: changedPaths(current.document, document) });
-      return version;
+      await recordAudit(tx, { orgId, subject: 'organization', version, changedBy, fields: changedPaths(current.document, document) });
+      return { document, version };
     });
   }
 
-  async audit(q: Queryable, e: { orgId: number; subject: string; version: number; changedBy: string; fields: string[] }): Promise<void> {
-    await q.query('insert into settings_audit (org_id, subject, version, changed_by, changed_fields) values ($1, $2, $3, $4, $5)', [
-      e.orgId,
-      e.subject,
-      e.version,
-      e.changedBy,
-      e.fields,
-    ]);
+  async audit(q: Queryable, e: AuditInput): Promise<void> {
+    await recordAudit(q, e);
   }
 
+  /** Changes of one document, newest first; `changed_at` as ISO 8601 UTC. */
   async history(orgId: number, subject: string, limit = 100): Promise<AuditEntry[]> {
-    const res = await this.db.query<AuditEntry>(
-      `select id, subject, version, changed_by, changed_at::text as changed_at, changed_fields from settings_audit
-       where org_id = $1 and subject = $2 order by id desc limit $3`,
+    const res = await this.db.query<Omit<AuditEntry, 'changed_at'> & { changed_ms: string | number }>(
+      `select id, subject, version, changed_by, (extract(epoch from changed_at) * 1000)::bigint as changed_ms, changed_fields
+       from settings_audit where org_id = $1 and subject = $2 order by id desc limit $3`,
       [orgId, subject, limit],
     );
-    return res.rows;
+    return res.rows.map(({ changed_ms, ...r }) => ({ ...r, id: Number(r.id), changed_at: new Date(Number(changed_ms)).toISOString() }));
   }
 }

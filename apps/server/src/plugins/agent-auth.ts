@@ -1,0 +1,82 @@
+import type { FastifyRequest } from 'fastify';
+import { ApiError, DEFAULT_AUTH_HEADER, ROLE } from '@rampart/contracts';
+import type { Store } from '../store/index.ts';
+import { credentialFrom } from '../services/api-keys.ts';
+import { looksLikeJwt, type AgentTokenCodec } from '../services/agent-tokens.ts';
+import type { Principal } from './auth.ts';
+
+export interface AgentIdentity {
+  /** agents.id */
+  id: number;
+  gaid: string;
+  /** The token's jti. */
+  tokenId: string;
+  /** Header the agent must send its key in (its `auth_name`, lower-case). */
+  header: string;
+}
+
+export interface AgentKey {
+  token: string;
+  /** Lower-case name of the header it came in. */
+  header: string;
+}
+
+/** Headers that never carry an agent key, skipped when looking for the agent's `auth_name` header. */
+const NOT_KEY_HEADERS = new Set(['cookie', 'host', 'user-agent', 'content-type', 'content-length', 'accept', 'connection', 'upgrade']);
+const MAX_HEADERS_SCANNED = 64;
+
+/**
+ * The agent key of a request, if it carries one: in Authorization (alone or after Bearer), or,
+ * when there is no Authorization header, in whichever header holds a JWT (an agent whose
+ * `auth_name` names another header). An API key in Authorization always means a user.
+ */
+export function agentCredential(request: FastifyRequest): AgentKey | undefined {
+  const auth = credentialFrom(request.headers.authorization);
+  if (auth) return looksLikeJwt(auth) ? { token: auth, header: 'authorization' } : undefined;
+  let scanned = 0;
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (++scanned > MAX_HEADERS_SCANNED) break;
+    if (typeof value !== 'string' || NOT_KEY_HEADERS.has(name)) continue;
+    const credential = credentialFrom(value);
+    if (credential && looksLikeJwt(credential)) return { token: credential, header: name };
+  }
+  return undefined;
+}
+
+export interface AgentVerifier {
+  store: Store;
+  codec: AgentTokenCodec;
+  cache: Map<string, { principal: Principal; until: number }>;
+  cacheSeconds: number;
+}
+
+async function lookUp(v: AgentVerifier, token: string): Promise<Principal> {
+  const claims = await v.codec.verify(token);
+  if (!claims) throw new ApiError('unauthorized', 'the agent key is invalid or expired');
+  const found = await v.store.agents.tokenPrincipal(claims.jti);
+  if (!found || found.gaid !== claims.gaid) throw new ApiError('unauthorized', 'the agent key was revoked or its agent deactivated');
+  const org = await v.store.orgs.byId(found.orgId);
+  if (!org || org.gid !== claims.org) throw new ApiError('unauthorized', 'the agent key was revoked or its agent deactivated');
+  return {
+    kind: 'agent',
+    keyId: claims.jti,
+    user: { ...found.issuer, role: Math.min(found.issuer.role, ROLE.contributor) },
+    org,
+    agent: { id: found.agentId, gaid: found.gaid, tokenId: claims.jti, header: (found.authName || DEFAULT_AUTH_HEADER).toLowerCase() },
+  };
+}
+
+/** The principal of an agent key; 401 when it is not valid or came in the wrong header. */
+export async function verifyAgentToken(v: AgentVerifier, key: AgentKey): Promise<Principal> {
+  const now = Date.now();
+  const cached = v.cache.get(key.token);
+  const principal = cached && cached.until > now ? cached.principal : await lookUp(v, key.token);
+  if (v.cacheSeconds > 0 && principal !== cached?.principal) {
+    if (v.cache.size > 50_000) v.cache.clear();
+    v.cache.set(key.token, { principal, until: now + v.cacheSeconds * 1000 });
+  }
+  if (principal.agent!.header !== key.header) {
+    throw new ApiError('unauthorized', `this agent sends its key in the ${principal.agent!.header} header (its auth_name)`);
+  }
+  return principal;
+}

@@ -1,0 +1,46 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AgentFeedbackBody, ApiError, ROLE } from '@rampart/contracts';
+import type { AppContext } from '../../context.ts';
+import { principalOf } from '../../plugins/auth.ts';
+
+/**
+ * `POST /agents/feedback`: what the original agent posts after each enforcement run
+ * (decisions.md, Compatibility). Counts as the agent's check-in and records, per plugin, what
+ * it says it enforces. An agent key reports only for itself.
+ */
+export const agentFeedbackRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
+  app.post(
+    '/agents/feedback',
+    {
+      config: { rampart: { minRole: ROLE.contributor, agent: true } },
+      schema: {
+        tags: ['agents'],
+        summary: 'Agent feedback after an enforcement run (check-in)',
+        body: AgentFeedbackBody,
+        response: { 200: z.null().describe('empty body') },
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const body = request.body;
+      if (principal.agent && principal.agent.gaid !== body.agid) throw new ApiError('forbidden', 'an agent key reports only for its own agent');
+      const enforced = Array.isArray(body.blacklist) ? body.blacklist.length : (body.blacklist ?? null);
+      const recorded = await context.store.agents.recordEnforcement(principal.org.id, body.agid, 'feedback', {
+        plugins: {
+          [body.plugin]: {
+            enforced,
+            code: body.code ?? null,
+            score_threshold: body.score_threshold ?? null,
+            healthy: null,
+            at: Math.floor(Date.now() / 1000),
+          },
+        },
+        hostname: body.hostname,
+      });
+      if (!recorded) throw new ApiError('not_found', `no agent ${body.agid} in this organization`);
+      // An empty 200 (no body), as the specification's "no body" responses.
+      return reply.status(200).send(undefined as unknown as null);
+    },
+  );
+};

@@ -1,0 +1,48 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AgentConfig, AgentRegisterResponse, AgentSettingsDocument, AgentSummary, ApiError, ROLE } from '@rampart/contracts';
+import type { AppContext } from '../../context.ts';
+import { principalOf } from '../../plugins/auth.ts';
+import { agentSummary } from '../../services/agent-summary.ts';
+
+/** `POST /agents` (spec 4.7) and `GET /agents`: registration and the organization's agent list. */
+export const agentRegistrationRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
+  app.post(
+    '/agents',
+    {
+      config: { rampart: { minRole: ROLE.admin } },
+      schema: {
+        tags: ['agents'],
+        summary: 'Register an agent (201; 409 when the gaid is already registered)',
+        body: AgentConfig,
+        response: { 201: AgentRegisterResponse },
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const document = AgentSettingsDocument.parse({ ...request.body, running: 'yes' });
+      if (!(await context.store.agents.register(principal.org.id, document, principal.user.username))) {
+        throw new ApiError('conflict', `agent ${document.gaid} is already registered`);
+      }
+      request.log.info({ gaid: document.gaid, org: principal.org.gid }, 'agent registered');
+      return reply.status(201).send({ success: true, message: 'agent created successfully', agent_id: document.gaid });
+    },
+  );
+
+  app.get(
+    '/agents',
+    {
+      config: { rampart: { minRole: ROLE.admin } },
+      schema: {
+        tags: ['agents'],
+        summary: "The organization's agents: alive (checked in within 2 x sync_time), last check-in, version, what each enforces",
+        response: { 200: z.array(AgentSummary) },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const now = Math.floor(Date.now() / 1000);
+      return (await context.store.agents.list(principal.org.id)).map((row) => agentSummary(row, now));
+    },
+  );
+};

@@ -1,0 +1,74 @@
+import type { FastifyBaseLogger } from 'fastify';
+import {
+  ApiError,
+  maskSecrets,
+  mergeMaskedSecrets,
+  type AgentSettingsDocument,
+  type OrganizationConfig,
+  type SettingsHistoryEntry,
+} from '@rampart/contracts';
+import type { AuditEntry, Store } from '../store/index.ts';
+import type { EventBus, PlatformEvent } from './events.ts';
+
+/*
+ * Reading and replacing the two settings documents. Admins see secrets masked and may write
+ * the mask back to keep a stored secret; the agent itself reads its own document unmasked.
+ * Each replacement is one transaction (document + version + audit); the change is published
+ * only after it committed, so a listener that reads the document sees the new one.
+ */
+
+export interface SettingsDeps {
+  store: Store;
+  events: EventBus;
+  log: FastifyBaseLogger;
+}
+
+export interface Versioned<T> {
+  document: T;
+  version: number;
+}
+
+async function publish(deps: SettingsDeps, event: PlatformEvent): Promise<void> {
+  // The change is committed: a lost notification must not turn it into an error for the admin.
+  // Agents re-read their documents on reconnect, so they converge anyway.
+  await deps.events.publish(event).catch((err: unknown) => deps.log.error({ err, event: event.type }, 'could not publish settings change'));
+}
+
+export async function readAgentSettings(store: Store, orgId: number, gaid: string, masked: boolean): Promise<Versioned<AgentSettingsDocument>> {
+  const agent = await store.agents.get(orgId, gaid);
+  if (!agent) throw new ApiError('not_found', `no agent ${gaid} in this organization`);
+  return { document: masked ? maskSecrets(agent.document) : agent.document, version: agent.version };
+}
+
+export async function replaceAgentSettings(
+  deps: SettingsDeps,
+  input: { orgId: number; gaid: string; document: AgentSettingsDocument; changedBy: string },
+): Promise<Versioned<AgentSettingsDocument>> {
+  if (input.document.gaid !== input.gaid) {
+    throw new ApiError('validation_failed', 'the gaid of a settings document cannot change', {
+      errors: [{ path: 'body.gaid', message: `must be ${input.gaid}, the agent of this path` }],
+    });
+  }
+  const replaced = await deps.store.agents.replaceDocument(input.orgId, input.gaid, (stored) => mergeMaskedSecrets(input.document, stored), input.changedBy);
+  if (!replaced) throw new ApiError('not_found', `no agent ${input.gaid} in this organization`);
+  await publish(deps, { type: 'settings_changed', org_id: input.orgId, subject: 'agent', gaid: input.gaid, version: replaced.version });
+  return { document: maskSecrets(replaced.document), version: replaced.version };
+}
+
+export async function readOrganizationSettings(store: Store, orgId: number): Promise<Versioned<OrganizationConfig>> {
+  const { document, version } = await store.settings.organization(orgId);
+  return { document: maskSecrets(document), version };
+}
+
+export async function replaceOrganizationSettings(
+  deps: SettingsDeps,
+  input: { orgId: number; document: OrganizationConfig; changedBy: string },
+): Promise<Versioned<OrganizationConfig>> {
+  const replaced = await deps.store.settings.replaceOrganization(input.orgId, (current) => mergeMaskedSecrets(input.document, current), input.changedBy);
+  await publish(deps, { type: 'settings_changed', org_id: input.orgId, subject: 'organization', version: replaced.version });
+  return { document: maskSecrets(replaced.document), version: replaced.version };
+}
+
+export function historyEntries(rows: AuditEntry[]): SettingsHistoryEntry[] {
+  return rows.map((r) => ({ version: r.version, changed_by: r.changed_by, changed_at: r.changed_at, changed_fields: r.changed_fields }));
+}

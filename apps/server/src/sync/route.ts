@@ -1,0 +1,45 @@
+import websocket from '@fastify/websocket';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { ApiError } from '@rampart/contracts';
+import type { AppContext } from '../context.ts';
+import { principalOf } from '../plugins/auth.ts';
+import { SyncHub } from './hub.ts';
+
+/** Largest frame an agent may send (its `state` message is the biggest, well under this). */
+const MAX_AGENT_FRAME_BYTES = 64 * 1024;
+
+/**
+ * `GET /api/v1/agents/sync`: the live sync channel (WebSocket). Only an agent key opens it;
+ * anything else is refused before the upgrade. Messages: `ServerSyncMessage` /
+ * `AgentSyncMessage` in the contracts.
+ */
+export const agentSyncRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
+  await app.register(websocket, { options: { maxPayload: MAX_AGENT_FRAME_BYTES } });
+  const hub = new SyncHub({ store: context.store, events: context.events, log: app.log.child({ component: 'sync' }), heartbeatMs: context.config.syncHeartbeatSeconds * 1000 });
+  await hub.start();
+  app.addHook('preClose', async () => hub.stop());
+  app.decorate('syncHub', hub);
+
+  app.get(
+    '/agents/sync',
+    {
+      websocket: true,
+      config: { rampart: { agent: true } },
+      schema: { tags: ['agents'], summary: 'Live sync channel for agents (WebSocket upgrade; agent key only)' },
+      preHandler: async (request) => {
+        if (!principalOf(request).agent) throw new ApiError('forbidden', 'the sync channel is for agent keys');
+      },
+    },
+    (socket, request) => {
+      const { org, agent } = principalOf(request);
+      void hub.attach(socket, { orgId: org.id, agentId: agent!.id, gaid: agent!.gaid, tokenId: agent!.tokenId });
+    },
+  );
+};
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The sync hub of this replica (tests and metrics read its size). */
+    syncHub: SyncHub;
+  }
+}
