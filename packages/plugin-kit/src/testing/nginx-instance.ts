@@ -1,12 +1,9 @@
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-
-const exec = promisify(execFile);
 
 /** A loopback TCP port nothing listens on right now. */
 export function freePort(): Promise<number> {
@@ -73,7 +70,7 @@ export async function startNginx(http: string, options: { main?: string; files?:
   await writeFile(
     conf,
     `${process.getuid?.() === 0 ? 'user root;\n' : ''}${fill(main)}
-daemon on;
+daemon off;
 pid ${dir}/nginx.pid;
 error_log ${dir}/logs/error.log warn;
 worker_processes 1;
@@ -87,28 +84,31 @@ ${fill(http)}
 `,
   );
   const nginx = `nginx -p ${dir} -c ${conf}`;
-  await exec('nginx', ['-p', dir, '-c', conf]);
-  await waitFor(async () => (await statusFrom(port, '127.0.0.1')) > 0, 'nginx to answer');
+  // A child in the foreground (not a daemon) so that this process reaps it when it stops.
+  const child = spawn('nginx', ['-p', dir, '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let running = true;
+  void exited.then(() => (running = false));
+  try {
+    await waitFor(async () => {
+      if (!running) throw new Error(`nginx exited: ${stderr.trim()}`);
+      return (await statusFrom(port, '127.0.0.1')) > 0;
+    }, 'nginx to answer');
+  } catch (err) {
+    child.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
   return {
     dir,
     port,
     nginx,
     async stop() {
-      const pid = Number((await readFile(join(dir, 'nginx.pid'), 'utf8').catch(() => '')).trim());
-      if (pid > 0) {
-        try {
-          process.kill(pid, 'SIGTERM');
-          await waitFor(async () => {
-            try {
-              process.kill(pid, 0);
-              return false;
-            } catch {
-              return true;
-            }
-          }, 'nginx to stop');
-        } catch {
-          /* already stopped */
-        }
+      if (running) {
+        child.kill('SIGTERM');
+        await exited;
       }
       await rm(dir, { recursive: true, force: true });
     },
