@@ -9,3 +9,8 @@ export * from './ipv4-range.ts';
 export * from './desired-set.ts';
 export * from './enforced-set.ts';
 export * from './exec.ts';
+export * from './ip.ts';
+export * from './envelope.ts';
+export * from './offset-store.ts';
+export * from './tail.ts';
+export * from './line-source.ts';

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { IdsLabel } from '@rampart/contracts';
 import type { PluginLogger } from './logger.ts';
+import type { OffsetStore } from './offset-store.ts';
 
 /** How eagerly a source counts a line as an attack (fail2ban's `mode`). */
 export type DetectionMode = 'normal' | 'aggressive';
@@ -35,6 +36,11 @@ export interface SourceContext {
   /** Called by the running source for every detection; the runtime owns queues and reporting. */
   emit(detection: Detection): void;
   signal: AbortSignal;
+  /**
+   * Where file sources persist how far they have read (the agent backs it with a state file,
+   * `fileOffsetStore`); without it a restart starts at the end of each file.
+   */
+  offsets?: OffsetStore;
 }
 
 /** A running source. It only reads and emits; the runtime restarts it with back-off when it fails. */

@@ -1,0 +1,128 @@
+import { appendFile, mkdtemp, rename, rm, truncate, writeFile, copyFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { fileOffsetStore } from './offset-store.ts';
+import { tailFile } from './tail.ts';
+import type { TailOptions } from './tail.ts';
+
+async function until(check: () => boolean, what: string, deadlineMs = 10_000): Promise<void> {
+  const end = Date.now() + deadlineMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('tailFile on real files', () => {
+  let dir: string;
+  let log: string;
+  const stops: AbortController[] = [];
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'rampart-tail-'));
+    log = join(dir, 'auth.log');
+  });
+  afterEach(async () => {
+    stops.forEach((s) => s.abort());
+    stops.length = 0;
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  function start(extra: Partial<TailOptions> = {}) {
+    const lines: string[] = [];
+    const stop = new AbortController();
+    stops.push(stop);
+    const tail = tailFile({ path: log, onLines: (l) => lines.push(...l), signal: stop.signal, pollIntervalMs: 50, ...extra });
+    return { lines, stop, tail };
+  }
+
+  it('reads complete lines only, joining a line written in two parts', async () => {
+    await writeFile(log, 'one\r\ntw');
+    const { lines, tail } = start({ startAt: 'beginning' });
+    await tail.ready;
+    await until(() => lines.length === 1, 'first line');
+    await appendFile(log, 'o\nthree\n');
+    await until(() => lines.length === 3, 'three lines');
+    expect(lines).toEqual(['one', 'two', 'three']);
+  });
+
+  it('skips the history of a file never seen before (startAt end)', async () => {
+    await writeFile(log, 'old 1\nold 2\n');
+    const { lines, tail } = start();
+    await tail.ready;
+    await appendFile(log, 'new\n');
+    await until(() => lines.length === 1, 'new line');
+    expect(lines).toEqual(['new']);
+  });
+
+  it('survives rotation by rename: drains the old file, then reads the new one from its start', async () => {
+    await writeFile(log, 'a\nb\n');
+    const { lines, tail } = start({ startAt: 'beginning' });
+    await tail.ready;
+    await until(() => lines.length === 2, 'a, b');
+    await rename(log, `${log}.1`);
+    await appendFile(`${log}.1`, 'c\n'); // the writer had not reopened yet
+    await writeFile(log, 'd\ne\n');
+    await until(() => lines.length === 5, 'c, d, e');
+    await appendFile(log, 'f\n');
+    await until(() => lines.length === 6, 'f');
+    expect(lines).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+  });
+
+  it('survives copy-truncate without reading a line twice', async () => {
+    await writeFile(log, 'line 1\nline 2\n');
+    const { lines, tail } = start({ startAt: 'beginning' });
+    await tail.ready;
+    await until(() => lines.length === 2, 'two lines');
+    await copyFile(log, `${log}.1`);
+    await truncate(log, 0);
+    await appendFile(log, 'after 1\n');
+    await until(() => lines.length === 3, 'line after truncation');
+    // Truncated and regrown past the old position before the tailer looked: the head tells.
+    await truncate(log, 0);
+    await appendFile(log, 'X'.repeat(40) + ' after 2\n');
+    await until(() => lines.length === 4, 'line after second truncation');
+    expect(lines).toEqual(['line 1', 'line 2', 'after 1', 'X'.repeat(40) + ' after 2']);
+  });
+
+  it('resumes from the persisted offset after a restart, without re-reading old lines', async () => {
+    const offsets = fileOffsetStore(join(dir, 'state', 'offsets.json'));
+    await writeFile(log, 'before start\n');
+    const first = start({ offsets, startAt: 'beginning' });
+    await first.tail.ready;
+    await appendFile(log, 'r1\nr2\n');
+    await until(() => first.lines.length === 3, 'three lines');
+    first.stop.abort();
+    await first.tail.done;
+    await appendFile(log, 'while down\npart');
+    const second = start({ offsets: fileOffsetStore(join(dir, 'state', 'offsets.json')) });
+    await second.tail.ready;
+    await until(() => second.lines.length === 1, 'line written while down');
+    await appendFile(log, 'ial\n');
+    await until(() => second.lines.length === 2, 'the completed partial line');
+    expect(first.lines).toEqual(['before start', 'r1', 'r2']);
+    expect(second.lines).toEqual(['while down', 'partial']);
+  });
+
+  it('reads a file rotated while stopped from its start', async () => {
+    const offsets = fileOffsetStore(join(dir, 'offsets.json'));
+    await writeFile(log, 'x1\n');
+    const first = start({ offsets, startAt: 'beginning' });
+    await until(() => first.lines.length === 1, 'x1');
+    first.stop.abort();
+    await first.tail.done;
+    await rename(log, `${log}.1`);
+    await writeFile(log, 'y1\ny2\n');
+    const second = start({ offsets });
+    await until(() => second.lines.length === 2, 'new file');
+    expect(second.lines).toEqual(['y1', 'y2']);
+  });
+
+  it('waits for a file that does not exist yet', async () => {
+    const { lines, tail } = start();
+    await tail.ready;
+    await writeFile(log, 'born\n');
+    await until(() => lines.length === 1, 'line of the new file');
+    expect(lines).toEqual(['born']);
+  });
+});

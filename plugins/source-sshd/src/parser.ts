@@ -1,0 +1,97 @@
+import { canonicalIp, EnvelopeParser, JournalExportAssembler } from '@rampart/plugin-kit';
+import type { Detection, DetectionMode, Envelope, LineParser } from '@rampart/plugin-kit';
+import { ConnectionCache, mergeLine } from './connection-state.ts';
+import type { LineMatch } from './connection-state.ts';
+import { indexRules, sshRules } from './rules.ts';
+import type { SshRule } from './rules.ts';
+
+export interface SshParserOptions {
+  mode: DetectionMode;
+  /** Program names whose lines are read (`sshd`, and `sshd-session` since OpenSSH 9.8). */
+  programs?: readonly string[];
+}
+
+/** Why lines were read but gave no detection, for the `parse` summary. */
+export interface SshParserStats {
+  lines: number;
+  sshLines: number;
+  detections: number;
+  /** Failures whose host was a name, not an address: never resolved (attackers control DNS). */
+  hostNames: number;
+}
+
+// fail2ban's __pref: sshd's own severity prefixes.
+const PREFIX_RE = /^(?:error|fatal): (?:PAM: )?/;
+
+/** The `ssh_log` line parser: fail2ban's sshd filter semantics, one rule list per mode. */
+export class SshParser implements LineParser {
+  readonly stats: SshParserStats = { lines: 0, sshLines: 0, detections: 0, hostNames: 0 };
+  private readonly index: Map<number, SshRule[]>;
+  private readonly programs: Set<string>;
+  private readonly envelopes = new EnvelopeParser();
+  private readonly journalExport = new JournalExportAssembler();
+  private readonly connections = new ConnectionCache();
+
+  constructor(options: SshParserOptions) {
+    this.index = indexRules(sshRules(options.mode));
+    this.programs = new Set(options.programs ?? ['sshd', 'sshd-session']);
+  }
+
+  push(line: string, readAt: number): Detection[] {
+    this.stats.lines++;
+    const exported = this.journalExport.push(line);
+    if (exported === null) return [];
+    const envelope = exported ?? this.envelopes.parse(line, readAt);
+    return envelope ? this.envelope(envelope, readAt) : [];
+  }
+
+  flush(now: number): Detection[] {
+    const envelope = this.journalExport.end();
+    return envelope ? this.envelope(envelope, now) : [];
+  }
+
+  private envelope(envelope: Envelope, readAt: number): Detection[] {
+    if (!this.programs.has(envelope.program)) return [];
+    this.stats.sshLines++;
+    let message = envelope.message;
+    const c = message.charCodeAt(0);
+    if (c === 101 /* e */ || c === 102 /* f */) message = message.replace(PREFIX_RE, '');
+    const candidates = this.index.get(message.charCodeAt(0));
+    if (!candidates) return [];
+    const ts = Number.isFinite(envelope.ts) ? envelope.ts : readAt;
+    for (const rule of candidates) {
+      if (!rule.leads.some((lead) => message.startsWith(lead))) continue;
+      const m = rule.re.exec(message);
+      if (!m) continue;
+      return this.matched(rule, m.groups ?? {}, `${envelope.host} ${envelope.program}[${envelope.pid}]`, ts);
+    }
+    return [];
+  }
+
+  private matched(rule: SshRule, groups: Record<string, string | undefined>, connection: string, ts: number): Detection[] {
+    const match: LineMatch = {
+      ...(groups.ip4 !== undefined ? { ip4: groups.ip4 } : {}),
+      ...(groups.ip6 !== undefined ? { ip6: groups.ip6 } : {}),
+      ...(groups.dns !== undefined ? { dns: groups.dns } : {}),
+      // fail2ban's <F-ALT_USER>: the remote user stands in when no user is logged.
+      ...(groups.user || groups.ruser ? { user: groups.user || groups.ruser } : {}),
+      nofail: rule.nofail === true || groups.nf !== undefined,
+      forget: rule.forget === true,
+      gained: rule.gained === true,
+    };
+    const facts = mergeLine(this.connections, connection, match, ts);
+    if (facts.nofail) return [];
+    const host = facts.ip4 ?? facts.ip6 ?? facts.dns;
+    if (host === undefined) {
+      facts.pending = true;
+      return [];
+    }
+    const ip = canonicalIp(host);
+    if (ip === undefined) {
+      this.stats.hostNames++;
+      return [];
+    }
+    this.stats.detections++;
+    return [{ ts, ip, source: 'ssh_log', kind: rule.kind, attempts: Math.max(1, facts.matches) }];
+  }
+}
