@@ -1,6 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { AppContext } from '../context.ts';
 import { ipsFeedRoute } from './ips/feed.ts';
+import { ipsLookupRoute } from './ips/lookup.ts';
+import { ipsReportRoute } from './ips/report.ts';
+import { ipv4ListRoutes } from './ips/lists.ts';
 import { PENDING_ROUTES, pendingRoutes } from './pending.ts';
 import { versionRoute } from './tools/version.ts';
 import { infoRoutes } from './tools/info.ts';
@@ -20,6 +23,9 @@ export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
   await app.register(overviewRoute, { context });
   await app.register(keyRoutes, { context });
   await app.register(ipsFeedRoute, { context });
+  await app.register(ipsReportRoute, { context });
+  await app.register(ipsLookupRoute, { context });
+  await app.register(ipv4ListRoutes, { context });
   await app.register(agentRoutes, { context });
   await app.register(organizationRoutes, { context });
   await app.register(pendingRoutes, { routes: PENDING_ROUTES });

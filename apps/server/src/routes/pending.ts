@@ -27,10 +27,6 @@ const empty = z.null().describe('empty body');
 export const PENDING_ROUTES: PendingRoute[] = [
   { method: 'GET', url: '/file_types', tag: 'tools', summary: 'Accepted file MIME types', rampart: {}, response: z.array(C.FileTypeRecord) },
   { method: 'GET', url: '/stix2/:stix2id', tag: 'tools', summary: 'STIX 2.0 bundle for an indicator', rampart: { coin: 'stix' }, params: C.Stix2Params },
-  { method: 'GET', url: '/flat/:min_score', tag: 'ipv4', summary: 'IPv4 list by minimum score (CSV or comma list)', rampart: { coin: 'list' }, params: C.FlatParams, querystring: C.FlatQuery, response: text },
-  { method: 'GET', url: '/ipv4/:min_score', tag: 'ipv4', summary: 'IPv4 list with live scores, paginated by next_page', rampart: { coin: 'list', agent: true }, params: C.Ipv4ListParams, querystring: C.Ipv4ListQuery, response: text },
-  { method: 'POST', url: '/ips', tag: 'ipv4', summary: 'Report a suspicious IPv4 address or network', rampart: { minRole: ROLE.contributor, coin: 'report', agent: true }, querystring: C.IpsReportQuery, body: C.IpsReportBody, response: empty },
-  { method: 'GET', url: '/ips/:ipv4', tag: 'ipv4', summary: 'Look up one IPv4 address', rampart: { coin: 'lookup' }, params: C.IpParams, querystring: C.IpLookupQuery, response: C.Ipv4Page },
   { method: 'GET', url: '/files/score/:min_score', tag: 'files', summary: 'Digests by minimum score', rampart: { coin: 'list' }, params: C.FilesScoreParams, querystring: C.FilesScoreQuery, response: text },
   { method: 'GET', url: '/files/:digest', tag: 'files', summary: 'Look up a file digest', rampart: { coin: 'lookup' }, params: C.DigestParams, querystring: C.FileLookupQuery, response: C.FileRecord },
   { method: 'PUT', url: '/files/:digest', tag: 'files', summary: "Set the organization's decision on a file", rampart: { minRole: ROLE.contributor, coin: 'decision' }, params: C.DigestParams, body: C.FileDecisionBody, response: empty },

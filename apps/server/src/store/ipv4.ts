@@ -58,8 +58,123 @@ export class Ipv4Store {
     return rows;
   }
 
-  async byAddress(orgId: number, ip: string): Promise<Ipv4Row | undefined> {
-    const res = await this.db.query<Ipv4Row>(`${SELECT} where i.network = $2::cidr`, [orgId, `${ip}/32`]);
-    return res.rows[0];
+  /** Records that hold `ip`: the address itself and every network containing it, most specific first. */
+  async holding(orgId: number, ip: string): Promise<Ipv4Row[]> {
+    const res = await this.db.query<Ipv4Row>(`${SELECT} where i.network >>= $2::cidr order by masklen(i.network) desc, i.id`, [orgId, `${ip}/32`]);
+    return res.rows;
   }
+
+  /** What each reporting organization contributes to an indicator's score (for `explain=yes`). */
+  async reporters(indicatorId: number): Promise<Array<{ org_id: number; trust: number; confidence: number; events: number }>> {
+    const res = await this.db.query<{ org_id: number; trust: number; confidence: number; events: number }>(
+      `select r.org_id, o.trust, r.confidence, r.events from ipv4_reports r join organizations o on o.id = r.org_id
+       where r.indicator_id = $1 order by r.org_id`,
+      [indicatorId],
+    );
+    return res.rows;
+  }
+
+  /** Changes whenever one of the organization's decisions does (part of list ETags). */
+  async decisionsVersion(orgId: number): Promise<{ count: number; changed: string }> {
+    const res = await this.db.query<{ count: number; changed: string }>(
+      `select count(*)::integer as count, coalesce(max(updated_at), 'epoch')::text as changed from ipv4_decisions where org_id = $1`,
+      [orgId],
+    );
+    return res.rows[0]!;
+  }
+
+  async listRows(filter: Ipv4ListFilter, after: number | null, upTo: number | null, limit: number): Promise<Ipv4ListRow[]> {
+    const params: unknown[] = [];
+    const where = listWhere(filter, after, upTo, params);
+    const res = await this.db.query<Ipv4ListRow>(
+      `select i.id, i.network::text as network, i.score, i.ts, i.members, i.events,
+         floor(extract(epoch from i.updated_at))::bigint as updated, i.ip_info
+       from ipv4_indicators i ${where} order by i.id limit ${Number(limit)}`,
+      params,
+    );
+    return res.rows;
+  }
+
+  /** Id of the n-th listed row after `after` (or of the last one), and whether more follow. */
+  async listBoundary(filter: Ipv4ListFilter, after: number | null, n: number): Promise<{ last: number | null; more: boolean }> {
+    const params: unknown[] = [];
+    const where = listWhere(filter, after, null, params);
+    const res = await this.db.query<{ id: number }>(`select i.id from ipv4_indicators i ${where} order by i.id limit ${Number(n) + 1}`, params);
+    const ids = res.rows;
+    return { last: ids[Math.min(n, ids.length) - 1]?.id ?? null, more: ids.length > n };
+  }
+
+  /** Count, id sum and last change of the listed rows in (after, upTo]: moves when the entries do. */
+  async listVersion(filter: Ipv4ListFilter, after: number | null, upTo: number | null): Promise<string> {
+    const params: unknown[] = [];
+    const where = listWhere(filter, after, upTo, params);
+    const res = await this.db.query<{ n: number; s: string; u: string }>(
+      `select count(*)::bigint as n, coalesce(sum(i.id), 0)::text as s, coalesce(max(i.updated_at), 'epoch')::text as u
+       from ipv4_indicators i ${where}`,
+      params,
+    );
+    const r = res.rows[0]!;
+    return `${r.n}:${r.s}:${r.u}`;
+  }
+}
+
+/** One row of a plain-text IPv4 list. */
+export interface Ipv4ListRow {
+  id: number;
+  network: string;
+  score: number;
+  ts: number;
+  members: number;
+  events: number;
+  updated: number;
+  ip_info: Record<string, string> | null;
+}
+
+/**
+ * What makes a row blockable for one organization at one instant, already reduced to numbers
+ * by the service (so SQL and the shared `isBlocked` agree exactly): `cutoffs[s0 - 1]` is the
+ * smallest `ts` at which a record of score s0 still has a live score >= the threshold now.
+ */
+export interface Ipv4ListFilter {
+  orgId: number;
+  now: number;
+  cutoffs: number[];
+  /** The organization's reserved_ips; overlapping rows are never listed. */
+  reserved: string[];
+  /** blocking_roule: rows carrying one of the tags (or sources) whose ts >= ruleCutoffs[s0 - 1]. */
+  rule: { tags: string[]; cutoffs: number[] } | null;
+  /** false lets the query skip the per-row decision look-up. */
+  hasDecisions: boolean;
+}
+
+/**
+ * The SQL twin of `isBlocked` (packages/scoring): reserved > whitelist > blacklist until ttl >
+ * live score >= threshold > blocking rule. Only parameters are added to `params`.
+ */
+function listWhere(f: Ipv4ListFilter, after: number | null, upTo: number | null, params: unknown[]): string {
+  const p = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const conditions: string[] = [];
+  if (after !== null) conditions.push(`i.id > ${p(after)}`);
+  if (upTo !== null) conditions.push(`i.id <= ${p(upTo)}`);
+  if (f.reserved.length > 0) conditions.push(`not (i.network::inet && any(${p(f.reserved)}::inet[]))`);
+  const byScore = [`i.ts >= (${p(f.cutoffs)}::bigint[])[i.score]`];
+  if (f.rule && f.rule.tags.length > 0) {
+    const tags = p(f.rule.tags);
+    byScore.push(`((i.tags && ${tags}::text[] or i.sources && ${tags}::text[]) and i.ts >= (${p(f.rule.cutoffs)}::bigint[])[i.score])`);
+  }
+  let join = '';
+  if (f.hasDecisions) {
+    join = `left join lateral (
+      select decision, ttl from ipv4_decisions
+      where org_id = ${p(f.orgId)} and network >>= i.network
+      order by masklen(network) desc limit 1
+    ) d on true`;
+    conditions.push(`coalesce(d.decision, -1) <> 0`);
+    byScore.unshift(`(d.decision = 1 and (d.ttl is null or d.ttl > ${p(f.now)}))`);
+  }
+  conditions.push(`(${byScore.join(' or ')})`);
+  return `${join} where ${conditions.join(' and ')}`;
 }

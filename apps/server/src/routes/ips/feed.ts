@@ -4,11 +4,13 @@ import { EVAL_JS, EXEC_PYTHON, liveScore } from '@rampart/scoring';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { delaySeconds, isoMillis, userObject } from '../../services/envelope.ts';
+import { loadIpv4Policy, recordDecision, type RecordDecision } from '../../services/ipv4-policy.ts';
 import type { Ipv4Row } from '../../store/index.ts';
 
 const EMPTY_IP_INFO = { as_domain: '', as_name: '', asn: '', continent: '', continent_name: '', country: '', country_name: '' };
 
-export function ipv4Record(row: Ipv4Row, delay: number, full: boolean, nowSeconds: number): Ipv4Record {
+/** A record as the caller sees it: `decision`/`ttl` come from the caller's precedence (ipv4-policy). */
+export function ipv4Record(row: Ipv4Row, delay: number, full: boolean, nowSeconds: number, decided: RecordDecision): Ipv4Record {
   const ip = row.network.endsWith('/32') ? row.network.slice(0, -3) : row.network;
   const record: Ipv4Record = {
     gid: row.gid,
@@ -19,8 +21,8 @@ export function ipv4Record(row: Ipv4Row, delay: number, full: boolean, nowSecond
     score: row.score,
     delay,
     dec: liveScore(row.score, nowSeconds - row.ts),
-    decision: (row.decision ?? -1) as Ipv4Record['decision'],
-    ttl: row.ttl,
+    decision: decided.decision,
+    ttl: decided.ttl,
   };
   if (!full) return record;
   return {
@@ -49,7 +51,7 @@ export const ipsFeedRoute: FastifyPluginAsyncZod<{ context: AppContext }> = asyn
       const principal = principalOf(request);
       const { ts, page_size, full } = request.query;
       const delay = delaySeconds(principal.org);
-      const rows = await context.store.ipv4.feedPage(principal.org.id, ts, page_size, delay);
+      const [rows, policy] = await Promise.all([context.store.ipv4.feedPage(principal.org.id, ts, page_size, delay), loadIpv4Policy(context.store, principal.org.id)]);
       const now = Math.floor(Date.now() / 1000);
       return {
         header: {
@@ -63,7 +65,7 @@ export const ipsFeedRoute: FastifyPluginAsyncZod<{ context: AppContext }> = asyn
           exec_python: EXEC_PYTHON,
           user: userObject(principal),
         },
-        body: rows.map((row) => ipv4Record(row, delay, full === 'yes', now)),
+        body: rows.map((row) => ipv4Record(row, delay, full === 'yes', now, recordDecision(row, policy, now))),
       };
     },
   );

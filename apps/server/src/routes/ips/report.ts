@@ -1,0 +1,81 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { ApiError, IpsReportBody, IpsReportQuery, ROLE } from '@rampart/contracts';
+import type { AppContext } from '../../context.ts';
+import { principalOf } from '../../plugins/auth.ts';
+import { ipv4CidrRange, numberToIpv4 } from '../../services/enrichment/ipv4.ts';
+import { randomIdPart } from '../../services/ids.ts';
+import { ReportBatcher } from '../../services/ipv4-ingest.ts';
+import type { Ipv4ReportItem } from '../../store/ipv4-ingest.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Whether the raw report body named `decision` (an explicit -1 clears a decision; absent keeps it). */
+    decisionGiven?: boolean;
+  }
+}
+
+/** `10.0.0.7/24` → `10.0.0.0/24`, `10.0.0.7` → `10.0.0.7/32`: one indicator is one row. */
+export function canonicalNetwork(ip: string): { network: string; isNetwork: boolean; first: string } {
+  const range = ipv4CidrRange(ip)!;
+  const bits = 32 - Math.log2(range.end - range.start + 1);
+  const first = numberToIpv4(range.start);
+  return { network: `${first}/${bits}`, isNetwork: bits < 32, first };
+}
+
+function fieldError(path: string, message: string): ApiError {
+  return new ApiError('validation_failed', `${path}: ${message}`, { errors: [{ path, message }] });
+}
+
+/** `POST /ips`: a report of an address or network, optionally with the caller's decision. */
+export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
+  const batcher = new ReportBatcher({ db: context.store.db, events: context.events, log: app.log });
+
+  app.post(
+    '/ips',
+    {
+      config: { rampart: { minRole: ROLE.contributor, coin: 'report', agent: true } },
+      schema: {
+        tags: ['ipv4'],
+        summary: 'Report a suspicious IPv4 address or network (200 merged into a held indicator, 201 new indicator)',
+        querystring: IpsReportQuery,
+        body: IpsReportBody,
+        response: { 200: z.null().describe('empty body'), 201: z.null().describe('empty body') },
+      },
+      preValidation: async (request) => {
+        const raw = request.body;
+        request.decisionGiven = typeof raw === 'object' && raw !== null && 'decision' in raw;
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const body = request.body;
+      const now = Math.floor(Date.now() / 1000);
+      if (body.ttl !== undefined && body.decision !== 1) throw fieldError('body.ttl', 'a ttl applies only to decision 1');
+      if (body.ttl !== undefined && body.ttl <= now) throw fieldError('body.ttl', `must lie in the future (now is ${now})`);
+      const { network, isNetwork, first } = canonicalNetwork(body.ip);
+      const item: Ipv4ReportItem = {
+        orgId: principal.org.id,
+        network,
+        isNetwork,
+        gid: `RMP-RULE-GID-${randomIdPart()}`,
+        confidence: body.confidence,
+        source: body.source,
+        notes: body.notes ? body.notes : null,
+        // A whitelist is the organization saying the address is fine: it must not raise the score for others.
+        addReport: body.decision !== 0,
+        decision: request.decisionGiven ? { value: body.decision as -1 | 0 | 1, ttl: body.ttl ?? null } : null,
+        ipInfo: context.enrichment.ipInfo(first),
+      };
+      const outcome = await batcher.submit(item);
+      if (outcome.status === 'reserved') {
+        throw new ApiError('reserved_ip', `${body.ip} lies in ${outcome.range}, one of the organization's reserved_ips; it cannot be reported`, {
+          extra: { reserved_range: outcome.range },
+        });
+      }
+      if (request.query.gaid) await context.store.agents.checkIn(principal.org.id, request.query.gaid, 'ipv4');
+      // No body at all (the null schema documents it; undefined is never serialized).
+      return reply.code(outcome.created ? 201 : 200).send(undefined as unknown as null);
+    },
+  );
+};

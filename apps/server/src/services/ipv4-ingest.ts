@@ -1,0 +1,84 @@
+import { anchorTs, scoreV32 } from '@rampart/scoring';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Db } from '../store/index.ts';
+import { ingestIpv4Batch, type IngestRules, type Ipv4ReportItem, type Ipv4ReportOutcome } from '../store/ipv4-ingest.ts';
+import type { EventBus } from './events.ts';
+
+/** Scoring v3.2 as the write path applies it. */
+export const V32_INGEST_RULES: IngestRules = {
+  score: (aggregates) => scoreV32(aggregates.map((a) => ({ orgTrust: a.trust, confidence: a.confidence, events: a.events }))).s0,
+  anchor: (previousTs, previousOrgs, orgId, reportTs) => anchorTs(previousTs, previousOrgs, orgId, reportTs),
+};
+
+export interface ReportBatcherOptions {
+  db: Db;
+  events: EventBus;
+  log: FastifyBaseLogger;
+  /** Most reports per transaction. */
+  maxBatch?: number;
+  /** Transactions in flight at once (PGlite has one connection: 1). */
+  maxInFlight?: number;
+}
+
+interface Pending {
+  item: Ipv4ReportItem;
+  resolve(outcome: Ipv4ReportOutcome): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Group commit for `POST /ips`. Requests that arrive while a transaction is running wait for the
+ * next one, so under load one commit (and one turn on the feed clock) serves many reports,
+ * while a lone report is written at once. Each caller's promise settles only after its batch
+ * committed: a 2xx is never sent for a report that is not durable.
+ */
+export class ReportBatcher {
+  private queue: Pending[] = [];
+  private inFlight = 0;
+  private readonly maxBatch: number;
+  private readonly maxInFlight: number;
+
+  constructor(private readonly options: ReportBatcherOptions) {
+    this.maxBatch = options.maxBatch ?? 256;
+    this.maxInFlight = options.maxInFlight ?? (options.db.kind === 'pglite' ? 1 : 2);
+  }
+
+  submit(item: Ipv4ReportItem): Promise<Ipv4ReportOutcome> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      this.drain();
+    });
+  }
+
+  private drain(): void {
+    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      this.inFlight += 1;
+      void this.run(batch).finally(() => {
+        this.inFlight -= 1;
+        this.drain();
+      });
+    }
+  }
+
+  private async run(batch: Pending[]): Promise<void> {
+    let result;
+    try {
+      result = await ingestIpv4Batch(this.options.db, batch.map((p) => p.item), V32_INGEST_RULES, Math.floor(Date.now() / 1000));
+    } catch (err) {
+      this.options.log.error({ err, reports: batch.length }, 'ipv4 report batch failed');
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    batch.forEach((p, i) => p.resolve(result.outcomes[i]!));
+    // Notifications after the commit: a listener that reads at once sees the change.
+    const { events } = this.options;
+    const publishes: Array<Promise<void>> = [];
+    if (result.feedTs !== null) publishes.push(events.publish({ type: 'feed_changed', org_id: null, kind: 'ipv4', ts: result.feedTs }));
+    for (const d of result.decisions) {
+      const indicator = d.network.endsWith('/32') ? d.network.slice(0, -3) : d.network;
+      publishes.push(events.publish({ type: 'decision_changed', org_id: d.orgId, kind: 'ipv4', indicator, decision: d.decision, ttl: d.ttl }));
+    }
+    await Promise.all(publishes).catch((err: unknown) => this.options.log.warn({ err }, 'could not publish ipv4 events'));
+  }
+}

@@ -1,0 +1,232 @@
+import type { Db, Transaction } from './db.ts';
+
+/** One validated report (or decision) of one organization; `network` is canonical CIDR text. */
+export interface Ipv4ReportItem {
+  orgId: number;
+  network: string;
+  isNetwork: boolean;
+  /** New indicator's gid, used only when the network is not held yet. */
+  gid: string;
+  confidence: number;
+  source: string;
+  notes: string | null;
+  /** false for a whitelist-only call: the organization's decision changes, no report is counted. */
+  addReport: boolean;
+  /** null leaves the organization's decision as it is. */
+  decision: { value: -1 | 0 | 1; ttl: number | null } | null;
+  /** Enrichment of a new indicator (spec 2.3 `ip_info`); kept as first stored. */
+  ipInfo: Record<string, string> | null;
+}
+
+export type Ipv4ReportOutcome =
+  | { status: 'stored'; created: boolean; indicatorTs: number | null }
+  | { status: 'reserved'; range: string };
+
+export interface ReporterAggregate {
+  orgId: number;
+  trust: number;
+  confidence: number;
+  events: number;
+}
+
+/** The business rules the write path needs (scoring v3.2), given by the service layer. */
+export interface IngestRules {
+  score(aggregates: ReporterAggregate[]): number;
+  anchor(previousTs: number | null, previousOrgs: string[], orgId: string, reportTs: number): number;
+}
+
+export interface IngestResult {
+  outcomes: Ipv4ReportOutcome[];
+  /** The feed clock second taken by the batch, null when no record's ts moved. */
+  feedTs: number | null;
+  decisions: Array<{ orgId: number; network: string; decision: -1 | 0 | 1; ttl: number | null }>;
+}
+
+interface Contribution {
+  orgId: number;
+  events: number;
+  confidence: number;
+  sources: string[];
+  notes: string[];
+}
+
+interface HeldRow {
+  id: number;
+  network: string;
+  ts: number;
+  entry_ts: number;
+}
+
+const json = (value: unknown) => JSON.stringify(value);
+
+/**
+ * Stores a batch of IPv4 reports in ONE transaction, so the whole batch costs one commit (one
+ * WAL flush) and one turn on the feed clock. Lock order, the same in every batch, keeps batches
+ * on several connections or replicas free of deadlocks: decisions by (org, network), then
+ * indicator rows by network, then their report rows, then the feed clock last (held only for
+ * the final UPDATE and the commit). The indicator row lock is taken before the reporters are
+ * read, so two batches never score the same indicator from a stale set of reporters.
+ */
+export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: IngestRules, nowSeconds: number): Promise<IngestResult> {
+  return db.transaction(async (tx) => {
+    const outcomes: Array<Ipv4ReportOutcome | undefined> = new Array(items.length);
+    const reserved = await reservedMatches(tx, items);
+    for (const [idx, range] of reserved) outcomes[idx] = { status: 'reserved', range };
+    const accepted = items.map((item, idx) => ({ item, idx })).filter(({ idx }) => !reserved.has(idx));
+
+    const decisions = await upsertDecisions(tx, accepted.map(({ item }) => item));
+    const reports = accepted.filter(({ item }) => item.addReport);
+    for (const { item, idx } of accepted) if (!item.addReport) outcomes[idx] = { status: 'stored', created: false, indicatorTs: null };
+    if (reports.length === 0) return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: null, decisions };
+
+    // Merge the batch per indicator and organization: repeats count events, the latest confidence wins.
+    const byNetwork = new Map<string, { gid: string; isNetwork: boolean; ipInfo: Record<string, string> | null; orgs: Map<number, Contribution> }>();
+    for (const { item } of reports) {
+      let entry = byNetwork.get(item.network);
+      if (!entry) byNetwork.set(item.network, (entry = { gid: item.gid, isNetwork: item.isNetwork, ipInfo: item.ipInfo, orgs: new Map() }));
+      const c = entry.orgs.get(item.orgId) ?? { orgId: item.orgId, events: 0, confidence: 0, sources: [], notes: [] };
+      c.events += 1;
+      c.confidence = item.confidence;
+      if (!c.sources.includes(item.source)) c.sources.push(item.source);
+      if (item.notes) c.notes.push(item.notes);
+      entry.orgs.set(item.orgId, c);
+    }
+    const networks = [...byNetwork.keys()].sort();
+    const held = await tx.query<HeldRow>(
+      `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, ip_info)
+       select u.gid, u.network, u.is_network, 1, 0, 0, u.ip_info
+       from jsonb_to_recordset($1::jsonb) as u(gid text, network cidr, is_network boolean, ip_info jsonb)
+       order by u.network
+       on conflict (network) do update set updated_at = now()
+       returning id, network::text as network, ts, entry_ts`,
+      [json(networks.map((n) => { const e = byNetwork.get(n)!; return { gid: e.gid, network: n, is_network: e.isNetwork, ip_info: e.ipInfo }; }))],
+    );
+    const rowByNetwork = new Map(held.rows.map((r) => [r.network, r]));
+    const ids = held.rows.map((r) => r.id);
+    const batchOrgs = [...new Set(reports.map(({ item }) => item.orgId))];
+
+    const [previous, trusts] = await Promise.all([
+      tx.query<{ id: number; org_id: number; confidence: number; events: number; trust: number }>(
+        `select r.indicator_id as id, r.org_id, r.confidence, r.events, o.trust
+         from ipv4_reports r join organizations o on o.id = r.org_id where r.indicator_id = any($1::bigint[])`,
+        [ids],
+      ),
+      tx.query<{ id: number; trust: number }>('select id, trust from organizations where id = any($1::bigint[])', [batchOrgs]),
+    ]);
+    const trustOf = new Map(trusts.rows.map((r) => [r.id, r.trust]));
+    const reportersOf = new Map<number, Map<number, ReporterAggregate>>();
+    for (const r of previous.rows) {
+      let m = reportersOf.get(r.id);
+      if (!m) reportersOf.set(r.id, (m = new Map()));
+      m.set(r.org_id, { orgId: r.org_id, trust: r.trust, confidence: r.confidence, events: r.events });
+    }
+
+    const needsClock = networks.some((n) => {
+      const row = rowByNetwork.get(n)!;
+      const known = reportersOf.get(row.id);
+      return row.entry_ts === 0 || [...byNetwork.get(n)!.orgs.keys()].some((org) => !known?.has(org));
+    });
+    let feedTs: number | null = null;
+    if (needsClock) {
+      const clock = await tx.query<{ ts: number }>(
+        'update feed_clock set ts = greatest(ts, floor(extract(epoch from clock_timestamp()))::bigint) where id = 1 returning ts',
+      );
+      feedTs = clock.rows[0]!.ts;
+    }
+
+    const reportRows: unknown[] = [];
+    const updates: unknown[] = [];
+    for (const network of networks) {
+      const row = rowByNetwork.get(network)!;
+      const created = row.entry_ts === 0;
+      const reporters = reportersOf.get(row.id) ?? new Map<number, ReporterAggregate>();
+      let anchor: number | null = created ? null : row.ts;
+      const entry = byNetwork.get(network)!;
+      for (const c of entry.orgs.values()) {
+        anchor = rules.anchor(anchor, [...reporters.keys()].map(String), String(c.orgId), feedTs ?? row.ts);
+        const before = reporters.get(c.orgId);
+        reporters.set(c.orgId, {
+          orgId: c.orgId,
+          trust: trustOf.get(c.orgId) ?? 0,
+          confidence: c.confidence,
+          events: (before?.events ?? 0) + c.events,
+        });
+        reportRows.push({ id: row.id, org_id: c.orgId, confidence: c.confidence, events: c.events, ts: nowSeconds, sources: c.sources });
+      }
+      const aggregates = [...reporters.values()];
+      updates.push({
+        id: row.id,
+        score: rules.score(aggregates),
+        ts: anchor,
+        members: aggregates.length,
+        events: aggregates.reduce((sum, a) => sum + a.events, 0),
+        sources: [...new Set([...entry.orgs.values()].flatMap((c) => c.sources))],
+        notes: [...entry.orgs.values()].flatMap((c) => c.notes),
+      });
+      for (const { item, idx } of reports) {
+        if (item.network === network) outcomes[idx] = { status: 'stored', created, indicatorTs: anchor };
+      }
+    }
+
+    await tx.query(
+      `insert into ipv4_reports (indicator_id, org_id, confidence, events, first_ts, last_ts, sources)
+       select u.id, u.org_id, u.confidence, u.events, u.ts, u.ts, u.sources
+       from jsonb_to_recordset($1::jsonb) as u(id bigint, org_id bigint, confidence double precision, events integer, ts bigint, sources text[])
+       order by u.id, u.org_id
+       on conflict (indicator_id, org_id) do update set
+         confidence = excluded.confidence,
+         events = ipv4_reports.events + excluded.events,
+         last_ts = excluded.last_ts,
+         sources = array(select distinct s from unnest(ipv4_reports.sources || excluded.sources) as s order by s limit 32)`,
+      [json(reportRows)],
+    );
+    await tx.query(
+      `update ipv4_indicators i set
+         score = u.score,
+         ts = u.ts,
+         entry_ts = case when i.entry_ts = 0 then u.ts else i.entry_ts end,
+         members = u.members,
+         events = u.events,
+         sources = array(select distinct s from unnest(i.sources || u.sources) as s order by s limit 32),
+         notes = (i.notes || u.notes)[greatest(1, cardinality(i.notes || u.notes) - 19):],
+         updated_at = now()
+       from jsonb_to_recordset($1::jsonb) as u(id bigint, score integer, ts bigint, members integer, events integer, sources text[], notes text[])
+       where i.id = u.id`,
+      [json(updates)],
+    );
+    return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs, decisions };
+  });
+}
+
+/** Items whose network overlaps one of the reporting organization's `reserved_ips`: index → range. */
+async function reservedMatches(tx: Transaction, items: Ipv4ReportItem[]): Promise<Map<number, string>> {
+  const res = await tx.query<{ idx: number; range: string }>(
+    `select distinct on (u.idx) u.idx, r.value as range
+     from jsonb_to_recordset($1::jsonb) as u(idx integer, org_id bigint, network cidr)
+     join organization_settings s on s.org_id = u.org_id
+     cross join lateral jsonb_array_elements_text(coalesce(s.document -> 'reserved_ips', '[]'::jsonb)) as r(value)
+     where r.value::inet && u.network::inet
+     order by u.idx, r.value`,
+    [json(items.map((item, idx) => ({ idx, org_id: item.orgId, network: item.network })))],
+  );
+  return new Map(res.rows.map((r) => [r.idx, r.range]));
+}
+
+async function upsertDecisions(tx: Transaction, items: Ipv4ReportItem[]): Promise<IngestResult['decisions']> {
+  const latest = new Map<string, IngestResult['decisions'][number]>();
+  for (const item of items) {
+    if (!item.decision) continue;
+    latest.set(`${item.orgId} ${item.network}`, { orgId: item.orgId, network: item.network, decision: item.decision.value, ttl: item.decision.ttl });
+  }
+  if (latest.size === 0) return [];
+  const rows = [...latest.values()].sort((a, b) => a.orgId - b.orgId || (a.network < b.network ? -1 : a.network > b.network ? 1 : 0));
+  await tx.query(
+    `insert into ipv4_decisions (org_id, network, decision, ttl)
+     select u.org_id, u.network, u.decision, u.ttl
+     from jsonb_to_recordset($1::jsonb) as u(org_id bigint, network cidr, decision smallint, ttl bigint)
+     order by u.org_id, u.network
+     on conflict (org_id, network) do update set decision = excluded.decision, ttl = excluded.ttl, updated_at = now()`,
+    [json(rows.map((r) => ({ org_id: r.orgId, network: r.network, decision: r.decision, ttl: r.ttl })))],
+  );
+  return rows;
+}
