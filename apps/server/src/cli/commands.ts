@@ -3,6 +3,7 @@ import { ApiError } from '@rampart/contracts';
 import { buildApp } from '../app.ts';
 import { loadConfig } from '../config.ts';
 import { createApiKey, createOrganization, createUser } from '../services/admin.ts';
+import { refreshCdnRanges } from '../services/cdn-refresh.ts';
 import { migrate, openStore, type Store } from '../store/index.ts';
 
 export type Command =
@@ -13,7 +14,8 @@ export type Command =
   | { cmd: 'key.create'; username: string; label: string }
   | { cmd: 'key.revoke'; keyId: string }
   | { cmd: 'migrate' }
-  | { cmd: 'openapi'; out?: string };
+  | { cmd: 'openapi'; out?: string }
+  | { cmd: 'cdn.refresh'; timeout: number };
 
 function print(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
@@ -59,6 +61,8 @@ async function execute(store: Store, c: Command): Promise<void> {
 
 export async function run(c: Command): Promise<void> {
   const config = loadConfig();
+  // Needs no store: it only fetches published lists and writes a file under DATA_DIR.
+  if (c.cmd === 'cdn.refresh') return print(await refreshCdnRanges({ dataDir: config.dataDir, overrides: config.tools.cdnRefreshSources, timeoutMs: c.timeout }));
   const needsFreshDb = c.cmd === 'openapi';
   const store = await openStore({
     databaseUrl: needsFreshDb ? undefined : config.databaseUrl,

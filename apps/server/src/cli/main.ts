@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { run } from './commands.ts';
+import { registerAgentCommands } from './agent-commands.ts';
 
 /** `rampart`: the operators' command line. Every command talks to the store directly. */
 const program = new Command('rampart')
@@ -63,6 +64,16 @@ key
   .description('revoke an API key by its id (the 12 hex characters after rmp_)')
   .argument('<key_id>', 'key id')
   .action((keyId) => run({ cmd: 'key.revoke', keyId }));
+
+program
+  .command('cdn')
+  .description('well-known CDN ranges')
+  .command('refresh')
+  .description("fetch the providers' published lists into DATA_DIR/cdn-ranges.json (URLs: the data file, or CDN_REFRESH_SOURCES); servers read it at start")
+  .option('--timeout <ms>', 'per-request timeout', number(100, 120_000, true), 15_000)
+  .action((opts) => run({ cmd: 'cdn.refresh', timeout: opts.timeout }));
+
+registerAgentCommands(program);
 
 program.command('migrate').description('apply pending database migrations').action(() => run({ cmd: 'migrate' }));
 program

@@ -32,9 +32,9 @@ export async function startDnsServer(zone: Zone): Promise<TestDnsServer> {
       if (addresses === undefined && ptr === undefined) {
         response.header.rcode = Packet.RCODE.NXDOMAIN;
       } else if (question.type === Packet.TYPE.A && addresses) {
-        for (const address of addresses) response.answers.push({ name: question.name, type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 60, address });
+        for (const address of addresses) response.answers.push(Packet.createResourceFromQuestion(question, { type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 60, address }));
       } else if (question.type === Packet.TYPE.PTR && ptr) {
-        response.answers.push({ name: question.name, type: Packet.TYPE.PTR, class: Packet.CLASS.IN, ttl: 60, domain: ptr });
+        response.answers.push(Packet.createResourceFromQuestion(question, { type: Packet.TYPE.PTR, class: Packet.CLASS.IN, ttl: 60, domain: ptr }));
       }
       void send(response);
     },
