@@ -19,12 +19,12 @@ const ok = (schema: { safeParse(v: unknown): { success: boolean } }, value: unkn
 const tags = (n: number) => Array.from({ length: n }, (_, i) => `tag${i}`);
 
 describe('domain path parameter', () => {
-  it.each(['example.com', 'a.b.example.co.uk', 'xn--bcher-kva.example', 'bücher.de', 'x-1.example.org', `${'a'.repeat(63)}.com`])(
+  it.each(['example.com', 'a.b.example.co.uk', 'xn--bcher-kva.example', 'bücher.de', 'x-1.example.org', 'Example.COM.', `${'a'.repeat(63)}.com`])(
     'accepts %s',
     (domain_name) => expect(DomainParams.parse({ domain_name })).toEqual({ domain_name }),
   );
 
-  it.each(['localhost', '203.0.113.7', '-a.com', 'a-.com', 'a..com', 'exa_mple.com', 'a.com.', `${'a'.repeat(64)}.com`, `${'a.'.repeat(126)}com`])(
+  it.each(['localhost', '203.0.113.7', '-a.com', 'a-.com', 'a..com', 'exa_mple.com', 'a.com..', '.a.com', `${'a'.repeat(64)}.com`, `${'a.'.repeat(126)}com`])(
     'rejects %s',
     (domain_name) => expect(ok(DomainParams, { domain_name })).toBe(false),
   );

@@ -37,7 +37,8 @@ export const Ipv4OrNetwork = z.union([Ipv4Address, Ipv4Network]).describe('An IP
 const LABEL = String.raw`(?!-)[\p{L}\p{M}\p{N}-]{1,63}(?<!-)`;
 // A top-level label is alphabetic or punycode, which keeps dotted IPv4 addresses out.
 const TLD = String.raw`(?:[\p{L}\p{M}]{2,63}|[xX][nN]--[a-zA-Z0-9-]{1,59}(?<!-))`;
-const DOMAIN_NAME_RE = new RegExp(`^(?:${LABEL}\\.)+${TLD}$`, 'u');
+// One trailing dot (the fully qualified form) is accepted; the server stores names without it.
+const DOMAIN_NAME_RE = new RegExp(`^(?:${LABEL}\\.)+${TLD}\\.?$`, 'u');
 
 export const DomainName = z
   .string()

@@ -75,14 +75,16 @@ const indicatorShape = {
   elk_ts: IsoTimestamp,
   elk_entry_ts: IsoTimestamp,
   entry_ts: EpochSeconds,
+  decision: DecisionValue.optional().describe("The caller organization's decision: -1 follow the score, 0 whitelist, 1 blacklist"),
   explain: ScoreExplanation.optional(),
 };
 
 export const FileRecord = z
   .object({
-    md5: Md5Upper,
-    sha1: Sha1Upper,
-    sha256: Sha256Upper,
+    // A digest no reporter has given yet is '' (a report needs only one of the three).
+    md5: z.union([Md5Upper, z.literal('')]),
+    sha1: z.union([Sha1Upper, z.literal('')]),
+    sha256: z.union([Sha256Upper, z.literal('')]),
     file_bytes: z.base64().nullable().describe('Base64 of at most the first 64 KiB of the sample, or null'),
     file_type: z.string().describe('MIME type'),
     file_name: z.string(),

@@ -25,23 +25,10 @@ const text = z.string().describe('text/plain');
 const empty = z.null().describe('empty body');
 
 export const PENDING_ROUTES: PendingRoute[] = [
-  { method: 'GET', url: '/file_types', tag: 'tools', summary: 'Accepted file MIME types', rampart: {}, response: z.array(C.FileTypeRecord) },
   { method: 'GET', url: '/stix2/:stix2id', tag: 'tools', summary: 'STIX 2.0 bundle for an indicator', rampart: { coin: 'stix' }, params: C.Stix2Params },
   { method: 'GET', url: '/files/score/:min_score', tag: 'files', summary: 'Digests by minimum score', rampart: { coin: 'list' }, params: C.FilesScoreParams, querystring: C.FilesScoreQuery, response: text },
-  { method: 'GET', url: '/files/:digest', tag: 'files', summary: 'Look up a file digest', rampart: { coin: 'lookup' }, params: C.DigestParams, querystring: C.FileLookupQuery, response: C.FileRecord },
-  { method: 'PUT', url: '/files/:digest', tag: 'files', summary: "Set the organization's decision on a file", rampart: { minRole: ROLE.contributor, coin: 'decision' }, params: C.DigestParams, body: C.FileDecisionBody, response: empty },
-  { method: 'GET', url: '/files', tag: 'files', summary: 'File feed page', rampart: { coin: 'feed' }, querystring: C.FilesFeedQuery, response: C.FilePage },
-  { method: 'POST', url: '/files', tag: 'files', summary: 'Report a file', rampart: { minRole: ROLE.contributor, coin: 'report' }, body: C.FileReportBody, response: empty },
   { method: 'GET', url: '/domains/score/:min_score', tag: 'domains', summary: 'Domains by minimum score', rampart: { coin: 'list' }, params: C.DomainsScoreParams, querystring: C.DomainsScoreQuery, response: text },
-  { method: 'GET', url: '/domains/:domain_name', tag: 'domains', summary: 'Look up a domain', rampart: { coin: 'lookup' }, params: C.DomainParams, response: C.DomainRecord },
-  { method: 'PUT', url: '/domains/:domain_name', tag: 'domains', summary: "Set the organization's decision on a domain", rampart: { minRole: ROLE.contributor, coin: 'decision' }, params: C.DomainParams, body: C.DecisionBody, response: empty },
-  { method: 'GET', url: '/domains', tag: 'domains', summary: 'Domain feed page', rampart: { coin: 'feed' }, querystring: C.DomainsFeedQuery, response: C.DomainPage },
-  { method: 'POST', url: '/domains', tag: 'domains', summary: 'Report a domain', rampart: { minRole: ROLE.contributor, coin: 'report' }, body: C.DomainReportBody, response: empty },
   { method: 'GET', url: '/urls/score/:min_score', tag: 'urls', summary: 'URLs by minimum score', rampart: { coin: 'list' }, params: C.UrlsScoreParams, querystring: C.UrlsScoreQuery, response: text },
-  { method: 'GET', url: '/urls/:url', tag: 'urls', summary: 'Look up a URL (URL-encoded)', rampart: { coin: 'lookup' }, params: C.UrlParams, response: C.UrlRecord },
-  { method: 'PUT', url: '/urls/:url', tag: 'urls', summary: "Set the organization's decision on a URL", rampart: { minRole: ROLE.contributor, coin: 'decision' }, params: C.UrlParams, body: C.DecisionBody, response: empty },
-  { method: 'GET', url: '/urls', tag: 'urls', summary: 'URL feed page', rampart: { coin: 'feed' }, querystring: C.UrlsFeedQuery, response: C.UrlPage },
-  { method: 'POST', url: '/urls', tag: 'urls', summary: 'Report a URL', rampart: { minRole: ROLE.contributor, coin: 'report' }, body: C.UrlReportBody, response: empty },
   { method: 'GET', url: '/vpn', tag: 'vpn', summary: "The organization's active VPN licenses", rampart: {}, response: z.array(C.VpnLicense) },
   { method: 'POST', url: '/vpn', tag: 'vpn', summary: 'Create a VPN license', rampart: { minRole: ROLE.admin, coin: 'vpn' }, body: C.VpnCreateBody, response: empty },
   { method: 'GET', url: '/vpn/:vid', tag: 'vpn', summary: 'A VPN license with installation instructions', rampart: {}, params: C.VpnParams, response: C.VpnLicense },

@@ -9,6 +9,8 @@ import { Ipv4Store } from './ipv4.ts';
 import { SettingsStore } from './settings.ts';
 import { AgentStore } from './agents.ts';
 import { SecretStore } from './secrets.ts';
+import { FileStore } from './files.ts';
+import { NamedIndicatorStore } from './named-indicators.ts';
 
 export type { Db, Queryable, Transaction, QueryResult } from './db.ts';
 export type { Organization } from './organizations.ts';
@@ -17,6 +19,9 @@ export type { ApiKeyRow, KeyPrincipal } from './api-keys.ts';
 export type { Ipv4Row } from './ipv4.ts';
 export type { AuditEntry } from './settings.ts';
 export type { CheckinVia, AgentRow, AgentTokenRow, AgentTokenPrincipal, EnforcedEntry } from './agents.ts';
+export type { FileRow, DigestKind } from './files.ts';
+export type { NamedRow } from './named-indicators.ts';
+export type { ReportAggregate, Scorer } from './indicator-sql.ts';
 export { changedPaths } from './settings.ts';
 export { migrate, loadMigrations } from './migrate.ts';
 
@@ -29,6 +34,9 @@ export interface Store {
   readonly settings: SettingsStore;
   readonly agents: AgentStore;
   readonly secrets: SecretStore;
+  readonly files: FileStore;
+  readonly domains: NamedIndicatorStore;
+  readonly urls: NamedIndicatorStore;
   close(): Promise<void>;
 }
 
@@ -42,6 +50,9 @@ export function storeOver(db: Db): Store {
     settings: new SettingsStore(db),
     agents: new AgentStore(db),
     secrets: new SecretStore(db),
+    files: new FileStore(db),
+    domains: new NamedIndicatorStore(db, 'domain'),
+    urls: new NamedIndicatorStore(db, 'url'),
     close: () => db.close(),
   };
 }

@@ -1,0 +1,44 @@
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { ApiError, type FeedUser } from '@rampart/contracts';
+import type { AppContext } from '../context.ts';
+import type { Principal } from '../plugins/auth.ts';
+import { feedUserObject } from '../services/envelope.ts';
+
+/** Response of reports and decisions: 200 with no body. */
+export const EMPTY = z.null().describe('empty body');
+
+/** `reply.send(NO_BODY)`: 200 with no body at all (the null schema documents it; nothing is serialized). */
+export const NO_BODY = undefined as unknown as null;
+
+export function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+/** `header.user` of file, domain and URL pages: the caller with the organization's coin figures now. */
+export async function feedUser(context: AppContext, principal: Principal): Promise<FeedUser> {
+  const fresh = await context.store.orgs.byId(principal.org.id);
+  return feedUserObject(principal, fresh ?? principal.org);
+}
+
+export function notFound(what: string): ApiError {
+  return new ApiError('not_found', `${what} is not a known indicator`);
+}
+
+/**
+ * Adds `price` coins to what the request is charged (e.g. a deep scan on top of a look-up).
+ * The charge joins the request's own, so the coins plugin refunds both if the request fails.
+ */
+export async function chargeExtra(context: AppContext, request: FastifyRequest, price: number): Promise<void> {
+  if (price <= 0 || !request.principal) return;
+  const orgId = request.principal.org.id;
+  const remaining = await context.store.orgs.debit(orgId, price);
+  if (remaining === undefined) {
+    const balance = await context.store.orgs.balance(orgId);
+    const already = request.coinCharge?.price ?? 0;
+    throw new ApiError('insufficient_coins', `this request costs ${already + price} coins; the organization's balance is ${balance + already}`, {
+      extra: { balance: balance + already, price: already + price },
+    });
+  }
+  request.coinCharge = { orgId, price: (request.coinCharge?.price ?? 0) + price, remaining };
+}

@@ -1,0 +1,127 @@
+import type { Queryable } from './db.ts';
+
+/** What one reporting organization contributes to an indicator's score. */
+export interface ReportAggregate {
+  org_id: number;
+  trust: number;
+  confidence: number;
+  events: number;
+}
+
+/** Turns the per-organization aggregates into s0 (the scoring algorithm lives in services). */
+export type Scorer = (aggregates: ReportAggregate[]) => number;
+
+export interface ReportOutcome {
+  indicatorId: number;
+  /** The record's `ts` after the report. */
+  ts: number;
+  /** True when the reporting organization had not reported this indicator before (ts moved). */
+  newReporter: boolean;
+  score: number;
+}
+
+/** Most tags one indicator keeps; reports beyond it add events but no new tags. */
+export const MAX_INDICATOR_TAGS = 100;
+
+export function mergeTags(existing: readonly string[], added: readonly string[] | undefined): string[] {
+  if (!added || added.length === 0) return [...existing];
+  return [...new Set([...existing, ...added])].slice(0, MAX_INDICATOR_TAGS);
+}
+
+/**
+ * The first second whose records may still be written (an exclusive upper bound for pages).
+ * Waiting for the feed clock's lock means every writer that took a `ts` before this call has
+ * committed; every later writer gets a `ts` of at least max(now, clock) (same protocol as the
+ * IPv4 feed, migration 0002; the clock term covers a clock that ran ahead of this host's time).
+ */
+export async function completeBefore(db: Queryable): Promise<number> {
+  const res = await db.query<{ r: number }>('select floor(extract(epoch from clock_timestamp()))::bigint as r');
+  const clock = await db.query<{ ts: number }>('select ts from feed_clock where id = 1 for share');
+  return Math.max(res.rows[0]!.r, clock.rows[0]!.ts);
+}
+
+/**
+ * A `ts` for a record that moves in the feed. Locks the feed clock until the transaction ends;
+ * take it as the last lock of a transaction so the clock is held as briefly as possible.
+ */
+export async function takeFeedTs(tx: Queryable): Promise<number> {
+  const res = await tx.query<{ ts: number }>(
+    'update feed_clock set ts = greatest(ts, floor(extract(epoch from clock_timestamp()))::bigint) where id = 1 returning ts',
+  );
+  return res.rows[0]!.ts;
+}
+
+/** Table names per kind: constants, never input, so they may appear in SQL text. */
+export const TABLES = {
+  file: { indicators: 'file_indicators', reports: 'file_reports', decisions: 'file_decisions' },
+  domain: { indicators: 'domain_indicators', reports: 'domain_reports', decisions: 'domain_decisions' },
+  url: { indicators: 'url_indicators', reports: 'url_reports', decisions: 'url_decisions' },
+} as const;
+export type IndicatorKind = keyof typeof TABLES;
+
+/**
+ * Merges one report into (indicator, organization) and rescores the indicator: repeats count
+ * events and keep the latest confidence; only a first report by an organization moves `ts`
+ * (the decay anchor and feed cursor). Runs inside the caller's transaction, which already holds
+ * the indicator row's lock.
+ */
+export async function mergeReport(
+  tx: Queryable,
+  kind: IndicatorKind,
+  input: { indicatorId: number; currentTs: number; orgId: number; confidence: number; nowTs: number },
+  scorer: Scorer,
+): Promise<{ ts: number; newReporter: boolean; score: number; members: number; events: number }> {
+  const t = TABLES[kind];
+  const upsert = await tx.query<{ first: boolean }>(
+    `insert into ${t.reports} (indicator_id, org_id, confidence, events, first_ts, last_ts)
+     values ($1, $2, $3, 1, $4, $4)
+     on conflict (indicator_id, org_id) do update
+       set events = ${t.reports}.events + 1, confidence = excluded.confidence, last_ts = excluded.last_ts
+     returning (xmax = 0) as first`,
+    [input.indicatorId, input.orgId, input.confidence, input.nowTs],
+  );
+  const aggregates = await reportAggregates(tx, kind, input.indicatorId);
+  const score = scorer(aggregates);
+  const newReporter = upsert.rows[0]!.first;
+  const ts = newReporter ? await takeFeedTs(tx) : input.currentTs;
+  return { ts, newReporter, score, members: aggregates.length, events: aggregates.reduce((n, a) => n + a.events, 0) };
+}
+
+export async function reportAggregates(db: Queryable, kind: IndicatorKind, indicatorId: number): Promise<ReportAggregate[]> {
+  const t = TABLES[kind];
+  const res = await db.query<ReportAggregate>(
+    `select r.org_id, o.trust, r.confidence, r.events from ${t.reports} r
+     join organizations o on o.id = r.org_id where r.indicator_id = $1 order by r.org_id`,
+    [indicatorId],
+  );
+  return res.rows;
+}
+
+/**
+ * One feed page: rows with since < ts < upper by (ts, id), never splitting a group that shares
+ * one `ts` (the page grows to finish it). `select` must expose `i.ts` and `i.id`; `where` holds
+ * extra conditions over parameters `$1..$n` of `params`.
+ */
+export async function groupedPage<T extends { ts: number; id: number }>(
+  db: Queryable,
+  select: string,
+  where: string,
+  params: unknown[],
+  range: { since: number; upper: number; pageSize: number },
+): Promise<T[]> {
+  const n = params.length;
+  const extra = where ? ` and ${where}` : '';
+  const page = await db.query<T>(`${select} where i.ts > $${n + 1} and i.ts < $${n + 2}${extra} order by i.ts, i.id limit $${n + 3}`, [
+    ...params,
+    range.since,
+    range.upper,
+    range.pageSize,
+  ]);
+  const rows = page.rows;
+  const last = rows.at(-1);
+  if (rows.length === range.pageSize && last) {
+    const rest = await db.query<T>(`${select} where i.ts = $${n + 1} and i.id > $${n + 2}${extra} order by i.id`, [...params, last.ts, last.id]);
+    rows.push(...rest.rows);
+  }
+  return rows;
+}
