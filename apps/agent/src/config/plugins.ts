@@ -1,0 +1,66 @@
+import type { EnforcerDefinition, SourceDefinition } from '@rampart/plugin-kit';
+import type { AgentSettingsDocument } from '@rampart/contracts';
+import type { ConfigProblem } from './load.ts';
+import { UnknownPluginError, findEnforcer, findSource, type Registry } from '../registry.ts';
+
+export interface PlannedSource {
+  label: string;
+  definition: SourceDefinition<unknown>;
+  config: unknown;
+}
+
+export interface PlannedEnforcer {
+  label: string;
+  definition: EnforcerDefinition<unknown>;
+  config: unknown;
+}
+
+export interface PluginPlan {
+  sources: PlannedSource[];
+  enforcers: PlannedEnforcer[];
+}
+
+function activeEntries(group: Record<string, unknown> | undefined): [string, unknown][] {
+  return Object.entries(group ?? {}).filter(([, entry]) => (entry as { active?: boolean } | undefined)?.active === true);
+}
+
+/**
+ * Resolves every active `ids`/`ips` entry to its plugin and validates the entry with the
+ * plugin's own schema. No I/O; every problem is listed.
+ */
+export function planPlugins(settings: AgentSettingsDocument, registry: Registry): { plan: PluginPlan; problems: ConfigProblem[] } {
+  const problems: ConfigProblem[] = [];
+  const plan: PluginPlan = { sources: [], enforcers: [] };
+  for (const [label, entry] of activeEntries(settings.ids as Record<string, unknown> | undefined)) {
+    resolve('ids', label, entry, () => findSource(label, registry.sources), (definition, config) => plan.sources.push({ label, definition, config }));
+  }
+  for (const [label, entry] of activeEntries(settings.ips as Record<string, unknown> | undefined)) {
+    resolve('ips', label, entry, () => findEnforcer(label, registry.enforcers), (definition, config) => plan.enforcers.push({ label, definition, config }));
+  }
+  return { plan, problems };
+
+  function resolve<D extends { configSchema: { safeParse(v: unknown): { success: boolean; data?: unknown; error?: { issues: { path: PropertyKey[]; message: string }[] } } } }>(
+    group: 'ids' | 'ips',
+    label: string,
+    entry: unknown,
+    find: () => D,
+    add: (definition: D, config: unknown) => void,
+  ): void {
+    let definition: D;
+    try {
+      definition = find();
+    } catch (err) {
+      if (err instanceof UnknownPluginError) {
+        problems.push({ path: `${group}.${label}`, message: err.message });
+        return;
+      }
+      throw err;
+    }
+    const parsed = definition.configSchema.safeParse(entry);
+    if (!parsed.success) {
+      for (const issue of parsed.error?.issues ?? []) problems.push({ path: [group, label, ...issue.path.map(String)].join('.'), message: issue.message });
+      return;
+    }
+    add(definition, parsed.data);
+  }
+}

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import ipaddr from 'ipaddr.js';
+
+const DetectionMode = z.enum(['normal', 'aggressive']);
+
+/** An IPv4/IPv6 address or CIDR (ipaddr.js decides, so the never-block list can parse it later). */
+export const AddressOrCidr = z
+  .string()
+  .max(64)
+  .refine((text) => ipaddr.isValid(text) || ipaddr.isValidCIDR(text), { message: 'not an IP address or CIDR' });
+
+/** Reporting policy of one source (fail2ban's maxretry / findtime), local to the host. */
+export const SourcePolicyOptions = z.strictObject({
+  mode: DetectionMode.default('normal'),
+  max_retry: z.int().min(1).max(10_000).default(5),
+  find_time_seconds: z.int().min(1).max(7 * 86_400).default(600),
+});
+export type SourcePolicyOptions = z.infer<typeof SourcePolicyOptions>;
+
+/** Options that only make sense on this host; never sent to the control plane. */
+export const LocalOptions = z
+  .strictObject({
+    state_dir: z.string().min(1).max(4096).default('/var/lib/rampart-agent'),
+    allow_list: z.array(AddressOrCidr).max(10_000).default([]).describe('Operator allow-list: never blocked'),
+    metrics_host: z.string().min(1).max(255).default('127.0.0.1'),
+    metrics_port: z.int().min(0).max(65_535).default(9464).describe('0 picks a free port'),
+    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    auth_scheme: z.enum(['bare', 'bearer']).default('bare'),
+    full_reconcile_hours: z.number().gt(0).max(24 * 7).default(6),
+    settings_pull_minutes: z.number().gt(0).max(24 * 60).default(5),
+    /** Overrides the schedule derived from `sync_time` (node-cron syntax, 5 or 6 fields). */
+    sync_cron: z.string().min(9).max(128).optional(),
+    /** Accept syncs that remove more than `max_removal_fraction` of the set, or come back empty. */
+    force_sync: z.boolean().default(false),
+    max_removal_fraction: z.number().gt(0).max(1).default(0.5),
+    /** Page size of the /ips feed walk. */
+    feed_page_size: z.int().min(1).max(1000).default(1000),
+    websocket: z.boolean().default(true),
+    sources: z.record(z.string().max(64), SourcePolicyOptions).default({}),
+    /** Report confidence for a detection that meets its policy (0..1). */
+    report_confidence: z.number().min(0).max(1).default(0.8),
+  })
+  .prefault({});
+export type LocalOptions = z.infer<typeof LocalOptions>;
+
+export const ControlPlaneUrl = z
+  .url({ protocol: /^https?$/ })
+  .max(2048)
+  .refine((u) => /\/api\/v1\/?$/.test(new URL(u).pathname), { message: 'must end in /api/v1' });

@@ -1,0 +1,41 @@
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Every metric of the agent, on a registry of its own (no module-level state). */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'rampart_agent_' });
+  const m = {
+    registry,
+    linesRead: new Counter({ name: 'rampart_agent_lines_read_total', help: 'Log lines read by sources', labelNames: ['source'], registers: [registry] }),
+    detections: new Counter({ name: 'rampart_agent_detections_total', help: 'Detections emitted by sources', labelNames: ['source'], registers: [registry] }),
+    detectionsIgnored: new Counter({
+      name: 'rampart_agent_detections_ignored_total',
+      help: 'Detections not reported (never-block list, IPv6, running = no)',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    reportsSpooled: new Counter({ name: 'rampart_agent_reports_spooled_total', help: 'Reports written to the spool', registers: [registry] }),
+    reportsSent: new Counter({ name: 'rampart_agent_reports_sent_total', help: 'Reports acknowledged by the server', registers: [registry] }),
+    reportsRejected: new Counter({ name: 'rampart_agent_reports_rejected_total', help: 'Reports the server refused for good (dropped)', registers: [registry] }),
+    reportErrors: new Counter({ name: 'rampart_agent_report_errors_total', help: 'Failed report attempts', labelNames: ['kind'], registers: [registry] }),
+    spoolDepth: new Gauge({ name: 'rampart_agent_spool_depth', help: 'Reports waiting in the spool', registers: [registry] }),
+    setSize: new Gauge({ name: 'rampart_agent_block_set_size', help: 'Entries enforced now', registers: [registry] }),
+    tableSize: new Gauge({ name: 'rampart_agent_known_indicators', help: 'Indicators the agent holds from the feed', registers: [registry] }),
+    lastSync: new Gauge({ name: 'rampart_agent_last_sync_timestamp_seconds', help: 'When the block list was last synchronised', registers: [registry] }),
+    syncs: new Counter({ name: 'rampart_agent_syncs_total', help: 'Block-list syncs', labelNames: ['kind', 'outcome'], registers: [registry] }),
+    sourceRestarts: new Counter({ name: 'rampart_agent_source_restarts_total', help: 'Sources restarted after a failure', labelNames: ['source'], registers: [registry] }),
+    enforcerErrors: new Counter({ name: 'rampart_agent_enforcer_errors_total', help: 'Enforcer calls that failed', labelNames: ['enforcer'], registers: [registry] }),
+  };
+  new Gauge({
+    name: 'rampart_agent_sync_age_seconds',
+    help: 'Seconds since the block list was last synchronised',
+    registers: [registry],
+    async collect() {
+      const last = (await m.lastSync.get()).values[0]?.value ?? 0;
+      this.set(last > 0 ? Date.now() / 1000 - last : -1);
+    },
+  });
+  return m;
+}
+
+export type AgentMetrics = ReturnType<typeof createMetrics>;

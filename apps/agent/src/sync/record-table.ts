@@ -1,0 +1,208 @@
+/*
+ * What the agent knows about each indicator, for up to millions of entries at ~22 bytes each:
+ * an open-addressing hash table (linear probing, backward-shift deletion) over typed arrays,
+ * keyed by the IPv4 net key (ipv4.ts). A Map of objects would cost ~150 bytes an entry.
+ */
+
+/** The server's /ipv4 list named this entry at the last full reconcile. */
+export const LISTED = 1;
+/** A feed record or a decision arrived for it after that reconcile. */
+export const UPDATED = 2;
+
+export interface TableEntry {
+  key: number;
+  /** Score at time zero; 0 when only the server list or a decision named it. */
+  s0: number;
+  /** Time zero of the decay clock, epoch seconds. */
+  ts: number;
+  decision: -1 | 0 | 1;
+  /** Epoch seconds; null when the decision has no end. */
+  ttl: number | null;
+  flags: number;
+}
+
+const EMPTY = 0;
+const MIN_CAPACITY = 1024;
+
+export class RecordTable {
+  private keys: Float64Array; // key + 1; 0 marks an empty slot
+  private s0: Uint16Array;
+  private ts: Uint32Array;
+  private ttl: Uint32Array; // 0 = null
+  private decision: Int8Array;
+  private flags: Uint8Array;
+  private count = 0;
+
+  constructor(capacity = MIN_CAPACITY) {
+    const size = 2 ** Math.ceil(Math.log2(Math.max(MIN_CAPACITY, capacity * 2)));
+    this.keys = new Float64Array(size);
+    this.s0 = new Uint16Array(size);
+    this.ts = new Uint32Array(size);
+    this.ttl = new Uint32Array(size);
+    this.decision = new Int8Array(size);
+    this.flags = new Uint8Array(size);
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  private slotOf(key: number): number {
+    const mask = this.keys.length - 1;
+    // Mix the address and prefix bits; Math.imul keeps it in 32 bits.
+    const low = key % 4294967296;
+    const high = Math.floor(key / 4294967296);
+    let h = Math.imul(low ^ Math.imul(high, 0x85ebca6b), 0x9e3779b1);
+    h ^= h >>> 15;
+    let slot = h & mask;
+    const stored = key + 1;
+    while (this.keys[slot] !== EMPTY && this.keys[slot] !== stored) slot = (slot + 1) & mask;
+    return slot;
+  }
+
+  get(key: number): TableEntry | undefined {
+    const slot = this.slotOf(key);
+    return this.keys[slot] === EMPTY ? undefined : this.read(slot);
+  }
+
+  has(key: number): boolean {
+    return this.keys[this.slotOf(key)] !== EMPTY;
+  }
+
+  set(entry: TableEntry): void {
+    if ((this.count + 1) * 2 > this.keys.length) this.grow();
+    const slot = this.slotOf(entry.key);
+    if (this.keys[slot] === EMPTY) this.count += 1;
+    this.keys[slot] = entry.key + 1;
+    this.s0[slot] = entry.s0;
+    this.ts[slot] = entry.ts;
+    this.ttl[slot] = entry.ttl ?? 0;
+    this.decision[slot] = entry.decision;
+    this.flags[slot] = entry.flags;
+  }
+
+  delete(key: number): boolean {
+    const mask = this.keys.length - 1;
+    let slot = this.slotOf(key);
+    if (this.keys[slot] === EMPTY) return false;
+    this.count -= 1;
+    // Backward-shift deletion: later members of the probe run move up so lookups stay correct.
+    let next = (slot + 1) & mask;
+    while (this.keys[next] !== EMPTY) {
+      const home = this.homeOf(this.keys[next]! - 1);
+      const distanceNext = (next - home) & mask;
+      const distanceHole = (slot - home) & mask;
+      if (distanceHole < distanceNext || distanceHole === distanceNext) {
+        // `next`'s home is at or before the hole, cyclically: move it into the hole.
+        this.move(next, slot);
+        slot = next;
+      }
+      next = (next + 1) & mask;
+    }
+    this.keys[slot] = EMPTY;
+    return true;
+  }
+
+  *entries(): Generator<TableEntry> {
+    for (let slot = 0; slot < this.keys.length; slot++) if (this.keys[slot] !== EMPTY) yield this.read(slot);
+  }
+
+  /** Visits every entry without allocating; `visit` may not modify the table. */
+  forEach(visit: (key: number, s0: number, ts: number, decision: number, ttl: number, flags: number) => void): void {
+    for (let slot = 0; slot < this.keys.length; slot++) {
+      const stored = this.keys[slot]!;
+      if (stored !== EMPTY) visit(stored - 1, this.s0[slot]!, this.ts[slot]!, this.decision[slot]!, this.ttl[slot]!, this.flags[slot]!);
+    }
+  }
+
+  /** Clears `bits` in every entry's flags. */
+  clearFlags(bits: number): void {
+    const keep = ~bits & 0xff;
+    for (let slot = 0; slot < this.flags.length; slot++) this.flags[slot]! &= keep;
+  }
+
+  clear(): void {
+    this.keys.fill(EMPTY);
+    this.count = 0;
+  }
+
+  private homeOf(key: number): number {
+    const mask = this.keys.length - 1;
+    const low = key % 4294967296;
+    const high = Math.floor(key / 4294967296);
+    let h = Math.imul(low ^ Math.imul(high, 0x85ebca6b), 0x9e3779b1);
+    h ^= h >>> 15;
+    return h & mask;
+  }
+
+  private move(from: number, to: number): void {
+    this.keys[to] = this.keys[from]!;
+    this.s0[to] = this.s0[from]!;
+    this.ts[to] = this.ts[from]!;
+    this.ttl[to] = this.ttl[from]!;
+    this.decision[to] = this.decision[from]!;
+    this.flags[to] = this.flags[from]!;
+  }
+
+  private read(slot: number): TableEntry {
+    const ttl = this.ttl[slot]!;
+    return {
+      key: this.keys[slot]! - 1,
+      s0: this.s0[slot]!,
+      ts: this.ts[slot]!,
+      decision: this.decision[slot]! as -1 | 0 | 1,
+      ttl: ttl === 0 ? null : ttl,
+      flags: this.flags[slot]!,
+    };
+  }
+
+  private grow(): void {
+    const old = [...this.entries()];
+    const size = this.keys.length * 2;
+    this.keys = new Float64Array(size);
+    this.s0 = new Uint16Array(size);
+    this.ts = new Uint32Array(size);
+    this.ttl = new Uint32Array(size);
+    this.decision = new Int8Array(size);
+    this.flags = new Uint8Array(size);
+    this.count = 0;
+    for (const entry of old) this.set(entry);
+  }
+
+  /** Binary snapshot: [count u32][key f64, s0 u16, ts u32, ttl u32, decision i8, flags u8] per entry. */
+  serialize(): Buffer {
+    const RECORD = 8 + 2 + 4 + 4 + 1 + 1;
+    const buf = Buffer.allocUnsafe(4 + this.count * RECORD);
+    buf.writeUInt32LE(this.count, 0);
+    let offset = 4;
+    this.forEach((key, s0, ts, decision, ttl, flags) => {
+      buf.writeDoubleLE(key, offset);
+      buf.writeUInt16LE(s0, offset + 8);
+      buf.writeUInt32LE(ts, offset + 10);
+      buf.writeUInt32LE(ttl, offset + 14);
+      buf.writeInt8(decision, offset + 18);
+      buf.writeUInt8(flags, offset + 19);
+      offset += RECORD;
+    });
+    return buf;
+  }
+
+  static deserialize(buf: Buffer): RecordTable {
+    const RECORD = 20;
+    const count = buf.readUInt32LE(0);
+    if (buf.length !== 4 + count * RECORD) throw new Error('record table snapshot has the wrong length');
+    const table = new RecordTable(count);
+    for (let i = 0, offset = 4; i < count; i++, offset += RECORD) {
+      const ttl = buf.readUInt32LE(offset + 14);
+      table.set({
+        key: buf.readDoubleLE(offset),
+        s0: buf.readUInt16LE(offset + 8),
+        ts: buf.readUInt32LE(offset + 10),
+        ttl: ttl === 0 ? null : ttl,
+        decision: buf.readInt8(offset + 18) as -1 | 0 | 1,
+        flags: buf.readUInt8(offset + 19),
+      });
+    }
+    return table;
+  }
+}

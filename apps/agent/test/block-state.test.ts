@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest';
+import { liveScore, secondsUntilBelow } from '@rampart/scoring';
+import { BlockState, diffKeySets, toEntries } from '../src/sync/block-state.ts';
+import { NeverBlock } from '../src/sync/never-block.ts';
+import { RecordTable } from '../src/sync/record-table.ts';
+import { cidrKey, keyCidr } from '../src/sync/ipv4.ts';
+
+const none = { ownAddresses: [], controlPlane: [], reservedIps: [], allowList: [] };
+const NOW = 1_800_000_000;
+const policy = { threshold: 100, maximumRules: 1000 };
+
+function state(extra: Partial<typeof none> = {}) {
+  return new BlockState(new NeverBlock({ ...none, ...extra }));
+}
+const cidrs = (s: BlockState, now = NOW, p = policy) => toEntries(s.evaluate(now, p)).map((e) => e.cidr);
+
+describe('record table', () => {
+  it('agrees with a Map under random inserts, updates and deletes, across growth', () => {
+    const table = new RecordTable(4);
+    const model = new Map<number, number>();
+    let seed = 7;
+    const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % 5000);
+    for (let i = 0; i < 20_000; i++) {
+      const key = rand() * 64 + 32;
+      if (rand() % 3 === 0) {
+        expect(table.delete(key)).toBe(model.delete(key));
+      } else {
+        const s0 = (rand() % 1000) + 1;
+        table.set({ key, s0, ts: i, decision: -1, ttl: null, flags: 0 });
+        model.set(key, s0);
+      }
+    }
+    expect(table.size).toBe(model.size);
+    for (const [key, s0] of model) expect(table.get(key)?.s0).toBe(s0);
+    const copy = RecordTable.deserialize(table.serialize());
+    expect([...copy.entries()].sort((a, b) => a.key - b.key)).toEqual([...table.entries()].sort((a, b) => a.key - b.key));
+  });
+});
+
+describe('block state', () => {
+  it('blocks by live score, decays locally, honours decisions and ttl, and never blocks protected ranges', () => {
+    const s = state({ allowList: ['45.1.1.4'], reservedIps: ['45.1.2.0/24'] });
+    s.ingestRecord({ ip: '45.1.1.1', score: 300, ts: NOW, decision: -1, ttl: null });
+    s.ingestRecord({ ip: '45.1.1.2', score: 50, ts: NOW, decision: -1, ttl: null }); // below threshold
+    s.ingestRecord({ ip: '45.1.1.3', score: 50, ts: NOW, decision: 1, ttl: NOW + 60 }); // blacklisted for a minute
+    s.ingestRecord({ ip: '45.1.1.4', score: 900, ts: NOW, decision: -1, ttl: null }); // allow-list
+    s.ingestRecord({ ip: '45.1.2.9', score: 900, ts: NOW, decision: -1, ttl: null }); // reserved_ips
+    s.ingestRecord({ ip: '10.1.2.3', score: 900, ts: NOW, decision: -1, ttl: null }); // private
+    s.ingestRecord({ ip: '45.1.1.5', score: 900, ts: NOW, decision: 0, ttl: null }); // whitelisted
+    s.ingestRecord({ ip: '45.0.0.0/8', score: 900, ts: NOW, decision: -1, ttl: null }); // contains allow-listed addresses
+    expect(cidrs(s)).toEqual(['45.1.1.1/32', '45.1.1.3/32']);
+    expect(s.evaluate(NOW, policy).protectedCount).toBe(4);
+    // The blacklist ends at its ttl; then 45.1.1.1 stays until its live score falls below 100.
+    expect(cidrs(s, NOW + 61)).toEqual(['45.1.1.1/32']);
+    const below = NOW + Math.ceil(secondsUntilBelow(300, 100));
+    expect(liveScore(300, below - NOW)).toBeLessThan(100);
+    expect(cidrs(s, below - 2)).toEqual(['45.1.1.1/32']);
+    expect(cidrs(s, below)).toEqual([]);
+    expect(s.nextChange(NOW, policy)).toBe(NOW + 60);
+  });
+
+  it('keeps the highest live scores when maximum_rules is reached', () => {
+    const s = state();
+    [400, 150, 900, 200].forEach((score, i) => s.ingestRecord({ ip: `45.2.0.${i + 1}`, score, ts: NOW, decision: -1, ttl: null }));
+    s.ingestRecord({ ip: '45.2.0.9', score: 101, ts: NOW, decision: 1, ttl: null });
+    const result = s.evaluate(NOW, { threshold: 100, maximumRules: 3 });
+    expect(toEntries(result)).toEqual([
+      { cidr: '45.2.0.1/32', score: 400 },
+      { cidr: '45.2.0.3/32', score: 900 },
+      { cidr: '45.2.0.9/32', score: 1001 },
+    ]);
+    expect(result.cut).toBe(2);
+  });
+
+  it('trusts the server list for entries it cannot judge, until a newer record says otherwise', () => {
+    const s = state();
+    s.ingestRecord({ ip: '45.3.0.1', score: 80, ts: NOW, decision: -1, ttl: null }); // below threshold, but listed (blocking rule)
+    s.applyServerList([cidrKey('45.3.0.1')!, cidrKey('45.3.0.2')!], NOW);
+    const rule = { ...policy, blockingRule: { score: 50, tags: ['ssh'] } };
+    expect(cidrs(s, NOW, rule)).toEqual(['45.3.0.1/32', '45.3.0.2/32']);
+    s.ingestRecord({ ip: '45.3.0.1', score: 60, ts: NOW + 10, decision: -1, ttl: null });
+    expect(cidrs(s, NOW + 10, rule)).toEqual(['45.3.0.2/32']);
+    s.applyServerList([], NOW + 20);
+    expect(cidrs(s, NOW + 20, rule)).toEqual([]);
+    expect(s.table.size).toBe(1);
+  });
+
+  it('diffs two sets by membership only', () => {
+    const k = (c: string) => cidrKey(c)!;
+    const from = { keys: Float64Array.from([k('45.0.0.1'), k('45.0.0.2'), k('45.0.0.3')]), ranks: Uint16Array.from([1, 2, 3]) };
+    const to = { keys: Float64Array.from([k('45.0.0.2'), k('45.0.0.3'), k('45.0.0.4')]), ranks: Uint16Array.from([9, 9, 9]) };
+    expect(diffKeySets(from, to)).toEqual({ add: [{ cidr: '45.0.0.4/32', score: 9 }], remove: ['45.0.0.1/32'] });
+    expect(keyCidr(k('45.0.0.77/24'))).toBe('45.0.0.0/24');
+  });
+});
+
+describe('never-block list', () => {
+  it('protects special ranges, own and control-plane addresses, reserved IPs and the allow-list (IPv4 and IPv6)', () => {
+    const nb = new NeverBlock({ ownAddresses: ['45.9.9.9', '2a01:4f8::1'], controlPlane: ['46.1.1.1'], reservedIps: ['47.0.0.0/16'], allowList: ['48.1.2.3', '2a02:1::/32'] });
+    const cases: [string, string | undefined][] = [
+      ['127.0.0.1', 'special_range'],
+      ['10.9.8.7', 'special_range'],
+      ['192.168.1.1', 'special_range'],
+      ['169.254.1.1', 'special_range'],
+      ['224.0.0.5', 'special_range'],
+      ['203.0.113.7', 'special_range'],
+      ['0.0.0.0/0', 'special_range'],
+      ['45.9.9.9', 'own_address'],
+      ['46.1.1.1', 'control_plane'],
+      ['47.0.200.1', 'reserved_ip'],
+      ['48.1.2.3', 'allow_list'],
+      ['48.1.2.0/24', 'allow_list'],
+      ['48.1.2.4', undefined],
+      ['8.8.8.8', undefined],
+      ['::1', 'special_range'],
+      ['fe80::1', 'special_range'],
+      ['2a01:4f8::1', 'own_address'],
+      ['2a02:1:5::9', 'allow_list'],
+      ['2a03::1', undefined],
+      ['::ffff:10.0.0.1', 'special_range'],
+      ['garbage', 'special_range'],
+    ];
+    expect(cases.map(([ip]) => [ip, nb.protects(ip)])).toEqual(cases);
+  });
+});
