@@ -30,6 +30,8 @@ export interface FileListEnforcerOptions {
   afterWrite?(entries: BlockEntry[], reason: 'sync' | 'apply' | 'withdraw'): Promise<void>;
   /** Reads back the live target when it is not the file itself. */
   readLive?(): Promise<string[]>;
+  /** Extra health probe of the live target (no side effects); throws what is wrong. */
+  probe?(): Promise<void>;
 }
 
 /**
@@ -38,6 +40,11 @@ export interface FileListEnforcerOptions {
  * leaves the file unchanged neither writes nor reloads; `sync` always does both, because it is
  * how the runtime re-asserts a target someone else changed.
  */
+function sameCidrs(live: string[], entries: BlockEntry[]): boolean {
+  const a = sortCidrs(live);
+  return a.length === entries.length && a.every((c, i) => c === entries[i]!.cidr);
+}
+
 export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer {
   const desired = new DesiredSet();
   let seeded = false;
@@ -63,11 +70,13 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
     const { kept, cut } = desired.withinCapacity(opts.capacity);
     const entries = kept.sort((a, b) => compareCidrs(a.cidr, b.cidr));
     const text = opts.format.render(entries);
-    if (force || (await readFileText()) !== text) {
-      await writeFileAtomic(opts.path, text, opts.fileMode);
+    const fileChanged = force || (await readFileText()) !== text;
+    if (fileChanged) await writeFileAtomic(opts.path, text, opts.fileMode);
+    // With a live target apart from the file (a runtime API), an unchanged file is not enough.
+    if (fileChanged || (opts.readLive && !sameCidrs(await opts.readLive(), entries))) {
       if (opts.afterWrite) await opts.afterWrite(entries, reason);
       if (opts.reloadCommand) await runChecked(opts.run, opts.reloadCommand, opts.reloadTimeoutMs);
-      opts.log.debug({ reason, entries: entries.length }, 'list file written');
+      opts.log.debug({ reason, entries: entries.length }, 'list committed');
     }
     if (cut > 0) opts.log.warn({ cut, capacity: opts.capacity }, 'capacity reached; lowest scores cut');
     if (desired.invalid > 0) opts.log.warn({ invalid: desired.invalid }, 'inputs that are not IPv4 CIDRs ignored');
@@ -85,9 +94,14 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
     async healthcheck(): Promise<EnforcerHealth> {
       try {
         await access(dirname(opts.path), constants.W_OK);
-        return { ok: true };
       } catch (err) {
         return { ok: false, detail: `directory of ${opts.path} not writable: ${(err as Error).message}` };
+      }
+      try {
+        await opts.probe?.();
+        return { ok: true };
+      } catch (err) {
+        return { ok: false, detail: (err as Error).message };
       }
     },
     async sync(entries: BlockEntry[]): Promise<EnforceResult> {
