@@ -1,0 +1,59 @@
+/*
+ * `ipset restore` scripts. A full replace fills `<set>-new` and swaps it with `<set>` (the kernel
+ * exchanges the two in one step, so the drop rules never see a half-filled set), then destroys
+ * the old content. Diffs are `del`/`add` lines with `-exist`, so re-applying one is a no-op.
+ */
+
+export interface IpsetLayout {
+  set: string;
+  capacity: number;
+}
+
+/** Bucket count for `count` entries: a power of two ≥ count/4 (ipset's buckets hold up to 12). */
+export function hashsizeFor(count: number): number {
+  let size = 1024;
+  while (size * 4 < count) size *= 2;
+  return size;
+}
+
+function member(cidr: string): string {
+  return cidr.endsWith('/32') ? cidr.slice(0, -3) : cidr;
+}
+
+export function createLine(name: string, layout: IpsetLayout, count: number): string {
+  return `create ${name} hash:net family inet hashsize ${hashsizeFor(count)} maxelem ${layout.capacity}`;
+}
+
+/**
+ * The full replace. `createLive` is false when `<set>` already exists (creating it again with other
+ * sizes would fail); the twin is destroyed beforehand by the caller if a crash left it behind.
+ */
+export function fullReplaceScript(layout: IpsetLayout, cidrs: readonly string[], createLive: boolean): string {
+  const twin = `${layout.set}-new`;
+  const lines: string[] = [];
+  if (createLive) lines.push(createLine(layout.set, layout, cidrs.length));
+  lines.push(createLine(twin, layout, cidrs.length));
+  for (const cidr of cidrs) lines.push(`add ${twin} ${member(cidr)}`);
+  lines.push(`swap ${twin} ${layout.set}`, `destroy ${twin}`, '');
+  return lines.join('\n');
+}
+
+/** What the `acl` file holds: restores the set on boot with `ipset restore -exist < acl`. */
+export function saveScript(layout: IpsetLayout, cidrs: readonly string[]): string {
+  return [`# rampart block list (generated; do not edit)`, `${createLine(layout.set, layout, cidrs.length)} -exist`, `flush ${layout.set}`, ...cidrs.map((c) => `add ${layout.set} ${member(c)}`), ''].join('\n');
+}
+
+export function diffBatches(layout: IpsetLayout, added: readonly string[], removed: readonly string[], batchSize: number): string[] {
+  const lines = [...removed.map((c) => `del ${layout.set} ${member(c)} -exist`), ...added.map((c) => `add ${layout.set} ${member(c)} -exist`)];
+  const out: string[] = [];
+  for (let i = 0; i < lines.length; i += batchSize) out.push(lines.slice(i, i + batchSize).join('\n') + '\n');
+  return out;
+}
+
+/** Members of `ipset save <set>` output, as canonical-ready strings (`1.2.3.4`, `10.0.0.0/8`). */
+export function parseSave(text: string, set: string): string[] {
+  const prefix = `add ${set} `;
+  const out: string[] = [];
+  for (const line of text.split('\n')) if (line.startsWith(prefix)) out.push(line.slice(prefix.length).split(' ')[0]!);
+  return out;
+}
