@@ -14,3 +14,4 @@ export * from './envelope.ts';
 export * from './offset-store.ts';
 export * from './tail.ts';
 export * from './line-source.ts';
+export * from './policy.ts';

@@ -1,7 +1,8 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { IdsLabel } from '@rampart/contracts';
 import type { PluginLogger } from './logger.ts';
 import type { OffsetStore } from './offset-store.ts';
+import { PolicyOptions } from './policy.ts';
 
 /** How eagerly a source counts a line as an attack (fail2ban's `mode`). */
 export type DetectionMode = 'normal' | 'aggressive';
@@ -63,4 +64,21 @@ export interface SourceDefinition<C = unknown> {
 
 export function defineSource<C>(definition: SourceDefinition<C>): SourceDefinition<C> {
   return definition;
+}
+
+/**
+ * Local options every source accepts under `options` in its `ids.<label>` entry (the server's
+ * settings document carries only the specification's fields, so all of these have defaults):
+ * the detection mode, where to start in a file never read before, and the report policy.
+ */
+export const SourceOptionsBase = PolicyOptions.extend({
+  mode: z.enum(['normal', 'aggressive']).default('normal'),
+  start_at: z.enum(['end', 'beginning']).default('end'),
+});
+export type SourceOptionsBase = z.infer<typeof SourceOptionsBase>;
+
+/** The policy part of a source's options, for `new FailPolicy(...)`. */
+export function policyOptionsOf(options: SourceOptionsBase): PolicyOptions {
+  const { max_retry, find_time_seconds, severity, default_severity, max_tracked } = options;
+  return { max_retry, find_time_seconds, severity, default_severity, max_tracked };
 }

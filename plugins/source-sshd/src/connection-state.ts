@@ -5,30 +5,40 @@
  * successful login forgives earlier helper lines unless several user names were tried.
  */
 
+/** What one matched line says (fail2ban's group dict of a failregex match). */
 export interface LineMatch {
-  ip4?: string;
-  ip6?: string;
-  dns?: string;
-  user?: string;
+  ip4: string | undefined;
+  ip6: string | undefined;
+  dns: string | undefined;
+  user: string | undefined;
   nofail: boolean;
   forget: boolean;
   gained: boolean;
 }
 
-/** What fail2ban keeps for a connection (the merged group dict). */
-export interface ConnectionFacts {
-  ip4?: string;
-  ip6?: string;
-  dns?: string;
-  users?: Set<string>;
+/** What fail2ban keeps for a connection (the merged group dict). A class: one hidden shape. */
+export class ConnectionFacts {
+  ip4: string | undefined;
+  ip6: string | undefined;
+  dns: string | undefined;
+  users: Set<string> | undefined = undefined;
   nofail: boolean;
   gained: boolean;
-  pending: boolean;
+  pending = false;
   /** Lines that make up the failure so far (fail2ban's `matches`). */
-  matches: number;
+  matches = 0;
   /** Helper lines held back while the connection may still succeed (`nofail-matches`). */
-  nofailMatches: number;
+  nofailMatches = 0;
   seenAt: number;
+
+  constructor(match: LineMatch, nofail: boolean, seenAt: number) {
+    this.ip4 = match.ip4;
+    this.ip6 = match.ip6;
+    this.dns = match.dns;
+    this.nofail = nofail;
+    this.gained = match.gained;
+    this.seenAt = seenAt;
+  }
 }
 
 const NOFAIL = 1;
@@ -108,17 +118,7 @@ export function mergeLine(cache: ConnectionCache, key: string, match: LineMatch,
     facts = cached;
     if (flags & FORGET) cache.delete(key);
   } else {
-    facts = {
-      ...(match.ip4 !== undefined ? { ip4: match.ip4 } : {}),
-      ...(match.ip6 !== undefined ? { ip6: match.ip6 } : {}),
-      ...(match.dns !== undefined ? { dns: match.dns } : {}),
-      nofail,
-      gained: match.gained,
-      pending: false,
-      matches: 0,
-      nofailMatches: 0,
-      seenAt: now,
-    };
+    facts = new ConnectionFacts(match, nofail, now);
     if (!(flags & FORGET)) {
       users = addUser(facts, match.user);
       cache.set(key, facts);

@@ -70,11 +70,11 @@ export class SshParser implements LineParser {
 
   private matched(rule: SshRule, groups: Record<string, string | undefined>, connection: string, ts: number): Detection[] {
     const match: LineMatch = {
-      ...(groups.ip4 !== undefined ? { ip4: groups.ip4 } : {}),
-      ...(groups.ip6 !== undefined ? { ip6: groups.ip6 } : {}),
-      ...(groups.dns !== undefined ? { dns: groups.dns } : {}),
+      ip4: groups.ip4,
+      ip6: groups.ip6,
+      dns: groups.dns,
       // fail2ban's <F-ALT_USER>: the remote user stands in when no user is logged.
-      ...(groups.user || groups.ruser ? { user: groups.user || groups.ruser } : {}),
+      user: groups.user || groups.ruser || undefined,
       nofail: rule.nofail === true || groups.nf !== undefined,
       forget: rule.forget === true,
       gained: rule.gained === true,

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { FailPolicy } from './policy.ts';
+import type { Detection } from './source.ts';
+
+const d = (ts: number, ip = '203.0.113.7', kind = 'auth_failure', attempts = 1): Detection => ({ ts, ip, source: 'ssh_log', kind, attempts });
+
+describe('FailPolicy', () => {
+  it('reports at max_retry within find_time, with confidence and notes', () => {
+    const p = new FailPolicy({ max_retry: 3, find_time_seconds: 60 });
+    expect(p.push(d(0))).toBeUndefined();
+    expect(p.push(d(10, '203.0.113.7', 'invalid_user'))).toBeUndefined();
+    // mean severity (0.6 + 0.8 + 0.6) / 3 = 0.6667; growth 1 - e^-1 = 0.632; 0.6667 * 0.816 = 0.544
+    expect(p.push(d(20))).toEqual({ ip: '203.0.113.7', confidence: 0.54, source: 'ssh_log', notes: '3 ssh_log attempts in 20s: auth_failure x2, invalid_user x1', ts: 20 });
+  });
+
+  it('does not count attempts older than the window', () => {
+    const p = new FailPolicy({ max_retry: 3, find_time_seconds: 60 });
+    p.push(d(0));
+    p.push(d(30));
+    expect(p.push(d(61))).toBeUndefined(); // the one at 0 fell out
+    expect(p.push(d(62))?.ts).toBe(62);
+  });
+
+  it('reports an address once per window, then counts afresh', () => {
+    const p = new FailPolicy({ max_retry: 2, find_time_seconds: 100 });
+    p.push(d(0));
+    expect(p.push(d(1))?.ts).toBe(1);
+    for (let t = 2; t < 101; t += 10) expect(p.push(d(t))).toBeUndefined();
+    expect(p.push(d(101))).toBeUndefined();
+    expect(p.push(d(102))?.ts).toBe(102);
+  });
+
+  it('keeps addresses apart and counts aggregated attempts', () => {
+    const p = new FailPolicy({ max_retry: 5, find_time_seconds: 600 });
+    expect(p.push(d(0, '198.51.100.1'))).toBeUndefined();
+    const scan = p.push(d(5, '198.51.100.2', 'port_scan', 12));
+    expect(scan).toMatchObject({ ip: '198.51.100.2', notes: '12 ssh_log attempts in 0s: port_scan x12' });
+    // severity 0.7, growth 1 - e^-2.4 = 0.909: 0.7 * 0.9546 = 0.668
+    expect(scan?.confidence).toBe(0.67);
+  });
+
+  it('raises confidence with severity overrides and bounds tracked addresses', () => {
+    const p = new FailPolicy({ max_retry: 1, find_time_seconds: 10, severity: { auth_failure: 1 }, max_tracked: 2 });
+    expect(p.push(d(0, '192.0.2.1'))?.confidence).toBe(0.82);
+    p.push(d(0, '192.0.2.2'));
+    p.push(d(0, '192.0.2.3'));
+    expect(p.tracked).toBe(2);
+    // 192.0.2.1 was forgotten (least recently seen), so its quiet window went with it.
+    expect(p.push(d(1, '192.0.2.1'))?.ip).toBe('192.0.2.1');
+    p.prune(100);
+    expect(p.tracked).toBe(0);
+  });
+
+  it('rejects invalid options', () => {
+    expect(() => new FailPolicy({ max_retry: 0 })).toThrow();
+  });
+});
