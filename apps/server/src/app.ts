@@ -12,6 +12,7 @@ import { coinsPlugin } from './plugins/coins.ts';
 import { errorsPlugin } from './plugins/errors.ts';
 import { createMetrics, metricsPlugin } from './plugins/metrics.ts';
 import { openapiDocument } from './openapi.ts';
+import { consoleRoutes } from './routes/console.ts';
 import { healthRoutes } from './routes/health.ts';
 import { apiRoutes } from './routes/index.ts';
 import { credentialFrom, parseApiKey } from './services/api-keys.ts';
@@ -70,6 +71,7 @@ export async function buildApp({ config, store }: BuildAppOptions): Promise<Fast
   await app.register(coinsPlugin, { store, prices: config.coinPrices, debits: metrics.coinDebits });
   await app.register(healthRoutes, { context });
   await app.register(apiRoutes, { prefix: API_BASE, context });
+  await app.register(consoleRoutes);
   await app.register(swaggerUi, { routePrefix: `${API_BASE}/docs`, uiConfig: { deepLinking: true } });
   app.get(`${API_BASE}/openapi.json`, { config: { rampart: { auth: 'public' } }, schema: { hide: true } }, async () => app.swagger());
   return app;

@@ -1,0 +1,172 @@
+import type { ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { liveScore } from '@rampart/scoring';
+import { describeError } from './api.ts';
+
+/** Loads once (and again when `deps` change); `reload` re-runs it. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): { data?: T; error?: string; loading: boolean; reload: () => void } {
+  const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setState((s) => ({ ...s, loading: true }));
+    load().then(
+      (data) => live && setState({ data, loading: false }),
+      (err: unknown) => live && setState({ error: describeError(err).message, loading: false }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [...deps, tick]);
+  return { ...state, reload: () => setTick((t) => t + 1) };
+}
+
+export function Notice({ kind, children }: { kind: 'error' | 'ok' | 'info'; children: ComponentChildren }) {
+  return (
+    <p class={`notice ${kind}`} role={kind === 'error' ? 'alert' : 'status'}>
+      {children}
+    </p>
+  );
+}
+
+export function Loading({ error, loading }: { error?: string | undefined; loading: boolean }) {
+  if (error) return <Notice kind="error">{error}</Notice>;
+  return loading ? <p aria-busy="true">Loading…</p> : null;
+}
+
+let ids = 0;
+export function useId(prefix: string): string {
+  const [id] = useState(() => `${prefix}-${++ids}`);
+  return id;
+}
+
+/** A labelled input with its validation message next to it. */
+export function Field(props: {
+  label: string;
+  value: string;
+  onInput: (value: string) => void;
+  error?: string | undefined;
+  type?: string;
+  hint?: string;
+  disabled?: boolean;
+  name?: string;
+}) {
+  const id = useId('f');
+  return (
+    <div class={`field${props.error ? ' invalid' : ''}`}>
+      <label for={id}>{props.label}</label>
+      <input
+        id={id}
+        name={props.name ?? props.label}
+        type={props.type ?? 'text'}
+        value={props.value}
+        disabled={props.disabled}
+        aria-invalid={props.error ? 'true' : undefined}
+        aria-describedby={props.error ? `${id}-err` : props.hint ? `${id}-hint` : undefined}
+        onInput={(e) => props.onInput((e.target as HTMLInputElement).value)}
+      />
+      {props.hint && !props.error && <small id={`${id}-hint`}>{props.hint}</small>}
+      {props.error && (
+        <small id={`${id}-err`} class="error-text">
+          {props.error}
+        </small>
+      )}
+    </div>
+  );
+}
+
+export function Switch(props: { label: string; checked: boolean; onChange: (v: boolean) => void; disabled?: boolean }) {
+  const id = useId('s');
+  return (
+    <div class="switch">
+      <input id={id} type="checkbox" role="switch" checked={props.checked} disabled={props.disabled} onChange={(e) => props.onChange((e.target as HTMLInputElement).checked)} />
+      <label for={id}>{props.label}</label>
+    </div>
+  );
+}
+
+/** Horizontal bars, one per label, drawn as SVG (no chart library needed for four bars). */
+export function BarChart({ data, title }: { data: Array<{ label: string; value: number; color: string }>; title: string }) {
+  const max = Math.max(1, ...data.map((d) => d.value));
+  const row = 34;
+  return (
+    <svg class="chart" viewBox={`0 0 400 ${data.length * row + 10}`} role="img" aria-label={`${title}: ${data.map((d) => `${d.label} ${d.value}`).join(', ')}`}>
+      {data.map((d, i) => (
+        <g key={d.label} transform={`translate(0 ${i * row + 5})`}>
+          <text x="0" y="18" class="chart-label">
+            {d.label}
+          </text>
+          <rect x="90" y="4" height="20" width={Math.max(1, (d.value / max) * 250)} fill={d.color} rx="3" />
+          <text x={96 + (d.value / max) * 250} y="19" class="chart-value">
+            {d.value.toLocaleString()}
+          </text>
+        </g>
+      ))}
+    </svg>
+  );
+}
+
+/** The live score of an indicator over the coming days, from the decay formula, with the threshold line. */
+export function ScorePlot({ s0, ts, threshold, days = 14 }: { s0: number; ts: number; threshold?: number | undefined; days?: number }) {
+  const now = Date.now() / 1000;
+  const w = 560;
+  const h = 180;
+  const pad = 30;
+  const points: string[] = [];
+  const steps = 120;
+  for (let i = 0; i <= steps; i++) {
+    const t = now + (i / steps) * days * 86_400;
+    const s = liveScore(s0, t - ts);
+    points.push(`${pad + (i / steps) * (w - pad - 5)},${h - pad - (s / 1000) * (h - pad - 10)}`);
+  }
+  const y = (s: number) => h - pad - (s / 1000) * (h - pad - 10);
+  const today = liveScore(s0, now - ts);
+  return (
+    <svg class="plot" viewBox={`0 0 ${w} ${h}`} role="img" aria-label={`Live score now ${today.toFixed(1)}, over the next ${days} days`}>
+      <line x1={pad} y1={h - pad} x2={w - 5} y2={h - pad} class="axis" />
+      <line x1={pad} y1={10} x2={pad} y2={h - pad} class="axis" />
+      {[0, 250, 500, 750, 1000].map((s) => (
+        <text key={s} x={pad - 4} y={y(s) + 4} class="tick" text-anchor="end">
+          {s}
+        </text>
+      ))}
+      {[0, Math.round(days / 2), days].map((d) => (
+        <text key={d} x={pad + (d / days) * (w - pad - 5)} y={h - 10} class="tick" text-anchor="middle">
+          {d === 0 ? 'now' : `+${d} d`}
+        </text>
+      ))}
+      {threshold !== undefined && <line x1={pad} x2={w - 5} y1={y(threshold)} y2={y(threshold)} class="threshold" />}
+      <polyline points={points.join(' ')} class="line" />
+    </svg>
+  );
+}
+
+export function History({ entries }: { entries: Array<{ version: number; changed_by: string; changed_at: string; changed_fields: string[] }> | undefined }) {
+  if (!entries) return null;
+  if (entries.length === 0) return <p>No changes yet.</p>;
+  return (
+    <div class="table-wrap history">
+    <table>
+      <caption>Change history</caption>
+      <thead>
+        <tr>
+          <th scope="col">Version</th>
+          <th scope="col">Who</th>
+          <th scope="col">When</th>
+          <th scope="col">Fields</th>
+        </tr>
+      </thead>
+      <tbody>
+        {entries.map((e) => (
+          <tr key={e.version}>
+            <td>{e.version}</td>
+            <td>{e.changed_by}</td>
+            <td>{new Date(e.changed_at).toLocaleString()}</td>
+            <td>{e.changed_fields.join(', ') || '—'}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+    </div>
+  );
+}

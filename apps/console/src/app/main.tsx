@@ -1,0 +1,149 @@
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { MeResponse, ROLE } from '@rampart/contracts';
+import { Api, KEY_STORAGE, describeError } from './api.ts';
+import { Field, Notice } from './components.tsx';
+import { OverviewPage } from './pages/overview.tsx';
+import { LookupPage } from './pages/lookup.tsx';
+import { AgentsPage } from './pages/agents.tsx';
+import { AgentPage } from './pages/agent.tsx';
+import { OrganizationPage } from './pages/organization.tsx';
+import { VpnPage } from './pages/vpn.tsx';
+import { KeysPage } from './pages/keys.tsx';
+import type { Session } from './session.ts';
+
+const ROLE_NAMES: Record<number, string> = { [ROLE.reader]: 'reader', [ROLE.contributor]: 'contributor', [ROLE.admin]: 'organization admin', [ROLE.operator]: 'alliance operator' };
+
+function useHash(): string {
+  const [hash, setHash] = useState(location.hash.slice(1) || '/');
+  useEffect(() => {
+    const on = () => setHash(location.hash.slice(1) || '/');
+    addEventListener('hashchange', on);
+    return () => removeEventListener('hashchange', on);
+  }, []);
+  return hash;
+}
+
+function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  async function submit(e: Event) {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const api = new Api(key.trim());
+      const me = await api.get('/me', MeResponse);
+      sessionStorage.setItem(KEY_STORAGE, key.trim());
+      onSignedIn({ api, me });
+    } catch (err) {
+      setError(describeError(err).message);
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <main class="signin">
+      <h1>Rampart console</h1>
+      <form onSubmit={submit} aria-label="Sign in">
+        <Field label="API key" name="key" type="password" value={key} onInput={setKey} hint="Kept for this browser tab only." />
+        {error && <Notice kind="error">{error}</Notice>}
+        <button type="submit" disabled={busy || key.trim() === ''}>
+          Sign in
+        </button>
+      </form>
+    </main>
+  );
+}
+
+const PAGES = [
+  { path: '/', label: 'Overview' },
+  { path: '/lookup', label: 'Look-up' },
+  { path: '/agents', label: 'Agents' },
+  { path: '/organization', label: 'Organization' },
+  { path: '/vpn', label: 'Secure VPN' },
+  { path: '/keys', label: 'API keys' },
+];
+
+function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
+  const hash = useHash();
+  const [path, query] = hash.split('?') as [string, string | undefined];
+  const { me } = session;
+  let page;
+  if (path === '/') page = <OverviewPage session={session} />;
+  else if (path === '/lookup') page = <LookupPage session={session} initial={new URLSearchParams(query ?? '').get('q') ?? ''} />;
+  else if (path === '/agents') page = <AgentsPage session={session} />;
+  else if (path.startsWith('/agents/')) page = <AgentPage session={session} gaid={decodeURIComponent(path.slice('/agents/'.length))} />;
+  else if (path === '/organization') page = <OrganizationPage session={session} />;
+  else if (path === '/vpn') page = <VpnPage session={session} />;
+  else if (path === '/keys') page = <KeysPage session={session} />;
+  else page = <Notice kind="error">No such page.</Notice>;
+  const current = PAGES.filter((p) => p.path !== '/' && path.startsWith(p.path))[0]?.path ?? '/';
+  return (
+    <>
+      <header>
+        <a class="brand" href="#/">
+          Rampart
+        </a>
+        <nav aria-label="Main">
+          <ul>
+            {PAGES.map((p) => (
+              <li key={p.path}>
+                <a href={`#${p.path}`} aria-current={current === p.path ? 'page' : undefined}>
+                  {p.label}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <div class="who" aria-label="Signed in as">
+          <span>{me.user.username}</span>
+          <span class="badge">{ROLE_NAMES[me.user.role] ?? `role ${me.user.role}`}</span>
+          <span>{me.organization.name}</span>
+          <span class="coins" title="Coin balance">
+            {me.organization.balance.toLocaleString()} coins
+          </span>
+          <button type="button" class="secondary" onClick={onSignOut}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main id="content">{page}</main>
+    </>
+  );
+}
+
+function App() {
+  const [session, setSession] = useState<Session | null>(null);
+  const [restoring, setRestoring] = useState(() => sessionStorage.getItem(KEY_STORAGE) !== null);
+  useEffect(() => {
+    const key = sessionStorage.getItem(KEY_STORAGE);
+    if (!key) return;
+    const api = new Api(key);
+    api.get('/me', MeResponse).then(
+      (me) => {
+        setSession({ api, me });
+        setRestoring(false);
+      },
+      () => {
+        sessionStorage.removeItem(KEY_STORAGE);
+        setRestoring(false);
+      },
+    );
+  }, []);
+  if (restoring) return <p aria-busy="true">Loading…</p>;
+  if (!session) return <SignIn onSignedIn={setSession} />;
+  return (
+    <Shell
+      session={{ ...session, refreshMe: async () => setSession({ ...session, me: await session.api.get('/me', MeResponse) }) }}
+      onSignOut={() => {
+        sessionStorage.removeItem(KEY_STORAGE);
+        setSession(null);
+        location.hash = '#/';
+      }}
+    />
+  );
+}
+
+render(<App />, document.getElementById('root')!);

@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { AgentSummary } from '@rampart/contracts';
+import { Loading, Notice, useLoad } from '../components.tsx';
+import { isAdmin, type Session } from '../session.ts';
+
+const ago = (ts: number | null) => {
+  if (ts === null) return 'never';
+  const s = Math.max(0, Math.round(Date.now() / 1000 - ts));
+  if (s < 120) return `${s} s ago`;
+  if (s < 7200) return `${Math.round(s / 60)} min ago`;
+  return `${Math.round(s / 3600)} h ago`;
+};
+
+export function AgentsPage({ session }: { session: Session }) {
+  const state = useLoad(() => session.api.get('/agents', z.array(AgentSummary)));
+  if (!isAdmin(session)) return <Notice kind="info">Agents are managed by organization admins.</Notice>;
+  if (!state.data) return <Loading {...state} />;
+  const agents = state.data;
+  return (
+    <section aria-labelledby="agents-h">
+      <h1 id="agents-h">Agents</h1>
+      {agents.length === 0 ? (
+        <p>No agent is registered yet. Register one with <code>rampart-agent register</code>.</p>
+      ) : (
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Agent</th>
+                <th scope="col">State</th>
+                <th scope="col">Last check-in</th>
+                <th scope="col">Version</th>
+                <th scope="col">Enforced</th>
+                <th scope="col">Running</th>
+              </tr>
+            </thead>
+            <tbody>
+              {agents.map((a) => {
+                const plugins = Object.entries(a.enforced);
+                const enforced = plugins.reduce((n, [, p]) => n + (p.enforced ?? 0), 0);
+                const drift = new Set(plugins.map(([, p]) => p.enforced)).size > 1;
+                return (
+                  <tr key={a.gaid}>
+                    <td>
+                      <a href={`#/agents/${encodeURIComponent(a.gaid)}`}>{a.gaid}</a>
+                      {a.hostname && <div class="muted">{a.hostname}</div>}
+                    </td>
+                    <td>
+                      <span class={`badge ${a.alive ? 'alive' : 'dead'}`}>{a.alive ? 'alive' : 'dead'}</span>
+                    </td>
+                    <td>
+                      {ago(a.last_checkin)}
+                      {a.last_checkin_via && <span class="muted"> via {a.last_checkin_via}</span>}
+                    </td>
+                    <td>{a.version}</td>
+                    <td>
+                      {plugins.length === 0 ? '—' : enforced.toLocaleString()}
+                      {drift && <span class="badge warn" title="Its plugins enforce different counts">drift</span>}
+                    </td>
+                    <td>{a.running}</td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}

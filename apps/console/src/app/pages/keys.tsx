@@ -1,0 +1,95 @@
+import { useState } from 'preact/hooks';
+import { z } from 'zod';
+import { ApiKeyCreated, ApiKeyInfo } from '@rampart/contracts';
+import { describeError } from '../api.ts';
+import { Field, Loading, Notice, useLoad } from '../components.tsx';
+import { isAdmin, type Session } from '../session.ts';
+
+export function KeysPage({ session }: { session: Session }) {
+  const { api } = session;
+  const list = useLoad(() => api.get('/keys', z.array(ApiKeyInfo)));
+  const [username, setUsername] = useState('');
+  const [label, setLabel] = useState('');
+  const [issued, setIssued] = useState<z.infer<typeof ApiKeyCreated>>();
+  const [error, setError] = useState<string>();
+  const [fields, setFields] = useState<Record<string, string>>({});
+  if (!isAdmin(session)) return <Notice kind="info">API keys are managed by organization admins.</Notice>;
+
+  async function create(e: Event) {
+    e.preventDefault();
+    setError(undefined);
+    setFields({});
+    try {
+      setIssued(await api.send('POST', '/keys', { ...(username.trim() ? { username: username.trim() } : {}), label: label.trim() }, ApiKeyCreated));
+      setLabel('');
+      list.reload();
+    } catch (err) {
+      const d = describeError(err);
+      setFields(d.fields);
+      setError(d.message);
+    }
+  }
+  async function revoke(keyId: string) {
+    try {
+      await api.send('DELETE', `/keys/${keyId}`, undefined);
+      list.reload();
+    } catch (err) {
+      setError(describeError(err).message);
+    }
+  }
+  return (
+    <section aria-labelledby="keys-h">
+      <h1 id="keys-h">API keys</h1>
+      <form class="card" onSubmit={create} aria-label="New API key">
+        <h2>New key</h2>
+        <Field label="username (empty: you)" name="username" value={username} error={fields.username} onInput={setUsername} />
+        <Field label="label" name="label" value={label} error={fields.label} onInput={setLabel} />
+        <button type="submit">Create key</button>
+      </form>
+      {error && <Notice kind="error">{error}</Notice>}
+      {issued && (
+        <Notice kind="ok">
+          Key for {issued.username} (shown only now): <code data-testid="new-key">{issued.key}</code>
+        </Notice>
+      )}
+      {!list.data ? (
+        <Loading {...list} />
+      ) : (
+        <div class="table-wrap">
+          <table aria-label="Keys">
+            <thead>
+              <tr>
+                <th scope="col">Key id</th>
+                <th scope="col">User</th>
+                <th scope="col">Label</th>
+                <th scope="col">Last used</th>
+                <th scope="col">State</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.data.map((k) => (
+                <tr key={k.key_id}>
+                  <td>
+                    <code>{k.key_id}</code>
+                  </td>
+                  <td>{k.username}</td>
+                  <td>{k.label || '—'}</td>
+                  <td>{k.last_used_at ? new Date(k.last_used_at).toLocaleString() : 'never'}</td>
+                  <td>
+                    {k.revoked_at ? (
+                      `revoked ${new Date(k.revoked_at).toLocaleDateString()}`
+                    ) : (
+                      <button type="button" class="danger" onClick={() => void revoke(k.key_id)}>
+                        Revoke
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}

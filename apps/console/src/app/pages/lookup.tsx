@@ -1,0 +1,196 @@
+import { useState } from 'preact/hooks';
+import type { z } from 'zod';
+import { DomainRecord, FileRecord, Ipv4Page, UrlRecord } from '@rampart/contracts';
+import { liveScore } from '@rampart/scoring';
+import { describeError } from '../api.ts';
+import { Field, Notice, ScorePlot } from '../components.tsx';
+import { canContribute, type Session } from '../session.ts';
+
+export type IndicatorKind = 'ipv4' | 'file' | 'domain' | 'url';
+
+/** What the operator pasted: an IPv4 (or network), a digest, a URL, else a domain. */
+export function kindOf(text: string): IndicatorKind {
+  if (/^\d{1,3}(\.\d{1,3}){3}(\/\d{1,2})?$/.test(text)) return 'ipv4';
+  if (/^([0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64})$/i.test(text)) return 'file';
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return 'url';
+  return 'domain';
+}
+
+interface Found {
+  kind: IndicatorKind;
+  id: string;
+  score: number;
+  ts: number;
+  decision: number | undefined;
+  ttl: number | null | undefined;
+  explain: Record<string, unknown> | undefined;
+  fields: Array<[string, string]>;
+}
+
+const PATHS: Record<IndicatorKind, (id: string) => string> = {
+  ipv4: (id) => `/ips/${id}`,
+  file: (id) => `/files/${id}`,
+  domain: (id) => `/domains/${encodeURIComponent(id)}`,
+  url: (id) => `/urls/${encodeURIComponent(id)}`,
+};
+
+const show = (v: unknown) => (v === null || v === undefined ? '—' : Array.isArray(v) ? v.join(', ') || '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+
+async function find(session: Session, kind: IndicatorKind, id: string): Promise<Found | null> {
+  const { api } = session;
+  const common = (r: { score: number; ts: number; decision?: number | undefined; explain?: Record<string, unknown> | undefined; tags: string[]; total_reports: number; total_members: number }) => ({
+    score: r.score,
+    ts: r.ts,
+    decision: r.decision,
+    explain: r.explain,
+  });
+  if (kind === 'ipv4') {
+    const page = await api.get(PATHS.ipv4(id), Ipv4Page, { explain: 'yes', full: 'yes' });
+    const r = page.body[0];
+    if (!r) return null;
+    return {
+      kind,
+      id: r.ip,
+      score: r.score,
+      ts: r.ts,
+      decision: r.decision,
+      ttl: r.ttl,
+      explain: r.explain,
+      fields: [
+        ['Members', show(r.info?.members)],
+        ['Reports', show(r.info?.events)],
+        ['Sources', show(r.info?.sources)],
+        ['Last update', new Date(r.ts * 1000).toISOString()],
+        ['Country / AS', show(r.ip_info ? `${r.ip_info.country_name} · AS${r.ip_info.asn} ${r.ip_info.as_name}` : undefined)],
+      ],
+    };
+  }
+  const schema: z.ZodType = kind === 'file' ? FileRecord : kind === 'domain' ? DomainRecord : UrlRecord;
+  const r = (await api.get(PATHS[kind](id), schema, { explain: 'yes' })) as z.infer<typeof FileRecord> & { domain?: string; url?: string };
+  return {
+    kind,
+    id,
+    ...common(r),
+    ttl: undefined,
+    fields: [
+      ['Members', show(r.total_members)],
+      ['Reports', show(r.total_reports)],
+      ['Tags', show(r.tags)],
+      ['First seen', show(r.elk_entry_ts)],
+      ['Last update', show(r.elk_ts)],
+      ...(kind === 'file' ? ([['File type', show(r.file_type)], ['File name', show(r.file_name)]] as Array<[string, string]>) : []),
+    ],
+  };
+}
+
+const DECISIONS = [
+  { value: 0, label: 'Whitelist', help: 'never block' },
+  { value: 1, label: 'Blacklist', help: 'always block (until the TTL for IPv4)' },
+  { value: -1, label: 'Follow score', help: 'block when the live score reaches the threshold' },
+];
+
+export function LookupPage({ session, initial }: { session: Session; initial: string }) {
+  const [query, setQuery] = useState(initial);
+  const [found, setFound] = useState<Found | null | undefined>();
+  const [error, setError] = useState<string>();
+  const [saved, setSaved] = useState<string>();
+  const [ttlHours, setTtlHours] = useState('24');
+
+  async function search(e?: Event) {
+    e?.preventDefault();
+    const text = query.trim();
+    setError(undefined);
+    setSaved(undefined);
+    try {
+      setFound(await find(session, kindOf(text), text));
+    } catch (err) {
+      const d = describeError(err);
+      if (d.message.startsWith('404')) setFound(null);
+      else setError(d.message);
+    }
+  }
+
+  async function decide(decision: number) {
+    if (!found) return;
+    setError(undefined);
+    try {
+      if (found.kind === 'ipv4') {
+        const hours = Number(ttlHours);
+        const ttl = decision === 1 && hours > 0 ? Math.floor(Date.now() / 1000 + hours * 3600) : undefined;
+        await session.api.send('POST', '/ips', { ip: found.id, confidence: 0, source: 'console decision', decision, ...(ttl ? { ttl } : {}) });
+      } else {
+        await session.api.send('PUT', PATHS[found.kind](found.id), { decision: found.kind === 'file' ? String(decision) : decision });
+      }
+      setSaved(`Decision saved: ${DECISIONS.find((d) => d.value === decision)!.label}.`);
+      await search();
+    } catch (err) {
+      setError(describeError(err).message);
+    }
+  }
+
+  const live = found ? liveScore(found.score, Date.now() / 1000 - found.ts) : 0;
+  return (
+    <section aria-labelledby="lookup-h">
+      <h1 id="lookup-h">Look-up</h1>
+      <form class="inline" onSubmit={search} role="search">
+        <Field label="IPv4, domain, URL or digest" name="q" value={query} onInput={setQuery} />
+        <button type="submit" disabled={query.trim() === ''}>
+          Look up
+        </button>
+      </form>
+      {error && <Notice kind="error">{error}</Notice>}
+      {found === null && <Notice kind="info">Not held: no organization has reported it.</Notice>}
+      {found && (
+        <article class="card wide" aria-label="Indicator">
+          <h2>
+            {found.id} <span class="badge">{found.kind}</span>
+          </h2>
+          <dl class="record">
+            <dt>Score at time zero</dt>
+            <dd>{found.score}</dd>
+            <dt>Live score now</dt>
+            <dd data-testid="live-score">{live.toFixed(1)}</dd>
+            <dt>Your decision</dt>
+            <dd data-testid="decision">
+              {DECISIONS.find((d) => d.value === (found.decision ?? -1))?.label}
+              {found.ttl ? ` until ${new Date(found.ttl * 1000).toLocaleString()}` : ''}
+            </dd>
+            {found.fields.map(([k, v]) => (
+              <>
+                <dt>{k}</dt>
+                <dd>{v}</dd>
+              </>
+            ))}
+          </dl>
+          {found.explain && (
+            <details open>
+              <summary>Score components</summary>
+              <dl class="record">
+                {Object.entries(found.explain).map(([k, v]) => (
+                  <>
+                    <dt>{k}</dt>
+                    <dd>{show(v)}</dd>
+                  </>
+                ))}
+              </dl>
+            </details>
+          )}
+          <h3>Live score over the next 14 days</h3>
+          <ScorePlot s0={found.score} ts={found.ts} />
+          {canContribute(session) && (
+            <fieldset class="decisions">
+              <legend>Decision for your organization</legend>
+              {found.kind === 'ipv4' && <Field label="TTL of a blacklisting (hours, 0 = none)" type="number" value={ttlHours} onInput={setTtlHours} />}
+              {DECISIONS.map((d) => (
+                <button key={d.value} type="button" class={d.value === 1 ? 'danger' : 'secondary'} title={d.help} onClick={() => void decide(d.value)}>
+                  {d.label}
+                </button>
+              ))}
+            </fieldset>
+          )}
+          {saved && <Notice kind="ok">{saved}</Notice>}
+        </article>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,195 @@
+import { mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { AgentSettingsDocument, OrganizationConfig, ServerSyncMessage, VpnLicense } from '@rampart/contracts';
+import { systemGate } from '@rampart/plugin-kit/testing';
+import { buildApp } from '../../apps/server/src/app.ts';
+import { testConfig } from '../../apps/server/src/config.ts';
+import { openStore, type Store } from '../../apps/server/src/store/index.ts';
+import { seedOrg, type TestOrg } from '../../apps/server/test/support/app.ts';
+import { createTestDatabase } from '../../apps/server/test/support/databases.ts';
+
+/*
+ * The web console in a real headless Chromium against a real server (PostgreSQL when
+ * DATABASE_URL is set, as in CI; else the embedded store). Screenshots go to test-results/console.
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const SHOTS = 'test-results/console';
+const GAID = 'RMP-AGENT-ID-CONSOLE1';
+
+describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('web console', { timeout: 120_000 }, () => {
+  let store: Store;
+  let dropDb: (() => Promise<void>) | undefined;
+  let app: FastifyInstance;
+  let base: string;
+  let browser: Browser;
+  let acme: TestOrg;
+  let agentSocket: WebSocket;
+  const pushed: ServerSyncMessage[] = [];
+  const consoleErrors: string[] = [];
+
+  const api = async (method: string, path: string, key: string, body?: unknown) => {
+    const res = await fetch(`${base}/api/v1${path}`, { method, headers: { authorization: key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const text = await res.text();
+    return { status: res.status, json: text ? (JSON.parse(text) as unknown) : undefined };
+  };
+
+  async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000) {
+    const deadline = Date.now() + ms;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  async function signedIn(key: string, width = 1280): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width, height: 900 } });
+    const page = await context.newPage();
+    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+    page.on('pageerror', (e) => consoleErrors.push(e.message));
+    await page.goto(`${base}/console/`);
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    return page;
+  }
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    if (process.env.DATABASE_URL) {
+      const db = await createTestDatabase();
+      dropDb = db.drop;
+      store = await openStore({ databaseUrl: db.url });
+    } else {
+      store = await openStore({});
+    }
+    app = await buildApp({ config: testConfig({ authCacheSeconds: 0 }), store });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    acme = await seedOrg(store, { credits: 500, name: 'Console Acme' });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+
+    // A registered agent, connected to the sync channel with its own key.
+    const config = { gaid: GAID, ts: Date.now(), score_threshold: 500, start_from: 0, version: 'v1.0.0', proxy: 'LOCAL', sync_time: 5, maximum_rules: 1000, ips: { csv: { active: true, csv_logs: '/tmp/list.csv', csv_reload_command: '' } } };
+    expect((await api('POST', '/agents', acme.keys.admin, config)).status).toBe(201);
+    const issued = (await api('POST', `/agents/${GAID}/token`, acme.keys.admin, {})).json as { token: string; header: string };
+    agentSocket = new WebSocket(`${base.replace('http', 'ws')}/api/v1/agents/sync`, { headers: { [issued.header]: issued.token } });
+    agentSocket.on('message', (data) => pushed.push(ServerSyncMessage.parse(JSON.parse(String(data)))));
+    await until('the hello frame', () => pushed.some((m) => m.type === 'hello'));
+  });
+
+  afterAll(async () => {
+    agentSocket?.close();
+    await browser?.close();
+    await app?.close();
+    await store?.close();
+    await dropDb?.();
+  });
+
+  it('signs in and shows the organization, role and coin balance', async () => {
+    const page = await signedIn(acme.keys.admin);
+    const who = page.getByLabel('Signed in as');
+    await expect.poll(() => who.textContent()).toContain('Console Acme');
+    expect(await who.textContent()).toContain('organization admin');
+    expect(await who.textContent()).toMatch(/\d+ coins/);
+    await page.getByRole('heading', { name: 'IPv4 indicators by band' }).waitFor();
+    expect(await page.getByTestId('agents-alive').textContent()).toBe('1');
+    await page.screenshot({ path: `${SHOTS}/overview-1280.png`, fullPage: true });
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  it('toggles an ips integration, saves it, and the connected agent hears settings_changed', async () => {
+    const page = await signedIn(acme.keys.admin);
+    await page.getByRole('link', { name: 'Agents' }).click();
+    await page.getByRole('link', { name: GAID }).click();
+    await page.getByRole('heading', { name: `Agent ${GAID}` }).waitFor();
+    await page.getByLabel('packet_filter (enforcement)').check();
+    await page.locator('input[name="ips.packet_filter.acl"]').fill('/etc/rampart/acl.txt');
+    await page.screenshot({ path: `${SHOTS}/agent-1280.png`, fullPage: true });
+    const before = pushed.length;
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Saved.').waitFor();
+
+    const doc = AgentSettingsDocument.parse((await api('GET', `/agents/${GAID}/config`, acme.keys.admin)).json);
+    expect(doc.ips?.packet_filter).toEqual({ active: true, acl: '/etc/rampart/acl.txt', reload_command: '' });
+    expect(doc.ips?.csv).toEqual({ active: true, csv_logs: '/tmp/list.csv', csv_reload_command: '' });
+    await until('settings_changed on the agent socket', () => pushed.slice(before).some((m) => m.type === 'settings_changed'));
+    const change = pushed.slice(before).find((m) => m.type === 'settings_changed')!;
+    expect(change).toMatchObject({ type: 'settings_changed', subject: 'agent' });
+  });
+
+  it('shows an inline error for an invalid CIDR in reserved_ips and saves nothing', async () => {
+    const before = OrganizationConfig.parse((await api('GET', '/organization/config', acme.keys.admin)).json);
+    const page = await signedIn(acme.keys.admin);
+    await page.getByRole('link', { name: 'Organization' }).click();
+    const editor = page.getByLabel('reserved_ips (one address or CIDR network per line)');
+    await editor.fill('192.0.2.0/24\n10.0.0.300/33');
+    await page.getByText('Not an IPv4 address or network: line 2 "10.0.0.300/33"').waitFor();
+    expect(await editor.getAttribute('aria-invalid')).toBe('true');
+    expect(await page.getByRole('button', { name: 'Save' }).isDisabled()).toBe(true);
+    await page.screenshot({ path: `${SHOTS}/organization-invalid-1280.png`, fullPage: true });
+    const after = OrganizationConfig.parse((await api('GET', '/organization/config', acme.keys.admin)).json);
+    expect(after).toEqual(before);
+
+    await editor.fill('192.0.2.0/24');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Saved.').waitFor();
+    expect(OrganizationConfig.parse((await api('GET', '/organization/config', acme.keys.admin)).json).reserved_ips).toEqual(['192.0.2.0/24']);
+  });
+
+  it('gives a reader no edit controls, and the API refuses a reader anyway', async () => {
+    const page = await signedIn(acme.keys.reader, 390);
+    expect(await page.getByLabel('Signed in as').textContent()).toContain('reader');
+    await page.getByRole('link', { name: 'Organization' }).click();
+    await page.getByText('Organization settings are edited by organization admins.').waitFor();
+    expect(await page.getByRole('button', { name: 'Save' }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Look-up' }).click();
+    await page.getByRole('searchbox').or(page.getByLabel('IPv4, domain, URL or digest')).first().waitFor();
+    expect(await page.getByRole('button', { name: 'Blacklist' }).count()).toBe(0);
+    await page.screenshot({ path: `${SHOTS}/reader-lookup-390.png`, fullPage: true });
+    expect((await api('PUT', '/organization/config', acme.keys.reader, {})).status).toBe(403);
+    expect((await api('PUT', `/agents/${GAID}/config`, acme.keys.reader, {})).status).toBe(403);
+  });
+
+  it('creates a VPN license, shows its client config once, and deactivates it after confirmation', async () => {
+    const page = await signedIn(acme.keys.admin);
+    await page.getByRole('link', { name: 'Secure VPN' }).click();
+    await page.getByLabel('account_name').fill('alice');
+    await page.getByRole('button', { name: 'Create license' }).click();
+    const config = page.getByTestId('vpn-config');
+    await config.waitFor();
+    expect(await config.textContent()).toMatch(/\[Interface\][\s\S]*PrivateKey = [A-Za-z0-9+/]{43}=[\s\S]*\[Peer\]/);
+    await page.screenshot({ path: `${SHOTS}/vpn-created-1280.png`, fullPage: true });
+    const listed = (await api('GET', '/vpn', acme.keys.admin)).json as VpnLicense[];
+    expect(listed.map((l) => l.account_name)).toEqual(['alice']);
+
+    const row = page.locator(`tr[data-vid="${listed[0]!.vid}"]`);
+    await row.getByRole('button', { name: 'Deactivate' }).click();
+    await row.getByRole('button', { name: 'Yes, deactivate' }).click();
+    await page.getByText('No active license.').waitFor();
+    expect((await api('GET', '/vpn', acme.keys.admin)).json).toEqual([]);
+  });
+
+  it('renders every page at 390 and 1280 pixels without console errors', async () => {
+    for (const width of [390, 1280]) {
+      const page = await signedIn(acme.keys.admin, width);
+      for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys']] as const) {
+        await page.getByRole('link', { name: link, exact: true }).click();
+        await page.getByRole('heading', { level: 1 }).waitFor();
+        await page.screenshot({ path: `${SHOTS}/${name}-${width}.png`, fullPage: true });
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+        expect(overflow, `${name} at ${width}px scrolls sideways`).toBeLessThanOrEqual(0);
+      }
+      await page.context().close();
+    }
+    expect(consoleErrors.join("\n")).toBe("");
+  });
+});
