@@ -30,6 +30,8 @@ export interface LineParser {
   push(line: string, readAt: number): Detection[];
   /** End of input: returns what was pending (e.g. scan windows still open). */
   flush(now: number): Detection[];
+  /** Counters for the `parse` summary, e.g. lines of the source's programs, skipped host names. */
+  stats?(): Record<string, number>;
 }
 
 export interface SourceContext {
@@ -58,6 +60,11 @@ export interface SourceDefinition<C = unknown> {
   /** Validates the `ids.<label>` entry (plus the plugin's local options); no I/O. */
   configSchema: z.ZodType<C>;
   createParser(config: C, mode: DetectionMode): LineParser;
+  /**
+   * The `ids.<label>` entry `rampart-agent parse` uses when given none (a file source's path
+   * does not matter there). Omitted when the source has no line parser worth running alone.
+   */
+  parseDefaults?: unknown;
   /** Starts reading (usually tailing the configured file) and emitting. */
   start(config: C, mode: DetectionMode, ctx: SourceContext): RunningSource;
 }

@@ -22,6 +22,7 @@ export const sshdSource = defineSource<SshSourceConfig>({
   name: 'sshd',
   serves: 'ssh_log',
   configSchema: SshSourceConfig,
+  parseDefaults: { active: true, ssh_log_location: '-' },
   createParser: (config, mode) => new SshParser({ mode, programs: config.options.programs }),
   start: (config, mode, ctx) =>
     startTailedSource(config.ssh_log_location, new SshParser({ mode, programs: config.options.programs }), ctx, config.options.start_at),

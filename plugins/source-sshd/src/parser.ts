@@ -25,7 +25,7 @@ const PREFIX_RE = /^(?:error|fatal): (?:PAM: )?/;
 
 /** The `ssh_log` line parser: fail2ban's sshd filter semantics, one rule list per mode. */
 export class SshParser implements LineParser {
-  readonly stats: SshParserStats = { lines: 0, sshLines: 0, detections: 0, hostNames: 0 };
+  readonly counters: SshParserStats = { lines: 0, sshLines: 0, detections: 0, hostNames: 0 };
   private readonly index: Map<number, SshRule[]>;
   private readonly programs: Set<string>;
   private readonly envelopes = new EnvelopeParser();
@@ -37,8 +37,12 @@ export class SshParser implements LineParser {
     this.programs = new Set(options.programs ?? ['sshd', 'sshd-session']);
   }
 
+  stats(): Record<string, number> {
+    return { ...this.counters };
+  }
+
   push(line: string, readAt: number): Detection[] {
-    this.stats.lines++;
+    this.counters.lines++;
     const exported = this.journalExport.push(line);
     if (exported === null) return [];
     const envelope = exported ?? this.envelopes.parse(line, readAt);
@@ -52,7 +56,7 @@ export class SshParser implements LineParser {
 
   private envelope(envelope: Envelope, readAt: number): Detection[] {
     if (!this.programs.has(envelope.program)) return [];
-    this.stats.sshLines++;
+    this.counters.sshLines++;
     let message = envelope.message;
     const c = message.charCodeAt(0);
     if (c === 101 /* e */ || c === 102 /* f */) message = message.replace(PREFIX_RE, '');
@@ -88,10 +92,10 @@ export class SshParser implements LineParser {
     }
     const ip = canonicalIp(host);
     if (ip === undefined) {
-      this.stats.hostNames++;
+      this.counters.hostNames++;
       return [];
     }
-    this.stats.detections++;
+    this.counters.detections++;
     return [{ ts, ip, source: 'ssh_log', kind: rule.kind, attempts: Math.max(1, facts.matches) }];
   }
 }

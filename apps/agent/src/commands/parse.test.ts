@@ -1,0 +1,69 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseCommand } from './parse.ts';
+
+function capture() {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const out: string[] = [];
+  const err: string[] = [];
+  stdout.on('data', (c: Buffer) => out.push(c.toString()));
+  stderr.on('data', (c: Buffer) => err.push(c.toString()));
+  return { stdout, stderr, out: () => out.join(''), err: () => err.join('') };
+}
+
+const LOG = [
+  'Mar  1 10:00:00 h sshd[1]: Invalid user oracle from 198.51.100.9 port 4242',
+  'Mar  1 10:00:01 h sshd[2]: Connection closed by 203.0.113.5 port 22 [preauth]',
+  'Mar  1 10:00:02 h CRON[3]: pam_unix(cron:session): session opened for user root',
+  'Mar  1 10:00:03 h sshd[4]: Failed password for root from 192.0.2.7 port 5 ssh2',
+].join('\n');
+
+describe('rampart-agent parse', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'rampart-parse-'));
+    await writeFile(join(dir, 'auth.log'), LOG); // no final newline: the last line still counts
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it('prints one JSON line per detection and a summary on stderr', async () => {
+    process.env.TZ = 'UTC';
+    const io = capture();
+    expect(await parseCommand({ source: 'ssh_log', file: join(dir, 'auth.log') }, { stdin: Readable.from([]), ...io })).toBe(0);
+    const lines = io.out().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((l) => Object.keys(l))).toEqual([['ts', 'ip', 'source', 'kind', 'attempts'], ['ts', 'ip', 'source', 'kind', 'attempts']]);
+    expect(lines.map(({ ip, kind, attempts, source }) => ({ ip, kind, attempts, source }))).toEqual([
+      { ip: '198.51.100.9', kind: 'invalid_user', attempts: 1, source: 'ssh_log' },
+      { ip: '192.0.2.7', kind: 'auth_failure', attempts: 1, source: 'ssh_log' },
+    ]);
+    expect(new Date((lines[0]!.ts as number) * 1000).toISOString().slice(5, 19)).toBe('03-01T10:00:00');
+    expect(io.err()).toMatch(/^parse: ssh_log \(normal\) read 4 lines in .* 2 detections, 2 attempts, 2 addresses \(invalid_user 1, auth_failure 1\)/);
+  });
+
+  it('reads stdin in aggressive mode', async () => {
+    const io = capture();
+    const stdin = Readable.from([Buffer.from(LOG.slice(0, 100)), Buffer.from(LOG.slice(100) + '\n')]);
+    expect(await parseCommand({ source: 'ssh_log', mode: 'aggressive', file: '-' }, { stdin, ...io })).toBe(0);
+    expect(io.out().trim().split('\n').map((l) => (JSON.parse(l) as { ip: string }).ip)).toEqual(['198.51.100.9', '203.0.113.5', '192.0.2.7']);
+  });
+
+  it('fails clearly on an unknown source, a bad mode, bad config and a missing file', async () => {
+    const stdin = Readable.from([]);
+    let io = capture();
+    expect(await parseCommand({ source: 'nope', file: '-' }, { stdin, ...io })).toBe(2);
+    expect(io.err()).toMatch(/^parse: no source for 'nope'; known sources: .*ssh_log/);
+    io = capture();
+    expect(await parseCommand({ source: 'ssh_log', mode: 'loud' as never, file: '-' }, { stdin, ...io })).toBe(2);
+    expect(io.err()).toBe("parse: --mode must be normal or aggressive, not 'loud'\n");
+    io = capture();
+    expect(await parseCommand({ source: 'ssh_log', file: '-', config: '{"active":true,"ssh_log_location":""}' }, { stdin, ...io })).toBe(2);
+    expect(io.err()).toBe('parse: ids.ssh_log.ssh_log_location: a log file path is required\n');
+    io = capture();
+    expect(await parseCommand({ source: 'ssh_log', file: join(dir, 'missing.log') }, { stdin, ...io })).toBe(1);
+    expect(io.err()).toMatch(/^parse: cannot read .*missing\.log: ENOENT/);
+  });
+});
