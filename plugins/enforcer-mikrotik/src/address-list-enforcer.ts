@@ -1,0 +1,148 @@
+import {
+  DesiredSet,
+  compareCidrs,
+  sortCidrs,
+  type BlockEntry,
+  type Diff,
+  type EnforceResult,
+  type Enforcer,
+  type PluginLogger,
+  type ReconcileResult,
+} from '@rampart/plugin-kit';
+import { parseAddressList, parseDropRules, routerOsError, ros } from './routeros.ts';
+
+export interface RouterShell {
+  exec(command: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface AddressListOptions {
+  /** Base name: lists `<name>-a` / `<name>-b`, drop rules commented `<name>-drop`. */
+  listName: string;
+  chains: string[];
+  batchSize: number;
+  capacity: number;
+  shell: RouterShell;
+  log: PluginLogger;
+}
+
+export class RouterOsError extends Error {
+  readonly code = 'ROUTEROS_COMMAND_FAILED';
+  constructor(readonly detail: string) {
+    super(`RouterOS refused a command: ${detail.slice(0, 300)}`);
+    this.name = 'RouterOsError';
+  }
+}
+
+/**
+ * RouterOS address-list enforcement. Two lists alternate: a full replace fills the idle one,
+ * then repoints the drop rules to it in one `set` (the switch is atomic), then empties the old
+ * one. A diff is compared with the active list as the router reports it and sent as
+ * `add`/`remove` batches, one `exec` per batch.
+ */
+export function createAddressListEnforcer(o: AddressListOptions): Enforcer {
+  const desired = new DesiredSet();
+  const lists = [`${o.listName}-a`, `${o.listName}-b`] as const;
+  const comment = `${o.listName}-drop`;
+
+  async function run(commands: string[]): Promise<string> {
+    let output = '';
+    for (let i = 0; i < commands.length; i += o.batchSize) {
+      const out = await o.shell.exec(commands.slice(i, i + o.batchSize).join('\n'));
+      const failed = routerOsError(out);
+      if (failed) throw new RouterOsError(failed);
+      output += out;
+    }
+    return output;
+  }
+
+  /** The list the drop rules point at, or undefined when the rules are missing or disagree. */
+  async function activeList(): Promise<{ list: string | undefined; rules: number }> {
+    const rules = parseDropRules(await run([ros.printRules(comment)]));
+    const names = new Set(rules.map((r) => r.list));
+    const complete = o.chains.every((c) => rules.some((r) => r.chain === c));
+    const only = names.size === 1 ? [...names][0] : undefined;
+    return { list: complete && only && (lists as readonly string[]).includes(only) ? only : undefined, rules: rules.length };
+  }
+
+  async function readList(list: string): Promise<string[]> {
+    return parseAddressList(await run([ros.printList(list)]));
+  }
+
+  function kept(): { entries: BlockEntry[]; cut: number } {
+    const { kept: entries, cut } = desired.withinCapacity(o.capacity);
+    return { entries: entries.sort((a, b) => compareCidrs(a.cidr, b.cidr)), cut };
+  }
+
+  function result(cut: number, enforced: number): EnforceResult {
+    if (cut > 0) o.log.warn({ cut, capacity: o.capacity }, 'capacity reached; lowest scores cut');
+    if (desired.invalid > 0) o.log.warn({ invalid: desired.invalid }, 'inputs that are not IPv4 CIDRs ignored');
+    return { enforced, cut, ...(desired.invalid > 0 ? { invalid: desired.invalid } : {}) };
+  }
+
+  async function replace(): Promise<EnforceResult> {
+    const { entries, cut } = kept();
+    const current = await activeList();
+    const next = current.list === lists[0] ? lists[1] : lists[0];
+    await run([ros.clearList(next), ...entries.map((e) => ros.add(next, e.cidr))]);
+    if (current.list) {
+      await run([ros.repoint(comment, next)]);
+    } else {
+      // Rules missing, partial or pointing elsewhere: recreate them at the top of the chain.
+      const existing = Number((await run([ros.countRules()])).trim()) || 0;
+      await run([ros.removeRules(comment), ...o.chains.map((c) => ros.addRule(c, next, comment, existing - current.rules > 0))]);
+    }
+    const previous = next === lists[0] ? lists[1] : lists[0];
+    await run([ros.clearList(previous)]);
+    return result(cut, entries.length);
+  }
+
+  async function list(): Promise<string[]> {
+    const { list: active } = await activeList();
+    return active ? readList(active) : [];
+  }
+
+  return {
+    capacity: o.capacity,
+    async healthcheck() {
+      try {
+        await activeList();
+        return { ok: true };
+      } catch (err) {
+        return { ok: false, detail: (err as Error).message };
+      }
+    },
+    async sync(entries: BlockEntry[]) {
+      desired.replace(entries);
+      return replace();
+    },
+    async apply(diff: Diff) {
+      desired.apply(diff);
+      const { list: active } = await activeList();
+      if (!active) return replace();
+      const { entries, cut } = kept();
+      const live = new Set(await readList(active));
+      const want = new Set(entries.map((e) => e.cidr));
+      await run([
+        ...[...live].filter((c) => !want.has(c)).map((c) => ros.remove(active, c)),
+        ...entries.filter((e) => !live.has(e.cidr)).map((e) => ros.add(active, e.cidr)),
+      ]);
+      return result(cut, entries.length);
+    },
+    list,
+    async reconcile(): Promise<ReconcileResult> {
+      const want = kept().entries.map((e) => e.cidr);
+      const live = sortCidrs(await list());
+      const drifted = live.length !== want.length || live.some((c, i) => c !== want[i]);
+      if (!drifted) return { enforced: want.length, cut: kept().cut, drifted };
+      o.log.warn({ live: live.length, expected: want.length }, 'router list drifted; re-asserting');
+      desired.invalid = 0;
+      return { ...(await replace()), drifted };
+    },
+    async withdraw() {
+      desired.replace([]);
+      await run([ros.removeRules(comment), ...lists.map((l) => ros.clearList(l))]);
+    },
+    close: () => o.shell.close(),
+  };
+}

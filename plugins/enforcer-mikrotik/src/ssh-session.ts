@@ -1,0 +1,99 @@
+import { createHash } from 'node:crypto';
+import { Client, type ConnectConfig } from 'ssh2';
+
+export interface SshTarget {
+  host: string;
+  port: number;
+  username: string;
+  password?: string;
+  privateKey?: Buffer;
+  passphrase?: string;
+  /** `SHA256:<base64>` as `ssh-keygen -lf` prints it; the connection fails on any other key. */
+  hostKeySha256: string;
+  timeoutMs: number;
+}
+
+/** The OpenSSH-style fingerprint of a raw host key. */
+export function sha256Fingerprint(key: Buffer): string {
+  return `SHA256:${createHash('sha256').update(key).digest('base64').replace(/=+$/, '')}`;
+}
+
+export class SshError extends Error {
+  readonly code = 'SSH_FAILED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'SshError';
+  }
+}
+
+/** One SSH connection, opened on first use and again after it drops; commands run via `exec`. */
+export class SshSession {
+  private client: Client | undefined;
+  private connecting: Promise<Client> | undefined;
+
+  constructor(private readonly target: SshTarget) {}
+
+  private connect(): Promise<Client> {
+    if (this.client) return Promise.resolve(this.client);
+    this.connecting ??= new Promise<Client>((resolve, reject) => {
+      const client = new Client();
+      let seenKey = '';
+      const config: ConnectConfig = {
+        host: this.target.host,
+        port: this.target.port,
+        username: this.target.username,
+        readyTimeout: this.target.timeoutMs,
+        hostVerifier: (key: Buffer) => {
+          seenKey = sha256Fingerprint(key);
+          return seenKey === this.target.hostKeySha256;
+        },
+        ...(this.target.privateKey
+          ? { privateKey: this.target.privateKey, passphrase: this.target.passphrase }
+          : { password: this.target.password }),
+      };
+      client.once('ready', () => {
+        this.client = client;
+        this.connecting = undefined;
+        resolve(client);
+      });
+      client.once('error', (err) => {
+        this.connecting = undefined;
+        const pinned = seenKey && seenKey !== this.target.hostKeySha256;
+        reject(new SshError(pinned ? `host key ${seenKey} does not match the pinned key` : `ssh: ${err.message}`));
+      });
+      client.on('close', () => {
+        if (this.client === client) this.client = undefined;
+      });
+      client.connect(config);
+    });
+    return this.connecting;
+  }
+
+  /** Runs `command` (may span lines) and returns stdout and stderr together. */
+  async exec(command: string): Promise<string> {
+    const client = await this.connect();
+    return new Promise((resolve, reject) => {
+      client.exec(command, (err, stream) => {
+        if (err) return reject(new SshError(`ssh exec: ${err.message}`));
+        let out = '';
+        const timer = setTimeout(() => stream.close(), this.target.timeoutMs);
+        stream.on('data', (d: Buffer) => (out += d.toString('utf8')));
+        stream.stderr.on('data', (d: Buffer) => (out += d.toString('utf8')));
+        stream.on('close', () => {
+          clearTimeout(timer);
+          resolve(out.replace(/\r/g, ''));
+        });
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (!client) return;
+    await new Promise<void>((resolve) => {
+      client.once('close', () => resolve());
+      client.end();
+    });
+  }
+}
