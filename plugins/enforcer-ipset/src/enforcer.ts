@@ -85,7 +85,8 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
   }
 
   async function persist(cidrs: () => string[]): Promise<void> {
-    if (config.acl) await writeFileAtomic(config.acl, saveScript(layout, cidrs()), 0o640);
+    // Sorted so that the file diffs cleanly between versions.
+    if (config.acl) await writeFileAtomic(config.acl, saveScript(layout, sortCidrsFast(cidrs())), 0o640);
     if (config.reload_command) await runChecked(run, config.reload_command, timeoutMs);
   }
 

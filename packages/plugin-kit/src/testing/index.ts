@@ -4,3 +4,4 @@ export * from './system-gate.ts';
 export * from './fail2ban-oracle.ts';
 export * from './nginx-instance.ts';
 export * from './netns-lab.ts';
+export * from './firewall-topology.ts';
