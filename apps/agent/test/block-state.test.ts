@@ -5,7 +5,7 @@ import { NeverBlock } from '../src/sync/never-block.ts';
 import { RecordTable } from '../src/sync/record-table.ts';
 import { cidrKey, keyCidr } from '../src/sync/ipv4.ts';
 
-const none = { ownAddresses: [], controlPlane: [], reservedIps: [], allowList: [] };
+const none: { ownAddresses: string[]; controlPlane: string[]; reservedIps: string[]; allowList: string[] } = { ownAddresses: [], controlPlane: [], reservedIps: [], allowList: [] };
 const NOW = 1_800_000_000;
 const policy = { threshold: 100, maximumRules: 1000 };
 

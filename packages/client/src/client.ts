@@ -4,6 +4,7 @@ import {
   AgentFeedbackBody,
   AgentRegisterResponse,
   AgentSettingsDocument,
+  AgentTokenIssued,
   DomainPage,
   FilePage,
   IpsReportBody,
@@ -124,6 +125,11 @@ export class RampartClient {
 
   async registerAgent(config: AgentConfig | z.input<typeof AgentConfig>, call: Call = {}): Promise<AgentRegisterResponse> {
     return parseJson(AgentRegisterResponse, await this.transport.request('POST', '/agents', { ...call, body: config }));
+  }
+
+  /** Issues an agent key (admin key required); the token is shown only in this answer. */
+  async issueAgentToken(agid: string, body: { ttl_days?: number } = {}, call: Call = {}): Promise<AgentTokenIssued> {
+    return parseJson(AgentTokenIssued, await this.transport.request('POST', `/agents/${encodeURIComponent(agid)}/token`, { ...call, body }));
   }
 
   async agentFeedback(body: AgentFeedbackBody, call: Call = {}): Promise<void> {

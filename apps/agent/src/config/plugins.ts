@@ -28,10 +28,11 @@ function activeEntries(group: Record<string, unknown> | undefined): [string, unk
  * Resolves every active `ids`/`ips` entry to its plugin and validates the entry with the
  * plugin's own schema. No I/O; every problem is listed.
  */
-export function planPlugins(settings: AgentSettingsDocument, registry: Registry): { plan: PluginPlan; problems: ConfigProblem[] } {
+export function planPlugins(settings: AgentSettingsDocument, registry: Registry, sourceOptions: Record<string, unknown> = {}): { plan: PluginPlan; problems: ConfigProblem[] } {
   const problems: ConfigProblem[] = [];
   const plan: PluginPlan = { sources: [], enforcers: [] };
-  for (const [label, entry] of activeEntries(settings.ids as Record<string, unknown> | undefined)) {
+  for (const [label, raw] of activeEntries(settings.ids as Record<string, unknown> | undefined)) {
+    const entry = sourceOptions[label] === undefined ? raw : { ...(raw as object), options: sourceOptions[label] };
     resolve('ids', label, entry, () => findSource(label, registry.sources), (definition, config) => plan.sources.push({ label, definition, config }));
   }
   for (const [label, entry] of activeEntries(settings.ips as Record<string, unknown> | undefined)) {

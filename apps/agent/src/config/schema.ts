@@ -1,21 +1,11 @@
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
 
-const DetectionMode = z.enum(['normal', 'aggressive']);
-
 /** An IPv4/IPv6 address or CIDR (ipaddr.js decides, so the never-block list can parse it later). */
 export const AddressOrCidr = z
   .string()
   .max(64)
   .refine((text) => ipaddr.isValid(text) || ipaddr.isValidCIDR(text), { message: 'not an IP address or CIDR' });
-
-/** Reporting policy of one source (fail2ban's maxretry / findtime), local to the host. */
-export const SourcePolicyOptions = z.strictObject({
-  mode: DetectionMode.default('normal'),
-  max_retry: z.int().min(1).max(10_000).default(5),
-  find_time_seconds: z.int().min(1).max(7 * 86_400).default(600),
-});
-export type SourcePolicyOptions = z.infer<typeof SourcePolicyOptions>;
 
 /** Options that only make sense on this host; never sent to the control plane. */
 export const LocalOptions = z
@@ -36,9 +26,12 @@ export const LocalOptions = z
     /** Page size of the /ips feed walk. */
     feed_page_size: z.int().min(1).max(1000).default(1000),
     websocket: z.boolean().default(true),
-    sources: z.record(z.string().max(64), SourcePolicyOptions).default({}),
-    /** Report confidence for a detection that meets its policy (0..1). */
-    report_confidence: z.number().min(0).max(1).default(0.8),
+    /**
+     * Per `ids` label: the source plugin's local `options` (mode, start_at, max_retry,
+     * find_time_seconds, severity, ...), validated by that plugin's schema. Kept here because the
+     * server's settings document holds only the specification's fields.
+     */
+    sources: z.record(z.string().max(64), z.record(z.string(), z.unknown())).default({}),
   })
   .prefault({});
 export type LocalOptions = z.infer<typeof LocalOptions>;

@@ -1,0 +1,364 @@
+import { mkdir } from 'node:fs/promises';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { RampartClient } from '@rampart/client';
+import { SourceOptionsBase, fileOffsetStore, policyOptionsOf, type DetectionMode } from '@rampart/plugin-kit';
+import { ConfigInvalidError, type AgentFileConfig } from './config/load.ts';
+import { planPlugins, type PlannedEnforcer, type PluginPlan } from './config/plugins.ts';
+import { REGISTRY, type Registry } from './registry.ts';
+import { pickKey, loadCredentials } from './runtime/credentials.ts';
+import { startOpsServer } from './runtime/http.ts';
+import { createMetrics, type AgentMetrics } from './runtime/metrics.ts';
+import { DetectionPipeline } from './runtime/pipeline.ts';
+import { Reporter } from './runtime/reporter.ts';
+import { Scheduler, cronForMinutes } from './runtime/scheduler.ts';
+import { SettingsManager, type EffectiveSettings } from './runtime/settings.ts';
+import { Spool } from './runtime/spool.ts';
+import { Supervisor } from './runtime/supervisor.ts';
+import { BlockState, type BlockPolicy } from './sync/block-state.ts';
+import { SyncChannel } from './sync/channel.ts';
+import { FeedStateFile } from './sync/feed-state.ts';
+import { NeverBlock, hostAddresses } from './sync/never-block.ts';
+import { Syncer, type ActiveEnforcer } from './sync/syncer.ts';
+
+export const AGENT_VERSION = 'v0.1.0';
+
+export interface AgentOptions {
+  file: AgentFileConfig;
+  log: Logger;
+  registry?: Registry;
+  /** Overrides the sync-channel heartbeat (tests). */
+  heartbeatMs?: number;
+}
+
+interface EnforcerSlot extends ActiveEnforcer {
+  fingerprint: string;
+}
+
+/**
+ * The agent daemon: wires settings, the sync engine, the enforcers, the sources, the report
+ * spool and the operations endpoint, and applies setting changes without a restart.
+ */
+export class Agent {
+  readonly metrics: AgentMetrics = createMetrics();
+  readonly settings: SettingsManager;
+  private readonly registry: Registry;
+  private readonly log: Logger;
+  private client!: RampartClient;
+  private state!: BlockState;
+  private syncer!: Syncer;
+  private spool!: Spool;
+  private reporter!: Reporter;
+  private pipeline!: DetectionPipeline;
+  private supervisor!: Supervisor;
+  private scheduler!: Scheduler;
+  private channel: SyncChannel | undefined;
+  private ops: Awaited<ReturnType<typeof startOpsServer>> | undefined;
+  private enforcers: EnforcerSlot[] = [];
+  private controlPlaneAddresses: string[] = [];
+  private applying: Promise<void> = Promise.resolve();
+  private running = true;
+  private needFull = true;
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(private readonly options: AgentOptions) {
+    this.log = options.log;
+    this.registry = options.registry ?? REGISTRY;
+    this.settings = new SettingsManager(options.file, this.log.child({ component: 'settings' }));
+  }
+
+  get opsPort(): number | undefined {
+    return this.ops?.port;
+  }
+
+  async start(): Promise<void> {
+    const file = this.settings.local;
+    const { local } = file;
+    await mkdir(local.state_dir, { recursive: true, mode: 0o700 });
+    await this.settings.restore();
+    const current = this.settings.current();
+    // Fail before anything starts when the plugins cannot be planned.
+    const planned = planPlugins(current.settings, this.registry, local.sources);
+    if (planned.problems.length > 0) throw new ConfigInvalidError(planned.problems);
+
+    const key = pickKey(file.settings.api_jwt_key, await loadCredentials(local.state_dir), file.settings.gaid);
+    if (!key) throw new ConfigInvalidError([{ path: 'api_jwt_key', message: 'no agent key: set api_jwt_key (e.g. "${RAMPART_AGENT_KEY}") or run `rampart-agent register`' }]);
+    this.client = new RampartClient({
+      baseUrl: file.controlPlaneUrl,
+      apiKey: key,
+      authName: file.settings.auth_name ?? 'Authorization',
+      authScheme: local.auth_scheme,
+      userAgent: `rampart-agent/${AGENT_VERSION}`,
+    });
+    this.controlPlaneAddresses = await resolveHost(new URL(file.controlPlaneUrl).hostname);
+
+    this.state = new BlockState(this.buildNeverBlock(current));
+    this.syncer = new Syncer({
+      client: this.client,
+      state: this.state,
+      feedState: new FeedStateFile(local.state_dir),
+      enforcers: () => this.enforcers,
+      policy: () => this.policy(),
+      gaid: () => this.settings.current().settings.gaid,
+      log: this.log.child({ component: 'sync' }),
+      metrics: this.metrics,
+      options: () => ({
+        pageSize: this.settings.local.local.feed_page_size,
+        forceSync: this.settings.local.local.force_sync,
+        maxRemovalFraction: this.settings.local.local.max_removal_fraction,
+        minGuardedRemovals: 10,
+      }),
+    });
+    await this.syncer.restore();
+
+    this.spool = await Spool.open({ dir: join(local.state_dir, 'spool') });
+    this.reporter = new Reporter({
+      client: this.client,
+      spool: this.spool,
+      log: this.log.child({ component: 'reporter' }),
+      metrics: this.metrics,
+      gaid: () => this.settings.current().settings.gaid,
+    });
+    this.pipeline = new DetectionPipeline({
+      spool: this.spool,
+      metrics: this.metrics,
+      log: this.log.child({ component: 'pipeline' }),
+      neverBlock: () => this.state.neverBlock,
+      reporting: () => this.running,
+      onSpooled: () => this.reporter.notify(),
+    });
+    this.supervisor = new Supervisor({
+      log: this.log,
+      metrics: this.metrics,
+      offsets: fileOffsetStore(join(local.state_dir, 'offsets.json')),
+      emit: (label, detection) => this.pipeline.push(label, detection),
+    });
+    this.scheduler = new Scheduler(this.log.child({ component: 'scheduler' }));
+    this.ops = await startOpsServer({ host: local.metrics_host, port: local.metrics_port, registry: this.metrics.registry, health: async () => this.health() });
+
+    this.settings.onChange((next, previous) => {
+      this.applying = this.applying.then(() => this.apply(next, previous)).catch((err: unknown) => this.log.error({ err }, 'settings change not applied'));
+    });
+    await this.apply(current, undefined, planned.plan);
+    this.reporter.start();
+
+    if (local.websocket) {
+      this.channel = new SyncChannel({
+        url: this.client.syncUrl(),
+        headers: () => this.client.authHeaders(),
+        log: this.log.child({ component: 'channel' }),
+        heartbeatMs: this.options.heartbeatMs,
+        handlers: {
+          hello: (m) => {
+            void this.settings.fromServer({ settings: m.settings, organization: m.organization });
+            const cursor = m.feed?.ipv4;
+            if (cursor === undefined || cursor > this.syncer.cursor) this.kick('incremental');
+          },
+          settingsChanged: (m) => void this.settings.fromServer({ settings: m.settings, organization: m.organization }),
+          decisionChanged: (m) => {
+            if (m.kind === 'ipv4') this.syncer.decision(m.indicator, m.decision, m.ttl).catch((err: unknown) => this.log.warn({ err }, 'decision not applied'));
+          },
+          feedChanged: (m) => {
+            if (m.kind === 'ipv4') this.kick('incremental');
+          },
+          state: () => ({
+            version: AGENT_VERSION,
+            enforced: this.state.enforced.keys.length,
+            plugins: this.enforcers.map((e) => ({ plugin: e.label, enforced: this.state.enforced.keys.length, healthy: !e.needsReplace })),
+          }),
+        },
+      });
+      this.channel.start();
+    }
+
+    const every = (ms: number, task: () => void) => {
+      const timer = setInterval(task, ms);
+      timer.unref();
+      this.timers.push(timer);
+    };
+    every(local.full_reconcile_hours * 3_600_000, () => this.kick('full'));
+    every(local.settings_pull_minutes * 60_000, () => void this.pullSettings());
+    this.kick('full');
+    this.log.info({ gaid: current.settings.gaid, origin: current.origin, ops: this.ops.port }, 'agent started');
+  }
+
+  /** Runs a sync in the background; a full reconcile that failed is retried by the next one. */
+  private kick(kind: 'incremental' | 'full'): void {
+    if (!this.running) return;
+    const full = kind === 'full' || this.needFull;
+    const task = full ? this.syncer.full() : this.syncer.incremental();
+    task.then(
+      () => {
+        if (full) this.needFull = false;
+      },
+      (err: unknown) => this.log.warn({ err, kind: full ? 'full' : 'incremental' }, 'sync failed'),
+    );
+  }
+
+  private async pullSettings(): Promise<void> {
+    const { gaid } = this.settings.current().settings;
+    try {
+      const settings = await this.client.agentSettings(gaid, { retries: 1 });
+      await this.settings.fromServer({ settings });
+    } catch (err) {
+      this.log.debug({ err }, 'settings pull failed');
+    }
+    // Every pull is a check-in too, so `running = no` agents stay alive on the console.
+    if (!this.running) {
+      await this.client
+        .agentFeedback({ agid: gaid, plugin: 'agent', code: 'not_running', blacklist: 0 }, { retries: 0 })
+        .catch((err: unknown) => this.log.debug({ err }, 'check-in failed'));
+    }
+  }
+
+  private policy(): BlockPolicy {
+    const { settings, organization } = this.settings.current();
+    return { threshold: settings.score_threshold, maximumRules: settings.maximum_rules, blockingRule: organization.blocking_roule ?? null };
+  }
+
+  private buildNeverBlock(current: EffectiveSettings): NeverBlock {
+    return new NeverBlock({
+      ownAddresses: hostAddresses(),
+      controlPlane: this.controlPlaneAddresses,
+      reservedIps: current.organization.reserved_ips,
+      allowList: this.settings.local.local.allow_list,
+    });
+  }
+
+  /** Applies a settings state: plugins, never-block list, schedule and `running`. */
+  private async apply(next: EffectiveSettings, previous: EffectiveSettings | undefined, plan?: PluginPlan): Promise<void> {
+    const local = this.settings.local.local;
+    let resolved = plan;
+    if (!resolved) {
+      const planned = planPlugins(next.settings, this.registry, local.sources);
+      if (planned.problems.length > 0) {
+        this.log.error({ problems: planned.problems }, 'new settings name plugins that cannot run; plugins left as they were');
+      } else resolved = planned.plan;
+    }
+    this.state.neverBlock = this.buildNeverBlock(next);
+    if (resolved) {
+      await this.applyEnforcers(resolved.enforcers);
+      await this.applySources(resolved);
+    }
+    this.scheduler.set(local.sync_cron ?? cronForMinutes(next.settings.sync_time), { name: 'sync', run: async () => this.kick('incremental') });
+
+    const running = next.settings.running === 'yes';
+    if (running !== this.running) {
+      this.running = running;
+      this.reporter?.setPaused(!running);
+      if (!running) {
+        this.log.warn({}, 'running = no: withdrawing rules, not enforcing or reporting');
+        await this.syncer.withdraw();
+      } else {
+        this.log.info({}, 'running = yes: enforcing and reporting again');
+        this.syncer.resume();
+        this.needFull = true;
+      }
+    }
+    const policyChanged =
+      previous &&
+      (previous.settings.score_threshold !== next.settings.score_threshold ||
+        previous.settings.maximum_rules !== next.settings.maximum_rules ||
+        JSON.stringify(previous.organization) !== JSON.stringify(next.organization) ||
+        previous.settings.running !== next.settings.running);
+    if (previous && (policyChanged || resolved)) this.kick(policyChanged ? 'full' : 'incremental');
+  }
+
+  private async applyEnforcers(planned: PlannedEnforcer[]): Promise<void> {
+    const wanted = new Map(planned.map((p) => [p.label, { ...p, fingerprint: JSON.stringify([p.definition.name, p.config]) }]));
+    const keep: EnforcerSlot[] = [];
+    for (const slot of this.enforcers) {
+      const w = wanted.get(slot.label);
+      if (w && w.fingerprint === slot.fingerprint) {
+        keep.push(slot);
+        wanted.delete(slot.label);
+        continue;
+      }
+      // No longer configured (or configured differently): take its rules away, then let go.
+      try {
+        if (!w) await slot.enforcer.withdraw();
+        await slot.enforcer.close();
+      } catch (err) {
+        this.log.warn({ err, enforcer: slot.label }, 'enforcer did not close cleanly');
+      }
+    }
+    for (const p of wanted.values()) {
+      const log = this.log.child({ enforcer: p.label, plugin: p.definition.name });
+      try {
+        const enforcer = await p.definition.create(p.config, { log });
+        keep.push({ label: p.label, enforcer, needsReplace: true, fingerprint: p.fingerprint });
+      } catch (err) {
+        this.metrics.enforcerErrors.inc({ enforcer: p.label });
+        log.error({ err }, 'enforcer could not be created');
+      }
+    }
+    this.enforcers = keep;
+  }
+
+  private async applySources(plan: PluginPlan): Promise<void> {
+    const specs = plan.sources.map((s) => {
+      const options = SourceOptionsBase.safeParse((s.config as { options?: unknown }).options ?? {});
+      const mode: DetectionMode = options.success ? options.data.mode : 'normal';
+      if (options.success) this.pipeline.setPolicy(s.label, policyOptionsOf(options.data));
+      return { label: s.label, definition: s.definition, config: s.config, mode };
+    });
+    await this.supervisor.update(specs);
+  }
+
+  /** SIGHUP: re-read the local file (already parsed by the caller). */
+  reload(file: AgentFileConfig): void {
+    this.settings.reloadLocal(file);
+  }
+
+  async health(): Promise<{ healthy: boolean; [key: string]: unknown }> {
+    const current = this.settings.current();
+    const now = Math.floor(Date.now() / 1000);
+    const lastSync = this.syncer?.lastSyncAt ?? 0;
+    const stale = current.settings.sync_time * 60 * 3;
+    const healthy = !this.running || (lastSync > 0 && now - lastSync <= stale);
+    return {
+      healthy,
+      gaid: current.settings.gaid,
+      version: AGENT_VERSION,
+      running: current.settings.running,
+      settings_origin: current.origin,
+      last_sync_at: lastSync || null,
+      sync_age_seconds: lastSync ? now - lastSync : null,
+      feed_cursor: this.syncer?.cursor ?? 0,
+      enforced: this.state?.enforced.keys.length ?? 0,
+      known_indicators: this.state?.table.size ?? 0,
+      spool_depth: this.spool?.depth ?? 0,
+      sources: this.supervisor?.labels ?? [],
+      enforcers: this.enforcers.map((e) => ({ label: e.label, healthy: !e.needsReplace })),
+      channel_connected: this.channel?.connected ?? false,
+    };
+  }
+
+  /** Graceful stop: sources first, every detection spooled, reports in flight finished, state saved. Rules stay in place. */
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.scheduler?.stop();
+    this.channel?.stop();
+    await this.supervisor?.stop();
+    await this.pipeline?.flushed();
+    await this.reporter?.stop();
+    await this.applying;
+    await this.syncer?.stop().catch((err: unknown) => this.log.warn({ err }, 'feed state not saved'));
+    for (const e of this.enforcers) await e.enforcer.close().catch(() => undefined);
+    await this.spool?.close();
+    await this.ops?.close();
+    this.log.info({}, 'agent stopped');
+  }
+}
+
+async function resolveHost(host: string): Promise<string[]> {
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (isIP(bare)) return [bare];
+  try {
+    return (await lookup(bare, { all: true })).map((a) => a.address);
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,82 @@
+import { FailPolicy, type Detection, type PluginLogger, type PolicyOptions } from '@rampart/plugin-kit';
+import type { NeverBlock } from '../sync/never-block.ts';
+import { parseIpv4Net } from '../sync/ipv4.ts';
+import type { AgentMetrics } from './metrics.ts';
+import type { Spool } from './spool.ts';
+
+export interface PipelineOptions {
+  spool: Spool;
+  metrics: AgentMetrics;
+  log: PluginLogger;
+  neverBlock: () => NeverBlock;
+  /** `running = no` stops reporting. */
+  reporting: () => boolean;
+  onSpooled(): void;
+}
+
+/**
+ * Detection → report: drops what may never be reported (the never-block list: private ranges,
+ * our own addresses, the organization's reserved IPs, the allow-list; and IPv6, which `POST /ips`
+ * does not take), counts the rest through the source's fail2ban-like policy, and spools each
+ * report the policy completes. The spool write is awaited in order, one report at a time.
+ */
+export class DetectionPipeline {
+  private readonly policies = new Map<string, FailPolicy>();
+  private chain: Promise<void> = Promise.resolve();
+  private pruneAt = 0;
+
+  constructor(private readonly options: PipelineOptions) {}
+
+  /** Sets (or resets, when the options changed) the policy of one source. */
+  setPolicy(label: string, options: Partial<PolicyOptions>): void {
+    this.policies.set(label, new FailPolicy(options));
+  }
+
+  removePolicy(label: string): void {
+    this.policies.delete(label);
+  }
+
+  push(label: string, detection: Detection): void {
+    const { metrics } = this.options;
+    metrics.detections.inc({ source: label });
+    if (!this.options.reporting()) {
+      metrics.detectionsIgnored.inc({ reason: 'not_running' });
+      return;
+    }
+    if (!parseIpv4Net(detection.ip)) {
+      metrics.detectionsIgnored.inc({ reason: detection.ip.includes(':') ? 'ipv6' : 'invalid' });
+      return;
+    }
+    const protectedBy = this.options.neverBlock().protects(detection.ip);
+    if (protectedBy) {
+      metrics.detectionsIgnored.inc({ reason: protectedBy });
+      return;
+    }
+    let policy = this.policies.get(label);
+    if (!policy) {
+      policy = new FailPolicy();
+      this.policies.set(label, policy);
+    }
+    const candidate = policy.push(detection);
+    if (detection.ts > this.pruneAt) {
+      policy.prune(detection.ts);
+      this.pruneAt = detection.ts + 60;
+    }
+    if (!candidate) return;
+    const body = { ip: candidate.ip, confidence: candidate.confidence, source: candidate.source, notes: candidate.notes };
+    this.chain = this.chain.then(async () => {
+      try {
+        await this.options.spool.append(body);
+        metrics.reportsSpooled.inc();
+        this.options.onSpooled();
+      } catch (err) {
+        this.options.log.error({ err, ip: body.ip }, 'report could not be spooled');
+      }
+    });
+  }
+
+  /** Resolves once every report pushed so far is on disk. */
+  flushed(): Promise<void> {
+    return this.chain;
+  }
+}

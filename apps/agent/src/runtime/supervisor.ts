@@ -1,0 +1,107 @@
+import { backoffDelay } from '@rampart/client';
+import type { Detection, DetectionMode, OffsetStore, PluginLogger, SourceDefinition } from '@rampart/plugin-kit';
+import type { AgentMetrics } from './metrics.ts';
+
+export interface SupervisedSource {
+  label: string;
+  definition: SourceDefinition<unknown>;
+  config: unknown;
+  mode: DetectionMode;
+}
+
+export interface SupervisorOptions {
+  log: PluginLogger;
+  metrics: AgentMetrics;
+  offsets: OffsetStore;
+  emit(label: string, detection: Detection): void;
+  /** Back-off between restarts; a source that ran `healthyAfterMs` starts over from the first step. */
+  backoff?: { baseMs: number; maxMs: number };
+  healthyAfterMs?: number;
+}
+
+interface Running {
+  spec: SupervisedSource;
+  fingerprint: string;
+  controller: AbortController;
+  loop: Promise<void>;
+}
+
+/**
+ * Runs each source and restarts it with back-off when it fails or ends on its own (conventions
+ * §4: sources only emit; retries live here). One log line per restart.
+ */
+export class Supervisor {
+  private readonly running = new Map<string, Running>();
+
+  constructor(private readonly options: SupervisorOptions) {}
+
+  get labels(): string[] {
+    return [...this.running.keys()];
+  }
+
+  /** Starts what is new, restarts what changed, stops what is gone. */
+  async update(specs: SupervisedSource[]): Promise<void> {
+    const wanted = new Map(specs.map((s) => [s.label, s]));
+    for (const [label, r] of this.running) {
+      const next = wanted.get(label);
+      if (!next || fingerprintOf(next) !== r.fingerprint) await this.stopOne(label);
+    }
+    for (const spec of specs) if (!this.running.has(spec.label)) this.startOne(spec);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.running.keys()].map((label) => this.stopOne(label)));
+  }
+
+  private startOne(spec: SupervisedSource): void {
+    const controller = new AbortController();
+    const loop = this.loop(spec, controller.signal);
+    this.running.set(spec.label, { spec, fingerprint: fingerprintOf(spec), controller, loop });
+  }
+
+  private async stopOne(label: string): Promise<void> {
+    const r = this.running.get(label);
+    if (!r) return;
+    this.running.delete(label);
+    r.controller.abort(new Error('source stopped'));
+    await r.loop;
+  }
+
+  private async loop(spec: SupervisedSource, signal: AbortSignal): Promise<void> {
+    const { log: parent, metrics, offsets } = this.options;
+    const log = parent.child({ source: spec.label, plugin: spec.definition.name });
+    const backoff = this.options.backoff ?? { baseMs: 1000, maxMs: 300_000 };
+    let failures = 0;
+    while (!signal.aborted) {
+      const startedAt = Date.now();
+      let error: unknown;
+      try {
+        const running = spec.definition.start(spec.config, spec.mode, {
+          log,
+          signal,
+          offsets,
+          emit: (detection) => this.options.emit(spec.label, detection),
+        });
+        await running.done;
+      } catch (err) {
+        error = err;
+      }
+      if (signal.aborted) return;
+      if (Date.now() - startedAt > (this.options.healthyAfterMs ?? 60_000)) failures = 0;
+      const delay = backoffDelay(failures++, backoff);
+      metrics.sourceRestarts.inc({ source: spec.label });
+      log.warn({ err: error, retryInMs: delay }, error ? 'source failed; restarting' : 'source ended; restarting');
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, delay);
+        signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          resolve();
+        }, { once: true });
+      });
+    }
+  }
+}
+
+function fingerprintOf(spec: SupervisedSource): string {
+  return JSON.stringify([spec.definition.name, spec.mode, spec.config]);
+}

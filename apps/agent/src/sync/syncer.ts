@@ -1,0 +1,259 @@
+import { hostname } from 'node:os';
+import type { RampartClient } from '@rampart/client';
+import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
+import type { AgentMetrics } from '../runtime/metrics.ts';
+import { BlockState, diffKeySets, toEntries, type BlockPolicy, type KeySet } from './block-state.ts';
+import { cidrKey } from './ipv4.ts';
+import type { FeedStateFile } from './feed-state.ts';
+
+export interface ActiveEnforcer {
+  label: string;
+  enforcer: Enforcer;
+  /** Needs a full `sync` (first run, after a failure, after a reconcile). */
+  needsReplace: boolean;
+}
+
+export interface SyncerOptions {
+  pageSize: number;
+  forceSync: boolean;
+  maxRemovalFraction: number;
+  /** Removals below this count are never refused (removing 1 of 2 entries is no catastrophe). */
+  minGuardedRemovals: number;
+  /** Shortest and longest wait of the local-decay timer. */
+  decayTimerMs?: { min: number; max: number };
+  /** How often the saved feed state may be rewritten. */
+  saveEveryMs?: number;
+}
+
+export interface SyncerDeps {
+  client: RampartClient;
+  state: BlockState;
+  feedState: FeedStateFile;
+  enforcers: () => ActiveEnforcer[];
+  policy: () => BlockPolicy;
+  gaid: () => string | undefined;
+  log: PluginLogger;
+  metrics: AgentMetrics;
+  options: () => SyncerOptions;
+  now?: () => number;
+}
+
+export class SyncRefusedError extends Error {
+  constructor(
+    readonly reason: 'mass_removal' | 'empty_list',
+    readonly detail: Record<string, number>,
+  ) {
+    super(`sync refused: ${reason}`);
+    this.name = 'SyncRefusedError';
+  }
+}
+
+export type SyncKind = 'incremental' | 'full' | 'decay' | 'decision';
+
+/**
+ * Keeps the enforcers in line with the server: pulls the /ips feed from the saved cursor,
+ * reconciles with the /ipv4 list, evaluates the block state and hands each enforcer the diff
+ * (or the whole set when it must be replaced). One operation at a time; a decay timer re-runs
+ * the evaluation when the next entry drops below the threshold, without asking the server.
+ */
+export class Syncer {
+  cursor = 0;
+  lastSyncAt = 0;
+  private chain: Promise<unknown> = Promise.resolve();
+  private decayTimer: NodeJS.Timeout | undefined;
+  private lastSave = 0;
+  private dirty = false;
+  private withdrawn = false;
+
+  constructor(private readonly deps: SyncerDeps) {}
+
+  private now(): number {
+    return Math.floor((this.deps.now?.() ?? Date.now()) / 1000);
+  }
+
+  async restore(): Promise<void> {
+    const saved = await this.deps.feedState.load();
+    if (!saved) return;
+    this.deps.state.table = saved.table;
+    this.deps.state.listedAt = saved.listedAt;
+    this.cursor = saved.cursor;
+    this.deps.log.info({ cursor: saved.cursor, indicators: saved.table.size }, 'feed state restored');
+  }
+
+  /** Serialises sync operations; errors are logged by the caller's `run`. */
+  private exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(task, task);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  incremental(): Promise<void> {
+    return this.exclusive(async () => {
+      await this.pullFeed();
+      await this.enforce('incremental');
+    });
+  }
+
+  full(force = false): Promise<void> {
+    return this.exclusive(async () => {
+      await this.pullList(force);
+      await this.pullFeed();
+      for (const e of this.deps.enforcers()) e.needsReplace = true;
+      await this.enforce('full', force);
+    });
+  }
+
+  /** A decision pushed over the sync channel: applied now, without waiting for the feed. */
+  decision(ip: string, decision: -1 | 0 | 1, ttl: number | null): Promise<void> {
+    return this.exclusive(async () => {
+      if (this.deps.state.applyDecision(ip, decision, ttl, this.now())) this.dirty = true;
+      await this.enforce('decision');
+    });
+  }
+
+  /** `running = no`: every enforcer withdraws what it placed; nothing is enforced until `resume`. */
+  withdraw(): Promise<void> {
+    return this.exclusive(async () => {
+      this.withdrawn = true;
+      clearTimeout(this.decayTimer);
+      for (const e of this.deps.enforcers()) {
+        try {
+          await e.enforcer.withdraw();
+          e.needsReplace = true;
+        } catch (err) {
+          this.deps.metrics.enforcerErrors.inc({ enforcer: e.label });
+          this.deps.log.error({ err, enforcer: e.label }, 'withdraw failed');
+        }
+      }
+      this.deps.state.enforced = { keys: new Float64Array(0), ranks: new Uint16Array(0) };
+      this.deps.metrics.setSize.set(0);
+    });
+  }
+
+  resume(): void {
+    this.withdrawn = false;
+    for (const e of this.deps.enforcers()) e.needsReplace = true;
+  }
+
+  get isWithdrawn(): boolean {
+    return this.withdrawn;
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.decayTimer);
+    await this.exclusive(async () => this.save(true));
+  }
+
+  private async pullFeed(): Promise<void> {
+    const { client, state, options } = this.deps;
+    const feed = client.ipsFeed(this.cursor, { page_size: options().pageSize });
+    for (;;) {
+      const step = await feed.next();
+      if (step.done) break;
+      for (const record of step.value.body) {
+        state.ingestRecord({ ip: record.ip, score: record.score, ts: record.ts, decision: record.decision, ttl: record.ttl });
+      }
+      this.cursor = step.value.header.next_ts ?? step.value.body.at(-1)!.ts;
+      this.dirty = true;
+    }
+    this.deps.metrics.tableSize.set(state.table.size);
+  }
+
+  private async pullList(force: boolean): Promise<void> {
+    const { client, state, policy, gaid, log } = this.deps;
+    const threshold = Math.min(1000, Math.max(1, policy().threshold));
+    const keys: number[] = [];
+    const plugin = this.deps.enforcers()[0]?.label;
+    const g = gaid();
+    // The whole list is read before anything changes: a failed page leaves the state untouched.
+    for await (const page of client.ipv4List(threshold, { ...(g ? { agid: g } : {}), ...(plugin ? { plugin } : {}) })) {
+      for (const item of page.items) {
+        const key = cidrKey(item);
+        if (key !== undefined) keys.push(key);
+      }
+    }
+    if (keys.length === 0 && state.enforced.keys.length > 0 && !(force || this.deps.options().forceSync)) {
+      log.warn({ enforced: state.enforced.keys.length }, 'server list came back empty; reconcile refused');
+      this.deps.metrics.syncs.inc({ kind: 'full', outcome: 'refused' });
+      throw new SyncRefusedError('empty_list', { enforced: state.enforced.keys.length });
+    }
+    state.applyServerList(keys, this.now());
+    this.dirty = true;
+  }
+
+  private async enforce(kind: SyncKind, force = false): Promise<void> {
+    const { state, policy, log, metrics } = this.deps;
+    if (this.withdrawn) return;
+    const now = this.now();
+    const p = policy();
+    const next = state.evaluate(now, p);
+    const diff = diffKeySets(state.enforced, next);
+    const opts = this.deps.options();
+    const previous = state.enforced.keys.length;
+    const allowed = force || opts.forceSync || diff.remove.length < opts.minGuardedRemovals || diff.remove.length <= previous * opts.maxRemovalFraction;
+    if (!allowed) {
+      log.warn({ kind, previous, remove: diff.remove.length, add: diff.add.length }, 'sync would remove too much of the block set; refused');
+      metrics.syncs.inc({ kind, outcome: 'refused' });
+      this.scheduleDecay(now, p);
+      throw new SyncRefusedError('mass_removal', { previous, remove: diff.remove.length });
+    }
+    let failed = false;
+    for (const e of this.deps.enforcers()) {
+      try {
+        if (e.needsReplace) await e.enforcer.sync(toEntries(next));
+        else if (diff.add.length > 0 || diff.remove.length > 0) await e.enforcer.apply(diff);
+        e.needsReplace = false;
+      } catch (err) {
+        failed = true;
+        e.needsReplace = true;
+        metrics.enforcerErrors.inc({ enforcer: e.label });
+        log.error({ err, enforcer: e.label, kind }, 'enforcer failed; it will be replaced at the next sync');
+      }
+    }
+    state.enforced = next;
+    this.lastSyncAt = now;
+    metrics.setSize.set(next.keys.length);
+    metrics.lastSync.set(now);
+    metrics.syncs.inc({ kind, outcome: failed ? 'enforcer_error' : 'ok' });
+    if (diff.add.length || diff.remove.length) log.info({ kind, add: diff.add.length, remove: diff.remove.length, enforced: next.keys.length, cut: next.cut }, 'block set changed');
+    this.scheduleDecay(now, p);
+    await this.save(false);
+    void this.feedback(next);
+  }
+
+  private scheduleDecay(now: number, policy: BlockPolicy): void {
+    clearTimeout(this.decayTimer);
+    const at = this.deps.state.nextChange(now, policy);
+    if (!Number.isFinite(at)) return;
+    const { min, max } = this.deps.options().decayTimerMs ?? { min: 1000, max: 3_600_000 };
+    const delay = Math.min(max, Math.max(min, (at - now) * 1000 + 500));
+    this.decayTimer = setTimeout(() => {
+      this.exclusive(() => this.enforce('decay')).catch((err: unknown) => this.deps.log.warn({ err }, 'decay re-evaluation failed'));
+    }, delay);
+    this.decayTimer.unref();
+  }
+
+  private async save(always: boolean): Promise<void> {
+    const every = this.deps.options().saveEveryMs ?? 60_000;
+    if (!this.dirty || (!always && Date.now() - this.lastSave < every)) return;
+    await this.deps.feedState.save({ cursor: this.cursor, listedAt: this.deps.state.listedAt, table: this.deps.state.table });
+    this.lastSave = Date.now();
+    this.dirty = false;
+  }
+
+  /** `POST /agents/feedback` per enforcer: what it enforces now (also the agent's check-in). */
+  private async feedback(set: KeySet): Promise<void> {
+    const agid = this.deps.gaid();
+    if (!agid) return;
+    for (const e of this.deps.enforcers()) {
+      try {
+        await this.deps.client.agentFeedback(
+          { agid, plugin: e.label, hostname: hostname(), code: e.needsReplace ? 'error' : 0, score_threshold: this.deps.policy().threshold, blacklist: set.keys.length },
+          { retries: 1 },
+        );
+      } catch (err) {
+        this.deps.log.debug({ err, enforcer: e.label }, 'feedback not sent');
+      }
+    }
+  }
+}
