@@ -11,6 +11,7 @@ import { filesRoutes } from './files/index.ts';
 import { domainsRoutes } from './domains/index.ts';
 import { urlsRoutes } from './urls/index.ts';
 import { infoRoutes } from './tools/info.ts';
+import { vpnRoutes } from './vpn/index.ts';
 import { infoRoutes } from './tools/info.ts';
 import { keyRoutes } from './keys/index.ts';
 import { meRoute } from './me.ts';
@@ -22,6 +23,7 @@ import { organizationRoutes } from './organization/index.ts';
 export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
   await app.register(versionRoute, { context });
   await app.register(infoRoutes, { context });
+  await app.register(vpnRoutes, { context });
   await app.register(infoRoutes, { context });
   await app.register(meRoute, { context });
   await app.register(overviewRoute, { context });

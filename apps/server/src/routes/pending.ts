@@ -29,10 +29,6 @@ export const PENDING_ROUTES: PendingRoute[] = [
   { method: 'GET', url: '/files/score/:min_score', tag: 'files', summary: 'Digests by minimum score', rampart: { coin: 'list' }, params: C.FilesScoreParams, querystring: C.FilesScoreQuery, response: text },
   { method: 'GET', url: '/domains/score/:min_score', tag: 'domains', summary: 'Domains by minimum score', rampart: { coin: 'list' }, params: C.DomainsScoreParams, querystring: C.DomainsScoreQuery, response: text },
   { method: 'GET', url: '/urls/score/:min_score', tag: 'urls', summary: 'URLs by minimum score', rampart: { coin: 'list' }, params: C.UrlsScoreParams, querystring: C.UrlsScoreQuery, response: text },
-  { method: 'GET', url: '/vpn', tag: 'vpn', summary: "The organization's active VPN licenses", rampart: {}, response: z.array(C.VpnLicense) },
-  { method: 'POST', url: '/vpn', tag: 'vpn', summary: 'Create a VPN license', rampart: { minRole: ROLE.admin, coin: 'vpn' }, body: C.VpnCreateBody, response: empty },
-  { method: 'GET', url: '/vpn/:vid', tag: 'vpn', summary: 'A VPN license with installation instructions', rampart: {}, params: C.VpnParams, response: C.VpnLicense },
-  { method: 'DELETE', url: '/vpn/:vid', tag: 'vpn', summary: 'Deactivate a VPN license', rampart: { minRole: ROLE.admin }, params: C.VpnParams, response: empty },
 ];
 
 export const pendingRoutes: FastifyPluginAsyncZod<{ routes: PendingRoute[] }> = async (app, { routes }) => {

@@ -11,6 +11,7 @@ import { AgentStore } from './agents.ts';
 import { SecretStore } from './secrets.ts';
 import { FileStore } from './files.ts';
 import { NamedIndicatorStore } from './named-indicators.ts';
+import { VpnStore } from './vpn.ts';
 
 export type { Db, Queryable, Transaction, QueryResult } from './db.ts';
 export type { Organization } from './organizations.ts';
@@ -21,6 +22,7 @@ export type { AuditEntry } from './settings.ts';
 export type { CheckinVia, AgentRow, AgentTokenRow, AgentTokenPrincipal, EnforcedEntry } from './agents.ts';
 export type { FileRow, DigestKind } from './files.ts';
 export type { NamedRow } from './named-indicators.ts';
+export type { VpnLicenseRow } from './vpn.ts';
 export type { ReportAggregate, Scorer } from './indicator-sql.ts';
 export { changedPaths } from './settings.ts';
 export { migrate, loadMigrations } from './migrate.ts';
@@ -37,6 +39,7 @@ export interface Store {
   readonly files: FileStore;
   readonly domains: NamedIndicatorStore;
   readonly urls: NamedIndicatorStore;
+  readonly vpn: VpnStore;
   close(): Promise<void>;
 }
 
@@ -53,6 +56,7 @@ export function storeOver(db: Db): Store {
     files: new FileStore(db),
     domains: new NamedIndicatorStore(db, 'domain'),
     urls: new NamedIndicatorStore(db, 'url'),
+    vpn: new VpnStore(db),
     close: () => db.close(),
   };
 }

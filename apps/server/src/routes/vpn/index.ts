@@ -1,0 +1,66 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { API_BASE, ROLE, VpnCreateBody, VpnLicenseDetail, VpnLicenseList, VpnParams } from '@rampart/contracts';
+import type { AppContext } from '../../context.ts';
+import { principalOf } from '../../plugins/auth.ts';
+import { VpnService } from '../../services/vpn.ts';
+
+const empty = z.null().describe('empty body');
+
+/** Secure-VPN licenses of the caller's organization (spec 4.6). */
+export const vpnRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
+  const vpn = new VpnService(context.store, context.config.tools.vpn);
+
+  app.get(
+    '/vpn',
+    {
+      config: { rampart: {} },
+      schema: { tags: ['vpn'], summary: "The organization's active VPN licenses", response: { 200: VpnLicenseList } },
+    },
+    async (request) => vpn.list(principalOf(request)),
+  );
+
+  app.post(
+    '/vpn',
+    {
+      config: { rampart: { minRole: ROLE.admin, coin: 'vpn' } },
+      schema: {
+        tags: ['vpn'],
+        summary: 'Create a VPN license: a new WireGuard key pair and an address of the pool (Location names it; 409 when the pool is exhausted)',
+        body: VpnCreateBody,
+        response: { 200: empty },
+      },
+    },
+    async (request, reply) => {
+      const license = await vpn.create(principalOf(request), request.body);
+      void reply.header('location', `${API_BASE}/vpn/${license.vid}`);
+      return reply.code(200).send(undefined as unknown as null);
+    },
+  );
+
+  app.get(
+    '/vpn/:vid',
+    {
+      config: { rampart: {} },
+      schema: {
+        tags: ['vpn'],
+        summary: "A VPN license with installation instructions (the private key only for the organization's admins)",
+        params: VpnParams,
+        response: { 200: VpnLicenseDetail },
+      },
+    },
+    async (request) => vpn.detail(principalOf(request), request.params.vid),
+  );
+
+  app.delete(
+    '/vpn/:vid',
+    {
+      config: { rampart: { minRole: ROLE.admin } },
+      schema: { tags: ['vpn'], summary: 'Deactivate a VPN license (kept with exist false; its address returns to the pool)', params: VpnParams, response: { 200: empty } },
+    },
+    async (request, reply) => {
+      await vpn.deactivate(principalOf(request), request.params.vid);
+      return reply.code(200).send(undefined as unknown as null);
+    },
+  );
+};

@@ -1,0 +1,25 @@
+import { ipv4CidrRange, numberToIpv4 } from './enrichment/ipv4.ts';
+
+export interface VpnPool {
+  cidr: string;
+  /** The server's own tunnel address: the first host of the pool. */
+  serverAddress: string;
+  /** How many clients the pool can hold. */
+  capacity: number;
+  /** Client addresses in allocation order: second host to the last before broadcast. */
+  candidates(): Iterable<string>;
+}
+
+export function vpnPool(cidr: string): VpnPool {
+  const range = ipv4CidrRange(cidr);
+  if (!range || range.end - range.start < 3) throw new Error(`VPN pool ${cidr} holds no client address`);
+  const { start, end } = range;
+  return {
+    cidr: `${numberToIpv4(start)}/${cidr.split('/')[1]}`,
+    serverAddress: numberToIpv4(start + 1),
+    capacity: end - start - 2,
+    *candidates() {
+      for (let n = start + 2; n < end; n++) yield numberToIpv4(n);
+    },
+  };
+}
