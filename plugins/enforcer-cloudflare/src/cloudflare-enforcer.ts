@@ -1,0 +1,198 @@
+import {
+  DesiredSet,
+  canonicalCidr,
+  cidrToListForm,
+  compareCidrs,
+  selectWithinCapacity,
+  sortCidrs,
+  type BlockEntry,
+  type Diff,
+  type EnforceResult,
+  type Enforcer,
+  type PluginLogger,
+  type ReconcileResult,
+} from '@rampart/plugin-kit';
+import { CloudflareApi, CloudflareApiError } from './api.ts';
+
+export interface CloudflareEnforcerOptions {
+  api: CloudflareApi;
+  accountId: string;
+  zoneId: string;
+  listName: string;
+  ruleDescription: string;
+  ruleAction: string;
+  capacity: number;
+  pollIntervalMs: number;
+  timeoutMs: number;
+  log: PluginLogger;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+interface ListItem {
+  id: string;
+  ip?: string;
+}
+interface Ruleset {
+  id: string;
+  rules?: { id: string; description?: string; expression?: string; action?: string; enabled?: boolean }[];
+}
+
+const PHASE = 'http_request_firewall_custom';
+/** Cloudflare IP lists accept IPv4 networks from /8 to /32 only. */
+const MIN_PREFIX = 8;
+const PAGE = 500;
+/** Items per bulk call: one request body stays well under the API's size limit. */
+const BULK = 1000;
+
+export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer {
+  const desired = new DesiredSet();
+  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const lists = `/accounts/${encodeURIComponent(o.accountId)}/rules/lists`;
+  const entrypoint = `/zones/${encodeURIComponent(o.zoneId)}/rulesets/phases/${PHASE}/entrypoint`;
+  const expression = `ip.src in $${o.listName}`;
+  let listId: string | undefined;
+
+  async function findList(): Promise<string | undefined> {
+    const found = (await o.api.get<{ id: string; name: string }[]>(lists)).result.find((l) => l.name === o.listName);
+    return found?.id;
+  }
+
+  async function ensureList(): Promise<string> {
+    if (listId) return listId;
+    listId = (await findList()) ?? (await o.api.call<{ id: string }>('POST', lists, { name: o.listName, kind: 'ip', description: 'Rampart block list (managed)' }))!.result.id;
+    return listId;
+  }
+
+  /** The zone's custom rule that blocks the list; created or corrected when needed. */
+  async function ensureRule(): Promise<void> {
+    const rule = { description: o.ruleDescription, expression, action: o.ruleAction, enabled: true };
+    const ruleset = (await o.api.call<Ruleset>('GET', entrypoint, undefined, true))?.result;
+    if (!ruleset) {
+      await o.api.call('PUT', entrypoint, { rules: [rule] });
+      return;
+    }
+    const mine = ruleset.rules?.find((r) => r.description === o.ruleDescription);
+    const base = `/zones/${encodeURIComponent(o.zoneId)}/rulesets/${encodeURIComponent(ruleset.id)}/rules`;
+    if (!mine) await o.api.call('POST', base, { ...rule, position: { index: 1 } });
+    else if (mine.expression !== expression || mine.action !== o.ruleAction || mine.enabled === false) {
+      await o.api.call('PATCH', `${base}/${encodeURIComponent(mine.id)}`, rule);
+    }
+  }
+
+  /** Bulk item changes are asynchronous: poll the operation until it completes or fails. */
+  async function settle(operationId: string): Promise<void> {
+    const deadline = Date.now() + o.timeoutMs;
+    for (;;) {
+      const op = (await o.api.get<{ status: string; error?: string }>(`${lists}/bulk_operations/${encodeURIComponent(operationId)}`)).result;
+      if (op.status === 'completed') return;
+      if (op.status === 'failed') throw new CloudflareApiError(200, [{ message: `bulk operation failed: ${op.error ?? 'no detail'}` }], 'bulk_operations');
+      if (Date.now() > deadline) throw new CloudflareApiError(0, [{ message: `bulk operation ${operationId} still ${op.status}` }], 'bulk_operations');
+      await sleep(o.pollIntervalMs);
+    }
+  }
+
+  async function bulk(method: 'PUT' | 'POST' | 'DELETE', body: unknown): Promise<void> {
+    const id = await ensureList();
+    const res = await o.api.call<{ operation_id: string }>(method, `${lists}/${encodeURIComponent(id)}/items`, body);
+    await settle(res!.result.operation_id);
+  }
+
+  async function items(): Promise<ListItem[]> {
+    const id = listId ?? (await findList());
+    if (!id) return [];
+    listId = id;
+    const out: ListItem[] = [];
+    let cursor: string | undefined;
+    do {
+      const q = `per_page=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const page = await o.api.get<ListItem[]>(`${lists}/${encodeURIComponent(id)}/items?${q}`);
+      out.push(...page.result);
+      cursor = page.result_info?.cursors?.after;
+    } while (cursor);
+    return out;
+  }
+
+  function kept(): { entries: BlockEntry[]; cut: number; unsupported: number } {
+    const all = desired.entries();
+    const supported = all.filter((e) => Number(e.cidr.split('/')[1]) >= MIN_PREFIX);
+    const { kept, cut } = selectWithinCapacity(supported, o.capacity);
+    return { entries: kept.sort((a, b) => compareCidrs(a.cidr, b.cidr)), cut, unsupported: all.length - supported.length };
+  }
+
+  function result(k: { entries: BlockEntry[]; cut: number; unsupported: number }): EnforceResult {
+    if (k.cut > 0) o.log.warn({ cut: k.cut, capacity: o.capacity }, 'capacity reached; lowest scores cut');
+    const invalid = desired.invalid + k.unsupported;
+    if (invalid > 0) o.log.warn({ invalid, unsupported_prefix: k.unsupported }, 'entries Cloudflare lists cannot hold ignored');
+    return { enforced: k.entries.length, cut: k.cut, ...(invalid > 0 ? { invalid } : {}) };
+  }
+
+  async function replace(): Promise<EnforceResult> {
+    const k = kept();
+    await ensureList();
+    // PUT replaces the whole list in one asynchronous operation: never a half-filled list.
+    await bulk('PUT', k.entries.map((e) => ({ ip: cidrToListForm(e.cidr), comment: `rampart score ${Math.round(e.score)}` })));
+    await ensureRule();
+    return result(k);
+  }
+
+  async function list(): Promise<string[]> {
+    return sortCidrs((await items()).map((i) => canonicalCidr(i.ip ?? '')).filter((c): c is string => !!c));
+  }
+
+  return {
+    capacity: o.capacity,
+    async healthcheck() {
+      try {
+        await o.api.get(lists);
+        return { ok: true };
+      } catch (err) {
+        return { ok: false, detail: (err as Error).message };
+      }
+    },
+    async sync(entries: BlockEntry[]) {
+      desired.replace(entries);
+      return replace();
+    },
+    async apply(diff: Diff) {
+      desired.apply(diff);
+      const k = kept();
+      const live = await items();
+      const want = new Set(k.entries.map((e) => e.cidr));
+      const liveCidrs = new Set<string>();
+      const stale: { id: string }[] = [];
+      for (const item of live) {
+        const cidr = canonicalCidr(item.ip ?? '');
+        if (cidr && want.has(cidr) && !liveCidrs.has(cidr)) liveCidrs.add(cidr);
+        else stale.push({ id: item.id });
+      }
+      for (let i = 0; i < stale.length; i += BULK) await bulk('DELETE', { items: stale.slice(i, i + BULK) });
+      const missing = k.entries.filter((e) => !liveCidrs.has(e.cidr));
+      for (let i = 0; i < missing.length; i += BULK) {
+        await bulk('POST', missing.slice(i, i + BULK).map((e) => ({ ip: cidrToListForm(e.cidr), comment: `rampart score ${Math.round(e.score)}` })));
+      }
+      await ensureRule();
+      return result(k);
+    },
+    list,
+    async reconcile(): Promise<ReconcileResult> {
+      const k = kept();
+      const want = k.entries.map((e) => e.cidr);
+      const live = await list();
+      const drifted = live.length !== want.length || live.some((c, i) => c !== want[i]);
+      if (!drifted) return { enforced: want.length, cut: k.cut, drifted };
+      o.log.warn({ live: live.length, expected: want.length }, 'Cloudflare list drifted; re-asserting');
+      desired.invalid = 0;
+      return { ...(await replace()), drifted };
+    },
+    async withdraw() {
+      desired.replace([]);
+      const ruleset = (await o.api.call<Ruleset>('GET', entrypoint, undefined, true))?.result;
+      const mine = ruleset?.rules?.find((r) => r.description === o.ruleDescription);
+      if (ruleset && mine) {
+        await o.api.call('DELETE', `/zones/${encodeURIComponent(o.zoneId)}/rulesets/${encodeURIComponent(ruleset.id)}/rules/${encodeURIComponent(mine.id)}`);
+      }
+      if (listId ?? (await findList())) await bulk('PUT', []);
+    },
+    async close() {},
+  };
+}
