@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { writeDurable } from './durable-file.ts';
@@ -22,6 +22,7 @@ export async function loadCredentials(stateDir: string): Promise<Credentials | u
 }
 
 export async function saveCredentials(stateDir: string, credentials: Credentials): Promise<void> {
+  await mkdir(stateDir, { recursive: true, mode: 0o700 });
   await writeDurable(credentialsPath(stateDir), JSON.stringify(credentials), 0o600);
 }
 
