@@ -10,6 +10,7 @@ import { fileTypesRoute } from './tools/file-types.ts';
 import { filesRoutes } from './files/index.ts';
 import { domainsRoutes } from './domains/index.ts';
 import { urlsRoutes } from './urls/index.ts';
+import { stixRoutes } from './stix/index.ts';
 import { infoRoutes } from './tools/info.ts';
 import { vpnRoutes } from './vpn/index.ts';
 import { infoRoutes } from './tools/info.ts';
@@ -38,5 +39,6 @@ export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
   await app.register(filesRoutes, { context });
   await app.register(domainsRoutes, { context });
   await app.register(urlsRoutes, { context });
+  await app.register(stixRoutes, { context });
   await app.register(pendingRoutes, { routes: PENDING_ROUTES });
 };

@@ -1,0 +1,157 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Stix2Bundle } from '@rampart/contracts';
+import { isoMillis } from './envelope.ts';
+
+// STIX 2.0 bundles for one indicator: the platform's identity, an indicator with a STIX
+// pattern, and, from the reports, the observed data and a sighting of the indicator. Object ids
+// are derived from what they describe, so the same indicator keeps the same ids across calls and
+// replicas; only the bundle id is new each time.
+
+export const PLATFORM_NAME = 'Rampart';
+/** When the platform identity object was first defined; it never changes. */
+const PLATFORM_CREATED = '2026-01-01T00:00:00.000Z';
+
+export type StixSubject =
+  | { kind: 'ipv4'; value: string; isNetwork: boolean }
+  | { kind: 'domain'; value: string }
+  | { kind: 'url'; value: string }
+  | { kind: 'file'; md5: string | null; sha1: string | null; sha256: string | null; fileName: string; fileType: string };
+
+export interface StixFacts {
+  subject: StixSubject;
+  score: number;
+  /** Epoch seconds: first report, and the decay anchor (latest change). */
+  entryTs: number;
+  ts: number;
+  members: number;
+  events: number;
+  tags: string[];
+  /** The caller organization's decision (-1 none, 0 whitelist, 1 blacklist). */
+  decision: -1 | 0 | 1;
+}
+
+/**
+ * A STIX id whose UUID part is derived from `name` with the version-4 and variant bits set, as
+ * STIX 2.0 identifiers require (RFC 4122 layout): stable for the same input.
+ */
+export function stableStixId(type: string, name: string): string {
+  const h = createHash('sha256').update(`${type}\u0000${name}`).digest();
+  h[6] = (h[6]! & 0x0f) | 0x40;
+  h[8] = (h[8]! & 0x3f) | 0x80;
+  const hex = h.subarray(0, 16).toString('hex');
+  return `${type}--${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** A STIX pattern string literal: the grammar allows any character but `'` and `\`, which are escaped. */
+export function patternString(value: string): string {
+  return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+}
+
+const FILE_HASHES = [
+  ['md5', 'MD5'],
+  ['sha1', 'SHA-1'],
+  ['sha256', 'SHA-256'],
+] as const;
+
+export function stixPattern(subject: StixSubject): string {
+  switch (subject.kind) {
+    case 'ipv4':
+      return subject.isNetwork ? `[ipv4-addr:value ISSUBSET ${patternString(subject.value)}]` : `[ipv4-addr:value = ${patternString(subject.value)}]`;
+    case 'domain':
+      return `[domain-name:value = ${patternString(subject.value)}]`;
+    case 'url':
+      return `[url:value = ${patternString(subject.value)}]`;
+    case 'file': {
+      const tests = FILE_HASHES.filter(([key]) => subject[key]).map(([key, name]) => `file:hashes.${name === 'MD5' ? name : `'${name}'`} = ${patternString(subject[key]!)}`);
+      return `[${tests.join(' OR ')}]`;
+    }
+  }
+}
+
+// RFC 3986 characters a STIX url observable may hold; anything else is percent-encoded.
+const URL_CHARS = /[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%#[\]]/gu;
+
+function observable(subject: StixSubject): Record<string, unknown> | undefined {
+  switch (subject.kind) {
+    case 'ipv4':
+      // The ipv4-addr schema checks `value` as a single address, so networks carry no observable.
+      return subject.isNetwork ? undefined : { type: 'ipv4-addr', value: subject.value };
+    case 'domain':
+      return { type: 'domain-name', value: subject.value };
+    case 'url':
+      return { type: 'url', value: subject.value.replace(URL_CHARS, (c) => encodeURIComponent(c)) };
+    case 'file': {
+      const hashes = Object.fromEntries(FILE_HASHES.filter(([key]) => subject[key]).map(([key, name]) => [name, subject[key]!]));
+      return { type: 'file', hashes, ...(subject.fileName ? { name: subject.fileName } : {}), mime_type: subject.fileType };
+    }
+  }
+}
+
+function subjectName(subject: StixSubject): string {
+  if (subject.kind !== 'file') return subject.value;
+  return subject.sha256 ?? subject.sha1 ?? subject.md5 ?? '';
+}
+
+const KIND_LABEL = { ipv4: 'IPv4 address', domain: 'Domain', url: 'URL', file: 'File' } as const;
+
+export function stixBundle(facts: StixFacts): Stix2Bundle {
+  const { subject } = facts;
+  const key = `${subject.kind}:${subjectName(subject)}`;
+  const identity = {
+    type: 'identity',
+    id: stableStixId('identity', PLATFORM_NAME),
+    created: PLATFORM_CREATED,
+    modified: PLATFORM_CREATED,
+    name: PLATFORM_NAME,
+    identity_class: 'organization',
+    description: 'Shared cyber-threat-intelligence platform of an alliance of organizations',
+  };
+  const created = isoMillis(facts.entryTs);
+  const modified = isoMillis(Math.max(facts.ts, facts.entryTs));
+  const indicator = {
+    type: 'indicator',
+    id: stableStixId('indicator', key),
+    created_by_ref: identity.id,
+    created,
+    modified,
+    name: `${KIND_LABEL[subject.kind]} ${subjectName(subject)}`,
+    description: `Crime score ${facts.score} of 1000 (algorithm v3.2) from ${facts.members} organization(s) and ${facts.events} report(s)`,
+    // A whitelist decision of the caller's organization says the indicator is benign to it.
+    labels: [facts.decision === 0 ? 'benign' : 'malicious-activity'],
+    pattern: stixPattern(subject),
+    valid_from: isoMillis(facts.ts),
+    x_rampart_score: facts.score,
+    x_rampart_decision: facts.decision,
+    ...(facts.tags.length > 0 ? { x_rampart_tags: facts.tags } : {}),
+  };
+  const objects: Array<Record<string, unknown> & { type: string; id: string }> = [identity, indicator];
+  const observed = observable(subject);
+  const observedData = observed
+    ? {
+        type: 'observed-data',
+        id: stableStixId('observed-data', key),
+        created_by_ref: identity.id,
+        created,
+        modified,
+        first_observed: created,
+        last_observed: modified,
+        number_observed: Math.max(1, facts.events),
+        objects: { '0': observed },
+      }
+    : undefined;
+  if (observedData) objects.push(observedData);
+  objects.push({
+    type: 'sighting',
+    id: stableStixId('sighting', key),
+    created_by_ref: identity.id,
+    created,
+    modified,
+    first_seen: created,
+    last_seen: modified,
+    count: facts.events,
+    sighting_of_ref: indicator.id,
+    ...(observedData ? { observed_data_refs: [observedData.id] } : {}),
+    where_sighted_refs: [identity.id],
+  });
+  return { type: 'bundle', id: `bundle--${randomUUID()}`, spec_version: '2.0', objects };
+}
