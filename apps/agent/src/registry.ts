@@ -1,6 +1,7 @@
 import type { EnforcerDefinition, SourceDefinition } from '@rampart/plugin-kit';
 import { DRY_RUN_LABEL, dryRunEnforcer } from '@rampart/enforcer-dry-run';
 import { sshdSource } from '@rampart/source-sshd';
+import { modsecuritySource } from '@rampart/source-modsecurity';
 
 /*
  * Every plugin the agent can run, listed by hand (conventions §6): no directory scanning, so
@@ -13,7 +14,10 @@ type AnySource = SourceDefinition<any>;
 type AnyEnforcer = EnforcerDefinition<any>;
 
 /** Detection sources by the `ids` label they serve. */
-export const SOURCES: ReadonlyMap<string, AnySource> = new Map<string, AnySource>([[sshdSource.serves, sshdSource]]);
+export const SOURCES: ReadonlyMap<string, AnySource> = new Map<string, AnySource>([
+  [sshdSource.serves, sshdSource],
+  [modsecuritySource.serves, modsecuritySource],
+]);
 
 /** Enforcers by the `ips` label they are configured under. */
 export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEnforcer>([[DRY_RUN_LABEL, dryRunEnforcer]]);

@@ -1,0 +1,59 @@
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { WafParser, WafSourceConfig, wafLogPaths } from './index.ts';
+
+process.env.TZ = 'UTC';
+const readAt = Date.parse('2024-06-01T00:00:00Z') / 1000;
+
+describe('modsecurity source config', () => {
+  it('parses the README sample config, whose options are the defaults', async () => {
+    const readme = await readFile(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
+    const sample = /## Sample config[\s\S]*?```json\n([\s\S]*?)```/.exec(readme)?.[1];
+    const parsed = WafSourceConfig.parse(JSON.parse(sample!));
+    expect(parsed).toEqual(WafSourceConfig.parse({ active: true, waf_logs: parsed.waf_logs }));
+    expect(wafLogPaths(parsed.waf_logs)).toEqual(['/var/log/nginx/error.log', '/var/log/nginx/access.log', '/var/log/modsec_audit.json']);
+  });
+
+  it('names the failing fields', () => {
+    const r = WafSourceConfig.safeParse({ active: true, waf_logs: ' , ', options: { mode: 'x' } });
+    expect(r.error!.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toEqual([
+      'waf_logs: at least one log file path is required',
+      'options.mode: Invalid option: expected one of "normal"|"aggressive"',
+    ]);
+  });
+});
+
+describe('WafParser formats beyond the fail2ban samples', () => {
+  it('reads libmodsecurity 3 and ModSecurity 2 JSON audit records', () => {
+    const v3 = JSON.stringify({
+      transaction: {
+        client_ip: '203.0.113.9', time_stamp: 'Sat Jun  1 10:00:00 2024', client_port: 5555,
+        request: { method: 'GET', uri: '/?q=<script>' }, response: { http_code: 403 },
+        messages: [{ message: 'XSS Attack Detected', details: { ruleId: '941100', severity: '2' } }],
+      },
+    });
+    const v2 = JSON.stringify({
+      transaction: { time: '01/Jun/2024:10:00:01 +0200', remote_address: '2001:DB8::7' },
+      response: { status: 406 }, audit_data: { messages: ['Access denied with code 406 (phase 2).'] },
+    });
+    const allowed = JSON.stringify({ transaction: { client_ip: '198.51.100.1', time_stamp: 'Sat Jun  1 10:00:02 2024', response: { http_code: 200 }, messages: [{ message: 'x' }] } });
+    const normal = new WafParser('normal');
+    expect([v3, v2, allowed].flatMap((l) => normal.push(l, readAt))).toEqual([
+      { ts: Date.parse('2024-06-01T10:00:00Z') / 1000, ip: '203.0.113.9', source: 'waf_log', kind: 'modsec_block', attempts: 1 },
+      { ts: Date.parse('2024-06-01T08:00:01Z') / 1000, ip: '2001:db8::7', source: 'waf_log', kind: 'modsec_block', attempts: 1 },
+    ]);
+    expect(new WafParser('aggressive').push(allowed, readAt)).toMatchObject([{ ip: '198.51.100.1', kind: 'modsec_alert' }]);
+  });
+
+  it('reads nginx connector messages and syslog-wrapped nginx lines', () => {
+    const p = new WafParser('normal');
+    const line =
+      '2024/06/01 10:00:03 [error] 12#12: *7 [client 192.0.2.44] ModSecurity: Access denied with code 403 (phase 2). Matched "Operator `Eq\' with parameter `0\'" [file "/etc/x.conf"] [id "949110"] [msg "Inbound Anomaly Score Exceeded"], client: 192.0.2.44, server: _, request: "GET /?a=1 HTTP/1.1", host: "h"';
+    expect(p.push(line, readAt)).toMatchObject([{ ip: '192.0.2.44', kind: 'modsec_block', ts: Date.parse('2024-06-01T10:00:03Z') / 1000 }]);
+    const wrapped = 'Jun  1 10:00:04 web nginx: 2024/06/01 10:00:04 [error] 12#12: *8 limiting requests, excess: 2.000 by zone "one", client: 192.0.2.45, server: x, request: "GET / HTTP/1.1", host: "h"';
+    expect(p.push(wrapped, readAt)).toMatchObject([{ ip: '192.0.2.45', kind: 'rate_limited' }]);
+    expect(p.push('Jun  1 10:00:05 web sshd[1]: limiting requests, excess: 2 by zone "one", client: 192.0.2.46,', readAt)).toEqual([]);
+    expect(p.stats()).toEqual({ lines: 3, detections: 2, hostNames: 0 });
+  });
+});
