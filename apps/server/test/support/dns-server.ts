@@ -7,6 +7,8 @@ const { Packet } = dns2;
 export interface Zone {
   a?: Record<string, string[]>;
   ptr?: Record<string, string>;
+  /** Names answered with SERVFAIL (a broken upstream). */
+  servfail?: string[];
 }
 
 export interface TestDnsServer {
@@ -29,7 +31,9 @@ export async function startDnsServer(zone: Zone): Promise<TestDnsServer> {
       questions.push(`${question.type === Packet.TYPE.PTR ? 'PTR' : question.type === Packet.TYPE.A ? 'A' : question.type} ${name}`);
       const addresses = zone.a?.[name];
       const ptr = zone.ptr?.[name];
-      if (addresses === undefined && ptr === undefined) {
+      if (zone.servfail?.includes(name)) {
+        response.header.rcode = Packet.RCODE.SERVFAIL;
+      } else if (addresses === undefined && ptr === undefined) {
         response.header.rcode = Packet.RCODE.NXDOMAIN;
       } else if (question.type === Packet.TYPE.A && addresses) {
         for (const address of addresses) response.answers.push(Packet.createResourceFromQuestion(question, { type: Packet.TYPE.A, class: Packet.CLASS.IN, ttl: 60, address }));

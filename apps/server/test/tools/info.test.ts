@@ -32,6 +32,7 @@ describe.each(driverCases())('/info tools on $name', (driver) => {
     dns = await startDnsServer({
       a: { 'two.rampart.test': ['192.0.2.10', '192.0.2.11'], 'empty.rampart.test': [] },
       ptr: { '160.69.2.81.in-addr.arpa': 'bracknell.example.net' },
+      servfail: ['broken.rampart.test'],
     });
     store = await driver.open();
     app = await testApp(store, { tools: { ...base, dns: { ...base.dns, servers: [dns.address], timeoutMs: 1000 } } });
@@ -110,6 +111,12 @@ describe.each(driverCases())('/info tools on $name', (driver) => {
     const bad = await get('/info/domain/not_a_domain');
     expect(bad.statusCode).toBe(400);
     expect(bad.json().errors[0].path).toBe('params.domain_name');
+  });
+
+  it('answers 502 problem+json when the resolver fails (SERVFAIL)', async () => {
+    const res = await get('/info/domain/broken.rampart.test');
+    expect(res.statusCode).toBe(502);
+    expect(res.json()).toMatchObject({ type: 'https://rampart.dev/problems/bad_gateway', detail: 'the DNS resolver failed for broken.rampart.test (ESERVFAIL)' });
   });
 
   it('answers 504 problem+json when the resolver never answers', async () => {
