@@ -52,6 +52,8 @@ export class VpnService {
 
   private keyBox(): Promise<VpnKeyBox> {
     this.box ??= (async () => new VpnKeyBox(this.config.keySecret ?? (await this.store.secrets.get('vpn_private_keys'))))();
+    // A store error must not stick: the next request asks again.
+    this.box.catch(() => (this.box = undefined));
     return this.box;
   }
 
