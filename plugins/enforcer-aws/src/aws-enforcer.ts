@@ -1,0 +1,96 @@
+import {
+  DesiredSet,
+  compareCidrs,
+  sortCidrs,
+  type BlockEntry,
+  type EnforceResult,
+  type Enforcer,
+  type PluginLogger,
+  type ReconcileResult,
+} from '@rampart/plugin-kit';
+import { converge, readSlots, type NetworkAclTarget } from './network-acl.ts';
+import { IP_SET_ADDRESSES, convergeShards, readAddresses, readShards, type IpSetsTarget } from './wafv2-ip-sets.ts';
+
+export interface AwsEnforcerOptions {
+  nacl?: NetworkAclTarget;
+  waf?: IpSetsTarget;
+  log: PluginLogger;
+}
+
+/**
+ * AWS enforcement on two layers: the highest-scored entries as deny entries of a network ACL
+ * (all traffic, but only a few rules fit), and the whole list in WAFv2 IP sets (HTTP through
+ * ALB, API Gateway or CloudFront, 10,000 addresses per set). Both are converged to the desired
+ * state read back from AWS, so a sync and a diff differ only in what they start from.
+ */
+export function createAwsEnforcer(o: AwsEnforcerOptions): Enforcer {
+  const desired = new DesiredSet();
+  const capacity = o.waf ? o.waf.shards * IP_SET_ADDRESSES : (o.nacl?.slots ?? 0);
+
+  function plan() {
+    const all = desired.entries();
+    // WAFv2 IP sets take /1 to /32; a /0 can only go to the network ACL.
+    const { kept, cut } = desired.withinCapacity(capacity);
+    const byScore = [...kept].sort((a, b) => b.score - a.score || compareCidrs(a.cidr, b.cidr));
+    const naclCidrs = o.nacl ? byScore.slice(0, o.nacl.slots).map((e) => e.cidr) : [];
+    const wafCidrs = o.waf ? sortCidrs(kept.filter((e) => !e.cidr.endsWith('/0')).map((e) => e.cidr)) : [];
+    const enforced = sortCidrs([...naclCidrs, ...wafCidrs]);
+    return { enforced, naclCidrs, wafCidrs, cut: cut + (kept.length - enforced.length), total: all.length };
+  }
+
+  async function commit(): Promise<EnforceResult> {
+    const p = plan();
+    const naclCalls = o.nacl ? await converge(o.nacl, p.naclCidrs) : 0;
+    const wafWrites = o.waf ? await convergeShards(o.waf, p.wafCidrs) : 0;
+    o.log.debug({ nacl_calls: naclCalls, waf_writes: wafWrites, entries: p.enforced.length }, 'aws converged');
+    if (p.cut > 0) o.log.warn({ cut: p.cut, capacity }, 'capacity reached; lowest scores cut');
+    if (desired.invalid > 0) o.log.warn({ invalid: desired.invalid }, 'inputs that are not IPv4 CIDRs ignored');
+    return { enforced: p.enforced.length, cut: p.cut, ...(desired.invalid > 0 ? { invalid: desired.invalid } : {}) };
+  }
+
+  async function list(): Promise<string[]> {
+    const nacl = o.nacl ? [...(await readSlots(o.nacl)).values()] : [];
+    const waf = o.waf ? await readAddresses(o.waf) : [];
+    return sortCidrs([...nacl, ...waf]);
+  }
+
+  return {
+    capacity,
+    async healthcheck() {
+      try {
+        if (o.nacl) await readSlots(o.nacl);
+        if (o.waf) await readShards(o.waf, false);
+        return { ok: true };
+      } catch (err) {
+        return { ok: false, detail: (err as Error).message };
+      }
+    },
+    async sync(entries: BlockEntry[]) {
+      desired.replace(entries);
+      return commit();
+    },
+    async apply(diff) {
+      desired.apply(diff);
+      return commit();
+    },
+    list,
+    async reconcile(): Promise<ReconcileResult> {
+      const p = plan();
+      const live = await list();
+      const drifted = live.length !== p.enforced.length || live.some((c, i) => c !== p.enforced[i]);
+      if (!drifted) return { enforced: p.enforced.length, cut: p.cut, drifted };
+      o.log.warn({ live: live.length, expected: p.enforced.length }, 'aws drifted; re-asserting');
+      desired.invalid = 0;
+      return { ...(await commit()), drifted };
+    },
+    async withdraw() {
+      desired.replace([]);
+      if (o.nacl) await converge(o.nacl, []);
+      if (o.waf) await convergeShards(o.waf, []);
+    },
+    async close() {
+      o.nacl?.ec2.destroy();
+      o.waf?.waf.destroy();
+    },
+  };
+}
