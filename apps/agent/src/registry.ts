@@ -2,6 +2,7 @@ import type { EnforcerDefinition, SourceDefinition } from '@rampart/plugin-kit';
 import { DRY_RUN_LABEL, dryRunEnforcer } from '@rampart/enforcer-dry-run';
 import { sshdSource } from '@rampart/source-sshd';
 import { modsecuritySource } from '@rampart/source-modsecurity';
+import { bridgeFilterLogSource, netfilterLogSource } from '@rampart/source-netfilter-log';
 
 /*
  * Every plugin the agent can run, listed by hand (conventions §6): no directory scanning, so
@@ -17,6 +18,8 @@ type AnyEnforcer = EnforcerDefinition<any>;
 export const SOURCES: ReadonlyMap<string, AnySource> = new Map<string, AnySource>([
   [sshdSource.serves, sshdSource],
   [modsecuritySource.serves, modsecuritySource],
+  [netfilterLogSource.serves, netfilterLogSource],
+  [bridgeFilterLogSource.serves, bridgeFilterLogSource],
 ]);
 
 /** Enforcers by the `ips` label they are configured under. */

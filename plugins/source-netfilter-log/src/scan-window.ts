@@ -1,0 +1,37 @@
+/**
+ * Port-scan detection: distinct destination ports per source inside a sliding window. A source
+ * that reaches `threshold` ports is a scan: reported once, then quiet until its window has
+ * passed (a long scan yields one detection per window, each counting the ports seen).
+ */
+export class ScanWindows {
+  private readonly sources = new Map<string, { ports: Map<number, number>; quietUntil: number }>();
+
+  constructor(
+    private readonly threshold: number,
+    private readonly windowSeconds: number,
+    private readonly maxSources = 50_000,
+  ) {}
+
+  /** Records a probe; returns the number of distinct ports when it completes a scan. */
+  push(src: string, port: number, ts: number): number | undefined {
+    let state = this.sources.get(src);
+    if (state) this.sources.delete(src);
+    else state = { ports: new Map(), quietUntil: -Infinity };
+    this.sources.set(src, state);
+    if (this.sources.size > this.maxSources) this.sources.delete(this.sources.keys().next().value!);
+    if (ts < state.quietUntil) return undefined;
+    const from = ts - this.windowSeconds;
+    for (const [p, seen] of state.ports) if (seen <= from) state.ports.delete(p);
+    state.ports.delete(port);
+    state.ports.set(port, ts);
+    if (state.ports.size < this.threshold) return undefined;
+    const count = state.ports.size;
+    state.ports.clear();
+    state.quietUntil = ts + this.windowSeconds;
+    return count;
+  }
+
+  get tracked(): number {
+    return this.sources.size;
+  }
+}
