@@ -76,8 +76,8 @@ export class RampartClient {
     return walkTs((cursor) => this.ipsPage({ ...query, ts: cursor }, call), ts);
   }
 
-  async ipLookup(ip: string, call: Call = {}): Promise<Ipv4Page> {
-    return parseJson(Ipv4Page, await this.transport.request('GET', `/ips/${encodeURIComponent(ip)}`, call));
+  async ipLookup(ip: string, query: { full?: 'yes' | 'no'; explain?: 'yes' | 'no' } = {}, call: Call = {}): Promise<Ipv4Page> {
+    return parseJson(Ipv4Page, await this.transport.request('GET', `/ips/${encodeURIComponent(ip)}`, { ...call, query: { ...query } }));
   }
 
   async reportIp(body: IpsReportBody | z.input<typeof IpsReportBody>, options: ReportOptions = {}): Promise<void> {

@@ -16,6 +16,11 @@ export function createMetrics() {
     }),
     reportsSpooled: new Counter({ name: 'rampart_agent_reports_spooled_total', help: 'Reports written to the spool', registers: [registry] }),
     reportsSent: new Counter({ name: 'rampart_agent_reports_sent_total', help: 'Reports acknowledged by the server', registers: [registry] }),
+    reportsDeduplicated: new Counter({
+      name: 'rampart_agent_reports_deduplicated_total',
+      help: 'Pending reports found already stored on the server after a failure (not resent)',
+      registers: [registry],
+    }),
     reportsRejected: new Counter({ name: 'rampart_agent_reports_rejected_total', help: 'Reports the server refused for good (dropped)', registers: [registry] }),
     reportErrors: new Counter({ name: 'rampart_agent_report_errors_total', help: 'Failed report attempts', labelNames: ['kind'], registers: [registry] }),
     spoolDepth: new Gauge({ name: 'rampart_agent_spool_depth', help: 'Reports waiting in the spool', registers: [registry] }),

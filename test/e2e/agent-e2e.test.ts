@@ -1,0 +1,127 @@
+import { appendFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RampartClient } from '@rampart/client';
+import type { DryRunFile } from '@rampart/enforcer-dry-run';
+import { seedOrg } from '../../apps/server/test/support/app.ts';
+import {
+  agentHealth,
+  failedPassword,
+  freePort,
+  readJson,
+  runAgentCommand,
+  spawnAgent,
+  startControlPlane,
+  tempDir,
+  waitFor,
+  writeAgentConfig,
+  type AgentProcess,
+  type ControlPlane,
+} from './support.ts';
+
+/*
+ * Server + agent + database + a log file being written: a brute force appears in auth.log, the
+ * agent reports it, the server scores and lists it, and it reaches the agent's dry-run enforcer.
+ * Then the server's pushes (a decision, running = no) reach the agent without a restart.
+ */
+describe('agent end to end', () => {
+  let cp: ControlPlane;
+  let dir: Awaited<ReturnType<typeof tempDir>>;
+  let agent: AgentProcess | undefined;
+  let admin: RampartClient;
+  const gaid = 'RMP-AGENT-ID-e2e1';
+  const attacker = '45.61.1.7';
+
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    dir = await tempDir('rampart-e2e-');
+    const org = await seedOrg(cp.store, { credits: 1_000_000, trust: 1 });
+    admin = new RampartClient({ baseUrl: cp.url, apiKey: org.keys.admin });
+    process.env.RAMPART_E2E_ADMIN = org.keys.admin;
+  });
+  afterAll(async () => {
+    if (agent) await agent.kill9();
+    await cp?.close();
+    await dir?.remove();
+  });
+
+  it(`a brute force in auth.log is reported, scored, listed and enforced (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`, async () => {
+    const authLog = join(dir.path, 'auth.log');
+    const dryRunPath = join(dir.path, 'dry-run.json');
+    const configPath = join(dir.path, 'agent.json');
+    const metricsPort = await freePort();
+    await writeFile(authLog, '');
+    await writeAgentConfig(configPath, { controlPlaneUrl: cp.url, gaid, stateDir: join(dir.path, 'state'), authLog, dryRunPath, metricsPort });
+
+    const validated = await runAgentCommand(['validate-config', configPath], {});
+    expect(validated).toMatchObject({ code: 0 });
+    const registered = await runAgentCommand(['register', '-c', configPath], { RAMPART_ADMIN_KEY: process.env.RAMPART_E2E_ADMIN! });
+    expect(registered.err).toBe('');
+    expect(registered.out).toMatch(new RegExp(`registered ${gaid}`));
+    expect(registered.code).toBe(0);
+
+    agent = spawnAgent(['run', '-c', configPath], {}, join(dir.path, 'agent.log'));
+    await waitFor('agent healthy and connected', async () => {
+      const h = await agentHealth(metricsPort);
+      return h?.healthy === true && h.channel_connected === true && h;
+    });
+
+    // Five failures (max_retry 5) from a public address, and some from a private one.
+    const lines = [1, 2, 3, 4, 5].map((i) => failedPassword(attacker, 100 + i));
+    lines.push(...[1, 2, 3, 4, 5, 6].map((i) => failedPassword('10.20.30.40', 200 + i)));
+    await appendFile(authLog, `${lines.join('\n')}\n`);
+
+    const enforced = await waitFor('attacker in the dry-run enforcer', async () => {
+      const file = await readJson<DryRunFile>(dryRunPath);
+      return file?.enforced.includes(`${attacker}/32`) && file;
+    });
+    expect(enforced.enforced).toEqual([`${attacker}/32`]);
+
+    const page = await admin.ipLookup(attacker, { full: 'yes' });
+    const record = page.body[0]!;
+    expect(record.ip).toBe(attacker);
+    expect(record.score).toBeGreaterThanOrEqual(50);
+    expect(record.info?.events).toBe(1);
+    expect(record.info?.sources).toEqual(['ssh_log']);
+    const listed: string[] = [];
+    for await (const p of admin.ipv4List(50)) listed.push(...p.items);
+    expect(listed).toContain(attacker);
+
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/rampart_agent_detections_ignored_total\{reason="special_range"\} 6/);
+    expect(metrics).toMatch(/rampart_agent_reports_sent_total 1/);
+    expect(metrics).toMatch(/rampart_agent_block_set_size 1/);
+  });
+
+  it('a whitelist decision on the server removes the address from the enforcer through the sync channel', async () => {
+    await admin.reportIp({ ip: attacker, confidence: 0.1, source: 'console', decision: 0 });
+    await waitFor('attacker gone from the dry-run enforcer', async () => {
+      const file = await readJson<DryRunFile>(join(dir.path, 'dry-run.json'));
+      return file && !file.enforced.includes(`${attacker}/32`) && file;
+    });
+  });
+
+  it('running = no withdraws the rules and running = yes restores them, without a restart', async () => {
+    await admin.reportIp({ ip: '45.61.2.9', confidence: 1, source: 'console', decision: 1 });
+    const dryRun = join(dir.path, 'dry-run.json');
+    await waitFor('blacklisted address enforced', async () => (await readJson<DryRunFile>(dryRun))?.enforced.includes('45.61.2.9/32'));
+    const settingsUrl = `${cp.url}/agents/${gaid}/config`;
+    const headers = { authorization: process.env.RAMPART_E2E_ADMIN!, 'content-type': 'application/json' };
+    const doc = (await (await fetch(settingsUrl, { headers })).json()) as Record<string, unknown>;
+    const put = (running: string) => fetch(settingsUrl, { method: 'PUT', headers, body: JSON.stringify({ ...doc, running }) });
+    expect((await put('no')).status).toBe(200);
+    const withdrawn = await waitFor('rules withdrawn', async () => {
+      const file = await readJson<DryRunFile>(dryRun);
+      return file?.operations.at(-1)?.op === 'withdraw' && file;
+    });
+    expect(withdrawn.enforced).toEqual([]);
+    expect((await agentHealth((await readJson<{ local: { metrics_port: number } }>(join(dir.path, 'agent.json')))!.local.metrics_port))?.running).toBe('no');
+    expect((await put('yes')).status).toBe(200);
+    await waitFor('rules back', async () => (await readJson<DryRunFile>(dryRun))?.enforced.includes('45.61.2.9/32'));
+  });
+
+  it('stops gracefully on SIGTERM', async () => {
+    expect(await agent!.terminate()).toBe(0);
+    agent = undefined;
+  });
+});

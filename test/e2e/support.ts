@@ -1,0 +1,206 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../apps/server/src/app.ts';
+import { testConfig } from '../../apps/server/src/config.ts';
+import { openStore, type Store } from '../../apps/server/src/store/index.ts';
+import { createTestDatabase } from '../../apps/server/test/support/databases.ts';
+
+/*
+ * End-to-end harness: the real control plane (PostgreSQL when DATABASE_URL is set, else PGlite)
+ * on a fixed loopback port that survives a stop/start, and the real agent as a child process
+ * started through its `rampart-agent` bin.
+ */
+
+export const AGENT_BIN = fileURLToPath(new URL('../../apps/agent/bin/rampart-agent.js', import.meta.url));
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ControlPlane {
+  store: Store;
+  port: number;
+  url: string;
+  driver: 'postgres' | 'pglite';
+  /** Stops answering (the port is closed); the data stays. */
+  stop(): Promise<void>;
+  /** Answers again on the same port. */
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startControlPlane(): Promise<ControlPlane> {
+  let store: Store;
+  let drop = async () => {};
+  let driver: ControlPlane['driver'] = 'pglite';
+  if (process.env.DATABASE_URL) {
+    const db = await createTestDatabase();
+    store = await openStore({ databaseUrl: db.url });
+    drop = db.drop;
+    driver = 'postgres';
+  } else {
+    store = await openStore({});
+  }
+  const port = await freePort();
+  let app: FastifyInstance | undefined;
+  const cp: ControlPlane = {
+    store,
+    port,
+    driver,
+    url: `http://127.0.0.1:${port}/api/v1`,
+    async start() {
+      app = await buildApp({ config: testConfig({ authCacheSeconds: 0 }), store });
+      await app.listen({ host: '127.0.0.1', port });
+    },
+    async stop() {
+      await app?.close();
+      app = undefined;
+    },
+    async close() {
+      await cp.stop();
+      await store.close();
+      await drop();
+    },
+  };
+  await cp.start();
+  return cp;
+}
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 60_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export interface AgentProcess {
+  child: ChildProcess;
+  logPath: string;
+  exited: Promise<number | null>;
+  kill9(): Promise<void>;
+  terminate(): Promise<number | null>;
+}
+
+export function spawnAgent(args: string[], env: Record<string, string>, logPath: string): AgentProcess {
+  const child = spawn(process.execPath, [AGENT_BIN, ...args], { env: { ...process.env, TZ: 'UTC', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const log = createWriteStream(logPath, { flags: 'a' });
+  child.stdout!.pipe(log);
+  child.stderr!.pipe(log);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    logPath,
+    exited,
+    async kill9() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+    async terminate() {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** Runs an agent command to completion; resolves with its exit code and output. */
+export async function runAgentCommand(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn(process.execPath, [AGENT_BIN, ...args], { env: { ...process.env, TZ: 'UTC', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, out, err };
+}
+
+export async function tempDir(prefix: string): Promise<{ path: string; remove(): Promise<void> }> {
+  const path = await mkdtemp(join(tmpdir(), prefix));
+  return { path, remove: () => rm(path, { recursive: true, force: true }) };
+}
+
+export interface AgentConfigInput {
+  controlPlaneUrl: string;
+  gaid: string;
+  stateDir: string;
+  authLog: string;
+  dryRunPath: string;
+  metricsPort: number;
+  apiKey?: string;
+  threshold?: number;
+  maxRetry?: number;
+  websocket?: boolean;
+}
+
+export async function writeAgentConfig(path: string, c: AgentConfigInput): Promise<void> {
+  const doc = {
+    control_plane_url: c.controlPlaneUrl,
+    gaid: c.gaid,
+    ts: Date.now(),
+    score_threshold: c.threshold ?? 50,
+    start_from: 0,
+    version: 'v0.1.0',
+    proxy: 'LOCAL',
+    sync_time: 1,
+    maximum_rules: 100_000,
+    auth_name: 'Authorization',
+    ...(c.apiKey ? { api_jwt_key: c.apiKey } : {}),
+    ids: { ssh_log: { active: true, ssh_log_location: c.authLog } },
+    ips: { dry_run: { active: true, path: c.dryRunPath } },
+    local: {
+      state_dir: c.stateDir,
+      metrics_port: c.metricsPort,
+      log_level: 'info',
+      sync_cron: '*/2 * * * * *',
+      websocket: c.websocket ?? true,
+      sources: { ssh_log: { max_retry: c.maxRetry ?? 5, find_time_seconds: 600, start_at: 'beginning' } },
+    },
+  };
+  await writeFile(path, JSON.stringify(doc, null, 2));
+}
+
+/** An sshd "Failed password" line as syslog writes it today. */
+export function failedPassword(ip: string, pid: number): string {
+  const d = new Date();
+  const month = d.toLocaleString('en-US', { month: 'short', timeZone: 'UTC' });
+  const day = String(d.getUTCDate()).padStart(2, ' ');
+  const time = d.toISOString().slice(11, 19);
+  return `${month} ${day} ${time} edge01 sshd[${pid}]: Failed password for root from ${ip} port ${40000 + (pid % 20000)} ssh2`;
+}
+
+export async function readJson<T>(path: string): Promise<T | undefined> {
+  try {
+    return JSON.parse(await readFile(path, 'utf8')) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function agentHealth(port: number): Promise<Record<string, unknown> | undefined> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) });
+    return (await res.json()) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+}
