@@ -11,6 +11,7 @@ import { filesRoutes } from './files/index.ts';
 import { domainsRoutes } from './domains/index.ts';
 import { urlsRoutes } from './urls/index.ts';
 import { stixRoutes } from './stix/index.ts';
+import { indicatorScoreListRoutes } from './indicator-score-lists.ts';
 import { infoRoutes } from './tools/info.ts';
 import { vpnRoutes } from './vpn/index.ts';
 import { infoRoutes } from './tools/info.ts';
@@ -40,5 +41,6 @@ export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
   await app.register(domainsRoutes, { context });
   await app.register(urlsRoutes, { context });
   await app.register(stixRoutes, { context });
+  await app.register(indicatorScoreListRoutes, { context });
   await app.register(pendingRoutes, { routes: PENDING_ROUTES });
 };

@@ -21,13 +21,9 @@ interface PendingRoute {
   response?: z.ZodType;
 }
 
-const text = z.string().describe('text/plain');
 const empty = z.null().describe('empty body');
 
 export const PENDING_ROUTES: PendingRoute[] = [
-  { method: 'GET', url: '/files/score/:min_score', tag: 'files', summary: 'Digests by minimum score', rampart: { coin: 'list' }, params: C.FilesScoreParams, querystring: C.FilesScoreQuery, response: text },
-  { method: 'GET', url: '/domains/score/:min_score', tag: 'domains', summary: 'Domains by minimum score', rampart: { coin: 'list' }, params: C.DomainsScoreParams, querystring: C.DomainsScoreQuery, response: text },
-  { method: 'GET', url: '/urls/score/:min_score', tag: 'urls', summary: 'URLs by minimum score', rampart: { coin: 'list' }, params: C.UrlsScoreParams, querystring: C.UrlsScoreQuery, response: text },
 ];
 
 export const pendingRoutes: FastifyPluginAsyncZod<{ routes: PendingRoute[] }> = async (app, { routes }) => {

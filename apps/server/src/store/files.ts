@@ -2,7 +2,12 @@ import { ApiError } from '@rampart/contracts';
 import type { Db, Queryable } from './db.ts';
 import {
   completeBefore,
+  decisionsVersion,
   groupedPage,
+  listBoundary,
+  listVersion,
+  scoreListSql,
+  type ScoreListFilter,
   mergeReport,
   mergeTags,
   reportAggregates,
@@ -198,13 +203,34 @@ export class FileStore {
     return groupedPage<FileRow>(this.db, SELECT, where.join(' and '), params, { since, upper, pageSize });
   }
 
-  /** Candidates for the score list, by id (see NamedIndicatorStore.scoreCandidates). */
-  async scoreCandidates(orgId: number, minS0: number, digest: DigestKind, afterId: number, limit: number): Promise<FileRow[]> {
-    const res = await this.db.query<FileRow>(
-      `${SELECT} where i.id > $2 and i.${digest} is not null and (i.score >= $3 or d.decision = 1) and coalesce(d.decision, -1) <> 0 order by i.id limit $4`,
-      [orgId, afterId, minS0, limit],
+  private listSql(filter: ScoreListFilter, digest: DigestKind, after: number | null, upTo: number | null, params: unknown[]) {
+    const sql = scoreListSql(DECISION_JOIN.replace('org_id = $1', 'org_id = $ORG'), filter, after, upTo, params);
+    return { join: sql.join, where: `${sql.where} and i.${digest} is not null` };
+  }
+
+  /** Rows of the score list that carry `digest`, after < id <= upTo, by id; `hex` is that digest. */
+  async listRows(filter: ScoreListFilter, digest: DigestKind, after: number | null, upTo: number | null, limit: number): Promise<Array<{ id: number; hex: string }>> {
+    const params: unknown[] = [];
+    const sql = this.listSql(filter, digest, after, upTo, params);
+    const res = await this.db.query<{ id: number; hex: string }>(
+      `select i.id, upper(encode(i.${digest}, 'hex')) as hex from file_indicators i ${sql.join} ${sql.where} order by i.id limit ${Number(limit)}`,
+      params,
     );
     return res.rows;
+  }
+
+  listBoundary(filter: ScoreListFilter, digest: DigestKind, after: number | null, n: number) {
+    const params: unknown[] = [];
+    return listBoundary(this.db, 'file_indicators', this.listSql(filter, digest, after, null, params), params, n);
+  }
+
+  listVersion(filter: ScoreListFilter, digest: DigestKind, after: number | null, upTo: number | null) {
+    const params: unknown[] = [];
+    return listVersion(this.db, 'file_indicators', this.listSql(filter, digest, after, upTo, params), params);
+  }
+
+  decisionsVersion(orgId: number): Promise<string> {
+    return decisionsVersion(this.db, 'file', orgId);
   }
 
   /** Bulk load of the archive (generators and imports): one multi-row insert per call. */

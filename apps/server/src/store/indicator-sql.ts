@@ -125,3 +125,56 @@ export async function groupedPage<T extends { ts: number; id: number }>(
   }
   return rows;
 }
+
+/**
+ * The caller organization's score list at one instant: `cutoffs[s0 - 1]` is the smallest `ts`
+ * at which a record of score s0 still has a live score >= the threshold now (computed by the
+ * service with the shared formula, so SQL and `isBlocked` agree).
+ */
+export interface ScoreListFilter {
+  orgId: number;
+  cutoffs: number[];
+}
+
+/**
+ * The SQL twin of `isBlocked` for files, domains and URLs (they carry no ttl and no reserved
+ * ranges): whitelist never listed > blacklist always listed > live score >= threshold.
+ * `decisionJoin` must expose `d.decision`. Only parameters are added to `params`.
+ */
+export function scoreListSql(decisionJoin: string, f: ScoreListFilter, after: number | null, upTo: number | null, params: unknown[]): { join: string; where: string } {
+  const p = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const join = decisionJoin.replaceAll('$ORG', p(f.orgId));
+  const conditions = ['coalesce(d.decision, -1) <> 0', `(d.decision = 1 or i.ts >= (${p(f.cutoffs)}::bigint[])[i.score])`];
+  if (after !== null) conditions.push(`i.id > ${p(after)}`);
+  if (upTo !== null) conditions.push(`i.id <= ${p(upTo)}`);
+  return { join, where: `where ${conditions.join(' and ')}` };
+}
+
+/** Id of the n-th listed row after `after` (or of the last one) and whether more follow. */
+export async function listBoundary(db: Queryable, from: string, sql: { join: string; where: string }, params: unknown[], n: number): Promise<{ last: number | null; more: boolean }> {
+  const res = await db.query<{ id: number }>(`select i.id from ${from} i ${sql.join} ${sql.where} order by i.id limit ${Number(n) + 1}`, params);
+  const ids = res.rows;
+  return { last: ids[Math.min(n, ids.length) - 1]?.id ?? null, more: ids.length > n };
+}
+
+/** Count, id sum and latest ts of the listed rows: moves when the entries do. */
+export async function listVersion(db: Queryable, from: string, sql: { join: string; where: string }, params: unknown[]): Promise<string> {
+  const res = await db.query<{ n: number; s: string; t: string }>(
+    `select count(*)::bigint as n, coalesce(sum(i.id), 0)::text as s, coalesce(max(i.ts), 0)::text as t from ${from} i ${sql.join} ${sql.where}`,
+    params,
+  );
+  const r = res.rows[0]!;
+  return `${r.n}:${r.s}:${r.t}`;
+}
+
+/** Count and latest change of one organization's decisions of a kind (part of list ETags). */
+export async function decisionsVersion(db: Queryable, kind: IndicatorKind, orgId: number): Promise<string> {
+  const res = await db.query<{ n: number; u: string }>(
+    `select count(*)::bigint as n, coalesce(max(updated_at), 'epoch')::text as u from ${TABLES[kind].decisions} where org_id = $1`,
+    [orgId],
+  );
+  return `${res.rows[0]!.n}:${res.rows[0]!.u}`;
+}

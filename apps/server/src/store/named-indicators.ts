@@ -1,7 +1,12 @@
 import type { Db } from './db.ts';
 import {
   completeBefore,
+  decisionsVersion,
   groupedPage,
+  listBoundary,
+  listVersion,
+  scoreListSql,
+  type ScoreListFilter,
   mergeReport,
   mergeTags,
   reportAggregates,
@@ -98,26 +103,29 @@ export class NamedIndicatorStore {
     return groupedPage<NamedRow>(this.db, this.select, 'coalesce(d.decision, -1) <> 0', [orgId], { since, upper, pageSize });
   }
 
-  /**
-   * A page of (id, value, score, ts, decision) by id after `afterId`, for the score lists: the
-   * list filters by live score, so the store hands out candidates by s0 >= minS0 (a live score
-   * never exceeds s0) plus the organization's blacklist.
-   */
-  async scoreCandidates(orgId: number, minS0: number, afterId: number, limit: number): Promise<NamedRow[]> {
-    const res = await this.db.query<NamedRow>(
-      `${this.select} where i.id > $2 and (i.score >= $3 or d.decision = 1) and coalesce(d.decision, -1) <> 0 order by i.id limit $4`,
-      [orgId, afterId, minS0, limit],
-    );
+  private listSql(filter: ScoreListFilter, after: number | null, upTo: number | null, params: unknown[]) {
+    return scoreListSql(`left join ${this.t.decisions} d on d.org_id = $ORG and d.value = i.value`, filter, after, upTo, params);
+  }
+
+  /** Rows of the score list with after < id <= upTo, by id (see scoreListSql for the precedence). */
+  async listRows(filter: ScoreListFilter, after: number | null, upTo: number | null, limit: number): Promise<Array<{ id: number; value: string }>> {
+    const params: unknown[] = [];
+    const sql = this.listSql(filter, after, upTo, params);
+    const res = await this.db.query<{ id: number; value: string }>(`select i.id, i.value from ${this.t.indicators} i ${sql.join} ${sql.where} order by i.id limit ${Number(limit)}`, params);
     return res.rows;
   }
 
-  /** The highest `ts` of any record: changes whenever the feed changes (list ETags). */
-  async version(orgId: number): Promise<string> {
-    const res = await this.db.query<{ v: string }>(
-      `select concat_ws(':', (select coalesce(max(ts), 0) from ${this.t.indicators}), (select count(*) from ${this.t.indicators}),
-         (select coalesce(max(extract(epoch from updated_at)), 0) from ${this.t.decisions} where org_id = $1)) as v`,
-      [orgId],
-    );
-    return res.rows[0]!.v;
+  listBoundary(filter: ScoreListFilter, after: number | null, n: number) {
+    const params: unknown[] = [];
+    return listBoundary(this.db, this.t.indicators, this.listSql(filter, after, null, params), params, n);
+  }
+
+  listVersion(filter: ScoreListFilter, after: number | null, upTo: number | null) {
+    const params: unknown[] = [];
+    return listVersion(this.db, this.t.indicators, this.listSql(filter, after, upTo, params), params);
+  }
+
+  decisionsVersion(orgId: number): Promise<string> {
+    return decisionsVersion(this.db, this.kind, orgId);
   }
 }
