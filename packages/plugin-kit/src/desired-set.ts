@@ -1,5 +1,4 @@
-import { canonicalCidr } from './block-list.ts';
-import { parseIpv4Cidr } from './ipv4-range.ts';
+import { canonicalIpv4Cidr, parseIpv4Cidr } from './ipv4-range.ts';
 import type { BlockEntry, Diff } from './enforcer.ts';
 
 /**
@@ -24,22 +23,27 @@ export class DesiredSet {
   replace(entries: readonly BlockEntry[]): void {
     this.#scores.clear();
     this.invalid = 0;
-    this.#addAll(entries);
+    this.#addAll(entries, true);
   }
 
   /** Removals first, then additions: a CIDR named in both ends up enforced. */
   apply(diff: Diff): void {
     this.invalid = 0;
     for (const raw of diff.remove) {
-      const cidr = canonicalCidr(raw);
+      const cidr = canonicalIpv4Cidr(raw.trim());
       if (cidr) this.#scores.delete(cidr);
       else this.invalid += 1;
     }
-    this.#addAll(diff.add);
+    this.#addAll(diff.add, false);
   }
 
   clear(): void {
     this.#scores.clear();
+  }
+
+  /** Canonical CIDRs (insertion order). */
+  cidrs(): IterableIterator<string> {
+    return this.#scores.keys();
   }
 
   entries(): BlockEntry[] {
@@ -51,18 +55,19 @@ export class DesiredSet {
     return selectWithinCapacity(this.entries(), capacity);
   }
 
-  #addAll(entries: readonly BlockEntry[]): void {
-    const seen = new Set<string>();
+  /** `fresh`: the map was just cleared, so any value in it comes from this call. */
+  #addAll(entries: readonly BlockEntry[], fresh: boolean): void {
+    const seen = fresh ? null : new Set<string>();
     for (const entry of entries) {
-      const cidr = canonicalCidr(entry.cidr);
+      const cidr = canonicalIpv4Cidr(entry.cidr.trim());
       if (!cidr || !Number.isFinite(entry.score)) {
         this.invalid += 1;
         continue;
       }
       // Within one call a duplicate keeps the higher score; across calls the newer score wins.
-      const previous = seen.has(cidr) ? this.#scores.get(cidr)! : -Infinity;
-      seen.add(cidr);
-      this.#scores.set(cidr, Math.max(previous, entry.score));
+      const previous = !seen || seen.has(cidr) ? (this.#scores.get(cidr) ?? -Infinity) : -Infinity;
+      seen?.add(cidr);
+      this.#scores.set(cidr, previous >= entry.score ? previous : entry.score);
     }
   }
 }

@@ -1,4 +1,4 @@
-import { canonicalCidr } from './block-list.ts';
+import { canonicalIpv4Cidr } from './ipv4-range.ts';
 import { DesiredSet } from './desired-set.ts';
 import type { BlockEntry, Diff } from './enforcer.ts';
 
@@ -10,69 +10,85 @@ export interface EnforcedChange {
 
 /**
  * The desired set and the part of it that fits in `capacity`, tracked so that a diff yields the
- * change to push to the target. While nothing is cut the change is computed in O(diff) (a
- * 1,000-entry diff against a 100,000-entry set must cost far less than the backend's commit);
- * when the capacity binds, the cut is recomputed over the whole set.
+ * change to push to the target. While nothing is cut the enforced set *is* the desired set (no
+ * copy) and a diff's change costs O(diff): a 1,000-entry diff against 100,000 entries must cost
+ * far less than the backend's own commit. When the capacity binds, the kept set is recomputed.
  */
 export class EnforcedSet {
   readonly desired = new DesiredSet();
-  #enforced = new Set<string>();
+  /** The kept CIDRs while the capacity cuts some; null while everything desired is enforced. */
+  #kept: Set<string> | null = null;
 
   constructor(readonly capacity: number) {}
 
-  /** Canonical CIDRs enforced now (unordered). */
-  get enforced(): ReadonlySet<string> {
-    return this.#enforced;
+  /** Entries enforced. */
+  get size(): number {
+    return this.#kept ? this.#kept.size : this.desired.size;
   }
 
   /** Desired entries left out by the capacity. */
   get cut(): number {
-    return this.desired.size - this.#enforced.size;
+    return this.desired.size - this.size;
   }
 
-  replace(entries: readonly BlockEntry[]): EnforcedChange {
+  has(cidr: string): boolean {
+    return this.#kept ? this.#kept.has(cidr) : this.desired.has(cidr);
+  }
+
+  /** Canonical CIDRs enforced now (unordered). */
+  cidrs(): IterableIterator<string> {
+    return this.#kept ? this.#kept.values() : this.desired.cidrs();
+  }
+
+  replace(entries: readonly BlockEntry[]): void {
     this.desired.replace(entries);
-    return this.#recompute();
+    this.#kept = this.#keep();
+  }
+
+  clear(): void {
+    this.desired.clear();
+    this.#kept = null;
   }
 
   apply(diff: Diff): EnforcedChange {
-    const before = this.desired.size;
-    if (before > this.capacity) {
-      this.desired.apply(diff);
-      return this.#recompute();
-    }
-    const removed = new Set<string>();
-    for (const raw of diff.remove) {
-      const cidr = canonicalCidr(raw);
-      if (cidr && this.#enforced.has(cidr)) removed.add(cidr);
-    }
+    // Every CIDR the diff names, with whether it was enforced before.
+    const touched = new Map<string, boolean>();
+    const note = (raw: string) => {
+      const cidr = canonicalIpv4Cidr(raw.trim());
+      if (cidr && !touched.has(cidr)) touched.set(cidr, this.has(cidr));
+    };
+    for (const raw of diff.remove) note(raw);
+    for (const entry of diff.add) note(entry.cidr);
+    const oldKept = this.#kept;
     this.desired.apply(diff);
-    if (this.desired.size > this.capacity) return this.#recompute();
-    const added = new Set<string>();
-    for (const entry of diff.add) {
-      const cidr = canonicalCidr(entry.cidr);
-      if (!cidr || !this.desired.has(cidr)) continue;
-      // Removed and re-added in the same diff: it stays, so neither side touches the target.
-      if (removed.delete(cidr)) continue;
-      if (!this.#enforced.has(cidr)) added.add(cidr);
-    }
-    for (const cidr of removed) this.#enforced.delete(cidr);
-    for (const cidr of added) this.#enforced.add(cidr);
-    return { added: [...added], removed: [...removed] };
-  }
+    this.#kept = this.#keep();
 
-  clear(): EnforcedChange {
-    this.desired.clear();
-    return this.#recompute();
-  }
-
-  #recompute(): EnforcedChange {
-    const kept = new Set(this.desired.withinCapacity(this.capacity).kept.map((e) => e.cidr));
     const added: string[] = [];
     const removed: string[] = [];
-    for (const cidr of kept) if (!this.#enforced.has(cidr)) added.push(cidr);
-    for (const cidr of this.#enforced) if (!kept.has(cidr)) removed.push(cidr);
-    this.#enforced = kept;
+    if (!oldKept && !this.#kept) {
+      // Enforced = desired before and after: only the CIDRs the diff names can have changed.
+      for (const [cidr, before] of touched) {
+        const now = this.desired.has(cidr);
+        if (now && !before) added.push(cidr);
+        else if (!now && before) removed.push(cidr);
+      }
+      return { added, removed };
+    }
+    const wasEnforced = (cidr: string) => (oldKept ? oldKept.has(cidr) : (touched.get(cidr) ?? this.desired.has(cidr)));
+    for (const cidr of this.cidrs()) if (!wasEnforced(cidr)) added.push(cidr);
+    if (oldKept) {
+      for (const cidr of oldKept) if (!this.has(cidr)) removed.push(cidr);
+    } else {
+      // Before, everything desired was enforced: what is no longer enforced is a touched CIDR
+      // that was, or a CIDR still desired that the new cut left out.
+      for (const [cidr, before] of touched) if (before && !this.has(cidr)) removed.push(cidr);
+      for (const cidr of this.desired.cidrs()) if (!touched.has(cidr) && !this.has(cidr)) removed.push(cidr);
+    }
     return { added, removed };
+  }
+
+  #keep(): Set<string> | null {
+    if (this.desired.size <= this.capacity) return null;
+    return new Set(this.desired.withinCapacity(this.capacity).kept.map((e) => e.cidr));
   }
 }

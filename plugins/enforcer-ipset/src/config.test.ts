@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { IPSET_DEFAULTS, IpsetConfig } from './config.ts';
-import { diffBatches, fullReplaceScript, hashsizeFor, parseSave, saveScript } from './script.ts';
+import { diffBatches, fullReplaceScript, hashsizeFor, parseRuleState, parseSave, saveScript } from './script.ts';
 
 describe('ipset config', () => {
   it('parses the README sample config, whose options are the defaults', async () => {
@@ -44,5 +44,21 @@ describe('ipset scripts', () => {
     const text = saveScript(layout, ['198.51.100.0/24', '203.0.113.7/32']);
     expect(parseSave(text, 'rampart')).toEqual(['198.51.100.0/24', '203.0.113.7']);
     expect(parseSave('create rampart hash:net\nadd rampart 10.0.0.0/8 timeout 5\nadd other 1.2.3.4\n', 'rampart')).toEqual(['10.0.0.0/8']);
+  });
+});
+
+describe('iptables-save parsing', () => {
+  it('finds the rule per chain, skipping absent non-built-in chains', () => {
+    const rule = '-m set --match-set rampart src -m comment --comment rampart -j DROP';
+    const saved = `*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:DOCKER-USER - [0:0]\n-A INPUT ${rule}\n-A DOCKER-USER -j RETURN\nCOMMIT\n`;
+    expect(parseRuleState(saved, ['INPUT', 'FORWARD', 'DOCKER-USER'], rule)).toEqual([
+      { chain: 'INPUT', present: true },
+      { chain: 'FORWARD', present: false },
+      { chain: 'DOCKER-USER', present: false },
+    ]);
+    expect(parseRuleState('', ['INPUT', 'FORWARD', 'DOCKER-USER'], rule)).toEqual([
+      { chain: 'INPUT', present: false },
+      { chain: 'FORWARD', present: false },
+    ]);
   });
 });

@@ -1,5 +1,5 @@
 import {
-  canonicalCidr,
+  canonicalIpv4Cidr,
   EnforcedSet,
   EnforcerCommandError,
   runArgv,
@@ -16,7 +16,7 @@ import {
   type ReconcileResult,
 } from '@rampart/plugin-kit';
 import type { IpsetConfig } from './config.ts';
-import { diffBatches, fullReplaceScript, parseSave, saveScript, type IpsetLayout } from './script.ts';
+import { diffBatches, fullReplaceScript, parseRuleState, parseSave, saveScript, type IpsetLayout } from './script.ts';
 
 /**
  * iptables + ipset: one `hash:net` set sized for the list (maxelem = capacity), filled by
@@ -33,8 +33,11 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
   const run = ctx.run ?? runShell;
   const set = new EnforcedSet(options.capacity);
   const ruleSpec = ['-m', 'set', '--match-set', options.set, 'src', '-m', 'comment', '--comment', 'rampart', '-j', 'DROP'];
-  /** What the last successful commit left in the set; null = unknown (re-assert whole). */
-  let committed: Set<string> | null = null;
+  /**
+   * True while the kernel's set equals the model (the last commit succeeded); false before the
+   * first commit, after a withdraw or a failure: the next change then re-asserts everything.
+   */
+  let inSync = false;
   let seeded = false;
 
   const tool = (argv: readonly string[], input?: string): Promise<CommandResult> =>
@@ -54,19 +57,17 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
       if (/does not exist/.test(result.stderr)) return null;
       throw new EnforcerCommandError(result.code, result.stderr);
     }
-    return parseSave(result.stdout, options.set).flatMap((m) => canonicalCidr(m) ?? []);
+    return parseSave(result.stdout, options.set).flatMap((m) => canonicalIpv4Cidr(m) ?? []);
   }
 
-  /** Chains that exist now (DOCKER-USER only where Docker made it), with whether our rule is there. */
+  /**
+   * Chains that exist now (DOCKER-USER only where Docker made it), with whether our rule is in
+   * them: one `iptables-save -t filter` instead of a `-C` per chain.
+   */
   async function ruleState(): Promise<{ chain: string; present: boolean }[]> {
-    const out: { chain: string; present: boolean }[] = [];
-    for (const chain of options.chains) {
-      const exists = (await iptables(['-S', chain])).code === 0;
-      const builtin = chain === 'INPUT' || chain === 'FORWARD';
-      if (!exists && !builtin) continue;
-      out.push({ chain, present: exists && (await iptables(['-C', chain, ...ruleSpec])).code === 0 });
-    }
-    return out;
+    const saved = await tool([`${options.iptables}-save`, '-t', 'filter']);
+    if (saved.code !== 0) throw new EnforcerCommandError(saved.code, saved.stderr);
+    return parseRuleState(saved.stdout, options.chains, ruleSpec.join(' '));
   }
 
   async function wireRules(): Promise<void> {
@@ -90,13 +91,33 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
     if (config.reload_command) await runChecked(run, config.reload_command, timeoutMs);
   }
 
+  /** Whether `<set>` exists, as last seen; null = ask `ipset list -n` before the next replace. */
+  let liveExists: boolean | null = null;
+
+  async function restoreAll(cidrs: readonly string[]): Promise<void> {
+    if (liveExists === null) {
+      const names = (await checked(['ipset', 'list', '-n'])).stdout.split('\n');
+      // A twin left by a crash between fill and swap would make `create <set>-new` fail.
+      if (names.includes(`${options.set}-new`)) await checked(['ipset', 'destroy', `${options.set}-new`]);
+      liveExists = names.includes(options.set);
+    }
+    await checked(['ipset', 'restore'], fullReplaceScript(layout, cidrs, !liveExists));
+    liveExists = true;
+  }
+
   async function replaceAll(): Promise<void> {
-    const cidrs = [...set.enforced];
-    const names = (await checked(['ipset', 'list', '-n'])).stdout.split('\n');
-    if (names.includes(`${options.set}-new`)) await checked(['ipset', 'destroy', `${options.set}-new`]);
-    await checked(['ipset', 'restore'], fullReplaceScript(layout, cidrs, !names.includes(options.set)));
+    const cidrs = [...set.cidrs()];
+    inSync = false;
+    try {
+      await restoreAll(cidrs);
+    } catch (err) {
+      // Someone destroyed the set (or left a twin) since we last looked: look again, once.
+      if (liveExists === null) throw err;
+      liveExists = null;
+      await restoreAll(cidrs);
+    }
     await wireRules();
-    committed = new Set(cidrs);
+    inSync = true;
     await persist(() => cidrs);
     log.info({ entries: cidrs.length }, 'ipset replaced');
   }
@@ -105,7 +126,7 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
     const invalid = set.desired.invalid;
     if (set.cut > 0) log.warn({ cut: set.cut, capacity: options.capacity }, 'capacity reached; lowest scores cut');
     if (invalid > 0) log.warn({ invalid }, 'inputs that are not IPv4 CIDRs ignored');
-    return { enforced: set.enforced.size, cut: set.cut, ...(invalid > 0 ? { invalid } : {}) };
+    return { enforced: set.size, cut: set.cut, ...(invalid > 0 ? { invalid } : {}) };
   }
 
   async function seed(): Promise<void> {
@@ -136,11 +157,12 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
     async apply(diff: Diff) {
       await seed();
       const change = set.apply(diff);
-      if (!committed) {
+      if (!inSync) {
         await replaceAll();
         return result();
       }
       const batches = diffBatches(layout, change.added, change.removed, options.batch_size);
+      inSync = false;
       try {
         for (const script of batches) await checked(['ipset', 'restore'], script);
       } catch (err) {
@@ -148,9 +170,8 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
         await replaceAll();
         return result();
       }
-      for (const c of change.removed) committed.delete(c);
-      for (const c of change.added) committed.add(c);
-      if (batches.length > 0 && (config.acl || config.reload_command)) await persist(() => [...committed!]);
+      inSync = true;
+      if (batches.length > 0 && (config.acl || config.reload_command)) await persist(() => [...set.cidrs()]);
       return result();
     },
 
@@ -167,8 +188,7 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
       await seed();
       const members = await readSet();
       const rules = await ruleState();
-      const drifted =
-        !committed || !members || !rules.every((r) => r.present) || members.length !== committed.size || members.some((m) => !committed!.has(m));
+      const drifted = !inSync || !members || !rules.every((r) => r.present) || members.length !== set.size || members.some((m) => !set.has(m));
       if (drifted) {
         log.warn({ present: Boolean(members), rules }, 'ipset drifted; re-asserting');
         await replaceAll();
@@ -179,10 +199,11 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
     async withdraw() {
       set.clear();
       seeded = true;
+      inSync = false;
       await unwireRules();
+      liveExists = null;
       const destroy = await tool(['ipset', 'destroy', options.set]);
       if (destroy.code !== 0 && !/does not exist/.test(destroy.stderr)) throw new EnforcerCommandError(destroy.code, destroy.stderr);
-      committed = null;
       await persist(() => []);
       log.info({}, 'ipset withdrawn');
     },

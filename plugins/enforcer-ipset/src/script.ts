@@ -57,3 +57,15 @@ export function parseSave(text: string, set: string): string[] {
   for (const line of text.split('\n')) if (line.startsWith(prefix)) out.push(line.slice(prefix.length).split(' ')[0]!);
   return out;
 }
+
+/**
+ * From `iptables-save -t filter` output: each wanted chain that exists (INPUT and FORWARD always
+ * count, even when a flush removed the table) and whether `-A <chain> <rule>` is in it.
+ */
+export function parseRuleState(saved: string, chains: readonly string[], rule: string): { chain: string; present: boolean }[] {
+  const lines = new Set(saved.split('\n').map((l) => l.trim()));
+  const existing = new Set([...lines].filter((l) => l.startsWith(':')).map((l) => l.slice(1).split(' ')[0]));
+  return chains
+    .filter((chain) => existing.has(chain) || chain === 'INPUT' || chain === 'FORWARD')
+    .map((chain) => ({ chain, present: lines.has(`-A ${chain} ${rule}`) }));
+}

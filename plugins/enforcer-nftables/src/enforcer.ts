@@ -17,14 +17,6 @@ import { isMissing, nftRunner } from './nft.ts';
 import { parseTable, type TableState } from './read-back.ts';
 import { elementBatches, fullReplaceScript, outermostNets, withdrawScript, type NftLayout } from './script.ts';
 
-interface Committed {
-  addrs: Set<string>;
-  nets: Set<string>;
-}
-
-function sameSet(a: ReadonlySet<string>, b: readonly string[]): boolean {
-  return a.size === b.length && b.every((x) => a.has(x));
-}
 
 /**
  * The nftables packet filter: owns `table inet <table>`; full replace = one `nft -f` transaction
@@ -40,9 +32,13 @@ export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerCont
   const run = ctx.run ?? runShell;
   const set = new EnforcedSet(options.capacity);
   /** Networks enforced (before removing the covered ones). */
-  const nets = new Set<string>();
-  /** What the last successful transaction left in the kernel; null = unknown (re-assert whole). */
-  let committed: Committed | null = null;
+  let nets = new Set<string>();
+  /**
+   * The outermost networks the last successful transaction left in the kernel, or null when the
+   * kernel may differ from the model (never committed, withdrawn, a transaction failed): the next
+   * change then re-asserts the whole table. While not null, the addresses set equals the model's.
+   */
+  let committedNets: Set<string> | null = null;
   let seeded = false;
 
   async function readTable(): Promise<TableState | null> {
@@ -67,7 +63,7 @@ export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerCont
     const invalid = set.desired.invalid;
     if (set.cut > 0) log.warn({ cut: set.cut, capacity: options.capacity }, 'capacity reached; lowest scores cut');
     if (invalid > 0) log.warn({ invalid }, 'inputs that are not IPv4 CIDRs ignored');
-    return { enforced: set.enforced.size, cut: set.cut, ...(invalid > 0 ? { invalid } : {}) };
+    return { enforced: set.size, cut: set.cut, ...(invalid > 0 ? { invalid } : {}) };
   }
 
   function trackNets(change: { added: string[]; removed: string[] }): void {
@@ -75,12 +71,24 @@ export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerCont
     for (const cidr of change.added) if (!cidr.endsWith('/32')) nets.add(cidr);
   }
 
+  function resetNets(): void {
+    nets = new Set();
+    for (const cidr of set.cidrs()) if (!cidr.endsWith('/32')) nets.add(cidr);
+  }
+
+  function modelAddrs(): string[] {
+    const addrs: string[] = [];
+    for (const cidr of set.cidrs()) if (cidr.endsWith('/32')) addrs.push(cidr);
+    return addrs;
+  }
+
   async function replaceAll(): Promise<void> {
-    const addrs = [...set.enforced].filter((c) => c.endsWith('/32'));
+    const addrs = modelAddrs();
     const outer = outermostNets(nets);
     const script = fullReplaceScript(layout, addrs, outer);
+    committedNets = null;
     await execute(script);
-    committed = { addrs: new Set(addrs), nets: new Set(outer) };
+    committedNets = new Set(outer);
     await persist(script);
     log.info({ addrs: addrs.length, nets: outer.length }, 'nft table replaced');
   }
@@ -90,25 +98,28 @@ export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerCont
     if (seeded) return;
     const state = await readTable();
     const existing = state ? [...state.addrs, ...state.nets].map((cidr) => ({ cidr, score: 0 })) : [];
-    trackNets(set.replace(existing));
+    set.replace(existing);
+    resetNets();
     seeded = true;
   }
 
   async function applyIncrementally(change: { added: string[]; removed: string[] }): Promise<void> {
-    if (!committed) return replaceAll();
+    const before = committedNets;
+    if (!before) return replaceAll();
     const outer = outermostNets(nets);
     const outerSet = new Set(outer);
     const batches = elementBatches(
       layout,
       {
         addAddrs: change.added.filter((c) => c.endsWith('/32')),
-        delAddrs: change.removed.filter((c) => c.endsWith('/32') && committed!.addrs.has(c)),
-        addNets: outer.filter((c) => !committed!.nets.has(c)),
-        delNets: [...committed.nets].filter((c) => !outerSet.has(c)),
+        delAddrs: change.removed.filter((c) => c.endsWith('/32')),
+        addNets: outer.filter((c) => !before.has(c)),
+        delNets: [...before].filter((c) => !outerSet.has(c)),
       },
       options.batch_size,
     );
     if (batches.length === 0) return;
+    committedNets = null;
     try {
       for (const script of batches) await execute(script);
     } catch (err) {
@@ -116,10 +127,8 @@ export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerCont
       log.warn({ err, stage: 'apply' }, 'element transaction failed; replacing the table');
       return replaceAll();
     }
-    for (const c of change.removed) committed.addrs.delete(c);
-    for (const c of change.added) if (c.endsWith('/32')) committed.addrs.add(c);
-    committed.nets = new Set(outer);
-    if (config.acl || config.reload_command) await persist(fullReplaceScript(layout, [...committed.addrs], outer));
+    committedNets = outerSet;
+    if (config.acl || config.reload_command) await persist(fullReplaceScript(layout, modelAddrs(), outer));
   }
 
   return {
@@ -131,7 +140,8 @@ export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerCont
     },
 
     async sync(desired: readonly BlockEntry[]) {
-      trackNets(set.replace(desired));
+      set.replace(desired);
+      resetNets();
       seeded = true;
       await replaceAll();
       return result();
@@ -154,8 +164,15 @@ export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerCont
     async reconcile(): Promise<ReconcileResult> {
       await seed();
       const state = await readTable();
+      const committed = committedNets;
       const drifted =
-        !committed || !state || !state.wired || !sameSet(committed.addrs, state.addrs) || !sameSet(committed.nets, state.nets);
+        !committed ||
+        !state ||
+        !state.wired ||
+        state.nets.length !== committed.size ||
+        !state.nets.every((c) => committed.has(c)) ||
+        state.addrs.length !== modelAddrs().length ||
+        !state.addrs.every((c) => set.has(c));
       if (drifted) {
         log.warn({ present: Boolean(state), wired: state?.wired ?? false }, 'nft table drifted; re-asserting');
         await replaceAll();
@@ -164,11 +181,12 @@ export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerCont
     },
 
     async withdraw() {
-      trackNets(set.clear());
+      set.clear();
+      nets = new Set();
       seeded = true;
+      committedNets = null;
       const script = withdrawScript(layout);
       await execute(script);
-      committed = null;
       await persist(script);
       log.info({}, 'nft table withdrawn');
     },

@@ -1,4 +1,4 @@
-import { canonicalCidr, parseIpv4Cidr, rangeToCidrs } from '@rampart/plugin-kit';
+import { canonicalIpv4Cidr, parseIpv4Cidr, rangeToCidrs } from '@rampart/plugin-kit';
 import { ADDR_SET, HOOKS, NET_SET } from './script.ts';
 
 /** What `nft -j list table inet <table>` shows of this enforcer's table. */
@@ -14,7 +14,7 @@ type Json = Record<string, unknown>;
 /** One set element in nft's JSON: `"1.2.3.4"`, `{prefix:{addr,len}}`, `{range:[a,b]}`, `{elem:{val}}`. */
 function elementCidrs(elem: unknown): string[] {
   if (typeof elem === 'string') {
-    const cidr = canonicalCidr(elem);
+    const cidr = canonicalIpv4Cidr(elem);
     return cidr ? [cidr] : [];
   }
   if (!elem || typeof elem !== 'object') return [];
@@ -22,7 +22,7 @@ function elementCidrs(elem: unknown): string[] {
   if ('elem' in e) return elementCidrs((e.elem as Json).val);
   if ('prefix' in e) {
     const p = e.prefix as { addr: string; len: number };
-    const cidr = canonicalCidr(`${p.addr}/${p.len}`);
+    const cidr = canonicalIpv4Cidr(`${p.addr}/${p.len}`);
     return cidr ? [cidr] : [];
   }
   if ('range' in e) {
