@@ -3,6 +3,7 @@ import { DRY_RUN_LABEL, dryRunEnforcer } from '@rampart/enforcer-dry-run';
 import { sshdSource } from '@rampart/source-sshd';
 import { modsecuritySource } from '@rampart/source-modsecurity';
 import { bridgeFilterLogSource, netfilterLogSource } from '@rampart/source-netfilter-log';
+import { jsonSource } from '@rampart/source-json';
 
 /*
  * Every plugin the agent can run, listed by hand (conventions §6): no directory scanning, so
@@ -20,6 +21,7 @@ export const SOURCES: ReadonlyMap<string, AnySource> = new Map<string, AnySource
   [modsecuritySource.serves, modsecuritySource],
   [netfilterLogSource.serves, netfilterLogSource],
   [bridgeFilterLogSource.serves, bridgeFilterLogSource],
+  [jsonSource.serves, jsonSource],
 ]);
 
 /** Enforcers by the `ips` label they are configured under. */
