@@ -19,6 +19,11 @@ export const agentSyncRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
   await hub.start();
   app.addHook('preClose', async () => hub.stop());
   app.decorate('syncHub', hub);
+  // An upgrade refused by the auth hook (which runs before @fastify/websocket's own hooks in
+  // this scope) would otherwise leave the raw socket open and hold the server's close.
+  app.addHook('onResponse', async (request, reply) => {
+    if (reply.statusCode >= 400 && request.headers.upgrade) request.raw.socket?.destroy();
+  });
 
   app.get(
     '/agents/sync',

@@ -1,0 +1,56 @@
+import WebSocket from 'ws';
+import { ServerSyncMessage } from '@rampart/contracts';
+
+/** A test agent on the sync channel: every frame is parsed with the contract and kept. */
+export interface SyncPeer {
+  ws: WebSocket;
+  messages: ServerSyncMessage[];
+  closed: { code: number; reason: string } | undefined;
+  /** Resolves with the first message (after `from`) that matches; rejects at the deadline. */
+  next<T extends ServerSyncMessage['type']>(type: T, match?: (m: Extract<ServerSyncMessage, { type: T }>) => boolean, timeoutMs?: number): Promise<Extract<ServerSyncMessage, { type: T }>>;
+  close(): Promise<void>;
+}
+
+export async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Opens the sync channel; resolves once the upgrade succeeded (or rejects with the HTTP status). */
+export function connectSync(baseUrl: string, headers: Record<string, string>, options: { autoPong?: boolean } = {}): Promise<SyncPeer> {
+  const url = `${baseUrl.replace(/^http/, 'ws')}/api/v1/agents/sync`;
+  const ws = new WebSocket(url, { headers, autoPong: options.autoPong ?? true });
+  const peer: SyncPeer = {
+    ws,
+    messages: [],
+    closed: undefined,
+    async next(type, match, timeoutMs = 5000) {
+      return until(`a ${type} message`, () => peer.messages.find((m) => m.type === type && (!match || match(m as never))) as never, timeoutMs);
+    },
+    async close() {
+      if (ws.readyState === WebSocket.CLOSED) return;
+      const done = new Promise((r) => ws.once('close', r));
+      ws.close();
+      await done;
+    },
+  };
+  ws.on('message', (data) => peer.messages.push(ServerSyncMessage.parse(JSON.parse(data.toString()))));
+  ws.on('close', (code, reason) => {
+    peer.closed = { code, reason: reason.toString() };
+  });
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => resolve(peer));
+    ws.once('unexpected-response', (req, res) => {
+      // With this listener ws leaves the request open; end it so that the server can close.
+      req.destroy();
+      res.destroy();
+      reject(new Error(`HTTP ${res.statusCode}`));
+    });
+    ws.once('error', reject);
+  });
+}

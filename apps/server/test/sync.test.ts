@@ -1,0 +1,149 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OrganizationConfig, SYNC_CLOSE, type AgentSummary } from '@rampart/contracts';
+import type { Store } from '../src/store/index.ts';
+import { eventBus } from '../src/services/events.ts';
+import { driverCases } from './support/databases.ts';
+import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { registerAgent } from './support/agents.ts';
+import { connectSync, until, type SyncPeer } from './support/sync-client.ts';
+
+describe.each(driverCases())('live sync channel on $name', (driver) => {
+  let store: Store;
+  let app: FastifyInstance;
+  let base: string;
+  let acme: TestOrg;
+  const peers: SyncPeer[] = [];
+
+  beforeAll(async () => {
+    store = await driver.open();
+    // One-second heartbeats so that a silent peer is dropped within the test's deadline.
+    app = await testApp(store, { syncHeartbeatSeconds: 1 });
+    base = await app.listen({ host: '127.0.0.1', port: 0 });
+    acme = await seedOrg(store, { name: 'Acme sync' });
+  });
+  afterAll(async () => {
+    await Promise.all(peers.map((p) => p.close()));
+    await app.close();
+    await store.close();
+  });
+
+  async function connect(headers: Record<string, string>, options: { autoPong?: boolean } = {}) {
+    const peer = await connectSync(base, headers, options);
+    peers.push(peer);
+    return peer;
+  }
+
+  it('greets an agent with its settings (unmasked), the organization document and the feed cursor', async () => {
+    const a = await registerAgent(app, acme.keys.admin);
+    const peer = await connect({ authorization: a.token });
+    const hello = await peer.next('hello');
+    expect(hello).toMatchObject({ gaid: a.gaid, settings_version: 1, organization_version: 0, feed: { ipv4: 0 } });
+    expect(hello.settings.ips!.router_a).toEqual({ active: false, router_host: '192.0.2.1', router_user: 'admin', router_password: 'router-pass' });
+    expect(hello.organization).toEqual(OrganizationConfig.parse({}));
+    expect(Math.abs(hello.server_time - Date.now() / 1000)).toBeLessThan(60);
+  });
+
+  it('refuses user keys, unknown keys and keys in the wrong header before the upgrade', async () => {
+    await expect(connectSync(base, { authorization: acme.keys.admin })).rejects.toThrow('HTTP 403');
+    await expect(connectSync(base, {})).rejects.toThrow('HTTP 401');
+    const a = await registerAgent(app, acme.keys.admin, { auth_name: 'X-Agent-Key' });
+    await expect(connectSync(base, { authorization: a.token })).rejects.toThrow('HTTP 401');
+    const ok = await connect({ 'x-agent-key': a.token });
+    expect((await ok.next('hello')).gaid).toBe(a.gaid);
+  });
+
+  it('pushes the new agent document after an admin replaces it, secrets unmasked', async () => {
+    const a = await registerAgent(app, acme.keys.admin);
+    const peer = await connect({ authorization: a.token });
+    await peer.next('hello');
+    const doc = (await app.inject({ url: `/api/v1/agents/${a.gaid}/config`, headers: { authorization: acme.keys.admin } })).json();
+    const put = await app.inject({
+      method: 'PUT',
+      url: `/api/v1/agents/${a.gaid}/config`,
+      headers: { authorization: acme.keys.admin },
+      payload: { ...doc, running: 'no', score_threshold: 650 },
+    });
+    expect(put.statusCode).toBe(200);
+    const changed = await peer.next('settings_changed');
+    expect(changed).toMatchObject({ subject: 'agent', version: 2, settings: { gaid: a.gaid, running: 'no', score_threshold: 650 } });
+    expect(changed.settings!.ips!.router_a!.router_password).toBe('router-pass');
+  });
+
+  it("pushes the organization document to every agent of that organization only", async () => {
+    const org = await seedOrg(store, { name: 'Sync org doc' });
+    const [a, b] = [await registerAgent(app, org.keys.admin), await registerAgent(app, org.keys.admin)];
+    const outsider = await registerAgent(app, acme.keys.admin);
+    const [pa, pb, po] = [await connect({ authorization: a.token }), await connect({ authorization: b.token }), await connect({ authorization: outsider.token })];
+    await Promise.all([pa.next('hello'), pb.next('hello'), po.next('hello')]);
+    const document = { ...OrganizationConfig.parse({}), reserved_ips: ['192.0.2.0/24'] };
+    expect((await app.inject({ method: 'PUT', url: '/api/v1/organization/config', headers: { authorization: org.keys.admin }, payload: document })).statusCode).toBe(200);
+    for (const peer of [pa, pb]) {
+      const m = await peer.next('settings_changed', (x) => x.subject === 'organization');
+      expect(m).toMatchObject({ version: 1, organization: { reserved_ips: ['192.0.2.0/24'] } });
+    }
+    // A later change to the outsider's own organization arrives; the earlier one never did.
+    expect((await app.inject({ method: 'PUT', url: '/api/v1/organization/config', headers: { authorization: acme.keys.admin }, payload: {} })).statusCode).toBe(200);
+    await po.next('settings_changed', (x) => x.subject === 'organization');
+    expect(po.messages.filter((m) => m.type === 'settings_changed')).toHaveLength(1);
+  });
+
+  it('relays decision and feed changes from the event bus', async () => {
+    const a = await registerAgent(app, acme.keys.admin);
+    const peer = await connect({ authorization: a.token });
+    await peer.next('hello');
+    const bus = eventBus(store.db);
+    await bus.publish({ type: 'decision_changed', org_id: acme.org.id, kind: 'domain', indicator: 'bad.example', decision: 1, ttl: null });
+    await bus.publish({ type: 'decision_changed', org_id: acme.org.id + 1000, kind: 'domain', indicator: 'other.example', decision: 0, ttl: null });
+    await bus.publish({ type: 'feed_changed', org_id: null, kind: 'ipv4', ts: 100 });
+    await bus.publish({ type: 'feed_changed', org_id: null, kind: 'ipv4', ts: 120 });
+    expect(await peer.next('decision_changed')).toEqual({ type: 'decision_changed', kind: 'domain', indicator: 'bad.example', decision: 1, ttl: null });
+    // A burst of feed changes reaches the agent as one message carrying the newest ts.
+    expect(await peer.next('feed_changed')).toEqual({ type: 'feed_changed', kind: 'ipv4', ts: 120 });
+    expect(peer.messages.filter((m) => m.type === 'decision_changed')).toHaveLength(1);
+    expect(peer.messages.filter((m) => m.type === 'feed_changed')).toHaveLength(1);
+  });
+
+  it('answers agent pings, sends its own, and counts the connection and state messages as check-ins', async () => {
+    const org = await seedOrg(store, { name: 'Sync checkin' });
+    const a = await registerAgent(app, org.keys.admin);
+    const peer = await connect({ authorization: a.token });
+    await peer.next('hello');
+    peer.ws.send(JSON.stringify({ type: 'ping', nonce: 'n-1' }));
+    expect(await peer.next('pong')).toEqual({ type: 'pong', nonce: 'n-1' });
+    const ping = await peer.next('ping');
+    peer.ws.send(JSON.stringify({ type: 'pong', nonce: ping.nonce }));
+    peer.ws.send(JSON.stringify({ type: 'state', version: 'v4.0.0', hostname: 'edge-1', enforced: 12, plugins: [{ plugin: 'packet_filter', enforced: 12, healthy: true }] }));
+
+    const summary = await until('the agent to be listed alive with its state', async () => {
+      const list = (await app.inject({ url: '/api/v1/agents', headers: { authorization: org.keys.admin } })).json() as AgentSummary[];
+      const s = list[0];
+      return s?.alive && s.hostname === 'edge-1' ? s : undefined;
+    });
+    expect(summary).toMatchObject({ version: 'v4.0.0', last_checkin_via: 'sync', enforced: { packet_filter: { enforced: 12, healthy: true } } });
+  });
+
+  it('drops a peer that stops answering heartbeats', async () => {
+    const a = await registerAgent(app, acme.keys.admin);
+    const peer = await connect({ authorization: a.token }, { autoPong: false });
+    await peer.next('hello');
+    await until('the silent peer to be dropped', () => peer.closed, 10_000);
+    expect(peer.closed!.code).toBe(1006);
+  });
+
+  it('replaces an older connection of the same agent and closes connections of revoked keys', async () => {
+    const a = await registerAgent(app, acme.keys.admin);
+    const first = await connect({ authorization: a.token });
+    await first.next('hello');
+    const second = await connect({ authorization: a.token });
+    await second.next('hello');
+    await until('the first connection to close', () => first.closed);
+    expect(first.closed!.code).toBe(SYNC_CLOSE.replaced);
+
+    const del = await app.inject({ method: 'DELETE', url: `/api/v1/agents/${a.gaid}/tokens/${a.tokenId}`, headers: { authorization: acme.keys.admin } });
+    expect(del.statusCode).toBe(200);
+    await until('the revoked connection to close', () => second.closed);
+    expect(second.closed).toEqual({ code: SYNC_CLOSE.unauthorized, reason: 'agent key revoked' });
+    await expect(connectSync(base, { authorization: a.token })).rejects.toThrow('HTTP 401');
+  });
+});
