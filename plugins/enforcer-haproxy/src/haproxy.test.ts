@@ -1,71 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
-import { enforcerConformance, freePort, statusFrom, systemGate, waitFor } from '@rampart/plugin-kit/testing';
+import { enforcerConformance, startHaproxy, statusFrom, systemGate, type HaproxyInstance } from '@rampart/plugin-kit/testing';
 import { HaproxyConfig, haproxyEnforcer, parseShowAcl, runtimeCommands } from './index.ts';
 
 const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const skip = systemGate('HAProxy runtime API', { commands: ['haproxy'] });
 
-interface Haproxy {
-  dir: string;
-  port: number;
-  socket: string;
-  acl: string;
-  stop(): Promise<void>;
-}
-
-/** A private HAProxy (foreground child, own socket, port and ACL file) with the README's rules. */
-async function startHaproxy(): Promise<Haproxy> {
-  const dir = await mkdtemp(join(tmpdir(), 'rampart-haproxy-'));
-  const port = await freePort();
-  const socket = join(dir, 'admin.sock');
-  const acl = join(dir, 'blocklist.acl');
-  await writeFile(acl, '');
-  await writeFile(
-    join(dir, 'haproxy.cfg'),
-    `global
-  stats socket ${socket} mode 600 level admin
-defaults
-  mode http
-  timeout connect 2s
-  timeout client 5s
-  timeout server 5s
-frontend www
-  bind 127.0.0.1:${port}
-  acl rampart_blocked src -f ${acl}
-  http-request deny deny_status 403 if rampart_blocked
-  http-request return status 200 content-type text/plain string ok
-`,
-  );
-  const child: ChildProcess = spawn('haproxy', ['-f', join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  let running = true;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => ((running = false), resolve())));
-  await waitFor(async () => {
-    if (!running) throw new Error(`haproxy exited: ${stderr}`);
-    await runtimeCommands(socket, ['show info']);
-    return true;
-  }, 'the HAProxy stats socket');
-  return {
-    dir,
-    port,
-    socket,
-    acl,
-    async stop() {
-      if (running) {
-        child.kill('SIGTERM');
-        await exited;
-      }
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
+type Haproxy = HaproxyInstance;
 
 function runtimeEnforcer(h: Haproxy, capacity?: number): Promise<Enforcer> {
   return haproxyEnforcer.create(

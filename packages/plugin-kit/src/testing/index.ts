@@ -5,3 +5,4 @@ export * from './fail2ban-oracle.ts';
 export * from './nginx-instance.ts';
 export * from './netns-lab.ts';
 export * from './firewall-topology.ts';
+export * from './haproxy-instance.ts';
