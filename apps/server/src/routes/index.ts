@@ -12,7 +12,6 @@ import { domainsRoutes } from './domains/index.ts';
 import { urlsRoutes } from './urls/index.ts';
 import { stixRoutes } from './stix/index.ts';
 import { indicatorScoreListRoutes } from './indicator-score-lists.ts';
-import { infoRoutes } from './tools/info.ts';
 import { vpnRoutes } from './vpn/index.ts';
 import { infoRoutes } from './tools/info.ts';
 import { keyRoutes } from './keys/index.ts';
@@ -24,7 +23,6 @@ import { organizationRoutes } from './organization/index.ts';
 /** Every route under /api/v1, one plugin per resource. */
 export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
   await app.register(versionRoute, { context });
-  await app.register(infoRoutes, { context });
   await app.register(vpnRoutes, { context });
   await app.register(infoRoutes, { context });
   await app.register(meRoute, { context });
