@@ -15,3 +15,4 @@ export * from './offset-store.ts';
 export * from './tail.ts';
 export * from './line-source.ts';
 export * from './policy.ts';
+export * from './nft/index.ts';

@@ -3,8 +3,6 @@ import { NftablesConfig } from './config.ts';
 import { createNftablesEnforcer } from './enforcer.ts';
 
 export { NftablesConfig, NftablesOptions, NFT_DEFAULTS } from './config.ts';
-export { fullReplaceScript, elementBatches, outermostNets, withdrawScript } from './script.ts';
-export { parseTable } from './read-back.ts';
 
 /** `ips.packet_filter` with `options.backend = "nftables"`. */
 export const nftablesEnforcer = defineEnforcer<NftablesConfig>({

@@ -1,11 +1,11 @@
-import { canonicalIpv4Cidr, parseIpv4Cidr, rangeToCidrs } from '@rampart/plugin-kit';
-import { ADDR_SET, HOOKS, NET_SET } from './script.ts';
+import { canonicalIpv4Cidr, parseIpv4Cidr, rangeToCidrs } from '../ipv4-range.ts';
+import { ADDR_SET, NET_SET } from './script.ts';
 
-/** What `nft -j list table inet <table>` shows of this enforcer's table. */
+/** What `nft -j list table <family> <table>` shows of this enforcer's table. */
 export interface TableState {
   addrs: string[];
   nets: string[];
-  /** Both hooks have a chain at the expected priority that drops on both sets. */
+  /** Every hook has a chain at the expected priority that drops on both sets. */
   wired: boolean;
 }
 
@@ -40,8 +40,8 @@ function dropsOn(rule: Json, set: string): boolean {
   return matches && expr.some((x) => 'drop' in x);
 }
 
-/** Parses the JSON listing of the table; `priority` is the one the chains must have. */
-export function parseTable(json: string, priority: number): TableState {
+/** Parses the JSON listing of the table; the chains must sit on `hooks` at `priority`. */
+export function parseTable(json: string, priority: number, hooks: readonly string[]): TableState {
   const items = (JSON.parse(json) as { nftables: Json[] }).nftables;
   const state: TableState = { addrs: [], nets: [], wired: false };
   const chains = new Map<string, string>();
@@ -59,7 +59,7 @@ export function parseTable(json: string, priority: number): TableState {
       rules.push(item.rule as Json);
     }
   }
-  state.wired = HOOKS.every((hook) => {
+  state.wired = hooks.every((hook) => {
     const names = [...chains].filter(([, h]) => h === hook).map(([name]) => name);
     const inChain = rules.filter((r) => names.includes(r.chain as string));
     return inChain.some((r) => dropsOn(r, ADDR_SET)) && inChain.some((r) => dropsOn(r, NET_SET));

@@ -1,4 +1,5 @@
-import { runArgv, type CommandResult } from '@rampart/plugin-kit';
+import { runArgv } from '../exec.ts';
+import type { CommandResult } from '../shell.ts';
 
 /** Runs `nft` with the given arguments, inside `netns` when one is configured. */
 export function nftRunner(netns: string, timeoutMs: number) {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { elementBatches, fullReplaceScript, outermostNets, withdrawScript } from './script.ts';
 import { parseTable } from './read-back.ts';
 
-const layout = { table: 'rampart', priority: -10, capacity: 5000 };
+const layout = { family: 'inet' as const, table: 'rampart', hooks: ['input', 'forward'], priority: -10, capacity: 5000 };
 
 describe('nft scripts', () => {
   it('declares, deletes and re-creates the table in one script', () => {
@@ -39,6 +39,10 @@ describe('nft scripts', () => {
     );
     expect(fullReplaceScript(layout, [], [])).not.toContain('elements');
     expect(withdrawScript(layout)).toBe('table inet rampart {}\ndelete table inet rampart\n');
+    const bridge = fullReplaceScript({ ...layout, family: 'bridge', hooks: ['forward'] }, ['192.0.2.1/32'], []);
+    expect(bridge).toContain('table bridge rampart {}\ndelete table bridge rampart\ntable bridge rampart {\n');
+    expect(bridge).toContain('chain forward {');
+    expect(bridge).not.toContain('chain input');
   });
 
   it('batches element changes, deletions first, at most batchSize per transaction', () => {
@@ -83,7 +87,7 @@ describe('nft JSON read-back', () => {
   const all = [rule('input', 'addrs'), rule('input', 'nets'), rule('forward', 'addrs'), rule('forward', 'nets')];
 
   it('reads every element form back as canonical CIDRs', () => {
-    expect(parseTable(table(all), -10)).toEqual({
+    expect(parseTable(table(all), -10, ['input', 'forward'])).toEqual({
       addrs: ['203.0.113.7/32', '192.0.2.1/32'],
       nets: ['198.51.100.0/24', '10.0.0.0/23', '192.0.2.200/32'],
       wired: true,
@@ -91,7 +95,8 @@ describe('nft JSON read-back', () => {
   });
 
   it('is not wired when a drop rule or the expected priority is missing', () => {
-    expect(parseTable(table(all.slice(0, 3)), -10).wired).toBe(false);
-    expect(parseTable(table(all, 0), -10).wired).toBe(false);
+    expect(parseTable(table(all.slice(0, 3)), -10, ['input', 'forward']).wired).toBe(false);
+    expect(parseTable(table(all, 0), -10, ['input', 'forward']).wired).toBe(false);
+    expect(parseTable(table(all), -10, ['input', 'forward', 'prerouting']).wired).toBe(false);
   });
 });

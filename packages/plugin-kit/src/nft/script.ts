@@ -1,4 +1,4 @@
-import { parseIpv4Cidr } from '@rampart/plugin-kit';
+import { parseIpv4Cidr } from '../ipv4-range.ts';
 
 /*
  * The nft scripts this enforcer feeds to `nft -f -`. Each script is one kernel transaction: it
@@ -9,10 +9,13 @@ import { parseIpv4Cidr } from '@rampart/plugin-kit';
 
 export const ADDR_SET = 'addrs';
 export const NET_SET = 'nets';
-export const HOOKS = ['input', 'forward'] as const;
 
 export interface NftLayout {
+  /** `inet` for the host's packet filter, `bridge` for frames crossing a bridge. */
+  family: 'inet' | 'bridge';
   table: string;
+  /** Hooks that get a drop chain, e.g. `['input', 'forward']`. */
+  hooks: readonly string[];
   priority: number;
   capacity: number;
 }
@@ -55,27 +58,28 @@ function chainBlock(hook: string, priority: number): string {
  * whether or not it exists, so the script is also what the `acl` file holds for a firewall reload.
  */
 export function fullReplaceScript(layout: NftLayout, addrs: readonly string[], nets: readonly string[]): string {
+  const table = `${layout.family} ${layout.table}`;
   return (
     `# rampart block list (generated; replaced whole on every change, do not edit)\n` +
-    `table inet ${layout.table} {}\ndelete table inet ${layout.table}\n` +
-    `table inet ${layout.table} {\n` +
+    `table ${table} {}\ndelete table ${table}\n` +
+    `table ${table} {\n` +
     setBlock(ADDR_SET, '', layout.capacity, addrs) +
     setBlock(NET_SET, '\n    flags interval;', layout.capacity, nets) +
-    HOOKS.map((hook) => chainBlock(hook, layout.priority)).join('') +
+    layout.hooks.map((hook) => chainBlock(hook, layout.priority)).join('') +
     `}\n`
   );
 }
 
 /** Removes the table if it is there (valid whether or not it exists). */
-export function withdrawScript(layout: Pick<NftLayout, 'table'>): string {
-  return `table inet ${layout.table} {}\ndelete table inet ${layout.table}\n`;
+export function withdrawScript(layout: Pick<NftLayout, 'family' | 'table'>): string {
+  return `table ${layout.family} ${layout.table} {}\ndelete table ${layout.family} ${layout.table}\n`;
 }
 
 /**
  * Splits a change into element transactions of at most `batchSize` elements: deletions first, so
  * that a network replacing the networks it covers never overlaps them inside the interval set.
  */
-export function elementBatches(layout: Pick<NftLayout, 'table'>, change: SetChange, batchSize: number): string[] {
+export function elementBatches(layout: Pick<NftLayout, 'family' | 'table'>, change: SetChange, batchSize: number): string[] {
   const ops: { verb: 'add' | 'delete'; set: string; cidr: string }[] = [];
   for (const cidr of change.delNets) ops.push({ verb: 'delete', set: NET_SET, cidr });
   for (const cidr of change.delAddrs) ops.push({ verb: 'delete', set: ADDR_SET, cidr });
@@ -85,7 +89,7 @@ export function elementBatches(layout: Pick<NftLayout, 'table'>, change: SetChan
   for (let i = 0; i < ops.length; i += batchSize) {
     const groups = new Map<string, string[]>();
     for (const op of ops.slice(i, i + batchSize)) {
-      const key = `${op.verb} element inet ${layout.table} ${op.set}`;
+      const key = `${op.verb} element ${layout.family} ${layout.table} ${op.set}`;
       const group = groups.get(key) ?? [];
       group.push(op.cidr);
       groups.set(key, group);

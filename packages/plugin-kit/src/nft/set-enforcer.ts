@@ -1,34 +1,38 @@
-import {
-  EnforcedSet,
-  EnforcerCommandError,
-  runChecked,
-  runShell,
-  sortCidrsFast,
-  writeFileAtomic,
-  type BlockEntry,
-  type Diff,
-  type EnforceResult,
-  type Enforcer,
-  type EnforcerContext,
-  type ReconcileResult,
-} from '@rampart/plugin-kit';
-import type { NftablesConfig } from './config.ts';
-import { isMissing, nftRunner } from './nft.ts';
+import { writeFileAtomic } from '../atomic-file.ts';
+import { EnforcedSet } from '../enforced-set.ts';
+import type { BlockEntry, Diff, EnforceResult, Enforcer, EnforcerContext, ReconcileResult } from '../enforcer.ts';
+import { sortCidrsFast } from '../ipv4-range.ts';
+import { EnforcerCommandError, runChecked, runShell } from '../shell.ts';
+import { isMissing, nftRunner } from './run.ts';
 import { parseTable, type TableState } from './read-back.ts';
 import { elementBatches, fullReplaceScript, outermostNets, withdrawScript, type NftLayout } from './script.ts';
 
+export interface NftSetEnforcerOptions extends NftLayout {
+  /** File the full-replace script is written to after each change; '' = none. */
+  acl: string;
+  /** Shell command run after each change; '' = none. */
+  reloadCommand: string;
+  batchSize: number;
+  /** Named network namespace to run nft in; '' = the agent's own. */
+  netns: string;
+  timeoutSeconds: number;
+  /** Plugin name for log lines. */
+  name: string;
+}
+
 
 /**
- * The nftables packet filter: owns `table inet <table>`; full replace = one `nft -f` transaction
- * that deletes and re-creates the table; a diff = element transactions of `batch_size`. The
- * model (what was asked, with scores) is the truth: when a transaction fails because someone
- * flushed the ruleset, or `reconcile` finds the table changed, the model is re-asserted whole.
+ * An enforcer that owns one nftables table (`inet` for the host, `bridge` for a bridge): full
+ * replace = one `nft -f` transaction that deletes and re-creates the table; a diff = element
+ * transactions of `batchSize`. The model (what was asked, with scores) is the truth: when a
+ * transaction fails because someone flushed the ruleset, or `reconcile` finds the table changed,
+ * the model is re-asserted whole. Used by enforcer-nftables and enforcer-nftables-bridge.
  */
-export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerContext): Enforcer {
-  const options = config.options;
-  const layout: NftLayout = { table: options.table, priority: options.priority, capacity: options.capacity };
-  const nft = nftRunner(options.netns, options.timeout_seconds * 1000);
-  const log = ctx.log.child({ enforcer: 'nftables', table: options.table });
+export function createNftSetEnforcer(options: NftSetEnforcerOptions, ctx: EnforcerContext): Enforcer {
+  const layout: NftLayout = options;
+  const config = { acl: options.acl, reload_command: options.reloadCommand };
+  const nft = nftRunner(options.netns, options.timeoutSeconds * 1000);
+  const log = ctx.log.child({ enforcer: options.name, table: `${options.family} ${options.table}` });
   const run = ctx.run ?? runShell;
   const set = new EnforcedSet(options.capacity);
   /** Networks enforced (before removing the covered ones). */
@@ -42,10 +46,10 @@ export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerCont
   let seeded = false;
 
   async function readTable(): Promise<TableState | null> {
-    const result = await nft(['-j', 'list', 'table', 'inet', options.table]);
+    const result = await nft(['-j', 'list', 'table', options.family, options.table]);
     if (isMissing(result)) return null;
     if (result.code !== 0) throw new EnforcerCommandError(result.code, result.stderr);
-    return parseTable(result.stdout, options.priority);
+    return parseTable(result.stdout, options.priority, options.hooks);
   }
 
   async function execute(script: string): Promise<void> {
@@ -56,7 +60,7 @@ export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerCont
   /** Persists the current script for firewall reloads, then runs the operator's command. */
   async function persist(script: string): Promise<void> {
     if (config.acl) await writeFileAtomic(config.acl, script, 0o640);
-    if (config.reload_command) await runChecked(run, config.reload_command, options.timeout_seconds * 1000);
+    if (config.reload_command) await runChecked(run, config.reload_command, options.timeoutSeconds * 1000);
   }
 
   function result(): EnforceResult {
@@ -116,7 +120,7 @@ export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerCont
         addNets: outer.filter((c) => !before.has(c)),
         delNets: [...before].filter((c) => !outerSet.has(c)),
       },
-      options.batch_size,
+      options.batchSize,
     );
     if (batches.length === 0) return;
     committedNets = null;
@@ -135,7 +139,7 @@ export function createNftablesEnforcer(config: NftablesConfig, ctx: EnforcerCont
     capacity: options.capacity,
 
     async healthcheck() {
-      const check = await nft(['-c', '-f', '-'], `table inet ${options.table} {}\n`);
+      const check = await nft(['-c', '-f', '-'], `table ${options.family} ${options.table} {}\n`);
       return check.code === 0 ? { ok: true } : { ok: false, detail: check.stderr.trim().slice(0, 500) };
     },
 
