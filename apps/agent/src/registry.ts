@@ -4,6 +4,7 @@ import { sshdSource } from '@rampart/source-sshd';
 import { modsecuritySource } from '@rampart/source-modsecurity';
 import { bridgeFilterLogSource, netfilterLogSource } from '@rampart/source-netfilter-log';
 import { jsonSource } from '@rampart/source-json';
+import { cloudflareSource } from '@rampart/source-cloudflare';
 
 /*
  * Every plugin the agent can run, listed by hand (conventions §6): no directory scanning, so
@@ -22,6 +23,7 @@ export const SOURCES: ReadonlyMap<string, AnySource> = new Map<string, AnySource
   [netfilterLogSource.serves, netfilterLogSource],
   [bridgeFilterLogSource.serves, bridgeFilterLogSource],
   [jsonSource.serves, jsonSource],
+  [cloudflareSource.serves, cloudflareSource],
 ]);
 
 /** Enforcers by the `ips` label they are configured under. */
