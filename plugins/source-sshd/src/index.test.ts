@@ -43,6 +43,13 @@ describe('sshd source definition', () => {
     ]);
   });
 
+  it('reads journalctl -o export entries', () => {
+    const p = new SshParser({ mode: 'normal' });
+    const entry = ['__CURSOR=s=a;i=1', '__REALTIME_TIMESTAMP=1740823200000000', '_HOSTNAME=h', 'SYSLOG_IDENTIFIER=sshd-session', '_PID=91', 'MESSAGE=Invalid user pi from 192.0.2.50 port 22', ''];
+    const out = entry.flatMap((l) => p.push(l, 1740900000));
+    expect(out).toEqual([{ ts: 1740823200, ip: '192.0.2.50', source: 'ssh_log', kind: 'invalid_user', attempts: 1 }]);
+  });
+
   it('tails the configured file and emits detections', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'rampart-sshd-'));
     try {

@@ -31,7 +31,8 @@ function modesOf(options: Record<string, string>[]): DetectionMode[] {
   return [...modes];
 }
 
-const counts = { normal: { matchTrue: 0, matchFalse: 0, unannotated: 0, hostNames: 0 }, aggressive: { matchTrue: 0, matchFalse: 0, unannotated: 0, hostNames: 0 } };
+const blank = () => ({ matchTrue: 0, ipv4: 0, ipv6: 0, fromEarlierLine: 0, matchFalse: 0, unannotated: 0, hostNames: 0 });
+const counts = { normal: blank(), aggressive: blank() };
 
 describe('ssh_log against fail2ban 1.0.2 sshd samples', () => {
   const sections = readFail2banOracle(ORACLE);
@@ -62,6 +63,9 @@ describe('ssh_log against fail2ban 1.0.2 sshd samples', () => {
             continue;
           }
           c.matchTrue++;
+          if (ip === undefined) c.fromEarlierLine++;
+          else if (ip.includes(':')) c.ipv6++;
+          else c.ipv4++;
           // Entries without a host (the address comes from an earlier line) check the rest.
           const want = { ip: ip ?? got[0]?.ip, ts: oracleTime(entry.time!), ...(entry.attempts ? { attempts: entry.attempts } : {}) };
           const have = got.length === 1 ? { ip: got[0]!.ip, ts: Math.floor(got[0]!.ts), ...(entry.attempts ? { attempts: got[0]!.attempts } : {}) } : got;
