@@ -5,16 +5,48 @@ import type { BlockEntry, Diff } from './enforcer.ts';
  * highest live scores) and an in-memory table of what an enforcer owns with its scores.
  */
 
-const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:\/(\d{1,2}))?$/;
-
+/**
+ * Parses `a.b.c.d` or `a.b.c.d/n` (surrounding blanks allowed) without regex or allocation:
+ * every list read-back and every desired set goes through here, 100,000 times per full sync.
+ */
 function toInt(text: string): { value: number; prefix: number } | undefined {
-  const m = IPV4.exec(text.trim());
-  if (!m) return undefined;
-  const octets = m.slice(1, 5).map(Number);
-  if (octets.some((o) => o > 255)) return undefined;
-  const prefix = m[5] === undefined ? 32 : Number(m[5]);
-  if (prefix > 32) return undefined;
-  const value = ((octets[0]! << 24) | (octets[1]! << 16) | (octets[2]! << 8) | octets[3]!) >>> 0;
+  let i = 0;
+  let end = text.length;
+  while (i < end && (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 9)) i++;
+  while (end > i && (text.charCodeAt(end - 1) === 32 || text.charCodeAt(end - 1) === 9 || text.charCodeAt(end - 1) === 13)) end--;
+  let value = 0;
+  for (let octet = 0; octet < 4; octet++) {
+    let n = 0;
+    let digits = 0;
+    while (i < end) {
+      const c = text.charCodeAt(i) - 48;
+      if (c < 0 || c > 9) break;
+      n = n * 10 + c;
+      i++;
+      if (++digits > 3) return undefined;
+    }
+    if (digits === 0 || n > 255) return undefined;
+    value = value * 256 + n;
+    if (octet < 3) {
+      if (text.charCodeAt(i) !== 46) return undefined;
+      i++;
+    }
+  }
+  let prefix = 32;
+  if (i < end) {
+    if (text.charCodeAt(i) !== 47) return undefined;
+    i++;
+    prefix = 0;
+    let digits = 0;
+    while (i < end) {
+      const c = text.charCodeAt(i) - 48;
+      if (c < 0 || c > 9) return undefined;
+      prefix = prefix * 10 + c;
+      i++;
+      if (++digits > 2) return undefined;
+    }
+    if (digits === 0 || prefix > 32) return undefined;
+  }
   return { value, prefix };
 }
 
@@ -46,8 +78,26 @@ export function compareCidrs(a: string, b: string): number {
   return x.value - y.value || x.prefix - y.prefix;
 }
 
+/** Sort key: address × 64 + prefix, exact in a double; non-IPv4 text sorts last, by text. */
+function sortKey(cidr: string): number {
+  const parsed = toInt(cidr);
+  return parsed ? parsed.value * 64 + parsed.prefix : Number.MAX_SAFE_INTEGER;
+}
+
+function byKey<T>(items: T[], cidrOf: (item: T) => string): T[] {
+  // Keys computed once: comparing parsed strings inside sort() costs ~20× on 100k entries.
+  const keyed = items.map((item) => ({ item, key: sortKey(cidrOf(item)), cidr: cidrOf(item) }));
+  keyed.sort((a, b) => a.key - b.key || (a.cidr < b.cidr ? -1 : a.cidr > b.cidr ? 1 : 0));
+  return keyed.map((k) => k.item);
+}
+
 export function sortCidrs(cidrs: Iterable<string>): string[] {
-  return [...new Set(cidrs)].sort(compareCidrs);
+  return byKey([...new Set(cidrs)], (c) => c);
+}
+
+/** Entries in `sortCidrs` order (a new array). */
+export function sortEntries<T extends { cidr: string }>(entries: Iterable<T>): T[] {
+  return byKey([...entries], (e) => e.cidr);
 }
 
 /** Canonical CIDRs of the lines of a list file; comments (`#`) and blanks are skipped. */
@@ -75,9 +125,9 @@ export function keepTop(entries: Iterable<BlockEntry>, capacity: number): { kept
     if (prev === undefined || e.score > prev) best.set(cidr, e.score);
   }
   const all = [...best].map(([cidr, score]) => ({ cidr, score }));
-  if (all.length <= capacity) return { kept: all.sort((a, b) => compareCidrs(a.cidr, b.cidr)), cut: 0 };
+  if (all.length <= capacity) return { kept: sortEntries(all), cut: 0 };
   all.sort((a, b) => b.score - a.score || compareCidrs(a.cidr, b.cidr));
-  const kept = all.slice(0, Math.max(0, capacity)).sort((a, b) => compareCidrs(a.cidr, b.cidr));
+  const kept = sortEntries(all.slice(0, Math.max(0, capacity)));
   return { kept, cut: all.length - kept.length };
 }
 
@@ -115,9 +165,7 @@ export class BlockTable {
   }
 
   entries(): BlockEntry[] {
-    return [...this.scores]
-      .map(([cidr, score]) => ({ cidr, score }))
-      .sort((a, b) => compareCidrs(a.cidr, b.cidr));
+    return sortEntries([...this.scores].map(([cidr, score]) => ({ cidr, score })));
   }
 
   cidrs(): string[] {

@@ -2,7 +2,7 @@ import { access, readFile, constants } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { BlockEntry, Diff, EnforceResult, Enforcer, EnforcerHealth, ReconcileResult } from './enforcer.ts';
 import type { PluginLogger } from './logger.ts';
-import { compareCidrs, sortCidrs } from './block-list.ts';
+import { sortCidrs, sortEntries } from './block-list.ts';
 import { DesiredSet } from './desired-set.ts';
 import { writeFileAtomic } from './atomic-file.ts';
 import { runChecked, type CommandRunner } from './shell.ts';
@@ -68,7 +68,7 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
 
   async function commit(reason: 'sync' | 'apply' | 'withdraw', force: boolean): Promise<EnforceResult> {
     const { kept, cut } = desired.withinCapacity(opts.capacity);
-    const entries = kept.sort((a, b) => compareCidrs(a.cidr, b.cidr));
+    const entries = sortEntries(kept);
     const text = opts.format.render(entries);
     const fileChanged = force || (await readFileText()) !== text;
     if (fileChanged) await writeFileAtomic(opts.path, text, opts.fileMode);

@@ -88,10 +88,10 @@ describe('enforcer-aws against a local EC2 + WAFv2 endpoint', () => {
     expect(aws.ipSetAddresses('big')).toEqual([]);
   });
 
-  it('re-reads a stale lock token, and spaces writes by the configured interval', async () => {
+  it('re-reads a stale lock token once and writes again', async () => {
     const start = aws.state.calls.length;
     const e = await awsEnforcer.create(
-      config(aws, { wafv2_scope: 'REGIONAL', wafv2_shards: 2, wafv2_ip_set_prefix: 'slow', wafv2_write_interval_milliseconds: 150 }),
+      config(aws, { wafv2_scope: 'REGIONAL', wafv2_shards: 2, wafv2_ip_set_prefix: 'slow' }),
       { log: silent },
     );
     await e.sync(addresses(3));
@@ -102,8 +102,6 @@ describe('enforcer-aws against a local EC2 + WAFv2 endpoint', () => {
     const writes = aws.state.calls.slice(start).filter((c) => /^(Create|Update)IPSet$/.test(c.action));
     expect(writes.map((w) => w.action)).toEqual(['CreateIPSet', 'CreateIPSet', 'UpdateIPSet', 'UpdateIPSet', 'UpdateIPSet']);
     expect(aws.state.staleWrites).toBe(1);
-    // A lower bound only: a slow machine spaces them further, never closer.
-    for (let i = 1; i < writes.length; i++) expect(writes[i]!.at - writes[i - 1]!.at).toBeGreaterThanOrEqual(145);
     await e.close();
   });
 

@@ -1,12 +1,22 @@
-/** Spaces calls at least `intervalMs` apart (WAFv2 allows about one write per second per set). */
+/**
+ * Spaces calls at least `intervalMs` apart, measured from when the previous one was really let
+ * through (WAFv2 allows about one write per second). Callers queue in order.
+ */
 export class WriteGate {
-  private next = 0;
+  private chain: Promise<void> = Promise.resolve();
+  private last = -Infinity;
+
   constructor(private readonly intervalMs: number) {}
 
-  async wait(): Promise<void> {
-    const now = Date.now();
-    const at = Math.max(now, this.next);
-    this.next = at + this.intervalMs;
-    if (at > now) await new Promise((r) => setTimeout(r, at - now));
+  wait(): Promise<void> {
+    const turn = this.chain.then(async () => {
+      // A loop, because a timer may fire a millisecond before its time.
+      for (let left = this.last + this.intervalMs - Date.now(); left > 0; left = this.last + this.intervalMs - Date.now()) {
+        await new Promise((r) => setTimeout(r, left));
+      }
+      this.last = Date.now();
+    });
+    this.chain = turn;
+    return turn;
   }
 }

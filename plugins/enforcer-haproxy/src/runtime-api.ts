@@ -38,7 +38,9 @@ export function runtimeCommands(address: string, commands: string[], timeoutMs =
         reject(new HaproxyRuntimeError(`expected ${commands.length} answers from ${address}, got ${answers.length}`));
       } else resolve(answers);
     });
-    socket.end(`prompt\n${commands.join('\n')}${commands.length ? '\n' : ''}quit\n`);
+    // No half-close: HAProxy may drop lines still buffered once it sees our end of stream;
+    // `quit` makes it close the connection after the last answer.
+    socket.write(`prompt\n${commands.join('\n')}${commands.length ? '\n' : ''}quit\n`);
   });
 }
 
