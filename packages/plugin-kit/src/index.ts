@@ -16,3 +16,4 @@ export * from './tail.ts';
 export * from './line-source.ts';
 export * from './policy.ts';
 export * from './nft/index.ts';
+export * from './serial.ts';

@@ -5,6 +5,7 @@ import {
   runArgv,
   runChecked,
   runShell,
+  serializer,
   sortCidrsFast,
   writeFileAtomic,
   type BlockEntry,
@@ -39,6 +40,7 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
    */
   let inSync = false;
   let seeded = false;
+  const serial = serializer();
 
   const tool = (argv: readonly string[], input?: string): Promise<CommandResult> =>
     runArgv(options.netns ? ['ip', 'netns', 'exec', options.netns, ...argv] : argv, { input, timeoutMs });
@@ -147,33 +149,35 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
       return { ok: true };
     },
 
-    async sync(desired: readonly BlockEntry[]) {
-      set.replace(desired);
-      seeded = true;
-      await replaceAll();
-      return result();
-    },
+    sync: (desired: readonly BlockEntry[]) =>
+      serial(async () => {
+        set.replace(desired);
+        seeded = true;
+        await replaceAll();
+        return result();
+      }),
 
-    async apply(diff: Diff) {
-      await seed();
-      const change = set.apply(diff);
-      if (!inSync) {
-        await replaceAll();
+    apply: (diff: Diff) =>
+      serial(async () => {
+        await seed();
+        const change = set.apply(diff);
+        if (!inSync) {
+          await replaceAll();
+          return result();
+        }
+        const batches = diffBatches(layout, change.added, change.removed, options.batch_size);
+        inSync = false;
+        try {
+          for (const script of batches) await checked(['ipset', 'restore'], script);
+        } catch (err) {
+          log.warn({ err, stage: 'apply' }, 'ipset restore failed; replacing the set');
+          await replaceAll();
+          return result();
+        }
+        inSync = true;
+        if (batches.length > 0 && (config.acl || config.reload_command)) await persist(() => [...set.cidrs()]);
         return result();
-      }
-      const batches = diffBatches(layout, change.added, change.removed, options.batch_size);
-      inSync = false;
-      try {
-        for (const script of batches) await checked(['ipset', 'restore'], script);
-      } catch (err) {
-        log.warn({ err, stage: 'apply' }, 'ipset restore failed; replacing the set');
-        await replaceAll();
-        return result();
-      }
-      inSync = true;
-      if (batches.length > 0 && (config.acl || config.reload_command)) await persist(() => [...set.cidrs()]);
-      return result();
-    },
+      }),
 
     async list() {
       const members = await readSet();
@@ -184,29 +188,31 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
       return sortCidrsFast(members);
     },
 
-    async reconcile(): Promise<ReconcileResult> {
-      await seed();
-      const members = await readSet();
-      const rules = await ruleState();
-      const drifted = !inSync || !members || !rules.every((r) => r.present) || members.length !== set.size || members.some((m) => !set.has(m));
-      if (drifted) {
-        log.warn({ present: Boolean(members), rules }, 'ipset drifted; re-asserting');
-        await replaceAll();
-      }
-      return { ...result(), drifted };
-    },
+    reconcile: (): Promise<ReconcileResult> =>
+      serial(async () => {
+        await seed();
+        const members = await readSet();
+        const rules = await ruleState();
+        const drifted = !inSync || !members || !rules.every((r) => r.present) || members.length !== set.size || members.some((m) => !set.has(m));
+        if (drifted) {
+          log.warn({ present: Boolean(members), rules }, 'ipset drifted; re-asserting');
+          await replaceAll();
+        }
+        return { ...result(), drifted };
+      }),
 
-    async withdraw() {
-      set.clear();
-      seeded = true;
-      inSync = false;
-      await unwireRules();
-      liveExists = null;
-      const destroy = await tool(['ipset', 'destroy', options.set]);
-      if (destroy.code !== 0 && !/does not exist/.test(destroy.stderr)) throw new EnforcerCommandError(destroy.code, destroy.stderr);
-      await persist(() => []);
-      log.info({}, 'ipset withdrawn');
-    },
+    withdraw: () =>
+      serial(async () => {
+        set.clear();
+        seeded = true;
+        inSync = false;
+        await unwireRules();
+        liveExists = null;
+        const destroy = await tool(['ipset', 'destroy', options.set]);
+        if (destroy.code !== 0 && !/does not exist/.test(destroy.stderr)) throw new EnforcerCommandError(destroy.code, destroy.stderr);
+        await persist(() => []);
+        log.info({}, 'ipset withdrawn');
+      }),
 
     // ipset and iptables run per call: nothing outlives a method, so there is nothing to release.
     async close() {},

@@ -2,6 +2,7 @@ import { writeFileAtomic } from '../atomic-file.ts';
 import { EnforcedSet } from '../enforced-set.ts';
 import type { BlockEntry, Diff, EnforceResult, Enforcer, EnforcerContext, ReconcileResult } from '../enforcer.ts';
 import { sortCidrsFast } from '../ipv4-range.ts';
+import { serializer } from '../serial.ts';
 import { EnforcerCommandError, runChecked, runShell } from '../shell.ts';
 import { isMissing, nftRunner } from './run.ts';
 import { parseTable, type TableState } from './read-back.ts';
@@ -44,6 +45,7 @@ export function createNftSetEnforcer(options: NftSetEnforcerOptions, ctx: Enforc
    */
   let committedNets: Set<string> | null = null;
   let seeded = false;
+  const serial = serializer();
 
   async function readTable(): Promise<TableState | null> {
     const result = await nft(['-j', 'list', 'table', options.family, options.table]);
@@ -143,21 +145,23 @@ export function createNftSetEnforcer(options: NftSetEnforcerOptions, ctx: Enforc
       return check.code === 0 ? { ok: true } : { ok: false, detail: check.stderr.trim().slice(0, 500) };
     },
 
-    async sync(desired: readonly BlockEntry[]) {
-      set.replace(desired);
-      resetNets();
-      seeded = true;
-      await replaceAll();
-      return result();
-    },
+    sync: (desired: readonly BlockEntry[]) =>
+      serial(async () => {
+        set.replace(desired);
+        resetNets();
+        seeded = true;
+        await replaceAll();
+        return result();
+      }),
 
-    async apply(diff: Diff) {
-      await seed();
-      const change = set.apply(diff);
-      trackNets(change);
-      await applyIncrementally(change);
-      return result();
-    },
+    apply: (diff: Diff) =>
+      serial(async () => {
+        await seed();
+        const change = set.apply(diff);
+        trackNets(change);
+        await applyIncrementally(change);
+        return result();
+      }),
 
     async list() {
       const state = await readTable();
@@ -165,35 +169,37 @@ export function createNftSetEnforcer(options: NftSetEnforcerOptions, ctx: Enforc
       return sortCidrsFast([...state.addrs, ...state.nets]);
     },
 
-    async reconcile(): Promise<ReconcileResult> {
-      await seed();
-      const state = await readTable();
-      const committed = committedNets;
-      const drifted =
-        !committed ||
-        !state ||
-        !state.wired ||
-        state.nets.length !== committed.size ||
-        !state.nets.every((c) => committed.has(c)) ||
-        state.addrs.length !== modelAddrs().length ||
-        !state.addrs.every((c) => set.has(c));
-      if (drifted) {
-        log.warn({ present: Boolean(state), wired: state?.wired ?? false }, 'nft table drifted; re-asserting');
-        await replaceAll();
-      }
-      return { ...result(), drifted };
-    },
+    reconcile: (): Promise<ReconcileResult> =>
+      serial(async () => {
+        await seed();
+        const state = await readTable();
+        const committed = committedNets;
+        const drifted =
+          !committed ||
+          !state ||
+          !state.wired ||
+          state.nets.length !== committed.size ||
+          !state.nets.every((c) => committed.has(c)) ||
+          state.addrs.length !== modelAddrs().length ||
+          !state.addrs.every((c) => set.has(c));
+        if (drifted) {
+          log.warn({ present: Boolean(state), wired: state?.wired ?? false }, 'nft table drifted; re-asserting');
+          await replaceAll();
+        }
+        return { ...result(), drifted };
+      }),
 
-    async withdraw() {
-      set.clear();
-      nets = new Set();
-      seeded = true;
-      committedNets = null;
-      const script = withdrawScript(layout);
-      await execute(script);
-      await persist(script);
-      log.info({}, 'nft table withdrawn');
-    },
+    withdraw: () =>
+      serial(async () => {
+        set.clear();
+        nets = new Set();
+        seeded = true;
+        committedNets = null;
+        const script = withdrawScript(layout);
+        await execute(script);
+        await persist(script);
+        log.info({}, 'nft table withdrawn');
+      }),
 
     // nft is run per call: no connection or process outlives a method, so there is nothing to release.
     async close() {},
