@@ -93,6 +93,16 @@ describe.skipIf(skip)('enforcer-haproxy against a real HAProxy', () => {
     expect(await e.list()).toEqual([]);
   });
 
+  it('swaps in a list larger than one connection batch, and diffs across batches', async () => {
+    const many = Array.from({ length: 12_000 }, (_, i) => ({ cidr: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}/32`, score: i }));
+    expect(await e.sync(many)).toEqual({ enforced: 12_000, cut: 0 });
+    const shown = (await runtimeCommands(h.socket, [`show acl ${h.acl}`]))[0]!;
+    expect(parseShowAcl(shown)).toHaveLength(12_000);
+    await e.apply({ add: [], remove: many.slice(0, 6_000).map((m) => m.cidr) });
+    expect(await e.list()).toEqual(many.slice(6_000).map((m) => m.cidr));
+    await e.withdraw();
+  });
+
   it('reports an unknown ACL in healthcheck', async () => {
     const other = await haproxyEnforcer.create(
       HaproxyConfig.parse({ active: true, lb_logs: join(h.dir, 'not-loaded.acl'), options: { stats_socket: h.socket } }),
