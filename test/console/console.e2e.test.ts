@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
@@ -66,7 +67,10 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     } else {
       store = await openStore({});
     }
-    app = await buildApp({ config: testConfig({ authCacheSeconds: 0 }), store });
+    const base0 = testConfig({ authCacheSeconds: 0 });
+    const serverKey = generateKeyPairSync('x25519').publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64');
+    const config = { ...base0, tools: { ...base0.tools, vpn: { ...base0.tools.vpn, endpoint: 'vpn.example.org:51820', serverPublicKey: serverKey } } };
+    app = await buildApp({ config, store });
     await app.listen({ host: '127.0.0.1', port: 0 });
     base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     acme = await seedOrg(store, { credits: 500, name: 'Console Acme' });
@@ -76,8 +80,8 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     });
 
     // A registered agent, connected to the sync channel with its own key.
-    const config = { gaid: GAID, ts: Date.now(), score_threshold: 500, start_from: 0, version: 'v1.0.0', proxy: 'LOCAL', sync_time: 5, maximum_rules: 1000, ips: { csv: { active: true, csv_logs: '/tmp/list.csv', csv_reload_command: '' } } };
-    expect((await api('POST', '/agents', acme.keys.admin, config)).status).toBe(201);
+    const agentConfig = { gaid: GAID, ts: Date.now(), score_threshold: 500, start_from: 0, version: 'v1.0.0', proxy: 'LOCAL', sync_time: 5, maximum_rules: 1000, ips: { csv: { active: true, csv_logs: '/tmp/list.csv', csv_reload_command: '' } } };
+    expect((await api('POST', '/agents', acme.keys.admin, agentConfig)).status).toBe(201);
     const issued = (await api('POST', `/agents/${GAID}/token`, acme.keys.admin, {})).json as { token: string; header: string };
     agentSocket = new WebSocket(`${base.replace('http', 'ws')}/api/v1/agents/sync`, { headers: { [issued.header]: issued.token } });
     agentSocket.on('message', (data) => pushed.push(ServerSyncMessage.parse(JSON.parse(String(data)))));

@@ -12,8 +12,13 @@ const ago = (ts: number | null) => {
 };
 
 export function AgentsPage({ session }: { session: Session }) {
-  const state = useLoad(() => session.api.get('/agents', z.array(AgentSummary)));
+  // Non-admins see why, and the page does not ask the API for what it would refuse.
   if (!isAdmin(session)) return <Notice kind="info">Agents are managed by organization admins.</Notice>;
+  return <AgentsPageAdmin session={session} />;
+}
+
+function AgentsPageAdmin({ session }: { session: Session }) {
+  const state = useLoad(() => session.api.get('/agents', z.array(AgentSummary)));
   if (!state.data) return <Loading {...state} />;
   const agents = state.data;
   return (

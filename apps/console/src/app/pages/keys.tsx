@@ -6,6 +6,12 @@ import { Field, Loading, Notice, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
 
 export function KeysPage({ session }: { session: Session }) {
+  // Non-admins see why, and the page does not ask the API for what it would refuse.
+  if (!isAdmin(session)) return <Notice kind="info">API keys are managed by organization admins.</Notice>;
+  return <KeysPageAdmin session={session} />;
+}
+
+function KeysPageAdmin({ session }: { session: Session }) {
   const { api } = session;
   const list = useLoad(() => api.get('/keys', z.array(ApiKeyInfo)));
   const [username, setUsername] = useState('');
@@ -13,7 +19,6 @@ export function KeysPage({ session }: { session: Session }) {
   const [issued, setIssued] = useState<z.infer<typeof ApiKeyCreated>>();
   const [error, setError] = useState<string>();
   const [fields, setFields] = useState<Record<string, string>>({});
-  if (!isAdmin(session)) return <Notice kind="info">API keys are managed by organization admins.</Notice>;
 
   async function create(e: Event) {
     e.preventDefault();

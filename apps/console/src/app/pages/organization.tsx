@@ -35,8 +35,13 @@ function CidrEditor({ value, onChange, disabled, error }: { value: string; onCha
 }
 
 export function OrganizationPage({ session }: { session: Session }) {
+  // Non-admins see why, and the page does not ask the API for what it would refuse.
+  if (!isAdmin(session)) return <Notice kind="info">Organization settings are edited by organization admins.</Notice>;
+  return <OrganizationPageAdmin session={session} />;
+}
+
+function OrganizationPageAdmin({ session }: { session: Session }) {
   const { api } = session;
-  const admin = isAdmin(session);
   const state = useLoad(async () => {
     const [config, history] = await Promise.all([
       api.get('/organization/config', OrganizationConfig),
@@ -70,7 +75,6 @@ export function OrganizationPage({ session }: { session: Session }) {
   const errors = { ...serverErrors, ...(check && !check.success ? errorsByPath(check.error.issues) : {}) };
   const invalidReserved = invalidCidrLines(reserved).length > 0;
 
-  if (!admin) return <Notice kind="info">Organization settings are edited by organization admins.</Notice>;
   if (!state.data || !draft) return <Loading {...state} />;
   const setLive = (key: string, value: unknown) => {
     setServerErrors({});

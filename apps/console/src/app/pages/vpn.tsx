@@ -1,21 +1,17 @@
 import { useState } from 'preact/hooks';
 import { z } from 'zod';
-import { VpnLicense } from '@rampart/contracts';
+import { VpnLicense, VpnLicenseDetail } from '@rampart/contracts';
 import { describeError } from '../api.ts';
 import { Field, Loading, Notice, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
 
-/** Whatever the server adds to a license for its installation (config text, commands). */
-const LicenseDetail = VpnLicense.loose();
+const LicenseDetail = VpnLicenseDetail;
 type Detail = z.infer<typeof LicenseDetail>;
 
-/** The wg-quick client configuration inside a license answer, wherever the server put it. */
+/** The wg-quick client configuration of a license answer (`installation.config`). */
 export function clientConfigOf(detail: Record<string, unknown>): string | undefined {
-  for (const key of ['client_config', 'config', 'wg_quick_config']) if (typeof detail[key] === 'string') return detail[key] as string;
-  const instructions = detail.instructions as Record<string, unknown> | string | undefined;
-  if (typeof instructions === 'string') return instructions.includes('[Interface]') ? instructions : undefined;
-  if (instructions && typeof instructions === 'object') return clientConfigOf(instructions);
-  return undefined;
+  const config = (detail.installation as { config?: unknown } | null | undefined)?.config;
+  return typeof config === 'string' ? config : undefined;
 }
 
 function ConfigBox({ text, name }: { text: string; name: string }) {
@@ -61,13 +57,11 @@ export function VpnPage({ session }: { session: Session }) {
     setError(undefined);
     setFieldErrors({});
     try {
-      const before = new Set((list.data ?? []).map((l) => l.vid));
-      const answer = (await api.send('POST', '/vpn', { account_name: account.trim(), ...(notes.trim() ? { notes: notes.trim() } : {}) }, LicenseDetail)) as Detail | undefined;
-      let vid = answer?.vid;
-      let config = answer ? clientConfigOf(answer) : undefined;
-      if (!vid) vid = (await api.get('/vpn', z.array(VpnLicense))).find((l) => !before.has(l.vid))?.vid;
-      if (vid && !config) config = clientConfigOf(await api.get(`/vpn/${vid}`, LicenseDetail));
-      setCreated({ vid: vid ?? '', config });
+      // POST /vpn answers with no body (spec 4.6); the new license is named by its Location header.
+      const raw = await api.client.transport.request('POST', '/vpn', { body: { account_name: account.trim(), ...(notes.trim() ? { notes: notes.trim() } : {}) }, retries: 0 });
+      const vid = decodeURIComponent(raw.headers.get('location')?.split('/').pop() ?? '');
+      const config = vid ? clientConfigOf(await api.get(`/vpn/${vid}`, LicenseDetail)) : undefined;
+      setCreated({ vid, config });
       setAccount('');
       setNotes('');
       list.reload();
@@ -110,7 +104,7 @@ export function VpnPage({ session }: { session: Session }) {
           <h2>License {created.vid} created</h2>
           {created.config ? (
             <>
-              <p>This client configuration holds the private key and is shown only now: copy or download it.</p>
+              <p>This client configuration holds the license's private key: copy or download it and keep it safe. Organization admins can open it again from the list.</p>
               <ConfigBox text={created.config} name={created.vid} />
             </>
           ) : (
@@ -178,23 +172,19 @@ export function VpnPage({ session }: { session: Session }) {
 }
 
 function Instructions({ detail }: { detail: Detail }) {
-  const extra = Object.entries(detail).filter(([k]) => !(k in VpnLicense.shape));
-  if (extra.length === 0) return <p>No instructions were returned.</p>;
+  const inst = detail.installation;
+  if (!inst) return <p>This license is deactivated: its key was destroyed.</p>;
   return (
     <>
-      {extra.map(([k, v]) =>
-        typeof v === 'string' ? (
-          <div key={k}>
-            <h3>{k}</h3>
-            <pre tabIndex={0}>{v}</pre>
-          </div>
-        ) : (
-          <div key={k}>
-            <h3>{k}</h3>
-            <pre tabIndex={0}>{JSON.stringify(v, null, 2)}</pre>
-          </div>
-        ),
-      )}
+      <p>
+        Tunnel address {inst.address}, server {inst.endpoint}. {inst.private_key_shown ? '' : 'The private key is masked: only organization admins see it.'}
+      </p>
+      <h3>Client configuration ({inst.interface}.conf)</h3>
+      <ConfigBox text={inst.config} name={inst.interface} />
+      <h3>Commands</h3>
+      <pre tabIndex={0}>{inst.commands.join('\n')}</pre>
+      <h3>For the VPN server operator</h3>
+      <pre tabIndex={0}>{inst.server_peer}</pre>
     </>
   );
 }
