@@ -299,7 +299,8 @@ export class Agent {
 
   private async applySources(plan: PluginPlan): Promise<void> {
     const specs = plan.sources.map((s) => {
-      const options = SourceOptionsBase.safeParse((s.config as { options?: unknown }).options ?? {});
+      // The plugin's own options schema extends the base one (sshd adds `programs`), hence strip().
+      const options = SourceOptionsBase.strip().safeParse((s.config as { options?: unknown }).options ?? {});
       const mode: DetectionMode = options.success ? options.data.mode : 'normal';
       if (options.success) this.pipeline.setPolicy(s.label, policyOptionsOf(options.data));
       return { label: s.label, definition: s.definition, config: s.config, mode };
