@@ -89,9 +89,10 @@ describe.each(driverCases())('API foundation on $name', (driver) => {
     const before = (await store.orgs.byGid(acme.org.gid))!.debit_tokens;
     const invalid = await app.inject({ url: '/api/v1/ips?page_size=0', headers: { authorization: acme.keys.reader } });
     expect(invalid.statusCode).toBe(400);
-    const notBuilt = await app.inject({ url: '/api/v1/ips/198.51.100.7', headers: { authorization: acme.keys.reader } });
-    expect(notBuilt.statusCode).toBe(501);
-    expect(notBuilt.headers['x-coins-cost']).toBe('0');
+    // A priced look-up that finds nothing is charged, then refunded: 404 costs nothing.
+    const unknown = await app.inject({ url: `/api/v1/files/${'ab'.repeat(32)}`, headers: { authorization: acme.keys.reader } });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.headers['x-coins-cost']).toBe('0');
     expect((await store.orgs.byGid(acme.org.gid))!.debit_tokens).toBe(before);
   });
 
