@@ -36,7 +36,7 @@ describe('agent configuration', () => {
       control_plane_url: 'ftp://nope',
       score_threshold: 5000,
       proxy: 'MAYBE',
-      ids: { ssh_log: { active: true, ssh_log_location: '' }, cdn_waf: { active: true, cdn_waf_x_auth_email: '', cdn_waf_x_auth_key: '' } },
+      ids: { ssh_log: { active: true, ssh_log_location: '' }, honeypot: { active: true } },
       ips: { dry_run: { active: true }, firewall_mgmt_a: { active: true }, csv: { active: false } },
       local: { allow_list: ['not-an-ip'], metrics_port: 70000 },
     };
@@ -44,7 +44,7 @@ describe('agent configuration', () => {
     expect(first.problems.map((p) => p.path).sort()).toEqual(['api_jwt_key', 'control_plane_url', 'control_plane_url', 'local.allow_list.0', 'local.metrics_port', 'proxy', 'score_threshold']);
     // Plugin entries are checked once the document itself is valid.
     const second = validateAgentText(JSON.stringify({ ...base, ids: bad.ids, ips: bad.ips }), { AGENT_KEY: 'k' }, REGISTRY);
-    expect(second.problems.map((p) => p.path).sort()).toEqual(['ids.cdn_waf', 'ids.ssh_log.ssh_log_location', 'ips.dry_run.path', 'ips.firewall_mgmt_a']);
+    expect(second.problems.map((p) => p.path).sort()).toEqual(['ids.honeypot', 'ids.ssh_log.ssh_log_location', 'ips.dry_run.path', 'ips.firewall_mgmt_a']);
     expect(second.problems.find((p) => p.path === 'ips.firewall_mgmt_a')?.message).toMatch(/^no enforcer for 'firewall_mgmt_a'; known enforcers: .*dry_run/);
   });
 
