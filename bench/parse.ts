@@ -77,7 +77,10 @@ for (let i = 0; i < Math.max(agentHits.length, f2bHits.length); i++) {
 const agentIps = new Set(agentHits.map((h) => h[1]));
 const f2bIps = new Set(f2bHits.map((h) => h[1]));
 const truthCsv = log.replace(/\.log$/, '.truth.csv');
-const truth = new Set(readFileSync(truthCsv, 'utf8').trim().split('\n').slice(1).map((row) => row.split(',')[0]!));
+const truthRows = readFileSync(truthCsv, 'utf8').trim().split('\n').slice(1).map((row) => row.split(','));
+const truth = new Set(truthRows.map((row) => row[0]!));
+// Columns: ip, failures, failed_password_lines, invalid_user_lines, …
+const keyProbesOnly = new Set(truthRows.filter((row) => row[2] === '0' && row[3] === '0').map((row) => row[0]!));
 const minus = (a: Set<string>, b: Set<string>) => [...a].filter((x) => !b.has(x));
 const sameSet = minus(agentIps, f2bIps).length === 0 && minus(f2bIps, agentIps).length === 0;
 
@@ -103,8 +106,9 @@ ${row('rampart-agent parse --source ssh_log --mode aggressive', aggressive, aggr
 Same findings: ${firstDifference === -1 ? `yes — all ${agentHits.length} detections have the same time and address, in the same order` : `NO — first difference at detection ${firstDifference}`}; address sets ${sameSet ? 'identical' : `differ (${minus(agentIps, f2bIps).length} only in the agent, ${minus(f2bIps, agentIps).length} only in fail2ban)`}.
 
 Ground truth (${truth.size} attacking addresses with at least one failure): normal mode finds
-${truth.size - minus(truth, agentIps).length}, misses ${minus(truth, agentIps).length} (addresses whose only failures are key probes closed before
-authentication, which fail2ban's normal mode does not count either), reports ${minus(agentIps, truth).length} outside the truth.
+${truth.size - minus(truth, agentIps).length}, misses ${minus(truth, agentIps).length}, of which ${minus(truth, agentIps).filter((ip) => keyProbesOnly.has(ip)).length} have no failed password and no invalid user in the
+truth (their only failures are key probes closed before authentication, which fail2ban's normal
+mode does not count either), and reports ${minus(agentIps, truth).length} outside the truth.
 Aggressive mode finds ${truth.size - minus(truth, aggressiveIps).length} of them and ${minus(aggressiveIps, truth).length} more (scanners: pre-auth disconnects and banner
 probes, which the generator does not count as authentication failures).
 `;
