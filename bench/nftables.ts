@@ -121,7 +121,7 @@ async function benchNftables(): Promise<void> {
 
 async function benchIpset(): Promise<void> {
   const ns = await lab.namespace('ips');
-  const restore = (path: string) => lab.exec(ns, ['sh', '-c', `ipset restore < ${path}`]);
+  const restore = (path: string) => lab.exec(ns, ['ipset', 'restore', '-file', path]);
   const create = 'hash:net family inet hashsize 65536 maxelem 1048576';
   // Hand-written: fill a temporary set, swap it in, destroy the old content (what `ipset restore` users do).
   const fullFile = await file(

@@ -40,6 +40,7 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
    */
   let inSync = false;
   let seeded = false;
+  let loggedCut = 0;
   const serial = serializer();
 
   const tool = (argv: readonly string[], input?: string): Promise<CommandResult> =>
@@ -126,7 +127,9 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
 
   function result(): EnforceResult {
     const invalid = set.desired.invalid;
-    if (set.cut > 0) log.warn({ cut: set.cut, capacity: options.capacity }, 'capacity reached; lowest scores cut');
+    // Logged when the cut changes, not on every diff while the set stays full.
+    if (set.cut !== loggedCut && set.cut > 0) log.warn({ cut: set.cut, capacity: options.capacity }, 'capacity reached; lowest scores cut');
+    loggedCut = set.cut;
     if (invalid > 0) log.warn({ invalid }, 'inputs that are not IPv4 CIDRs ignored');
     return { enforced: set.size, cut: set.cut, ...(invalid > 0 ? { invalid } : {}) };
   }

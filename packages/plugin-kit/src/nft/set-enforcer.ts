@@ -21,7 +21,6 @@ export interface NftSetEnforcerOptions extends NftLayout {
   name: string;
 }
 
-
 /**
  * An enforcer that owns one nftables table (`inet` for the host, `bridge` for a bridge): full
  * replace = one `nft -f` transaction that deletes and re-creates the table; a diff = element
@@ -31,7 +30,6 @@ export interface NftSetEnforcerOptions extends NftLayout {
  */
 export function createNftSetEnforcer(options: NftSetEnforcerOptions, ctx: EnforcerContext): Enforcer {
   const layout: NftLayout = options;
-  const config = { acl: options.acl, reload_command: options.reloadCommand };
   const nft = nftRunner(options.netns, options.timeoutSeconds * 1000);
   const log = ctx.log.child({ enforcer: options.name, table: `${options.family} ${options.table}` });
   const run = ctx.run ?? runShell;
@@ -45,6 +43,7 @@ export function createNftSetEnforcer(options: NftSetEnforcerOptions, ctx: Enforc
    */
   let committedNets: Set<string> | null = null;
   let seeded = false;
+  let loggedCut = 0;
   const serial = serializer();
 
   async function readTable(): Promise<TableState | null> {
@@ -61,13 +60,15 @@ export function createNftSetEnforcer(options: NftSetEnforcerOptions, ctx: Enforc
 
   /** Persists the current script for firewall reloads, then runs the operator's command. */
   async function persist(script: string): Promise<void> {
-    if (config.acl) await writeFileAtomic(config.acl, script, 0o640);
-    if (config.reload_command) await runChecked(run, config.reload_command, options.timeoutSeconds * 1000);
+    if (options.acl) await writeFileAtomic(options.acl, script, 0o640);
+    if (options.reloadCommand) await runChecked(run, options.reloadCommand, options.timeoutSeconds * 1000);
   }
 
   function result(): EnforceResult {
     const invalid = set.desired.invalid;
-    if (set.cut > 0) log.warn({ cut: set.cut, capacity: options.capacity }, 'capacity reached; lowest scores cut');
+    // Logged when the cut changes, not on every diff while the set stays full.
+    if (set.cut !== loggedCut && set.cut > 0) log.warn({ cut: set.cut, capacity: options.capacity }, 'capacity reached; lowest scores cut');
+    loggedCut = set.cut;
     if (invalid > 0) log.warn({ invalid }, 'inputs that are not IPv4 CIDRs ignored');
     return { enforced: set.size, cut: set.cut, ...(invalid > 0 ? { invalid } : {}) };
   }
@@ -134,7 +135,7 @@ export function createNftSetEnforcer(options: NftSetEnforcerOptions, ctx: Enforc
       return replaceAll();
     }
     committedNets = outerSet;
-    if (config.acl || config.reload_command) await persist(fullReplaceScript(layout, modelAddrs(), outer));
+    if (options.acl || options.reloadCommand) await persist(fullReplaceScript(layout, modelAddrs(), outer));
   }
 
   return {
