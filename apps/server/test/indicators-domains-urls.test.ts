@@ -77,6 +77,9 @@ describe.each(driverCases())('domains and URLs on $name', (driver) => {
       expect(res.statusCode, url).toBe(200);
       expect(res.body).toBe('');
     }
+    // confidence defaults to 1.
+    expect((await send('POST', key, '/urls', { url: 'http://default-confidence.example/' })).statusCode).toBe(200);
+    expect((await get(acme.keys.reader, `/urls/${encodeURIComponent('http://default-confidence.example/')}`)).json().score).toBe(s0([0.9, 1, 1]));
   });
 
   it('normalizes domains so that every spelling is one indicator', async () => {
