@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { access, constants } from 'node:fs/promises';
+import { delimiter, join } from 'node:path';
 
 export interface CommandResult {
   code: number;
@@ -66,4 +68,18 @@ export async function runChecked(run: CommandRunner, command: string, timeoutMs?
 /** Quotes one argument for `/bin/sh`. */
 export function shellQuote(arg: string): string {
   return /^[A-Za-z0-9_\/.,:=@%+-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Whether `name` is an executable on PATH (or the sbin directories root's PATH usually has). */
+export async function commandOnPath(name: string): Promise<boolean> {
+  const dirs = (process.env.PATH ?? '').split(delimiter).filter(Boolean).concat('/usr/sbin', '/sbin', '/usr/local/sbin');
+  for (const dir of dirs) {
+    try {
+      await access(join(dir, name), constants.X_OK);
+      return true;
+    } catch {
+      /* next */
+    }
+  }
+  return false;
 }

@@ -2,9 +2,9 @@ import {
   DesiredSet,
   canonicalCidr,
   cidrToListForm,
-  compareCidrs,
   selectWithinCapacity,
   sortCidrs,
+  sortEntries,
   type BlockEntry,
   type Diff,
   type EnforceResult,
@@ -116,7 +116,7 @@ export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer
     const all = desired.entries();
     const supported = all.filter((e) => Number(e.cidr.split('/')[1]) >= MIN_PREFIX);
     const { kept, cut } = selectWithinCapacity(supported, o.capacity);
-    return { entries: kept.sort((a, b) => compareCidrs(a.cidr, b.cidr)), cut, unsupported: all.length - supported.length };
+    return { entries: sortEntries(kept), cut, unsupported: all.length - supported.length };
   }
 
   function result(k: { entries: BlockEntry[]; cut: number; unsupported: number }): EnforceResult {

@@ -30,8 +30,8 @@ const HaproxyOptions = z
 
 export const HaproxyConfig = IpsEntries.proxy_lb.extend({ options: HaproxyOptions }).superRefine((cfg, ctx) => {
   if (cfg.active && !cfg.lb_logs) ctx.addIssue({ code: 'custom', path: ['lb_logs'], message: 'the ACL file path is required when active' });
-  if (cfg.lb_logs && !cfg.lb_logs.startsWith('/')) {
-    ctx.addIssue({ code: 'custom', path: ['lb_logs'], message: 'an absolute path, as HAProxy names the ACL by it' });
+  if (cfg.lb_logs && !/^\/\S*$/.test(cfg.lb_logs)) {
+    ctx.addIssue({ code: 'custom', path: ['lb_logs'], message: 'an absolute path without blanks, as the runtime API names the ACL by it' });
   }
 });
 export type HaproxyConfig = z.infer<typeof HaproxyConfig>;

@@ -1,7 +1,7 @@
 import {
   DesiredSet,
-  compareCidrs,
   sortCidrs,
+  sortEntries,
   type BlockEntry,
   type Diff,
   type EnforceResult,
@@ -71,7 +71,7 @@ export function createAddressListEnforcer(o: AddressListOptions): Enforcer {
 
   function kept(): { entries: BlockEntry[]; cut: number } {
     const { kept: entries, cut } = desired.withinCapacity(o.capacity);
-    return { entries: entries.sort((a, b) => compareCidrs(a.cidr, b.cidr)), cut };
+    return { entries: sortEntries(entries), cut };
   }
 
   function result(cut: number, enforced: number): EnforceResult {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { IpsEntries } from '@rampart/contracts';
-import { cidrToListForm, createFileListEnforcer, defineEnforcer, parseCidrLines, runShell, type BlockEntry } from '@rampart/plugin-kit';
+import { cidrToListForm, commandOnPath, createFileListEnforcer, defineEnforcer, parseCidrLines, runShell, type BlockEntry } from '@rampart/plugin-kit';
 
 export const DEFAULT_NGINX_RELOAD = 'nginx -t && nginx -s reload';
 export const DEFAULT_GEO_FILE = '/etc/nginx/rampart-blocklist.conf';
@@ -44,6 +44,9 @@ export const nginxEnforcer = defineEnforcer<NginxConfig>({
       capacity: config.options.max_entries,
       run: ctx.run ?? runShell,
       log: ctx.log.child({ enforcer: 'nginx' }),
+      probe: async () => {
+        if (!config.command && !(await commandOnPath('nginx'))) throw new Error('nginx not found on PATH (set command)');
+      },
     });
   },
 });

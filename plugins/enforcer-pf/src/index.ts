@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { IpsEntries, PF_LIST_FILE_KEY } from '@rampart/contracts';
 import {
   cidrToListForm,
+  commandOnPath,
   createFileListEnforcer,
   defineEnforcer,
   parseCidrLines,
@@ -59,6 +60,7 @@ export const pfEnforcer = defineEnforcer<PfConfig>({
   configSchema: PfConfig,
   async create(config, ctx) {
     const path = config[PF_LIST_FILE_KEY];
+    const usesDefault = !config.pflist_reload_command;
     return createFileListEnforcer({
       path,
       format: pfTableFormat,
@@ -67,6 +69,10 @@ export const pfEnforcer = defineEnforcer<PfConfig>({
       capacity: config.options.table_entries_limit,
       run: ctx.run ?? runShell,
       log: ctx.log.child({ enforcer: 'pf' }),
+      // The default command needs pfctl here; a configured one may reach a remote pf.
+      probe: async () => {
+        if (usesDefault && !(await commandOnPath('pfctl'))) throw new Error('pfctl not found on PATH (set pflist_reload_command)');
+      },
     });
   },
 });

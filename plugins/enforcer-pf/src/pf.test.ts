@@ -118,6 +118,18 @@ describe('enforcer-pf', () => {
     expect((await e.healthcheck()).ok).toBe(false);
     expect((await (await pfEnforcer.create(config(), { log: silent })).healthcheck()).ok).toBe(true);
   });
+
+  it('reports a missing pfctl when the default command would need it', async () => {
+    process.env.PATH = '/nonexistent';
+    try {
+      const e = await pfEnforcer.create(config(), { log: silent });
+      expect(await e.healthcheck()).toEqual({ ok: false, detail: 'pfctl not found on PATH (set pflist_reload_command)' });
+      const custom = await pfEnforcer.create(config({ pflist_reload_command: 'ssh fw pfctl -t rampart -T replace -f -' }), { log: silent });
+      expect(await custom.healthcheck()).toEqual({ ok: true });
+    } finally {
+      process.env.PATH = `${bin}:${originalPath}`;
+    }
+  });
 });
 
 // The recording pfctl of beforeAll stands in for pf; the target read back is the table file.
