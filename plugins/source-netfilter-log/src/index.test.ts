@@ -16,6 +16,8 @@ describe('netfilter LOG lines', () => {
     expect(parseLoggedPacket(kern(1, '203.0.113.5', 22).split('kernel: ')[1]!)).toEqual({
       prefix: 'RAMPART-DROP', src: '203.0.113.5', dst: '192.0.2.10', proto: 'TCP', dpt: 22, bridged: false, opening: true,
     });
+    // ulogd's LOGEMU writes the sequence and acknowledgement numbers too: `ACK=0` is not the flag.
+    expect(parseLoggedPacket('RAMPART-DROP  IN=eth0 OUT= SRC=198.51.100.20 DST=198.51.100.1 LEN=60 PROTO=TCP SPT=35547 DPT=443 SEQ=378541215 ACK=0 WINDOW=64240 SYN URGP=0 MARK=0x0 ')).toMatchObject({ opening: true, dpt: 443 });
     expect(parseLoggedPacket('IN=eth0 OUT= SRC=2001:db8::9 DST=2001:db8::1 LEN=80 TC=0 HOPLIMIT=57 FLOWLBL=0 PROTO=TCP SPT=1 DPT=443 WINDOW=1 RES=0x00 ACK SYN URGP=0')).toMatchObject({ src: '2001:db8::9', dpt: 443, opening: false });
     expect(parseLoggedPacket('IN=eth0 OUT= MAC source = 52:54:00:12:34:56 MAC dest = 52:54:00:65:43:21 proto = 0x0800 IP SRC=198.51.100.3 IP DST=192.0.2.10, IP tos=0x00, IP proto=17 SPT=5353 DPT=161')).toEqual({
       prefix: '', src: '198.51.100.3', dst: '192.0.2.10', proto: 'UDP', dpt: 161, bridged: true, opening: true,

@@ -12,6 +12,8 @@ const JOURNAL = ['journalctl', '--dmesg', '--follow', '--output=json', '--lines=
 export const NetfilterLogOptions = SourceOptionsBase.extend({
   /** `file`: tail `log_path` (kern.log); `journal`: follow `journalctl --dmesg` (no offsets kept). */
   input: z.enum(['file', 'journal']).default('file'),
+  /** `kernel`: kern.log/journal lines of the kernel; `ulogd`: a ulogd2 LOGEMU file (nft `log group`, iptables NFLOG). */
+  format: z.enum(['kernel', 'ulogd']).default('kernel'),
   log_path: z.string().min(1).max(4096).default('/var/log/kern.log'),
   /** Only LOG lines whose prefix starts with this (the `--log-prefix` / nft `log prefix` of the drop rule). */
   log_prefix: z.string().max(29).default(''),
@@ -27,7 +29,7 @@ export type NetfilterLogConfig = z.infer<typeof PacketFilterLogConfig>;
 
 function definition(label: 'packet_filter' | 'bridge_filter', name: string): SourceDefinition<NetfilterLogConfig> {
   const parser = (config: NetfilterLogConfig, mode: DetectionMode) =>
-    new NetfilterParser({ mode, label, logPrefix: config.options.log_prefix, scanPorts: config.options.scan_ports, scanWindowSeconds: config.options.scan_window_seconds });
+    new NetfilterParser({ mode, label, logPrefix: config.options.log_prefix, scanPorts: config.options.scan_ports, scanWindowSeconds: config.options.scan_window_seconds, format: config.options.format });
   return defineSource<NetfilterLogConfig>({
     name,
     serves: label,

@@ -34,9 +34,9 @@ export function parseLoggedPacket(message: string): LoggedPacket | undefined {
   let syn = false;
   let ack = false;
   for (const m of message.slice(inAt).matchAll(FIELD)) if (!fields.has(m[1]!)) fields.set(m[1]!, m[2]!);
-  // TCP flags are bare words after the ports.
-  if (/ SYN\b/.test(message)) syn = true;
-  if (/ ACK\b/.test(message)) ack = true;
+  // TCP flags are bare words after the ports (ulogd also writes `SEQ=… ACK=0`: not the flag).
+  if (/ SYN(?= |$)/.test(message)) syn = true;
+  if (/ ACK(?= |$)/.test(message)) ack = true;
   const src = fields.get('SRC');
   const dst = fields.get('DST');
   const proto = fields.get('PROTO');

@@ -11,7 +11,16 @@ export interface NetfilterParserOptions {
   logPrefix: string;
   scanPorts: number;
   scanWindowSeconds: number;
+  /**
+   * `kernel`: LOG lines written by the kernel (only `kernel:` lines count, so no other program
+   * writing to the same log can forge one); `ulogd`: ulogd2's LOGEMU file (NFLOG groups), whose
+   * lines carry no program name.
+   */
+  format?: 'kernel' | 'ulogd';
 }
+
+// ulogd2 LOGEMU: `Nov 23 11:30:00 host RAMPART-DROP IN=eth0 OUT= MAC=… SRC=…`
+const LOGEMU_RE = /^[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \S+ (.*\bIN=.*)$/;
 
 /**
  * Kernel netfilter LOG lines from kern.log/syslog, `journalctl -k` (short, ISO, JSON or export)
@@ -37,6 +46,10 @@ export class NetfilterParser implements LineParser {
     const exported = this.journalExport.push(line);
     if (exported === null) return [];
     const envelope = exported ?? this.envelopes.parse(line, readAt);
+    if (envelope && this.options.format === 'ulogd') {
+      const m = LOGEMU_RE.exec(line);
+      return m ? this.message({ ...envelope, message: m[1]! }, readAt) : [];
+    }
     if (envelope) return envelope.program === 'kernel' ? this.message(envelope, readAt) : [];
     // Bare `dmesg` output carries no wall-clock time: the read time stands in.
     return line.includes('IN=') ? this.message({ ts: readAt, host: '', program: 'kernel', pid: '', message: line }, readAt) : [];
