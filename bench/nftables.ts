@@ -7,7 +7,7 @@
  * Writes bench/results/enforcers.md. Run: npx tsx bench/nftables.ts
  */
 import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BlockEntry, Enforcer, PluginLogger } from '@rampart/plugin-kit';
@@ -17,7 +17,7 @@ import { ipsetEnforcer } from '@rampart/enforcer-ipset';
 
 const FULL = 100_000;
 const DIFF = 1_000;
-const ROUNDS = 5;
+const ROUNDS = 7;
 const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 
 const missing = missingSystem({ commands: ['nft', 'ipset', 'iptables', 'ip'], root: true });
@@ -50,8 +50,11 @@ interface Row {
   what: string;
   tool: number;
   enforcer: number;
+  toolMin: number;
+  enforcerMin: number;
 }
 
+const loadAtStart = loadavg()[0]!.toFixed(1);
 const lab = new NetnsLab();
 const dir = await mkdtemp(join(tmpdir(), 'rampart-bench-'));
 const rows: Row[] = [];
@@ -78,9 +81,12 @@ async function compare(
     b.push(await time(enforcer));
     await resetEnforcer();
   }
-  const row = { what, tool: median(a), enforcer: median(b) };
+  const row = { what, tool: median(a), enforcer: median(b), toolMin: Math.min(...a), enforcerMin: Math.min(...b) };
   rows.push(row);
-  console.log(`${what}: tool ${row.tool.toFixed(1)} ms, enforcer ${row.enforcer.toFixed(1)} ms, ratio ${(row.enforcer / row.tool).toFixed(2)}`);
+  console.log(
+    `${what}: median tool ${row.tool.toFixed(1)} ms, enforcer ${row.enforcer.toFixed(1)} ms, ratio ${(row.enforcer / row.tool).toFixed(2)}; ` +
+      `best ${row.toolMin.toFixed(1)} / ${row.enforcerMin.toFixed(1)} ms, ratio ${(row.enforcerMin / row.toolMin).toFixed(2)}`,
+  );
 }
 
 async function benchNftables(): Promise<void> {
@@ -166,18 +172,23 @@ try {
 }
 
 const table = rows
-  .map((r) => `| ${r.what} | ${r.tool.toFixed(1)} | ${r.enforcer.toFixed(1)} | ${(r.enforcer / r.tool).toFixed(2)}× |`)
+  .map(
+    (r) =>
+      `| ${r.what} | ${r.tool.toFixed(1)} | ${r.enforcer.toFixed(1)} | ${(r.enforcer / r.tool).toFixed(2)}× | ` +
+      `${r.toolMin.toFixed(1)} | ${r.enforcerMin.toFixed(1)} | ${(r.enforcerMin / r.toolMin).toFixed(2)}× |`,
+  )
   .join('\n');
 const report = `## Packet-filter enforcers (bench/nftables.ts)
 
-Run ${new Date().toISOString()}, Node ${process.version}, inside a network namespace; median of ${ROUNDS}
-alternating runs. "tool" = \`nft -f\` / \`ipset restore\` of an equivalent hand-written file (same
+Run ${new Date().toISOString()}, Node ${process.version}, inside a network namespace; median and best of
+${ROUNDS} alternating runs; load average at the start ${loadAtStart} on ${cpus().length} cores (the machine is
+shared, so absolute times drift between runs; compare the ratios). "tool" = \`nft -f\` / \`ipset restore\` of an equivalent hand-written file (same
 table, sets and chains; the ipset full file fills a temporary set and swaps it in); "enforcer" =
 the plugin's \`sync\` / \`apply\` including input handling, script generation and the tool call.
 Target: ratio ≤ 1.5×.
 
-| operation | tool ms | enforcer ms | ratio |
-|---|---:|---:|---:|
+| operation | tool ms (median) | enforcer ms (median) | ratio | tool ms (best) | enforcer ms (best) | ratio |
+|---|---:|---:|---:|---:|---:|---:|
 ${table}
 `;
 const out = join(dirname(fileURLToPath(import.meta.url)), 'results', 'enforcers.md');
