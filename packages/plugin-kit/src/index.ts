@@ -17,3 +17,4 @@ export * from './line-source.ts';
 export * from './policy.ts';
 export * from './nft/index.ts';
 export * from './serial.ts';
+export * from './backend-switch.ts';

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineEnforcer, type Enforcer } from './enforcer.ts';
+import { enforcerByBackend } from './backend-switch.ts';
+
+const made: string[] = [];
+const backend = (name: string) =>
+  defineEnforcer({
+    name,
+    serves: 'packet_filter',
+    configSchema: z.strictObject({ active: z.boolean(), options: z.strictObject({ backend: z.literal(name).default(name as never), size: z.number().default(1) }).prefault({}) }),
+    create: async (config) => {
+      made.push(`${name}:${config.options.size}`);
+      return { capacity: config.options.size } as unknown as Enforcer;
+    },
+  });
+
+describe('enforcerByBackend', () => {
+  const sw = enforcerByBackend('packet_filter', { nftables: backend('nftables'), ipset: backend('ipset') }, 'nftables');
+  const silentCtx = { log: { debug() {}, info() {}, warn() {}, error() {}, child: () => silentCtx.log } };
+
+  it('routes by options.backend, defaulting when it is absent', async () => {
+    await sw.create(sw.configSchema.parse({ active: true }), silentCtx);
+    await sw.create(sw.configSchema.parse({ active: true, options: { backend: 'ipset', size: 7 } }), silentCtx);
+    expect(made).toEqual(['nftables:1', 'ipset:7']);
+    expect(sw.serves).toBe('packet_filter');
+  });
+
+  it("reports the chosen backend's issues at their paths, and an unknown backend", () => {
+    const bad = sw.configSchema.safeParse({ active: 'yes', options: { backend: 'ipset', size: 'x' } });
+    expect(bad.error!.issues.map((i) => i.path.join('.')).sort()).toEqual(['active', 'options.size']);
+    const unknown = sw.configSchema.safeParse({ active: true, options: { backend: 'pf' } });
+    expect(unknown.error!.issues).toMatchObject([{ path: ['options', 'backend'], message: 'unknown backend; known: ipset, nftables' }]);
+  });
+});

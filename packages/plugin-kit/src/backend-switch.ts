@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import type { IpsLabel } from '@rampart/contracts';
+import type { EnforcerDefinition } from './enforcer.ts';
+
+/** A config routed to one backend: which one, and that backend's parsed config. */
+export interface BackendConfig {
+  backend: string;
+  config: unknown;
+}
+
+/**
+ * One `ips` label served by several plugins chosen by `options.backend` (`packet_filter`:
+ * nftables or iptables + ipset). The registry lists the switch under the label; validation
+ * reports the chosen plugin's issues at their own paths, and an unknown backend names the known.
+ */
+export function enforcerByBackend(
+  serves: IpsLabel,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each definition validates its own config type
+  backends: Readonly<Record<string, EnforcerDefinition<any>>>,
+  defaultBackend: string,
+): EnforcerDefinition<BackendConfig> {
+  const configSchema = z.unknown().transform((value, ctx): BackendConfig => {
+    const options = (value as { options?: { backend?: unknown } } | null)?.options;
+    const backend = options?.backend ?? defaultBackend;
+    const definition = typeof backend === 'string' && Object.hasOwn(backends, backend) ? backends[backend] : undefined;
+    if (!definition) {
+      ctx.issues.push({
+        code: 'custom',
+        input: backend,
+        path: ['options', 'backend'],
+        message: `unknown backend; known: ${Object.keys(backends).sort().join(', ')}`,
+      });
+      return z.NEVER;
+    }
+    const parsed = definition.configSchema.safeParse(value);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) ctx.issues.push({ code: 'custom', input: value, path: issue.path, message: issue.message });
+      return z.NEVER;
+    }
+    return { backend: backend as string, config: parsed.data };
+  });
+  return {
+    name: Object.keys(backends).join('|'),
+    serves,
+    configSchema,
+    create: (chosen, ctx) => backends[chosen.backend]!.create(chosen.config, ctx),
+  };
+}
