@@ -66,6 +66,21 @@ describe('enforcer-aws against a local EC2 + WAFv2 endpoint', () => {
     await e.close();
   });
 
+  it('never exceeds the ACL quota while it converges (replace, then create, then delete)', async () => {
+    const acl = aws.state.acls.get(ACL)!;
+    acl.length = 0;
+    for (let n = 1; n <= 16; n++) acl.push({ ruleNumber: n, protocol: '6', ruleAction: 'allow', egress: false, cidrBlock: `192.0.2.${n}/32` });
+    // Rule 200 is free; 201-204 hold entries that must go: the ACL is at its quota of 20.
+    for (let n = 201; n <= 204; n++) acl.push({ ruleNumber: n, protocol: '-1', ruleAction: 'deny', egress: false, cidrBlock: `198.51.100.${n - 200}/32` });
+    const e = await awsEnforcer.create(config(aws, { network_acl_id: ACL, nacl_first_rule: 200, nacl_max_entries: 5 }), { log: silent });
+    await e.sync([{ cidr: '203.0.113.9/32', score: 1 }]);
+    expect(aws.denies(ACL)).toEqual(['203.0.113.9/32']);
+    expect(acl.find((r) => r.cidrBlock === '203.0.113.9/32')!.ruleNumber).toBe(201);
+    expect(acl).toHaveLength(17);
+    acl.length = 0;
+    await e.close();
+  });
+
   it('shards a large list over WAFv2 IP sets of 10,000 and rewrites only the touched set', async () => {
     const e = await awsEnforcer.create(config(aws, { wafv2_scope: 'REGIONAL', wafv2_shards: 3, wafv2_ip_set_prefix: 'big' }), { log: silent });
     expect(e.capacity).toBe(30_000);

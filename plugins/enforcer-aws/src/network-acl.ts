@@ -47,8 +47,11 @@ export async function converge(t: NetworkAclTarget, cidrs: string[]): Promise<nu
     }
   }
   const missing = [...want].filter((c) => !seen.has(c));
-  const free = Array.from({ length: t.slots }, (_, i) => t.firstRule + i).filter((n) => !keep.has(n));
-  let calls = 0;
+  const all = Array.from({ length: t.slots }, (_, i) => t.firstRule + i).filter((n) => !keep.has(n));
+  // Reuse slots holding unwanted entries first (Replace), then empty ones (Create), then delete
+  // what is left: the agent never holds more than `slots` entries, even between calls.
+  const stale = all.filter((n) => current.has(n));
+  const empty = all.filter((n) => !current.has(n));
   const entry = (n: number, cidr: string) => ({
     NetworkAclId: t.aclId,
     RuleNumber: n,
@@ -57,15 +60,18 @@ export async function converge(t: NetworkAclTarget, cidrs: string[]): Promise<nu
     Egress: false,
     CidrBlock: cidr,
   });
-  for (const n of free) {
-    const cidr = missing.shift();
-    if (cidr) {
-      await t.ec2.send(current.has(n) ? new ReplaceNetworkAclEntryCommand(entry(n, cidr)) : new CreateNetworkAclEntryCommand(entry(n, cidr)));
-      calls += 1;
-    } else if (current.has(n)) {
-      await t.ec2.send(new DeleteNetworkAclEntryCommand({ NetworkAclId: t.aclId, RuleNumber: n, Egress: false }));
-      calls += 1;
-    }
+  let calls = 0;
+  while (missing.length > 0 && stale.length > 0) {
+    await t.ec2.send(new ReplaceNetworkAclEntryCommand(entry(stale.shift()!, missing.shift()!)));
+    calls += 1;
+  }
+  while (missing.length > 0 && empty.length > 0) {
+    await t.ec2.send(new CreateNetworkAclEntryCommand(entry(empty.shift()!, missing.shift()!)));
+    calls += 1;
+  }
+  for (const n of stale) {
+    await t.ec2.send(new DeleteNetworkAclEntryCommand({ NetworkAclId: t.aclId, RuleNumber: n, Egress: false }));
+    calls += 1;
   }
   return calls;
 }

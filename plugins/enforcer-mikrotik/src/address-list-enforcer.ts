@@ -82,18 +82,20 @@ export function createAddressListEnforcer(o: AddressListOptions): Enforcer {
 
   async function replace(): Promise<EnforceResult> {
     const { entries, cut } = kept();
-    const current = await activeList();
-    const next = current.list === lists[0] ? lists[1] : lists[0];
+    const rules = parseDropRules(await run([ros.printRules(comment)]));
+    // Fill a list no drop rule points at, so that nothing enforced is emptied on the way.
+    const referenced = new Set(rules.map((r) => r.list));
+    const next = lists.find((l) => !referenced.has(l)) ?? lists[0];
     await run([ros.clearList(next), ...entries.map((e) => ros.add(next, e.cidr))]);
-    if (current.list) {
-      await run([ros.repoint(comment, next)]);
-    } else {
-      // Rules missing, partial or pointing elsewhere: recreate them at the top of the chain.
-      const existing = Number((await run([ros.countRules()])).trim()) || 0;
-      await run([ros.removeRules(comment), ...o.chains.map((c) => ros.addRule(c, next, comment, existing - current.rules > 0))]);
+    const missing = o.chains.filter((c) => !rules.some((r) => r.chain === c));
+    if (missing.length > 0) {
+      // New rules go to the top of the chain, unless the chain has no rule at all.
+      const first = (Number((await run([ros.countRules()])).trim()) || 0) > 0;
+      await run(missing.map((c) => ros.addRule(c, next, comment, first)));
     }
-    const previous = next === lists[0] ? lists[1] : lists[0];
-    await run([ros.clearList(previous)]);
+    // One command repoints every drop rule: traffic meets the old list or the new one.
+    await run([ros.repoint(comment, next)]);
+    await run(lists.filter((l) => l !== next).map((l) => ros.clearList(l)));
     return result(cut, entries.length);
   }
 

@@ -114,6 +114,25 @@ describe('enforcer-mikrotik against an SSH RouterOS stand-in', () => {
     router.state.rules = [];
   });
 
+  it('repairs incomplete drop rules without emptying the list they enforce', async () => {
+    router.state.rules = [{ id: 7, chain: 'input', action: 'drop', srcList: 'rampart-a', comment: 'rampart-drop' }];
+    router.state.lists.set('rampart-a', new Set(['192.0.2.50/32']));
+    const e = await mikrotikEnforcer.create(config(router), { log: silent });
+    expect(await e.list()).toEqual([]); // incomplete rules: nothing counts as enforced
+    const start = router.state.execs.length;
+    await e.sync([{ cidr: '192.0.2.50/32', score: 2 }, { cidr: '192.0.2.51/32', score: 1 }]);
+    const sent = router.state.execs.slice(start).join('\n').split('\n');
+    const repoint = sent.indexOf('/ip firewall filter set [find comment="rampart-drop"] src-address-list=rampart-b');
+    const clearA = sent.indexOf('/ip firewall address-list remove [find list="rampart-a"]');
+    expect(repoint).toBeGreaterThan(-1);
+    expect(clearA).toBeGreaterThan(repoint);
+    expect(router.state.rules.map((r) => `${r.chain}:${r.srcList}`).sort()).toEqual(['forward:rampart-b', 'input:rampart-b']);
+    expect(sorted(router.enforced())).toEqual(['192.0.2.50/32', '192.0.2.51/32']);
+    await e.withdraw();
+    await e.close();
+    router.state.rules = [];
+  });
+
   it('logs in with a private key', async () => {
     const e = await mikrotikEnforcer.create(
       config(router, { router_password: '', options: { private_key_path: join(keyDir, 'id_ed25519') } }),
