@@ -55,8 +55,8 @@ async function lookUp(v: AgentVerifier, token: string): Promise<Principal> {
   if (!claims) throw new ApiError('unauthorized', 'the agent key is invalid or expired');
   const found = await v.store.agents.tokenPrincipal(claims.jti);
   if (!found || found.gaid !== claims.gaid) throw new ApiError('unauthorized', 'the agent key was revoked or its agent deactivated');
-  const org = await v.store.orgs.byId(found.orgId);
-  if (!org || org.gid !== claims.org) throw new ApiError('unauthorized', 'the agent key was revoked or its agent deactivated');
+  const org = found.org;
+  if (org.gid !== claims.org) throw new ApiError('unauthorized', 'the agent key was revoked or its agent deactivated');
   return {
     kind: 'agent',
     keyId: claims.jti,

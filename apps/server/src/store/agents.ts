@@ -1,6 +1,7 @@
 import { AgentSettingsDocument } from '@rampart/contracts';
 import type { Db, Queryable } from './db.ts';
 import type { UserRow } from './users.ts';
+import type { Organization } from './organizations.ts';
 import { changedPaths, recordAudit as audit } from './settings.ts';
 
 export type CheckinVia = 'ipv4' | 'feedback' | 'sync';
@@ -41,7 +42,7 @@ export interface AgentTokenRow {
 export interface AgentTokenPrincipal {
   agentId: number;
   gaid: string;
-  orgId: number;
+  org: Organization;
   authName: string | null;
   /** The admin who issued the token: reports the agent makes are attributed to this user. */
   issuer: UserRow;
@@ -84,6 +85,28 @@ export class AgentStore {
       if (res.rowCount === 0) return false;
       await audit(tx, { orgId, subject: agentSubject(document.gaid), version: 1, changedBy, fields: ['(created)'] });
       return true;
+    });
+  }
+
+  /**
+   * Registers many agents in one statement (provisioning, benchmarks); gaids already
+   * registered are skipped. Returns the gaids that were inserted.
+   */
+  async registerMany(orgId: number, documents: readonly AgentSettingsDocument[], changedBy: string): Promise<string[]> {
+    return this.db.transaction(async (tx) => {
+      const res = await tx.query<{ gaid: string }>(
+        `insert into agents (org_id, gaid, document, version)
+         select $1, d->>'gaid', d, 1 from jsonb_array_elements($2::jsonb) d
+         on conflict (gaid) do nothing returning gaid`,
+        [orgId, JSON.stringify(documents)],
+      );
+      const gaids = res.rows.map((r) => r.gaid);
+      await tx.query(
+        `insert into settings_audit (org_id, subject, version, changed_by, changed_fields)
+         select $1, 'agent:' || g, 1, $2, '{(created)}' from unnest($3::text[]) g`,
+        [orgId, changedBy, gaids],
+      );
+      return gaids;
     });
   }
 
@@ -178,6 +201,14 @@ export class AgentStore {
     ]);
   }
 
+  async recordTokens(tokens: readonly { jti: string; agentId: number; issuedBy: number }[]): Promise<void> {
+    await this.db.query(
+      `insert into agent_tokens (jti, agent_id, issued_by)
+       select t->>'jti', (t->>'agentId')::bigint, (t->>'issuedBy')::bigint from jsonb_array_elements($1::jsonb) t`,
+      [JSON.stringify(tokens)],
+    );
+  }
+
   async tokens(agentId: number, limit = 1000): Promise<AgentTokenRow[]> {
     const res = await this.db.query<AgentTokenRow>(
       `select t.jti, t.agent_id, u.username as issued_by, ${epoch('t.issued_at')} as issued_at,
@@ -197,18 +228,31 @@ export class AgentStore {
 
   /** The agent a token id stands for, when the token, its agent and its issuer are all still valid. */
   async tokenPrincipal(jti: string): Promise<AgentTokenPrincipal | undefined> {
-    const res = await this.db.query<UserRow & { agent_id: number; gaid: string; auth_name: string | null }>(
+    const res = await this.db.query<UserRow & { agent_id: number; gaid: string; auth_name: string | null; org: Organization }>(
+      // The issuer's organization is compared below, not in SQL: equating u.org_id with a.org_id
+      // lets the planner reach agents through agents_org_idx when statistics are stale (PGlite
+      // has no autovacuum), scanning every agent of the organization.
       `select a.id as agent_id, a.gaid, a.document->>'auth_name' as auth_name,
-         u.id, u.guid, u.org_id, u.name, u.surname, u.username, u.role, u.unsuccessful_login
+         u.id, u.guid, u.org_id, u.name, u.surname, u.username, u.role, u.unsuccessful_login,
+         json_build_object('id', o.id, 'gid', o.gid, 'name', o.name, 'trust', o.trust, 'delay', o.delay,
+           'credit_tokens', o.credit_tokens, 'debit_tokens', o.debit_tokens, 'is_public', o.is_public) as org
        from agent_tokens t join agents a on a.id = t.agent_id join users u on u.id = t.issued_by
-       where t.jti = $1 and t.revoked_at is null and (t.expires_at is null or t.expires_at > now())
-         and a.deactivated_at is null and u.org_id = a.org_id`,
+         join organizations o on o.id = a.org_id
+       where t.jti = $1 and t.revoked_at is null and (t.expires_at is null or t.expires_at > now()) and a.deactivated_at is null`,
       [jti],
     );
     const r = res.rows[0];
     if (!r) return undefined;
-    const { agent_id, gaid, auth_name, ...issuer } = r;
-    return { agentId: Number(agent_id), gaid, orgId: Number(issuer.org_id), authName: auth_name, issuer: { ...issuer, id: Number(issuer.id), org_id: Number(issuer.org_id) } };
+    const { agent_id, gaid, auth_name, org, ...issuer } = r;
+    // An issuer who moved to another organization no longer vouches for the agent.
+    if (Number(issuer.org_id) !== Number(org.id)) return undefined;
+    return {
+      agentId: Number(agent_id),
+      gaid,
+      org: { ...org, id: Number(org.id), credit_tokens: Number(org.credit_tokens), debit_tokens: Number(org.debit_tokens) },
+      authName: auth_name,
+      issuer: { ...issuer, id: Number(issuer.id), org_id: Number(issuer.org_id) },
+    };
   }
 
   /** Newest `ts` of the IPv4 feed: the feed cursor given to agents when they connect. */

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket, RawData } from 'ws';
-import { AgentSyncMessage, SYNC_CLOSE, type ServerSyncMessage } from '@rampart/contracts';
+import { AgentSyncMessage, SYNC_CLOSE, type OrganizationConfig, type ServerSyncMessage } from '@rampart/contracts';
 import type { EventBus, PlatformEvent } from '../services/events.ts';
 import type { Store } from '../store/index.ts';
 
@@ -41,6 +41,13 @@ const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
 const STATE_MIN_INTERVAL_MS = 5_000;
 const CHECKIN_FLUSH_MS = 1_000;
 const OPEN = 1;
+const ORG_DOC_TTL_MS = 30_000;
+const FEED_HEAD_TTL_MS = 1_000;
+
+interface Versioned<T> {
+  document: T;
+  version: number;
+}
 
 export class SyncHub {
   private readonly byOrg = new Map<number, Set<SyncClient>>();
@@ -52,6 +59,8 @@ export class SyncHub {
   private chain: Promise<void> = Promise.resolve();
   private unsubscribe: (() => Promise<void>) | undefined;
   private tick = 0;
+  private readonly orgDocs = new Map<number, { at: number; value: Promise<Versioned<OrganizationConfig>> }>();
+  private feedHead: { at: number; value: Promise<{ ipv4: number }> } | undefined;
 
   constructor(private readonly o: SyncHubOptions) {}
 
@@ -122,12 +131,33 @@ export class SyncHub {
     }
   }
 
+  /**
+   * Read-through caches for what every hello of an organization shares. The organization
+   * document is refreshed by its settings_changed event (and expires anyway, in case a
+   * notification was lost); the feed head may be a second old, the agent pulls past it.
+   */
+  private organization(orgId: number): Promise<Versioned<OrganizationConfig>> {
+    const now = Date.now();
+    const hit = this.orgDocs.get(orgId);
+    if (hit && now - hit.at < ORG_DOC_TTL_MS) return hit.value;
+    const value = this.o.store.settings.organization(orgId);
+    this.orgDocs.set(orgId, { at: now, value });
+    value.catch(() => this.orgDocs.delete(orgId));
+    if (this.orgDocs.size > 10_000) this.orgDocs.clear();
+    return value;
+  }
+
+  private feed(): Promise<{ ipv4: number }> {
+    const now = Date.now();
+    if (this.feedHead && now - this.feedHead.at < FEED_HEAD_TTL_MS) return this.feedHead.value;
+    const value = this.o.store.agents.feedHead();
+    this.feedHead = { at: now, value };
+    value.catch(() => (this.feedHead = undefined));
+    return value;
+  }
+
   private async hello(client: SyncClient): Promise<ServerSyncMessage | undefined> {
-    const [agent, org, feed] = await Promise.all([
-      this.o.store.agents.get(client.orgId, client.gaid),
-      this.o.store.settings.organization(client.orgId),
-      this.o.store.agents.feedHead(),
-    ]);
+    const [agent, org, feed] = await Promise.all([this.o.store.agents.get(client.orgId, client.gaid), this.organization(client.orgId), this.feed()]);
     if (!agent || agent.deactivated_at !== null) {
       client.socket.close(SYNC_CLOSE.unauthorized, 'agent deactivated');
       return undefined;
@@ -178,8 +208,12 @@ export class SyncHub {
       case 'settings_changed': {
         if (event.subject === 'organization') {
           const clients = this.byOrg.get(event.org_id);
-          if (!clients?.size) return;
-          const { document, version } = await this.o.store.settings.organization(event.org_id);
+          if (!clients?.size) {
+            this.orgDocs.delete(event.org_id);
+            return;
+          }
+          this.orgDocs.delete(event.org_id);
+          const { document, version } = await this.organization(event.org_id);
           this.broadcast(clients, { type: 'settings_changed', subject: 'organization', version, organization: document });
           return;
         }

@@ -1,5 +1,6 @@
 import websocket from '@fastify/websocket';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { Gauge } from 'prom-client';
 import { ApiError } from '@rampart/contracts';
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
@@ -18,7 +19,14 @@ export const agentSyncRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
   const hub = new SyncHub({ store: context.store, events: context.events, log: app.log.child({ component: 'sync' }), heartbeatMs: context.config.syncHeartbeatSeconds * 1000 });
   await hub.start();
   app.addHook('preClose', async () => hub.stop());
-  app.decorate('syncHub', hub);
+  new Gauge({
+    name: 'rampart_sync_connections',
+    help: 'Agents connected to the sync channel of this replica',
+    registers: [context.metrics.registry],
+    collect() {
+      this.set(hub.size);
+    },
+  });
   // An upgrade refused by the auth hook (which runs before @fastify/websocket's own hooks in
   // this scope) would otherwise leave the raw socket open and hold the server's close.
   app.addHook('onResponse', async (request, reply) => {
@@ -41,10 +49,3 @@ export const agentSyncRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
     },
   );
 };
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** The sync hub of this replica (tests and metrics read its size). */
-    syncHub: SyncHub;
-  }
-}
