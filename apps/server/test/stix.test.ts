@@ -120,6 +120,17 @@ describe.each(oracle ? driverCases() : [])('GET /stix2/{id} on $name', (driver) 
     expect(sighting).toMatchObject({ count: 9 });
   });
 
+  it('describes a digest only the archive holds', async () => {
+    const hex = 'C0FFEE'.repeat(10) + 'C0FF';
+    await store.files.archive([{ md5: Buffer.alloc(16, 1), sha1: Buffer.alloc(20, 2), sha256: Buffer.from(hex, 'hex'), file_type: 'application/zip', file_name: 'old.zip', score: 700, ts: 1_600_000_000, tags: [] }]);
+    const res = await get(hex.toLowerCase());
+    expect(res.statusCode).toBe(200);
+    const bundle = res.json();
+    expect(validate(bundle)).toEqual([]);
+    expect(bundle.objects[1]).toMatchObject({ x_rampart_score: 700, valid_from: '2020-09-13T12:26:40.000Z' });
+    expect(bundle.objects[2].objects['0']).toEqual({ type: 'file', hashes: { MD5: '01'.repeat(16).toUpperCase(), 'SHA-1': '02'.repeat(20), 'SHA-256': hex }, name: 'old.zip', mime_type: 'application/zip' });
+  });
+
   it('answers 404 for unknown indicators and 400 for ids of no kind, without charging', async () => {
     for (const id of ['198.51.100.99', 'unknown.example', encodeURIComponent('https://unknown.example/'), 'ab'.repeat(16)]) {
       const res = await get(id);

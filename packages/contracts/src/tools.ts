@@ -94,6 +94,6 @@ export const InfoDomainParams = z.object({ domain_name: DomainName });
 export type InfoDomainParams = z.infer<typeof InfoDomainParams>;
 
 export const Stix2Params = z.object({
-  stix2id: z.string().min(1).max(2048).describe('Indicator to describe (only IPv4 is served at present)'),
+  stix2id: z.string().min(1).max(2048).describe('Indicator to describe: an IPv4 address, a domain, a URL (URL-encoded) or an MD5, SHA1 or SHA256 digest'),
 });
 export type Stix2Params = z.infer<typeof Stix2Params>;

@@ -27,7 +27,8 @@ async function factsFor(context: AppContext, orgId: number, id: string): Promise
     return { subject: { kind: 'ipv4', value, isNetwork: row.is_network }, score: row.score, entryTs: row.entry_ts, ts: row.ts, members: row.members, events: row.events, tags: row.tags, decision };
   }
   if (DIGEST.test(id)) {
-    const row = await store.files.byDigest(orgId, id);
+    // The archive too: a bundle describes what the platform knows, wherever it is kept.
+    const row = (await store.files.byDigest(orgId, id)) ?? (await store.files.archivedByDigest(orgId, id));
     if (!row) throw notFound(`digest ${id.toUpperCase()}`);
     return {
       subject: { kind: 'file', md5: row.md5, sha1: row.sha1, sha256: row.sha256, fileName: row.file_name, fileType: row.file_type },
