@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ssh2 from 'ssh2';
 import type { PluginLogger } from '@rampart/plugin-kit';
-import { enforcerConformance } from '@rampart/plugin-kit/testing';
+import { enforcerConformance, waitFor } from '@rampart/plugin-kit/testing';
 import { MikrotikConfig, mikrotikEnforcer, parseAddressList, parseDropRules } from './index.ts';
 import { startRouterStandIn, type RouterStandIn } from './routeros-stand-in.ts';
 
@@ -131,6 +131,17 @@ describe('enforcer-mikrotik against an SSH RouterOS stand-in', () => {
     await e.withdraw();
     await e.close();
     router.state.rules = [];
+  });
+
+  it('reconnects after the router drops the connection', async () => {
+    const e = await mikrotikEnforcer.create(config(router), { log: silent });
+    await e.sync([{ cidr: '192.0.2.60/32', score: 1 }]);
+    router.disconnectAll();
+    await waitFor(async () => (await e.healthcheck()).ok, 'the enforcer to reconnect');
+    await e.apply({ add: [{ cidr: '192.0.2.61/32', score: 1 }], remove: [] });
+    expect(await e.list()).toEqual(['192.0.2.60/32', '192.0.2.61/32']);
+    await e.withdraw();
+    await e.close();
   });
 
   it('logs in with a private key', async () => {

@@ -95,6 +95,8 @@ export interface RouterStandIn {
   hostKeySha256: string;
   /** Addresses the drop rules of `comment` block now (what a packet would meet). */
   enforced(comment?: string): string[];
+  /** Drops every SSH connection, as a router reboot does. */
+  disconnectAll(): void;
   stop(): Promise<void>;
 }
 
@@ -107,7 +109,10 @@ export async function startRouterStandIn(auth: { user: string; password?: string
   const state: RouterState = { lists: new Map(), rules: [], execs: [] };
   const same = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(a, b);
 
+  const clients = new Set<ssh2.Connection>();
   const server = new ssh2.Server({ hostKeys: [hostKey.private] }, (client) => {
+    clients.add(client);
+    client.on('close', () => clients.delete(client));
     client.on('error', () => undefined);
     client.on('authentication', (ctx) => {
       if (ctx.username !== auth.user) return ctx.reject();
@@ -146,6 +151,9 @@ export async function startRouterStandIn(auth: { user: string; password?: string
     enforced(comment = 'rampart-drop') {
       const lists = new Set(state.rules.filter((r) => r.comment === comment && r.action === 'drop').map((r) => r.srcList));
       return [...lists].flatMap((l) => [...(state.lists.get(l) ?? [])]);
+    },
+    disconnectAll() {
+      for (const c of clients) c.end();
     },
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -51,12 +51,17 @@ export class SshSession {
           ? { privateKey: this.target.privateKey, passphrase: this.target.passphrase }
           : { password: this.target.password }),
       };
+      let ready = false;
       client.once('ready', () => {
+        ready = true;
         this.client = client;
         this.connecting = undefined;
         resolve(client);
       });
-      client.once('error', (err) => {
+      // Listened for the whole life of the connection: an 'error' without a listener would
+      // crash the agent. After 'ready', the 'close' that follows drops the connection.
+      client.on('error', (err) => {
+        if (ready) return;
         this.connecting = undefined;
         const pinned = seenKey && seenKey !== this.target.hostKeySha256;
         reject(new SshError(pinned ? `host key ${seenKey} does not match the pinned key` : `ssh: ${err.message}`));
@@ -76,12 +81,18 @@ export class SshSession {
       client.exec(command, (err, stream) => {
         if (err) return reject(new SshError(`ssh exec: ${err.message}`));
         let out = '';
-        const timer = setTimeout(() => stream.close(), this.target.timeoutMs);
+        let timedOut = false;
+        // A partial answer must not pass for a whole one: a timeout fails the call.
+        const timer = setTimeout(() => {
+          timedOut = true;
+          stream.close();
+        }, this.target.timeoutMs);
         stream.on('data', (d: Buffer) => (out += d.toString('utf8')));
         stream.stderr.on('data', (d: Buffer) => (out += d.toString('utf8')));
         stream.on('close', () => {
           clearTimeout(timer);
-          resolve(out.replace(/\r/g, ''));
+          if (timedOut) reject(new SshError(`ssh exec: no complete answer within ${this.target.timeoutMs} ms`));
+          else resolve(out.replace(/\r/g, ''));
         });
       });
     });
