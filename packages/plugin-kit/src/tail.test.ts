@@ -17,22 +17,25 @@ async function until(check: () => boolean, what: string, deadlineMs = 10_000): P
 describe('tailFile on real files', () => {
   let dir: string;
   let log: string;
-  const stops: AbortController[] = [];
+  const running: { stop: AbortController; done: Promise<void> }[] = [];
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'rampart-tail-'));
     log = join(dir, 'auth.log');
   });
   afterEach(async () => {
-    stops.forEach((s) => s.abort());
-    stops.length = 0;
+    // Stop every tail and let it write its last position before the directory goes.
+    for (const r of running.splice(0)) {
+      r.stop.abort();
+      await r.done.catch(() => undefined);
+    }
     await rm(dir, { recursive: true, force: true });
   });
 
   function start(extra: Partial<TailOptions> = {}) {
     const lines: string[] = [];
     const stop = new AbortController();
-    stops.push(stop);
     const tail = tailFile({ path: log, onLines: (l) => lines.push(...l), signal: stop.signal, pollIntervalMs: 50, ...extra });
+    running.push({ stop, done: tail.done });
     return { lines, stop, tail };
   }
 
