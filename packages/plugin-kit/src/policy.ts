@@ -43,7 +43,10 @@ interface AddressState {
 /** Severities for the kinds the bundled sources emit; options override them. */
 export const DEFAULT_SEVERITY: Readonly<Record<string, number>> = {
   invalid_user: 0.8,
+  unknown_user: 0.7,
   root_refused: 0.8,
+  refused_connect: 0.5,
+  user_change: 0.7,
   user_not_allowed: 0.7,
   auth_failure: 0.6,
   too_many_failures: 0.8,
@@ -52,13 +55,16 @@ export const DEFAULT_SEVERITY: Readonly<Record<string, number>> = {
   scan: 0.5,
   negotiation_failure: 0.4,
   port_scan: 0.7,
+  blocked_packet: 0.3,
   modsec_block: 0.8,
+  modsec_alert: 0.5,
   http_auth_failure: 0.6,
   rate_limited: 0.4,
   bot_search: 0.6,
   bad_request: 0.4,
   tls_probe: 0.3,
   cdn_block: 0.8,
+  cdn_challenge: 0.5,
 };
 
 export class FailPolicy {

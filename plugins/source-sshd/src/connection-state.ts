@@ -29,6 +29,8 @@ export class ConnectionFacts {
   matches = 0;
   /** Helper lines held back while the connection may still succeed (`nofail-matches`). */
   nofailMatches = 0;
+  /** Kind of the last failure line, for a failure completed later by a helper line. */
+  failureKind: string | undefined = undefined;
   seenAt: number;
 
   constructor(match: LineMatch, nofail: boolean, seenAt: number) {

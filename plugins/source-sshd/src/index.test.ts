@@ -43,6 +43,20 @@ describe('sshd source definition', () => {
     ]);
   });
 
+  it('gives a failure completed by a later line the kind of the failure', () => {
+    const p = new SshParser({ mode: 'aggressive' });
+    const lines = [
+      'Jun  7 04:10:35 host sshd[424228]: error: kex_exchange_identification: Connection closed by remote host',
+      'Jun  7 04:10:35 host sshd[424228]: Connection closed by 192.0.2.15 port 35352',
+      'Apr 24 01:39:19 host sshd[3719]: User root not allowed because account is locked',
+      'Apr 24 01:39:19 host sshd[3719]: error: Received disconnect from 198.51.100.34: 11: Bye Bye [preauth]',
+    ];
+    expect(lines.flatMap((l) => p.push(l, 1_750_000_000)).map((d) => [d.ip, d.kind])).toEqual([
+      ['192.0.2.15', 'scan'],
+      ['198.51.100.34', 'user_not_allowed'],
+    ]);
+  });
+
   it('reads journalctl -o export entries', () => {
     const p = new SshParser({ mode: 'normal' });
     const entry = ['__CURSOR=s=a;i=1', '__REALTIME_TIMESTAMP=1740823200000000', '_HOSTNAME=h', 'SYSLOG_IDENTIFIER=sshd-session', '_PID=91', 'MESSAGE=Invalid user pi from 192.0.2.50 port 22', ''];

@@ -84,6 +84,7 @@ export class SshParser implements LineParser {
       gained: rule.gained === true,
     };
     const facts = mergeLine(this.connections, connection, match, ts);
+    if (!match.nofail && !match.gained) facts.failureKind = rule.kind;
     if (facts.nofail) return [];
     const host = facts.ip4 ?? facts.ip6 ?? facts.dns;
     if (host === undefined) {
@@ -96,6 +97,9 @@ export class SshParser implements LineParser {
       return [];
     }
     this.counters.detections++;
-    return [{ ts, ip, source: 'ssh_log', kind: rule.kind, attempts: Math.max(1, facts.matches) }];
+    // A helper line that completes a pending failure (the address arrives after the failure)
+    // reports that failure's kind.
+    const kind = match.nofail ? (facts.failureKind ?? rule.kind) : rule.kind;
+    return [{ ts, ip, source: 'ssh_log', kind, attempts: Math.max(1, facts.matches) }];
   }
 }
