@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { run } from './commands.ts';
 import { registerAgentCommands } from './agent-commands.ts';
+import { registerArchiveCommands } from './archive-commands.ts';
 
 /** `rampart`: the operators' command line. Every command talks to the store directly. */
 const program = new Command('rampart')
@@ -74,6 +75,7 @@ program
   .action((opts) => run({ cmd: 'cdn.refresh', timeout: opts.timeout }));
 
 registerAgentCommands(program);
+registerArchiveCommands(program);
 
 program.command('migrate').description('apply pending database migrations').action(() => run({ cmd: 'migrate' }));
 program
