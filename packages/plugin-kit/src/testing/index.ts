@@ -6,3 +6,4 @@ export * from './nginx-instance.ts';
 export * from './netns-lab.ts';
 export * from './firewall-topology.ts';
 export * from './haproxy-instance.ts';
+export * from './source-conformance.ts';
