@@ -53,8 +53,3 @@ export function normalizeUrl(input: string, path = 'body.url'): string {
   if (href.length > MAX_URL) throw invalid(path, `longer than ${MAX_URL} characters once normalized`);
   return href;
 }
-
-/** The host of a canonical URL (for STIX observables and domain look-ups). */
-export function urlHost(canonical: string): string {
-  return new URL(canonical).hostname;
-}
