@@ -70,12 +70,20 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
     const { kept, cut } = desired.withinCapacity(opts.capacity);
     const entries = sortEntries(kept);
     const text = opts.format.render(entries);
-    const fileChanged = force || (await readFileText()) !== text;
+    const previous = await readFileText();
+    const fileChanged = force || previous !== text;
     if (fileChanged) await writeFileAtomic(opts.path, text, opts.fileMode);
     // With a live target apart from the file (a runtime API), an unchanged file is not enough.
     if (fileChanged || (opts.readLive && !sameCidrs(await opts.readLive(), entries))) {
-      if (opts.afterWrite) await opts.afterWrite(entries, reason);
-      if (opts.reloadCommand) await runChecked(opts.run, opts.reloadCommand, opts.reloadTimeoutMs);
+      try {
+        if (opts.afterWrite) await opts.afterWrite(entries, reason);
+        if (opts.reloadCommand) await runChecked(opts.run, opts.reloadCommand, opts.reloadTimeoutMs);
+      } catch (err) {
+        // The system still runs the old list: put the old file back so that the file (what
+        // list() reads) and a later restart agree with it, and the next call writes again.
+        if (fileChanged && previous !== undefined && previous !== text) await writeFileAtomic(opts.path, previous, opts.fileMode);
+        throw err;
+      }
       opts.log.debug({ reason, entries: entries.length }, 'list committed');
     }
     if (cut > 0) opts.log.warn({ cut, capacity: opts.capacity }, 'capacity reached; lowest scores cut');

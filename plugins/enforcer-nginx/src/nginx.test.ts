@@ -74,6 +74,7 @@ describe.skipIf(skip)('enforcer-nginx against a real nginx', () => {
   it('keeps serving the old list when the config test fails', async () => {
     await setup.enforcer.sync([{ cidr: '127.0.0.2/32', score: 90 }]);
     await waitFor(async () => (await listed()) === 403, 'the listed client to get 403');
+    await setup.server.settled();
     await writeFile(join(setup.server.dir, 'nginx.conf.broken'), 'not nginx');
     const broken = await nginxEnforcer.create(
       NginxConfig.parse({
@@ -85,6 +86,9 @@ describe.skipIf(skip)('enforcer-nginx against a real nginx', () => {
     );
     await expect(broken.sync([])).rejects.toMatchObject({ code: 'ENFORCER_COMMAND_FAILED' });
     expect(await listed()).toBe(403);
+    // The include is put back, so the file says what nginx runs and a restart keeps the list.
+    expect(await broken.list()).toEqual(['127.0.0.2/32']);
+    expect(await setup.enforcer.list()).toEqual(['127.0.0.2/32']);
   });
 });
 

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile, mkdir } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -50,7 +50,28 @@ export interface NginxInstance {
   port: number;
   /** `nginx -p <dir> -c <conf>`: prefix every command line for this instance with it. */
   nginx: string;
+  /**
+   * Waits until the workers of an earlier configuration have exited: until then a new
+   * connection may still reach one of them. Call it after the new configuration was seen.
+   */
+  settled(): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** Command lines of the processes whose parent is `pid` (Linux /proc). */
+async function childrenOf(pid: number): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) out.push((await readFile(`/proc/${entry}/cmdline`, 'utf8')).replace(/\0/g, ' ').trim());
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return out;
 }
 
 /**
@@ -105,6 +126,12 @@ ${fill(http)}
     dir,
     port,
     nginx,
+    async settled() {
+      await waitFor(async () => {
+        const workers = await childrenOf(child.pid!);
+        return workers.length === 1 && !workers[0]!.includes('shutting down');
+      }, 'the old nginx workers to exit');
+    },
     async stop() {
       if (running) {
         child.kill('SIGTERM');
