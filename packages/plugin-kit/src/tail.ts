@@ -122,8 +122,15 @@ export function tailFile(options: TailOptions): Tail {
     return true;
   }
 
+  let saved = '';
+  /** Persists the position when it changed (a poll that read nothing writes nothing). */
   async function save(): Promise<void> {
-    if (options.offsets && ino !== -1) await options.offsets.save(key, { ino, offset, head } satisfies TailPosition);
+    if (!options.offsets || ino === -1) return;
+    const position: TailPosition = { ino, offset, head };
+    const text = JSON.stringify(position);
+    if (text === saved) return;
+    await options.offsets.save(key, position);
+    saved = text;
   }
 
   async function cycle(): Promise<void> {
