@@ -38,7 +38,7 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
     const a = await registerAgent(app, acme.keys.admin);
     const peer = await connect({ authorization: a.token });
     const hello = await peer.next('hello');
-    expect(hello).toMatchObject({ gaid: a.gaid, settings_version: 1, organization_version: 0, feed: { ipv4: 0 } });
+    expect(hello).toMatchObject({ gaid: a.gaid, settings_version: 1, organization_version: 0, feed: { ipv4: 0, file: 0, domain: 0, url: 0 } });
     expect(hello.settings.ips!.router_a).toEqual({ active: false, router_host: '192.0.2.1', router_user: 'admin', router_password: 'router-pass' });
     expect(hello.organization).toEqual(OrganizationConfig.parse({}));
     expect(Math.abs(hello.server_time - Date.now() / 1000)).toBeLessThan(60);
@@ -102,6 +102,23 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
     expect(await peer.next('feed_changed')).toEqual({ type: 'feed_changed', kind: 'ipv4', ts: 120 });
     expect(peer.messages.filter((m) => m.type === 'decision_changed')).toHaveLength(1);
     expect(peer.messages.filter((m) => m.type === 'feed_changed')).toHaveLength(1);
+  });
+
+  it("turns an agent's own report into feed_changed for every agent, and the next hello carries the new feed cursor", async () => {
+    const a = await registerAgent(app, acme.keys.admin);
+    const peer = await connect({ authorization: a.token });
+    await peer.next('hello');
+    const report = await app.inject({
+      method: 'POST',
+      url: `/api/v1/ips?gaid=${a.gaid}`,
+      headers: { authorization: a.token },
+      payload: { ip: '203.0.113.77', confidence: 0.9, source: 'ssh_log', lid: 7 },
+    });
+    expect(report.statusCode, report.body).toBeLessThan(300);
+    const changed = await peer.next('feed_changed', (m) => m.kind === 'ipv4' && m.ts > 0);
+    const later = await connect({ authorization: (await registerAgent(app, acme.keys.admin)).token });
+    const hello = await later.next('hello');
+    expect(hello.feed!.ipv4).toBeGreaterThanOrEqual(changed.ts);
   });
 
   it('answers agent pings, sends its own, and counts the connection and state messages as check-ins', async () => {

@@ -255,10 +255,16 @@ export class AgentStore {
     };
   }
 
-  /** Newest `ts` of the IPv4 feed: the feed cursor given to agents when they connect. */
-  async feedHead(): Promise<{ ipv4: number }> {
-    const res = await this.db.query<{ ipv4: string | number }>('select coalesce(max(ts), 0) as ipv4 from ipv4_indicators');
-    return { ipv4: Number(res.rows[0]!.ipv4) };
+  /** Newest `ts` of each feed: the feed cursor given to agents when they connect. */
+  async feedHead(): Promise<{ ipv4: number; file: number; domain: number; url: number }> {
+    const res = await this.db.query<{ ipv4: number; file: number; domain: number; url: number }>(
+      `select (select coalesce(max(ts), 0) from ipv4_indicators) as ipv4,
+              (select coalesce(max(ts), 0) from file_indicators) as file,
+              (select coalesce(max(ts), 0) from domain_indicators) as domain,
+              (select coalesce(max(ts), 0) from url_indicators) as url`,
+    );
+    const r = res.rows[0]!;
+    return { ipv4: Number(r.ipv4), file: Number(r.file), domain: Number(r.domain), url: Number(r.url) };
   }
 }
 

@@ -44,6 +44,8 @@ const OPEN = 1;
 const ORG_DOC_TTL_MS = 30_000;
 const FEED_HEAD_TTL_MS = 1_000;
 
+type FeedHead = Record<'ipv4' | 'file' | 'domain' | 'url', number>;
+
 interface Versioned<T> {
   document: T;
   version: number;
@@ -60,7 +62,7 @@ export class SyncHub {
   private unsubscribe: (() => Promise<void>) | undefined;
   private tick = 0;
   private readonly orgDocs = new Map<number, { at: number; value: Promise<Versioned<OrganizationConfig>> }>();
-  private feedHead: { at: number; value: Promise<{ ipv4: number }> } | undefined;
+  private feedHead: { at: number; value: Promise<FeedHead> } | undefined;
 
   constructor(private readonly o: SyncHubOptions) {}
 
@@ -134,7 +136,7 @@ export class SyncHub {
   /**
    * Read-through caches for what every hello of an organization shares. The organization
    * document is refreshed by its settings_changed event (and expires anyway, in case a
-   * notification was lost); the feed head may be a second old, the agent pulls past it.
+   * notification was lost); the feed head is dropped on feed_changed and may otherwise be a second old.
    */
   private organization(orgId: number): Promise<Versioned<OrganizationConfig>> {
     const now = Date.now();
@@ -147,7 +149,7 @@ export class SyncHub {
     return value;
   }
 
-  private feed(): Promise<{ ipv4: number }> {
+  private feed(): Promise<FeedHead> {
     const now = Date.now();
     if (this.feedHead && now - this.feedHead.at < FEED_HEAD_TTL_MS) return this.feedHead.value;
     const value = this.o.store.agents.feedHead();
@@ -235,6 +237,7 @@ export class SyncHub {
         });
         return;
       case 'feed_changed':
+        this.feedHead = undefined;
         this.feedChanged(event.kind, event.ts);
         return;
       case 'agent_revoked': {
@@ -279,9 +282,10 @@ export class SyncHub {
       if (now - client.lastState < STATE_MIN_INTERVAL_MS) return;
       client.lastState = now;
       const at = Math.floor(now / 1000);
-      const plugins = Object.fromEntries(
-        m.plugins.map((p) => [p.plugin, { enforced: p.enforced, code: null, score_threshold: null, healthy: p.healthy, at }]),
-      );
+      const entries = m.plugins.map((p) => ({ plugin: p.plugin, enforced: p.enforced, healthy: p.healthy as boolean | null }));
+      // An agent that reports only its total is recorded under `all`.
+      if (entries.length === 0) entries.push({ plugin: 'all', enforced: m.enforced, healthy: null });
+      const plugins = Object.fromEntries(entries.map((p) => [p.plugin, { enforced: p.enforced, code: null, score_threshold: null, healthy: p.healthy, at }]));
       this.o.store.agents
         .recordEnforcement(client.orgId, client.gaid, 'sync', { plugins, hostname: m.hostname, version: m.version })
         .catch((err: unknown) => this.o.log.warn({ err, gaid: client.gaid }, 'could not record agent state'));
