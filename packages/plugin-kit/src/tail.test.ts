@@ -107,18 +107,20 @@ describe('tailFile on real files', () => {
     expect(second.lines).toEqual(['while down', 'partial']);
   });
 
-  it('reads a file rotated while stopped from its start', async () => {
+  it('after a restart finishes the file rotated while stopped, then reads the new one from its start', async () => {
     const offsets = fileOffsetStore(join(dir, 'offsets.json'));
     await writeFile(log, 'x1\n');
     const first = start({ offsets, startAt: 'beginning' });
     await until(() => first.lines.length === 1, 'x1');
     first.stop.abort();
     await first.tail.done;
+    await appendFile(log, 'x2\nx3');
     await rename(log, `${log}.1`);
+    await writeFile(`${log}.2.gz`, 'not read');
     await writeFile(log, 'y1\ny2\n');
     const second = start({ offsets });
-    await until(() => second.lines.length === 2, 'new file');
-    expect(second.lines).toEqual(['y1', 'y2']);
+    await until(() => second.lines.length === 4, 'rest of the old file and the new file');
+    expect(second.lines).toEqual(['x2', 'x3', 'y1', 'y2']);
   });
 
   it('waits for a file that does not exist yet', async () => {

@@ -1,4 +1,5 @@
-import { open, stat } from 'node:fs/promises';
+import { open, readdir, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import type { FileHandle } from 'node:fs/promises';
 import { watch } from 'chokidar';
 import type { PluginLogger } from './logger.ts';
@@ -184,9 +185,37 @@ export function tailFile(options: TailOptions): Tail {
       .finally(() => (running = undefined));
   }
 
+  /**
+   * After a restart the file we were reading may have been rotated away (`auth.log.1`,
+   * `auth.log-20250601`): find it by inode and first bytes and finish it before the new file.
+   */
+  async function drainRotated(stored: TailPosition): Promise<void> {
+    const dir = dirname(options.path);
+    const base = basename(options.path);
+    const names = await readdir(dir).catch(() => [] as string[]);
+    for (const name of names) {
+      if (name === base || !name.startsWith(base) || /\.(?:gz|bz2|xz|zst)$/.test(name)) continue;
+      const h = await open(join(dir, name), 'r').catch(() => undefined);
+      if (!h) continue;
+      try {
+        const st = await h.stat();
+        if (st.ino !== stored.ino || stored.offset > st.size || !sameStart(await readHead(h), stored.head)) continue;
+        options.log?.info({ path: join(dir, name) }, 'finishing a file rotated while stopped');
+        restartAt(stored.offset);
+        await readToEnd(h);
+        // A rotated file is complete: a last line without newline is still a line.
+        if (partial.length > 0 && !dropping) options.onLines([partial.toString('utf8').replace(/\r$/, '')], Date.now() / 1000);
+        return;
+      } finally {
+        await h.close();
+      }
+    }
+  }
+
   let abortAll = () => {};
   const done = (async () => {
     const stored = await options.offsets?.load(key);
+    if (stored && (await stat(options.path).catch(() => undefined))?.ino !== stored.ino) await drainRotated(stored);
     if (await openCurrent(options.startAt === 'beginning' || stored ? 'start' : 'end')) {
       const st = await handle!.stat();
       if (stored && stored.ino === ino && stored.offset <= st.size && sameStart(head, stored.head)) {
