@@ -24,7 +24,7 @@ describe('ipset scripts', () => {
     expect(fullReplaceScript(layout, ['203.0.113.7/32', '198.51.100.0/24'], true)).toBe(
       'create rampart hash:net family inet hashsize 1024 maxelem 5000\n' +
         'create rampart-new hash:net family inet hashsize 1024 maxelem 5000\n' +
-        'add rampart-new 203.0.113.7\nadd rampart-new 198.51.100.0/24\nswap rampart-new rampart\ndestroy rampart-new\n',
+        'add rampart-new 203.0.113.7/32\nadd rampart-new 198.51.100.0/24\nswap rampart-new rampart\ndestroy rampart-new\n',
     );
     expect(fullReplaceScript(layout, [], false).startsWith('create rampart-new ')).toBe(true);
   });
@@ -35,14 +35,15 @@ describe('ipset scripts', () => {
 
   it('batches diffs with -exist, deletions first', () => {
     expect(diffBatches(layout, ['192.0.2.1/32', '10.0.0.0/8'], ['192.0.2.9/32'], 2)).toEqual([
-      'del rampart 192.0.2.9 -exist\nadd rampart 192.0.2.1 -exist\n',
+      'del rampart 192.0.2.9/32 -exist\nadd rampart 192.0.2.1/32 -exist\n',
       'add rampart 10.0.0.0/8 -exist\n',
     ]);
   });
 
   it('saves and parses back', () => {
     const text = saveScript(layout, ['198.51.100.0/24', '203.0.113.7/32']);
-    expect(parseSave(text, 'rampart')).toEqual(['198.51.100.0/24', '203.0.113.7']);
+    expect(parseSave(text, 'rampart')).toEqual(['198.51.100.0/24', '203.0.113.7/32']);
+    expect(saveScript(layout, [])).toBe('# rampart block list (generated; do not edit)\ncreate rampart hash:net family inet hashsize 1024 maxelem 5000 -exist\nflush rampart\n');
     expect(parseSave('create rampart hash:net\nadd rampart 10.0.0.0/8 timeout 5\nadd other 1.2.3.4\n', 'rampart')).toEqual(['10.0.0.0/8']);
   });
 });

@@ -73,8 +73,9 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
     return parseRuleState(saved.stdout, options.chains, ruleSpec.join(' '));
   }
 
-  async function wireRules(): Promise<void> {
-    for (const { chain, present } of await ruleState()) {
+  /** Inserts the rule where `rules` (a `ruleState()` read) says it is missing. */
+  async function wireRules(rules: { chain: string; present: boolean }[]): Promise<void> {
+    for (const { chain, present } of rules) {
       if (present) continue;
       const result = await iptables(['-I', chain, '1', ...ruleSpec]);
       if (result.code !== 0) throw new EnforcerCommandError(result.code, result.stderr);
@@ -111,15 +112,22 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
   async function replaceAll(): Promise<void> {
     const cidrs = [...set.cidrs()];
     inSync = false;
-    try {
-      await restoreAll(cidrs);
-    } catch (err) {
-      // Someone destroyed the set (or left a twin) since we last looked: look again, once.
-      if (liveExists === null) throw err;
-      liveExists = null;
-      await restoreAll(cidrs);
-    }
-    await wireRules();
+    const restore = async () => {
+      try {
+        await restoreAll(cidrs);
+      } catch (err) {
+        // Someone destroyed the set (or left a twin) since we last looked: look again, once.
+        if (liveExists === null) throw err;
+        liveExists = null;
+        await restoreAll(cidrs);
+      }
+    };
+    // Reading the rules does not depend on the set's content: overlap it with the load.
+    // allSettled: neither may still run when this call returns and the next one starts.
+    const [loaded, rules] = await Promise.allSettled([restore(), ruleState()]);
+    if (loaded.status === 'rejected') throw loaded.reason;
+    if (rules.status === 'rejected') throw rules.reason;
+    await wireRules(rules.value);
     inSync = true;
     await persist(() => cidrs);
     log.info({ entries: cidrs.length }, 'ipset replaced');

@@ -16,8 +16,9 @@ export function hashsizeFor(count: number): number {
   return size;
 }
 
-function member(cidr: string): string {
-  return cidr.endsWith('/32') ? cidr.slice(0, -3) : cidr;
+/** `<verb> <set> <cidr>` lines (ipset takes `1.2.3.4/32` as the address); one join, no per-line copies. */
+function lines(verb: string, set: string, cidrs: readonly string[], suffix = ''): string {
+  return cidrs.length === 0 ? '' : `${verb} ${set} ${cidrs.join(`${suffix}\n${verb} ${set} `)}${suffix}\n`;
 }
 
 export function createLine(name: string, layout: IpsetLayout, count: number): string {
@@ -30,23 +31,33 @@ export function createLine(name: string, layout: IpsetLayout, count: number): st
  */
 export function fullReplaceScript(layout: IpsetLayout, cidrs: readonly string[], createLive: boolean): string {
   const twin = `${layout.set}-new`;
-  const lines: string[] = [];
-  if (createLive) lines.push(createLine(layout.set, layout, cidrs.length));
-  lines.push(createLine(twin, layout, cidrs.length));
-  for (const cidr of cidrs) lines.push(`add ${twin} ${member(cidr)}`);
-  lines.push(`swap ${twin} ${layout.set}`, `destroy ${twin}`, '');
-  return lines.join('\n');
+  return (
+    (createLive ? `${createLine(layout.set, layout, cidrs.length)}\n` : '') +
+    `${createLine(twin, layout, cidrs.length)}\n` +
+    lines('add', twin, cidrs) +
+    `swap ${twin} ${layout.set}\ndestroy ${twin}\n`
+  );
 }
 
 /** What the `acl` file holds: restores the set on boot with `ipset restore -exist < acl`. */
 export function saveScript(layout: IpsetLayout, cidrs: readonly string[]): string {
-  return [`# rampart block list (generated; do not edit)`, `${createLine(layout.set, layout, cidrs.length)} -exist`, `flush ${layout.set}`, ...cidrs.map((c) => `add ${layout.set} ${member(c)}`), ''].join('\n');
+  return (
+    `# rampart block list (generated; do not edit)\n${createLine(layout.set, layout, cidrs.length)} -exist\nflush ${layout.set}\n` +
+    lines('add', layout.set, cidrs)
+  );
 }
 
 export function diffBatches(layout: IpsetLayout, added: readonly string[], removed: readonly string[], batchSize: number): string[] {
-  const lines = [...removed.map((c) => `del ${layout.set} ${member(c)} -exist`), ...added.map((c) => `add ${layout.set} ${member(c)} -exist`)];
+  const ops = [...removed.map((cidr) => ({ verb: 'del', cidr })), ...added.map((cidr) => ({ verb: 'add', cidr }))];
   const out: string[] = [];
-  for (let i = 0; i < lines.length; i += batchSize) out.push(lines.slice(i, i + batchSize).join('\n') + '\n');
+  for (let i = 0; i < ops.length; i += batchSize) {
+    out.push(
+      ops
+        .slice(i, i + batchSize)
+        .map((op) => `${op.verb} ${layout.set} ${op.cidr} -exist\n`)
+        .join(''),
+    );
+  }
   return out;
 }
 

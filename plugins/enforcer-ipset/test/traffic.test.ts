@@ -84,7 +84,7 @@ describe.skipIf(skipWithoutIpset('ipset traffic'))('ipset enforcer drops traffic
   it('writes an acl file that `ipset restore` loads, and ran the reload command per change', async () => {
     const acl = join(dir, 'rampart.ipset');
     expect(await readFile(acl, 'utf8')).toBe(
-      '# rampart block list (generated; do not edit)\ncreate rampart hash:net family inet hashsize 1024 maxelem 1048576 -exist\nflush rampart\nadd rampart 192.0.2.0/24\nadd rampart 198.51.100.10\n',
+      '# rampart block list (generated; do not edit)\ncreate rampart hash:net family inet hashsize 1024 maxelem 1048576 -exist\nflush rampart\nadd rampart 192.0.2.0/24\nadd rampart 198.51.100.10/32\n',
     );
     // A host booting from the file alone (a fresh namespace) gets the same set.
     const fresh = await net.lab.namespace('boot');
