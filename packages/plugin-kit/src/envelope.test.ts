@@ -32,6 +32,11 @@ describe('EnvelopeParser', () => {
     const line = JSON.stringify({ __REALTIME_TIMESTAMP: '1700000000123456', _HOSTNAME: 'h', SYSLOG_IDENTIFIER: 'sshd-session', _PID: '9', MESSAGE: 'Invalid user a from 192.0.2.1' });
     expect(p.parse(line, readAt)).toEqual({ ts: 1700000000.123, host: 'h', program: 'sshd-session', pid: '9', message: 'Invalid user a from 192.0.2.1' });
     expect(p.parse('{not json', readAt)).toBeUndefined();
+    // journald's own fields win over the identifier a sender chose.
+    const forged = JSON.stringify({ __REALTIME_TIMESTAMP: '1', SYSLOG_IDENTIFIER: 'sshd', _COMM: 'logger', MESSAGE: 'Invalid user a from 192.0.2.1' });
+    expect(p.parse(forged, readAt)?.program).toBe('logger');
+    const kernel = JSON.stringify({ __REALTIME_TIMESTAMP: '1', _TRANSPORT: 'kernel', SYSLOG_IDENTIFIER: 'kernel', MESSAGE: 'IN=eth0' });
+    expect(p.parse(kernel, readAt)?.program).toBe('kernel');
     expect(p.parse('hello world', readAt)).toBeUndefined();
   });
 });

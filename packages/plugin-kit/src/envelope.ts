@@ -111,7 +111,9 @@ function journalFields(fields: Record<string, unknown>): Envelope | undefined {
   return {
     ts: Number.isFinite(micros) ? Math.floor(micros / 1000) / 1000 : Number.NaN,
     host: text(fields._HOSTNAME),
-    program: text(fields.SYSLOG_IDENTIFIER) || text(fields._COMM),
+    // Trusted fields first: journald sets _COMM and _TRANSPORT itself, while any local user can
+    // choose SYSLOG_IDENTIFIER (`logger -t sshd "Failed password … from <victim>"`).
+    program: fields._TRANSPORT === 'kernel' ? 'kernel' : text(fields._COMM) || text(fields.SYSLOG_IDENTIFIER),
     pid: text(fields._PID) || text(fields.SYSLOG_PID),
     message,
   };
