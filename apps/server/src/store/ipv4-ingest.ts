@@ -59,6 +59,7 @@ interface HeldRow {
 
 const json = (value: unknown) => JSON.stringify(value);
 
+
 /**
  * Stores a batch of IPv4 reports in ONE transaction, so the whole batch costs one commit (one
  * WAL flush) and one turn on the feed clock. Lock order, the same in every batch, keeps batches
@@ -105,45 +106,42 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
     const ids = held.rows.map((r) => r.id);
     const batchOrgs = [...new Set(reports.map(({ item }) => item.orgId))];
 
-    const [previous, trusts] = await Promise.all([
-      tx.query<{ id: number; org_id: number; confidence: number; events: number; trust: number }>(
-        `select r.indicator_id as id, r.org_id, r.confidence, r.events, o.trust
-         from ipv4_reports r join organizations o on o.id = r.org_id where r.indicator_id = any($1::bigint[])`,
-        [ids],
-      ),
-      tx.query<{ id: number; trust: number }>('select id, trust from organizations where id = any($1::bigint[])', [batchOrgs]),
-    ]);
-    const trustOf = new Map(trusts.rows.map((r) => [r.id, r.trust]));
+    // Earlier reporters of these indicators (read under the row locks just taken) and the trust of this batch's organizations.
+    const known = await tx.query<{ id: number | null; org_id: number; confidence: number | null; events: number | null; trust: number }>(
+      `select r.indicator_id as id, r.org_id, r.confidence, r.events, o.trust
+       from ipv4_reports r join organizations o on o.id = r.org_id where r.indicator_id = any($1::bigint[])
+       union all
+       select null, id, null, null, trust from organizations where id = any($2::bigint[])`,
+      [ids, batchOrgs],
+    );
+    const trustOf = new Map<number, number>();
     const reportersOf = new Map<number, Map<number, ReporterAggregate>>();
-    for (const r of previous.rows) {
+    for (const r of known.rows) {
+      if (r.id === null) {
+        trustOf.set(r.org_id, r.trust);
+        continue;
+      }
       let m = reportersOf.get(r.id);
       if (!m) reportersOf.set(r.id, (m = new Map()));
-      m.set(r.org_id, { orgId: r.org_id, trust: r.trust, confidence: r.confidence, events: r.events });
-    }
-
-    const needsClock = networks.some((n) => {
-      const row = rowByNetwork.get(n)!;
-      const known = reportersOf.get(row.id);
-      return row.entry_ts === 0 || [...byNetwork.get(n)!.orgs.keys()].some((org) => !known?.has(org));
-    });
-    let feedTs: number | null = null;
-    if (needsClock) {
-      const clock = await tx.query<{ ts: number }>(
-        'update feed_clock set ts = greatest(ts, floor(extract(epoch from clock_timestamp()))::bigint) where id = 1 returning ts',
-      );
-      feedTs = clock.rows[0]!.ts;
+      m.set(r.org_id, { orgId: r.org_id, trust: r.trust, confidence: r.confidence!, events: r.events! });
     }
 
     const reportRows: unknown[] = [];
-    const updates: unknown[] = [];
+    const updates: Array<{ id: number; score: number; reanchor: boolean; members: number; events: number; sources: string[]; notes: string[] }> = [];
+    const createdByNetwork = new Map<string, boolean>();
     for (const network of networks) {
       const row = rowByNetwork.get(network)!;
       const created = row.entry_ts === 0;
+      createdByNetwork.set(network, created);
       const reporters = reportersOf.get(row.id) ?? new Map<number, ReporterAggregate>();
-      let anchor: number | null = created ? null : row.ts;
+      const previousTs = created ? null : row.ts;
+      let reanchor = created;
       const entry = byNetwork.get(network)!;
       for (const c of entry.orgs.values()) {
-        anchor = rules.anchor(anchor, [...reporters.keys()].map(String), String(c.orgId), feedTs ?? row.ts);
+        // The shared rule decides whether this report moves the clock; the second it moves to is
+        // the feed clock's, taken in the batch's last statement (anchorTs never moves backwards,
+        // and the feed clock never runs behind an earlier anchor).
+        if (!reanchor && rules.anchor(previousTs, [...reporters.keys()].map(String), String(c.orgId), Number.MAX_SAFE_INTEGER) !== previousTs) reanchor = true;
         const before = reporters.get(c.orgId);
         reporters.set(c.orgId, {
           orgId: c.orgId,
@@ -157,43 +155,51 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
       updates.push({
         id: row.id,
         score: rules.score(aggregates),
-        ts: anchor,
+        reanchor,
         members: aggregates.length,
         events: aggregates.reduce((sum, a) => sum + a.events, 0),
         sources: [...new Set([...entry.orgs.values()].flatMap((c) => c.sources))],
         notes: [...entry.orgs.values()].flatMap((c) => c.notes),
       });
-      for (const { item, idx } of reports) {
-        if (item.network === network) outcomes[idx] = { status: 'stored', created, indicatorTs: anchor };
-      }
     }
 
-    await tx.query(
-      `insert into ipv4_reports (indicator_id, org_id, confidence, events, first_ts, last_ts, sources)
-       select u.id, u.org_id, u.confidence, u.events, u.ts, u.ts, u.sources
-       from jsonb_to_recordset($1::jsonb) as u(id bigint, org_id bigint, confidence double precision, events integer, ts bigint, sources text[])
-       order by u.id, u.org_id
-       on conflict (indicator_id, org_id) do update set
-         confidence = excluded.confidence,
-         events = ipv4_reports.events + excluded.events,
-         last_ts = excluded.last_ts,
-         sources = array(select distinct s from unnest(ipv4_reports.sources || excluded.sources) as s order by s limit 32)`,
-      [json(reportRows)],
+    // One statement: the feed clock (locked only now, until the commit), the merged report rows
+    // and the indicators' new figures.
+    const last = await tx.query<{ feed_ts: number | null; rows: Array<{ network: string; ts: number }> }>(
+      `with clock as (
+         update feed_clock set ts = greatest(ts, floor(extract(epoch from clock_timestamp()))::bigint) where id = 1 and $3::boolean returning ts
+       ), reports as (
+         insert into ipv4_reports (indicator_id, org_id, confidence, events, first_ts, last_ts, sources)
+         select u.id, u.org_id, u.confidence, u.events, u.ts, u.ts, u.sources
+         from jsonb_to_recordset($1::jsonb) as u(id bigint, org_id bigint, confidence double precision, events integer, ts bigint, sources text[])
+         order by u.id, u.org_id
+         on conflict (indicator_id, org_id) do update set
+           confidence = excluded.confidence,
+           events = ipv4_reports.events + excluded.events,
+           last_ts = excluded.last_ts,
+           sources = array(select distinct s from unnest(ipv4_reports.sources || excluded.sources) as s order by s limit 32)
+       ), changed as (
+         update ipv4_indicators i set
+           score = u.score,
+           ts = case when u.reanchor then (select ts from clock) else i.ts end,
+           entry_ts = case when i.entry_ts = 0 then (select ts from clock) else i.entry_ts end,
+           members = u.members,
+           events = u.events,
+           sources = array(select distinct s from unnest(i.sources || u.sources) as s order by s limit 32),
+           notes = (i.notes || u.notes)[greatest(1, cardinality(i.notes || u.notes) - 19):],
+           updated_at = now()
+         from jsonb_to_recordset($2::jsonb) as u(id bigint, score integer, reanchor boolean, members integer, events integer, sources text[], notes text[])
+         where i.id = u.id
+         returning i.network::text as network, i.ts
+       )
+       select (select ts from clock) as feed_ts, coalesce((select json_agg(json_build_object('network', network, 'ts', ts)) from changed), '[]'::json) as rows`,
+      [json(reportRows), json(updates), updates.some((u) => u.reanchor)],
     );
-    await tx.query(
-      `update ipv4_indicators i set
-         score = u.score,
-         ts = u.ts,
-         entry_ts = case when i.entry_ts = 0 then u.ts else i.entry_ts end,
-         members = u.members,
-         events = u.events,
-         sources = array(select distinct s from unnest(i.sources || u.sources) as s order by s limit 32),
-         notes = (i.notes || u.notes)[greatest(1, cardinality(i.notes || u.notes) - 19):],
-         updated_at = now()
-       from jsonb_to_recordset($1::jsonb) as u(id bigint, score integer, ts bigint, members integer, events integer, sources text[], notes text[])
-       where i.id = u.id`,
-      [json(updates)],
-    );
+    const feedTs = last.rows[0]!.feed_ts;
+    const tsOf = new Map(last.rows[0]!.rows.map((r) => [r.network, Number(r.ts)]));
+    for (const { item, idx } of reports) {
+      outcomes[idx] = { status: 'stored', created: createdByNetwork.get(item.network)!, indicatorTs: tsOf.get(item.network) ?? null };
+    }
     return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs, decisions };
   });
 }

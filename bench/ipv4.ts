@@ -1,0 +1,273 @@
+/*
+ * IPv4 at scale, each figure against a baseline measured in the same run.
+ *
+ * Data: bench/gen-ipv4.ts (seeded; N indicators, default 1,000,000, reported by 200
+ * organizations; kept between runs). The real control plane (auth, coins, rate limiting on) runs
+ * in a child process next to a bare fastify app with a constant route and a static-file route.
+ *   1. GET /ips/{ip} look-ups: req/s and p99 at 32 connections vs GET /const (target ratio >= 0.5);
+ *   2. POST /ips ingestion: reports/s at 32 connections (half new addresses, half held ones,
+ *      from 32 organizations' contributor keys; target >= 5,000/s);
+ *   3. /flat/2 (one streamed response) and /ipv4/1 (following next_page to the end): seconds and
+ *      MB/s vs downloading the same bytes as a static file (target <= 3x), and the server's peak RSS;
+ *   4. the /ips feed walked from ts=0 with page_size=1000: indicators/s.
+ * Writes bench/results/ipv4.md.
+ *
+ *   npx tsx bench/ipv4.ts [--n 1000000] [--duration 5] [--connections 32] [--walk-seconds 30] [--fresh]
+ *   DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres).
+ */
+import { spawn } from 'node:child_process';
+import { createReadStream, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import Fastify from 'fastify';
+import { BENCH_ORGS, benchDbUrl, benchIp, generateIpv4 } from './gen-ipv4.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: number) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : fallback);
+const N = flag('n', 1_000_000);
+const DURATION = flag('duration', 5);
+const CONNECTIONS = flag('connections', 32);
+const WALK_SECONDS = flag('walk-seconds', 30);
+const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const KEYS = 32;
+
+interface Ready {
+  app: number;
+  constant: number;
+  readers: string[];
+  contributors: string[];
+  staticDir: string;
+}
+
+/** Child process: the control plane, the constant route and the static files, each measured from outside. */
+async function serve(): Promise<void> {
+  const { buildApp } = await import('../apps/server/src/app.ts');
+  const { loadConfig } = await import('../apps/server/src/config.ts');
+  const { openStore } = await import('../apps/server/src/store/index.ts');
+  const { createApiKey, createUser } = await import('../apps/server/src/services/admin.ts');
+  const { url } = benchDbUrl(SERVER_URL, N);
+  const config = { ...loadConfig({ DATABASE_URL: url }), logLevel: 'silent' as const, demo: false, rateLimitPerMinute: 1_000_000_000, pgPoolMax: 20 };
+  const store = await openStore({ databaseUrl: url, poolMax: config.pgPoolMax });
+  const stamp = Date.now();
+  const readers: string[] = [];
+  const contributors: string[] = [];
+  // Keys of 32 organizations: many reporters and readers, as in the alliance.
+  for (let o = 0; o < KEYS; o++) {
+    const orgGid = `RMP-GID-BENCH${(o * 6) % BENCH_ORGS}`;
+    for (const [role, list] of [[1, readers], [2, contributors]] as const) {
+      const username = `b${stamp}-${o}-${role}@bench.example`;
+      await createUser(store, { orgGid, username, role });
+      list.push((await createApiKey(store, { username })).key);
+    }
+  }
+  const app = await buildApp({ config, store });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const staticDir = mkdtempSync(join(tmpdir(), 'rampart-bench-ipv4-'));
+  const constant = Fastify();
+  constant.get('/const', async () => ({ ok: true }));
+  constant.get<{ Params: { name: string } }>('/static/:name', (request, reply) => {
+    const path = join(staticDir, request.params.name.replaceAll(/[^\w.-]/g, ''));
+    reply.type('text/plain; charset=utf-8').header('content-length', statSync(path).size).send(createReadStream(path));
+  });
+  await constant.listen({ host: '127.0.0.1', port: 0 });
+  const port = (s: { server: { address(): unknown } }) => (s.server.address() as { port: number }).port;
+  const ready: Ready = { app: port(app), constant: port(constant), readers, contributors, staticDir };
+  process.stdout.write(`${JSON.stringify(ready)}\n`);
+}
+
+interface Run {
+  label: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  bad: number;
+}
+
+async function load(label: string, opts: autocannon.Options): Promise<Run> {
+  const result = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...opts });
+  const run = { label, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors };
+  console.log(`${label}: ${Math.round(run.rps).toLocaleString('en')} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, non-2xx + errors ${run.bad}`);
+  return run;
+}
+
+/** Peak resident set of a process while `work` runs (sampled every 20 ms from /proc). */
+async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; peakMb: number }> {
+  let peak = 0;
+  const sample = () => {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) peak = Math.max(peak, Number(m[1]) / 1024);
+    } catch {
+      // The process may be gone at the very end.
+    }
+  };
+  const timer = setInterval(sample, 20);
+  sample();
+  try {
+    return { result: await work(), peakMb: peak };
+  } finally {
+    clearInterval(timer);
+    sample();
+  }
+}
+
+/** Downloads `url` into `file`; returns seconds, bytes and the next_page header. */
+async function download(url: string, headers: Record<string, string>, file: string, append: boolean): Promise<{ seconds: number; bytes: number; next: string | null }> {
+  const t0 = performance.now();
+  const res = await fetch(url, { headers });
+  if (res.status !== 200) throw new Error(`${url}: ${res.status} ${await res.text()}`);
+  const out = createWriteStream(file, { flags: append ? 'a' : 'w' });
+  let bytes = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    bytes += chunk.byteLength;
+    if (!out.write(chunk)) await new Promise((r) => out.once('drain', r));
+  }
+  await new Promise((r) => out.end(r));
+  return { seconds: (performance.now() - t0) / 1000, bytes, next: res.headers.get('next_page') };
+}
+
+interface StreamRow {
+  label: string;
+  seconds: number;
+  bytes: number;
+  lines: number;
+  requests: number;
+  staticSeconds: number;
+  peakMb: number;
+}
+
+async function streamList(ready: Ready, pid: number, label: string, path: string, paged: boolean, file: string): Promise<StreamRow> {
+  const headers = { authorization: ready.readers[0]! };
+  const { result, peakMb } = await peakRss(pid, async () => {
+    let seconds = 0;
+    let bytes = 0;
+    let requests = 0;
+    let page: string | null = null;
+    do {
+      const url: string = `http://127.0.0.1:${ready.app}${path}${page ? `?page=${encodeURIComponent(page)}` : ''}`;
+      const r = await download(url, headers, join(ready.staticDir, file), requests > 0);
+      seconds += r.seconds;
+      bytes += r.bytes;
+      requests += 1;
+      page = paged ? r.next : null;
+    } while (page);
+    return { seconds, bytes, requests };
+  });
+  const lines = readFileSync(join(ready.staticDir, file), 'utf8').split(/[\n,]/).filter(Boolean).length;
+  // The same bytes from a static file, twice (first read warms the page cache); the faster counts.
+  const statics = [];
+  for (let i = 0; i < 2; i++) statics.push((await download(`http://127.0.0.1:${ready.constant}/static/${file}`, {}, join(tmpdir(), `${file}.copy`), false)).seconds);
+  rmSync(join(tmpdir(), `${file}.copy`), { force: true });
+  const row = { label, ...result, lines, staticSeconds: Math.min(...statics), peakMb };
+  console.log(`${label}: ${row.seconds.toFixed(2)} s for ${(row.bytes / 1e6).toFixed(1)} MB in ${row.requests} request(s), static ${row.staticSeconds.toFixed(3)} s, ratio ${(row.seconds / row.staticSeconds).toFixed(1)}x, server peak RSS ${row.peakMb.toFixed(0)} MB`);
+  return row;
+}
+
+async function walkFeed(ready: Ready): Promise<{ records: number; seconds: number; complete: boolean; pages: number }> {
+  const t0 = performance.now();
+  let ts = 0;
+  let records = 0;
+  let pages = 0;
+  for (;;) {
+    const res = await fetch(`http://127.0.0.1:${ready.app}/api/v1/ips?ts=${ts}&page_size=1000`, { headers: { authorization: ready.readers[1]! } });
+    if (res.status !== 200) throw new Error(`feed: ${res.status}`);
+    const page = (await res.json()) as { header: { next_ts: number }; body: unknown[] };
+    pages += 1;
+    if (page.body.length === 0) return { records, seconds: (performance.now() - t0) / 1000, complete: true, pages };
+    records += page.body.length;
+    ts = page.header.next_ts;
+    if ((performance.now() - t0) / 1000 > WALK_SECONDS) return { records, seconds: (performance.now() - t0) / 1000, complete: false, pages };
+  }
+}
+
+async function main(): Promise<void> {
+  await generateIpv4(SERVER_URL, N, args.includes('--fresh'));
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve', '--n', String(N)], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+  const ready = await new Promise<Ready>((resolve, reject) => {
+    let buffer = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const line = buffer.split('\n').find((l) => l.startsWith('{'));
+      if (line) resolve(JSON.parse(line) as Ready);
+    });
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  });
+  const pid = child.pid!;
+  try {
+    const appUrl = `http://127.0.0.1:${ready.app}`;
+    const held = Array.from({ length: 5000 }, (_, k) => `/api/v1/ips/${benchIp(1 + Math.floor(((k * 2_654_435_761) % 4_294_967_296) / 4_294_967_296 * N))}`);
+    let i = 0;
+    const lookupRequest = (req: { path: string; headers?: Record<string, string> }) => {
+      const k = i++;
+      return { ...req, path: held[k % held.length]!, headers: { ...req.headers, authorization: ready.readers[k % KEYS]! } };
+    };
+    await autocannon({ url: appUrl, connections: CONNECTIONS, amount: 3000, requests: [{ setupRequest: lookupRequest }] });
+    const base = await load('constant fastify route', { url: `http://127.0.0.1:${ready.constant}/const` });
+    const lookup = await load('GET /ips/{ip}', { url: appUrl, requests: [{ setupRequest: lookupRequest }] });
+
+    let r = 0;
+    const reportRequest = (req: { headers?: Record<string, string> }) => {
+      const k = r++;
+      // Even: a new address past the generated ones; odd: an address already held.
+      const ip = k % 2 === 0 ? benchIp(N + 1 + Math.floor(Math.random() * 1e9)) : benchIp(1 + (k * 7919) % N);
+      return {
+        ...req,
+        method: 'POST' as const,
+        path: '/api/v1/ips',
+        headers: { ...req.headers, 'content-type': 'application/json', authorization: ready.contributors[k % KEYS]! },
+        body: JSON.stringify({ ip, confidence: 0.8, source: 'bench', lid: k }),
+      };
+    };
+    const ingest = await load('POST /ips', { url: appUrl, requests: [{ setupRequest: reportRequest }] });
+
+    const flat = await streamList(ready, pid, 'GET /flat/2 (CSV, one response)', '/api/v1/flat/2', false, 'flat.csv');
+    const ipv4 = await streamList(ready, pid, 'GET /ipv4/1 (all pages via next_page)', '/api/v1/ipv4/1', true, 'ipv4.txt');
+    const walk = await walkFeed(ready);
+    console.log(`feed walk: ${walk.records.toLocaleString('en')} records in ${walk.seconds.toFixed(1)} s (${Math.round(walk.records / walk.seconds).toLocaleString('en')}/s)${walk.complete ? '' : ' (stopped at the time cap)'}`);
+
+    const ratio = (x: Run) => (x.rps / base.rps).toFixed(2);
+    const mbps = (bytes: number, s: number) => (bytes / 1e6 / s).toFixed(1);
+    const md = [
+      '# IPv4 (bench/ipv4.ts)',
+      '',
+      `Run ${new Date().toISOString()}, Node ${process.version}, PostgreSQL, ${N.toLocaleString('en')} generated IPv4 indicators (bench/gen-ipv4.ts) reported by ${BENCH_ORGS} organizations.`,
+      `autocannon, ${CONNECTIONS} connections, ${DURATION} s per row; client, server and PostgreSQL share one 2-core machine (shared with other work while this ran). Control plane with auth, coins and rate limiting on; requests rotate over ${KEYS} organizations' keys.`,
+      '',
+      '## Look-ups and ingestion',
+      '',
+      '| route | req/s | p50 ms | p99 ms | ratio to constant | non-2xx + errors |',
+      '|---|---|---|---|---|---|',
+      ...[base, lookup, ingest].map((x) => `| ${x.label} | ${Math.round(x.rps).toLocaleString('en')} | ${x.p50} | ${x.p99} | ${x === base ? '1.00' : ratio(x)} | ${x.bad} |`),
+      '',
+      `- GET /ips/{ip}: ratio ${ratio(lookup)} (target >= 0.5: ${lookup.rps / base.rps >= 0.5 ? 'met' : 'missed'}).`,
+      `- POST /ips: ${Math.round(ingest.rps).toLocaleString('en')} reports/s acknowledged after commit (target >= 5,000/s: ${ingest.rps >= 5000 ? 'met' : 'missed'}).`,
+      '',
+      '## Plain-text lists',
+      '',
+      '| list | requests | lines | MB | seconds | MB/s | static file s | ratio | server peak RSS MB |',
+      '|---|---|---|---|---|---|---|---|---|',
+      ...[flat, ipv4].map((x) => `| ${x.label} | ${x.requests} | ${x.lines.toLocaleString('en')} | ${(x.bytes / 1e6).toFixed(1)} | ${x.seconds.toFixed(2)} | ${mbps(x.bytes, x.seconds)} | ${x.staticSeconds.toFixed(3)} | ${(x.seconds / x.staticSeconds).toFixed(1)}x | ${x.peakMb.toFixed(0)} |`),
+      '',
+      'Target: ratio <= 3x the static file, RSS < 300 MB while streaming.',
+      '',
+      '## Feed walk',
+      '',
+      `GET /ips from ts=0, page_size=1000, following next_ts: ${walk.records.toLocaleString('en')} records in ${walk.pages} pages, ${walk.seconds.toFixed(1)} s, ${Math.round(walk.records / walk.seconds).toLocaleString('en')} indicators/s${walk.complete ? ' (to the end)' : ` (stopped after the ${WALK_SECONDS} s cap)`}.`,
+      '',
+      `Command: \`npx tsx bench/ipv4.ts --n ${N} --duration ${DURATION} --connections ${CONNECTIONS} --walk-seconds ${WALK_SECONDS}\``,
+      '',
+    ].join('\n');
+    mkdirSync(join(here, 'results'), { recursive: true });
+    writeFileSync(join(here, 'results', 'ipv4.md'), md);
+    console.log('wrote bench/results/ipv4.md');
+  } finally {
+    child.kill('SIGTERM');
+    rmSync(ready.staticDir, { recursive: true, force: true });
+  }
+}
+
+if (args.includes('--serve')) await serve();
+else await main();
