@@ -8,6 +8,7 @@ import type { AppConfig } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { Store } from './store/index.ts';
 import { authPlugin } from './plugins/auth.ts';
+import { agentCredential } from './plugins/agent-auth.ts';
 import { coinsPlugin } from './plugins/coins.ts';
 import { errorsPlugin } from './plugins/errors.ts';
 import { createMetrics, metricsPlugin } from './plugins/metrics.ts';
@@ -62,7 +63,9 @@ export async function buildApp({ config, store }: BuildAppOptions): Promise<Fast
     timeWindow: 60_000,
     keyGenerator: (request) => {
       const credential = credentialFrom(request.headers.authorization);
-      return (credential && parseApiKey(credential)?.keyId) || request.ip;
+      // Agents count per key (its signature), not per address: many may sit behind one NAT.
+      const agentKey = agentCredential(request);
+      return (credential && parseApiKey(credential)?.keyId) || (agentKey && `agent:${agentKey.token.slice(-43)}`) || request.ip;
     },
     errorResponseBuilder: (_request, ctx) => new ApiError('rate_limited', `rate limit of ${ctx.max} requests per minute exceeded; retry in ${Math.ceil(ctx.ttl / 1000)} s`),
   });

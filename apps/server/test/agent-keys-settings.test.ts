@@ -58,6 +58,19 @@ describe.each(driverCases())('agent keys and settings documents on $name', (driv
     expect(wrong.json().detail).toContain('x-rampart-key');
   });
 
+  it('rate-limits each agent key on its own, not every agent behind one address together', async () => {
+    const limited = await testApp(store, { rateLimitPerMinute: 3 });
+    try {
+      const [a, b] = [await registerAgent(app, acme.keys.admin), await registerAgent(app, acme.keys.admin)];
+      const call = (token: string) => limited.inject({ url: '/api/v1/ips?ts=0', headers: { authorization: token } });
+      for (let i = 0; i < 3; i++) expect((await call(a.token)).statusCode).toBe(200);
+      expect((await call(a.token)).statusCode).toBe(429);
+      expect((await call(b.token)).statusCode).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('refuses forged, expired, revoked and deactivated keys with 401', async () => {
     const a = await registerAgent(app, acme.keys.admin);
     const forged = await agentTokenCodec('x'.repeat(40)).sign({ jti: a.tokenId, gaid: a.gaid, org: acme.org.gid }, null);

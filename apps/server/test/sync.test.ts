@@ -124,8 +124,15 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
   it('answers agent pings, sends its own, and counts the connection and state messages as check-ins', async () => {
     const org = await seedOrg(store, { name: 'Sync checkin' });
     const a = await registerAgent(app, org.keys.admin);
+    const list = async () => (await app.inject({ url: '/api/v1/agents', headers: { authorization: org.keys.admin } })).json() as AgentSummary[];
+    expect((await list())[0]).toMatchObject({ alive: false, last_checkin: null });
     const peer = await connect({ authorization: a.token });
     await peer.next('hello');
+    // Being connected is a check-in of its own, before the agent says anything.
+    await until('the connection to count as a check-in', async () => {
+      const s = (await list())[0];
+      return s?.alive && s.last_checkin_via === 'sync' ? s : undefined;
+    });
     peer.ws.send(JSON.stringify({ type: 'ping', nonce: 'n-1' }));
     expect(await peer.next('pong')).toEqual({ type: 'pong', nonce: 'n-1' });
     const ping = await peer.next('ping');
@@ -133,8 +140,7 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
     peer.ws.send(JSON.stringify({ type: 'state', version: 'v4.0.0', hostname: 'edge-1', enforced: 12, plugins: [{ plugin: 'packet_filter', enforced: 12, healthy: true }] }));
 
     const summary = await until('the agent to be listed alive with its state', async () => {
-      const list = (await app.inject({ url: '/api/v1/agents', headers: { authorization: org.keys.admin } })).json() as AgentSummary[];
-      const s = list[0];
+      const s = (await list())[0];
       return s?.alive && s.hostname === 'edge-1' ? s : undefined;
     });
     expect(summary).toMatchObject({ version: 'v4.0.0', last_checkin_via: 'sync', enforced: { packet_filter: { enforced: 12, healthy: true } } });
