@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalIpv4Cidr, parseIpv4Cidr, rangeToCidrs, sortCidrsFast } from './ipv4-range.ts';
-import { sortCidrs } from './block-list.ts';
+import fc from 'fast-check';
+import { canonicalCidr, sortCidrs } from './block-list.ts';
 
 describe('IPv4 ranges', () => {
   it('canonicalises strict dotted quads and rejects everything else', () => {
@@ -27,5 +28,16 @@ describe('IPv4 ranges', () => {
   it('sorts like sortCidrs', () => {
     const xs = ['9.0.0.0/8', '10.0.0.0/24', '10.0.0.0/8', '192.0.2.1/32', '100.64.0.0/10'];
     expect(sortCidrsFast(xs)).toEqual(sortCidrs(xs));
+  });
+
+  it('agrees with canonicalCidr on every dotted quad with or without a prefix', () => {
+    const octet = fc.integer({ min: 0, max: 255 });
+    fc.assert(
+      fc.property(fc.tuple(octet, octet, octet, octet), fc.option(fc.integer({ min: 0, max: 32 })), (o, prefix) => {
+        const text = o.join('.') + (prefix === null ? '' : `/${prefix}`);
+        expect(canonicalIpv4Cidr(text)).toBe(canonicalCidr(text));
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

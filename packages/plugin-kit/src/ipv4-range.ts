@@ -19,64 +19,65 @@ function maskOf(prefix: number): number {
   return prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
 }
 
-/** Reads 1–3 decimal digits at `i` (no leading zero unless the number is 0); -1 when invalid. */
-function readNumber(input: string, i: number, max: number): [value: number, next: number] | null {
-  let value = 0;
-  let j = i;
-  while (j < input.length && j - i < 3) {
-    const c = input.charCodeAt(j);
-    if (c < 48 || c > 57) break;
-    value = value * 10 + (c - 48);
-    j += 1;
-  }
-  if (j === i || value > max || (j - i > 1 && input.charCodeAt(i) === 48)) return null;
-  return [value, j];
-}
-
 /**
  * Parses `a.b.c.d` or `a.b.c.d/n` (strict dotted quad: decimal, no leading zeros, nothing
- * around it); null when it is not IPv4. Hand-written because enforcers parse 100,000 entries per
- * full sync and a regex or a general library costs several times the backend's own load time.
+ * around it) into `network * 64 + prefix` (host bits cleared), or -1 when it is not IPv4. A
+ * number, not an object: enforcers parse 100,000 entries per full sync, and neither a regex, a
+ * general library nor an allocation per entry fits in the backend's own load time.
  */
-export function parseIpv4Cidr(input: string): Ipv4Range | null {
+export function packIpv4Cidr(input: string): number {
+  const n = input.length;
   let value = 0;
   let i = 0;
   for (let octet = 0; octet < 4; octet += 1) {
-    const read = readNumber(input, i, 255);
-    if (!read) return null;
-    value = value * 256 + read[0];
-    i = read[1];
+    const first = i;
+    let part = 0;
+    while (i < n && i - first < 3) {
+      const c = input.charCodeAt(i);
+      if (c < 48 || c > 57) break;
+      part = part * 10 + (c - 48);
+      i += 1;
+    }
+    if (i === first || part > 255 || (i - first > 1 && input.charCodeAt(first) === 48)) return -1;
+    value = value * 256 + part;
     if (octet < 3) {
-      if (input.charCodeAt(i) !== 46) return null;
+      if (input.charCodeAt(i) !== 46) return -1;
       i += 1;
     }
   }
   let prefix = 32;
-  if (i < input.length) {
-    if (input.charCodeAt(i) !== 47) return null;
-    const read = readNumber(input, i + 1, 32);
-    if (!read || read[1] !== input.length) return null;
-    prefix = read[0];
+  if (i < n) {
+    if (input.charCodeAt(i) !== 47 || n - i < 2 || n - i > 3) return -1;
+    const d1 = input.charCodeAt(i + 1) - 48;
+    const d2 = n - i === 3 ? input.charCodeAt(i + 2) - 48 : -1;
+    if (d1 < 0 || d1 > 9 || (d2 !== -1 && (d2 < 0 || d2 > 9 || d1 === 0))) return -1;
+    prefix = d2 === -1 ? d1 : d1 * 10 + d2;
+    if (prefix > 32) return -1;
   }
-  const mask = maskOf(prefix);
-  const start = (value & mask) >>> 0;
-  return { start, end: (start | (~mask >>> 0)) >>> 0, prefix };
+  return ((value & maskOf(prefix)) >>> 0) * 64 + prefix;
+}
+
+/** Like `packIpv4Cidr`, as a range; null when it is not IPv4. */
+export function parseIpv4Cidr(input: string): Ipv4Range | null {
+  const packed = packIpv4Cidr(input);
+  if (packed < 0) return null;
+  const prefix = packed % 64;
+  const start = (packed - prefix) / 64;
+  return { start, end: (start | (~maskOf(prefix) >>> 0)) >>> 0, prefix };
 }
 
 /** Canonical CIDR (`network/len`) of a strict IPv4 address or network; null when not IPv4. */
 export function canonicalIpv4Cidr(input: string): string | null {
-  const range = parseIpv4Cidr(input);
-  if (!range) return null;
+  const packed = packIpv4Cidr(input);
+  if (packed < 0) return null;
+  const prefix = packed % 64;
   // Already canonical (explicit prefix, no host bits): hand back the caller's string. A 100k-entry
   // sync then allocates nothing here, and maps reuse the hash the string already carries.
-  if (input.length > 8 && input.charCodeAt(input.length - 3) === 47 && range.prefix === 32) return input;
-  if (input.indexOf('/') !== -1 && hostBitsZero(input, range)) return input;
-  return `${uint32ToIpv4(range.start)}/${range.prefix}`;
-}
-
-/** True when `input` (which parsed to `range`) spells the network address itself. */
-function hostBitsZero(input: string, range: Ipv4Range): boolean {
-  return input.slice(0, input.indexOf('/')) === uint32ToIpv4(range.start);
+  if (prefix === 32 && input.length > 8 && input.charCodeAt(input.length - 3) === 47) return input;
+  const network = uint32ToIpv4((packed - prefix) / 64);
+  const slash = input.indexOf('/');
+  if (slash !== -1 && input.slice(0, slash) === network) return input;
+  return `${network}/${prefix}`;
 }
 
 export function formatRange(range: Pick<Ipv4Range, 'start' | 'prefix'>): string {
@@ -85,12 +86,10 @@ export function formatRange(range: Pick<Ipv4Range, 'start' | 'prefix'>): string 
 
 /** Sorts canonical CIDRs in `sortCidrs` order, parsing each once (fast for 100k-entry sets). */
 export function sortCidrsFast(cidrs: Iterable<string>): string[] {
-  const keyed: { cidr: string; start: number; prefix: number }[] = [];
-  for (const cidr of cidrs) {
-    const range = parseIpv4Cidr(cidr);
-    keyed.push({ cidr, start: range?.start ?? -1, prefix: range?.prefix ?? -1 });
-  }
-  keyed.sort((a, b) => a.start - b.start || a.prefix - b.prefix);
+  // network * 64 + prefix orders by network, then prefix: exactly sortCidrs' order.
+  const keyed: { cidr: string; key: number }[] = [];
+  for (const cidr of cidrs) keyed.push({ cidr, key: packIpv4Cidr(cidr) });
+  keyed.sort((a, b) => a.key - b.key);
   return keyed.map((k) => k.cidr);
 }
 
