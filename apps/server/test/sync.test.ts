@@ -44,6 +44,13 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
     expect(Math.abs(hello.server_time - Date.now() / 1000)).toBeLessThan(60);
   });
 
+  it('answers a plain GET (no upgrade) with a problem', async () => {
+    const a = await registerAgent(app, acme.keys.admin);
+    const res = await app.inject({ url: '/api/v1/agents/sync', headers: { authorization: a.token } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().detail).toContain('WebSocket');
+  });
+
   it('refuses user keys, unknown keys and keys in the wrong header before the upgrade', async () => {
     await expect(connectSync(base, { authorization: acme.keys.admin })).rejects.toThrow('HTTP 403');
     await expect(connectSync(base, {})).rejects.toThrow('HTTP 401');

@@ -33,19 +33,24 @@ export const agentSyncRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
     if (reply.statusCode >= 400 && request.headers.upgrade) request.raw.socket?.destroy();
   });
 
-  app.get(
-    '/agents/sync',
-    {
-      websocket: true,
-      config: { rampart: { agent: true } },
-      schema: { tags: ['agents'], summary: 'Live sync channel for agents (WebSocket upgrade; agent key only)' },
-      preHandler: async (request) => {
-        if (!principalOf(request).agent) throw new ApiError('forbidden', 'the sync channel is for agent keys');
-      },
+  app.route({
+    method: 'GET',
+    url: '/agents/sync',
+    config: { rampart: { agent: true } },
+    schema: {
+      tags: ['agents'],
+      summary: 'Live sync channel for agents: WebSocket upgrade, agent key only (messages: ServerSyncMessage / AgentSyncMessage)',
     },
-    (socket, request) => {
+    preHandler: async (request) => {
+      if (!principalOf(request).agent) throw new ApiError('forbidden', 'the sync channel is for agent keys');
+    },
+    // A plain GET (no upgrade) gets a problem rather than an empty 404.
+    handler: async () => {
+      throw new ApiError('bad_request', 'this endpoint is a WebSocket: send Connection: Upgrade and Upgrade: websocket');
+    },
+    wsHandler: (socket, request) => {
       const { org, agent } = principalOf(request);
       void hub.attach(socket, { orgId: org.id, agentId: agent!.id, gaid: agent!.gaid, tokenId: agent!.tokenId });
     },
-  );
+  });
 };
