@@ -31,7 +31,10 @@ export interface EnforcerHealth {
 export interface EnforceResult {
   /** Entries enforced after the call. */
   enforced: number;
-  /** Entries dropped because the backend's capacity was reached (lowest scores first). */
+  /**
+   * Entries of the desired set left out, after the call, because the backend's capacity was
+   * reached (lowest scores first): a gauge for feedback and metrics, not a count of this call.
+   */
   cut: number;
   /** Inputs of the call ignored because they are not IPv4 CIDRs (omitted when none). */
   invalid?: number;
