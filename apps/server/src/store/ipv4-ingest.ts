@@ -62,16 +62,55 @@ const json = (value: unknown) => JSON.stringify(value);
 
 /**
  * Stores a batch of IPv4 reports in ONE transaction, so the whole batch costs one commit (one
- * WAL flush) and one turn on the feed clock. Lock order, the same in every batch, keeps batches
- * on several connections or replicas free of deadlocks: decisions by (org, network), then
- * indicator rows by network, then their report rows, then the feed clock last (held only for
- * the final UPDATE and the commit). The indicator row lock is taken before the reporters are
- * read, so two batches never score the same indicator from a stale set of reporters.
+ * WAL flush) and one turn on the feed clock, in five round trips whatever its size. Lock order,
+ * the same in every batch, keeps batches on several connections or replicas free of deadlocks:
+ * indicator rows by network, then decisions by (org, network), then report rows, then the feed
+ * clock last (held only for the final statement and the commit). The indicator row lock is taken
+ * before the reporters are read, so two batches never score one indicator from a stale set of
+ * reporters. Reserved addresses are found in the same statement that takes the row locks, from
+ * the settings as committed, and change nothing.
  */
 export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: IngestRules, nowSeconds: number): Promise<IngestResult> {
   return db.transaction(async (tx) => {
     const outcomes: Array<Ipv4ReportOutcome | undefined> = new Array(items.length);
-    const reserved = await reservedMatches(tx, items);
+    const first = await tx.query<{ reserved: Array<{ idx: number; range: string }>; held: HeldRow[] }>(
+      `with u as (
+         select * from jsonb_to_recordset($1::jsonb)
+           as u(idx integer, org_id bigint, network cidr, gid text, is_network boolean, ip_info jsonb, add_report boolean)
+       ), reserved as (
+         select distinct on (u.idx) u.idx, r.value as range
+         from u
+         join organization_settings s on s.org_id = u.org_id
+         cross join lateral jsonb_array_elements_text(coalesce(s.document -> 'reserved_ips', '[]'::jsonb)) as r(value)
+         where r.value::inet && u.network::inet
+         order by u.idx, r.value
+       ), held as (
+         insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, ip_info)
+         select distinct on (u.network) u.gid, u.network, u.is_network, 1, 0, 0, u.ip_info
+         from u
+         where u.add_report and not exists (select 1 from reserved x where x.idx = u.idx)
+         order by u.network, u.idx
+         on conflict (network) do update set updated_at = now()
+         returning id, network::text as network, ts, entry_ts
+       )
+       select
+         (select coalesce(json_agg(json_build_object('idx', idx, 'range', range)), '[]'::json) from reserved) as reserved,
+         (select coalesce(json_agg(json_build_object('id', id, 'network', network, 'ts', ts, 'entry_ts', entry_ts)), '[]'::json) from held) as held`,
+      [
+        json(
+          items.map((item, idx) => ({
+            idx,
+            org_id: item.orgId,
+            network: item.network,
+            gid: item.gid,
+            is_network: item.isNetwork,
+            ip_info: item.ipInfo,
+            add_report: item.addReport,
+          })),
+        ),
+      ],
+    );
+    const reserved = new Map(first.rows[0]!.reserved.map((r) => [r.idx, r.range]));
     for (const [idx, range] of reserved) outcomes[idx] = { status: 'reserved', range };
     const accepted = items.map((item, idx) => ({ item, idx })).filter(({ idx }) => !reserved.has(idx));
 
@@ -81,27 +120,19 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
     if (reports.length === 0) return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: null, decisions };
 
     // Merge the batch per indicator and organization: repeats count events, the latest confidence wins.
-    const byNetwork = new Map<string, { gid: string; isNetwork: boolean; ipInfo: Record<string, string> | null; orgs: Map<number, Contribution> }>();
+    const byNetwork = new Map<string, Map<number, Contribution>>();
     for (const { item } of reports) {
-      let entry = byNetwork.get(item.network);
-      if (!entry) byNetwork.set(item.network, (entry = { gid: item.gid, isNetwork: item.isNetwork, ipInfo: item.ipInfo, orgs: new Map() }));
-      const c = entry.orgs.get(item.orgId) ?? { orgId: item.orgId, events: 0, confidence: 0, sources: [], notes: [] };
+      let orgs = byNetwork.get(item.network);
+      if (!orgs) byNetwork.set(item.network, (orgs = new Map()));
+      const c = orgs.get(item.orgId) ?? { orgId: item.orgId, events: 0, confidence: 0, sources: [], notes: [] };
       c.events += 1;
       c.confidence = item.confidence;
       if (!c.sources.includes(item.source)) c.sources.push(item.source);
       if (item.notes) c.notes.push(item.notes);
-      entry.orgs.set(item.orgId, c);
+      orgs.set(item.orgId, c);
     }
-    const networks = [...byNetwork.keys()].sort();
-    const held = await tx.query<HeldRow>(
-      `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, ip_info)
-       select u.gid, u.network, u.is_network, 1, 0, 0, u.ip_info
-       from jsonb_to_recordset($1::jsonb) as u(gid text, network cidr, is_network boolean, ip_info jsonb)
-       order by u.network
-       on conflict (network) do update set updated_at = now()
-       returning id, network::text as network, ts, entry_ts`,
-      [json(networks.map((n) => { const e = byNetwork.get(n)!; return { gid: e.gid, network: n, is_network: e.isNetwork, ip_info: e.ipInfo }; }))],
-    );
+    const networks = [...byNetwork.keys()];
+    const held = { rows: first.rows[0]!.held.map((r) => ({ ...r, id: Number(r.id), ts: Number(r.ts), entry_ts: Number(r.entry_ts) })) };
     const rowByNetwork = new Map(held.rows.map((r) => [r.network, r]));
     const ids = held.rows.map((r) => r.id);
     const batchOrgs = [...new Set(reports.map(({ item }) => item.orgId))];
@@ -137,7 +168,7 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
       const previousTs = created ? null : row.ts;
       let reanchor = created;
       const entry = byNetwork.get(network)!;
-      for (const c of entry.orgs.values()) {
+      for (const c of entry.values()) {
         // The shared rule decides whether this report moves the clock; the second it moves to is
         // the feed clock's, taken in the batch's last statement (anchorTs never moves backwards,
         // and the feed clock never runs behind an earlier anchor).
@@ -149,7 +180,7 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
           confidence: c.confidence,
           events: (before?.events ?? 0) + c.events,
         });
-        reportRows.push({ id: row.id, org_id: c.orgId, confidence: c.confidence, events: c.events, ts: nowSeconds, sources: c.sources });
+        reportRows.push({ id: row.id, org_id: c.orgId, confidence: c.confidence, events: c.events, ts: nowSeconds, sources: [...c.sources].sort() });
       }
       const aggregates = [...reporters.values()];
       updates.push({
@@ -158,8 +189,8 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
         reanchor,
         members: aggregates.length,
         events: aggregates.reduce((sum, a) => sum + a.events, 0),
-        sources: [...new Set([...entry.orgs.values()].flatMap((c) => c.sources))],
-        notes: [...entry.orgs.values()].flatMap((c) => c.notes),
+        sources: [...new Set([...entry.values()].flatMap((c) => c.sources))],
+        notes: [...entry.values()].flatMap((c) => c.notes),
       });
     }
 
@@ -202,20 +233,6 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
     }
     return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs, decisions };
   });
-}
-
-/** Items whose network overlaps one of the reporting organization's `reserved_ips`: index → range. */
-async function reservedMatches(tx: Transaction, items: Ipv4ReportItem[]): Promise<Map<number, string>> {
-  const res = await tx.query<{ idx: number; range: string }>(
-    `select distinct on (u.idx) u.idx, r.value as range
-     from jsonb_to_recordset($1::jsonb) as u(idx integer, org_id bigint, network cidr)
-     join organization_settings s on s.org_id = u.org_id
-     cross join lateral jsonb_array_elements_text(coalesce(s.document -> 'reserved_ips', '[]'::jsonb)) as r(value)
-     where r.value::inet && u.network::inet
-     order by u.idx, r.value`,
-    [json(items.map((item, idx) => ({ idx, org_id: item.orgId, network: item.network })))],
-  );
-  return new Map(res.rows.map((r) => [r.idx, r.range]));
 }
 
 async function upsertDecisions(tx: Transaction, items: Ipv4ReportItem[]): Promise<IngestResult['decisions']> {
