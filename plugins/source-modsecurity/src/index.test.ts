@@ -46,6 +46,14 @@ describe('WafParser formats beyond the fail2ban samples', () => {
     expect(new WafParser('aggressive').push(allowed, readAt)).toMatchObject([{ ip: '198.51.100.1', kind: 'modsec_alert' }]);
   });
 
+  it('reads a message with many tags and no denial without backtracking for ever', () => {
+    // 60 tags: fail2ban's pattern would try 2^60 ways before giving up (the test would time out).
+    const tags = '[id "1"] '.repeat(60);
+    const p = new WafParser('normal');
+    expect(p.push(`[Mon Dec 23 13:12:31 2013] [error] [client 192.0.2.9] ModSecurity: ${tags}Warning. Pattern match`, readAt)).toEqual([]);
+    expect(p.push(`[Mon Dec 23 13:12:31 2013] [error] [client 192.0.2.9] ModSecurity: ${tags}Access denied with code 403 (phase 2).`, readAt)).toMatchObject([{ ip: '192.0.2.9', kind: 'modsec_block' }]);
+  });
+
   it('reads nginx connector messages and syslog-wrapped nginx lines', () => {
     const p = new WafParser('normal');
     const line =

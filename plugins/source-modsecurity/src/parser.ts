@@ -14,8 +14,11 @@ const APACHE_RE =
 const NGINX_ERROR_RE = /^(?<date>\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d) \[(?<level>[a-z]+)\] \d+#\d+: (?:\*\d+ )?(?<msg>.*)$/;
 const ACCESS_RE = /^(?<host>\S+) - (?<user>\S+) \[(?<date>[^\]]+)\] "(?<request>[^"]*)" (?<status>\d{3})(?: |$)/;
 
-// ModSecurity message: bracketed tags in any order, then the disruptive action.
-const MODSEC_DENIED = /^(?:\[(?:\w+ "[^"]*"|[^\]]*)\]\s*)*Access denied with code [45]\d\d/;
+// ModSecurity message: bracketed tags in any order, then the disruptive action. fail2ban's
+// `\[(?:\w+ "[^"]*"|[^\]]*)\]` lets both alternatives match `[id "1"]`, which backtracks
+// exponentially on a line of many tags that ends without a denial; here a tag is unquoted
+// characters or quoted strings, which never overlap, so matching stays linear.
+const MODSEC_DENIED = /^(?:\[(?:[^\]"]|"[^"]*")*\]\s*)*Access denied with code [45]\d\d/;
 const HOST = String.raw`(?<host>[0-9A-Fa-f:.]+|[\w\-.^_]*\w)`;
 const NGINX_AUTH = new RegExp(String.raw`^user "(?:[^"]+|.*?)":? (?:password mismatch|was not found in "[^"]*"), client: ${HOST}, server: \S*, request: "\S+ \S+ HTTP/\d+\.\d+", host: "\S+"(?:, referrer: "\S+")?\s*$`);
 const NGINX_LIMIT = new RegExp(String.raw`^limiting requests, excess: [\d.]+ by zone "[^"]+", client: ${HOST},`);
