@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate, type Store } from '../src/store/index.ts';
+import { migrate, openStore, type Store } from '../src/store/index.ts';
 import { createApiKey, createOrganization, createUser } from '../src/services/admin.ts';
-import { driverCases } from './support/databases.ts';
+import { createTestDatabase, driverCases, postgresAvailable } from './support/databases.ts';
 
 describe.each(driverCases())('store on $name', (driver) => {
   let store: Store;
@@ -61,5 +61,43 @@ describe.each(driverCases())('store on $name', (driver) => {
       }),
     ).rejects.toThrow('boom');
     expect(await store.orgs.byGid('RMP-GID-TX')).toBeUndefined();
+  });
+});
+
+describe.skipIf(!postgresAvailable)('PostgreSQL notifications', () => {
+  it('keep arriving after the server drops the listening session', async () => {
+    const db = await createTestDatabase();
+    const store = await openStore({ databaseUrl: db.url });
+    try {
+      const got: string[] = [];
+      await store.db.listen('rampart_test_channel', (payload) => got.push(payload));
+      const until = async (what: string, ok: () => boolean) => {
+        const deadline = Date.now() + 15_000;
+        while (!ok()) {
+          if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      };
+      await store.db.notify('rampart_test_channel', 'one');
+      await until('the first notification', () => got.includes('one'));
+
+      const killed = await store.db.query<{ n: number }>(
+        `select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
+         where datname = current_database() and query = 'listen rampart_test_channel'`,
+      );
+      expect(killed.rows[0]!.n).toBe(1);
+      // Notifications sent while the listener is gone are lost (that is NOTIFY); keep sending
+      // until one arrives through the reopened session.
+      let i = 0;
+      const deadline = Date.now() + 15_000;
+      while (!got.some((p) => p.startsWith('after-'))) {
+        if (Date.now() > deadline) throw new Error('no notification after the listener was dropped');
+        await store.db.notify('rampart_test_channel', `after-${i++}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      await store.close();
+      await db.drop();
+    }
   });
 });

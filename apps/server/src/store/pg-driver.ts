@@ -23,17 +23,48 @@ export async function openPostgres(options: PgDriverOptions): Promise<Db> {
   pool.on('error', () => {});
   await pool.query('select 1');
 
-  let listener: pg.PoolClient | undefined;
+  // LISTEN needs one session that stays open. When PostgreSQL drops it (restart, failover,
+  // idle timeout, pg_terminate_backend), it is reopened with back-off and every channel is
+  // listened to again, so a replica never goes deaf silently.
+  let listener: pg.Client | undefined;
+  let connecting: Promise<pg.Client> | undefined;
+  let closed = false;
+  let retryMs = 100;
   const handlers = new Map<string, Set<NotificationHandler>>();
 
-  async function ensureListener(): Promise<pg.PoolClient> {
-    if (listener) return listener;
-    const client = await pool.connect();
+  function lost(client: pg.Client) {
+    if (listener !== client) return;
+    listener = undefined;
+    client.removeAllListeners('notification');
+    void client.end().catch(() => {});
+    if (closed || handlers.size === 0) return;
+    const wait = retryMs;
+    retryMs = Math.min(retryMs * 2, 10_000);
+    setTimeout(() => {
+      if (!closed) ensureListener().catch(() => lost(client));
+    }, wait).unref();
+  }
+
+  async function connectListener(): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: options.connectionString, types });
+    client.on('error', () => lost(client));
+    client.on('end', () => lost(client));
     client.on('notification', (msg) => {
       for (const h of handlers.get(msg.channel) ?? []) h(msg.payload ?? '');
     });
+    await client.connect();
     listener = client;
+    for (const channel of handlers.keys()) await client.query(`listen ${channel}`);
+    retryMs = 100;
     return client;
+  }
+
+  async function ensureListener(): Promise<pg.Client> {
+    if (listener) return listener;
+    connecting ??= connectListener().finally(() => {
+      connecting = undefined;
+    });
+    return connecting;
   }
 
   const query = async <T>(sql: string, params?: readonly unknown[]): Promise<QueryResult<T>> => {
@@ -72,12 +103,15 @@ export async function openPostgres(options: PgDriverOptions): Promise<Db> {
     },
     async listen(channel, handler) {
       if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`invalid channel name ${channel}`);
-      const client = await ensureListener();
       let set = handlers.get(channel);
       if (!set) {
         set = new Set();
         handlers.set(channel, set);
+        const client = await ensureListener();
+        // LISTEN is idempotent: a listener opened just now may already have issued it.
         await client.query(`listen ${channel}`);
+      } else {
+        await ensureListener();
       }
       set.add(handler);
       return async () => {
@@ -91,8 +125,10 @@ export async function openPostgres(options: PgDriverOptions): Promise<Db> {
       return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
     },
     async close() {
-      listener?.release();
+      closed = true;
+      const client = listener;
       listener = undefined;
+      await client?.end().catch(() => {});
       await pool.end();
     },
   };
