@@ -57,6 +57,12 @@ describe('sshd source definition', () => {
     ]);
   });
 
+  it('skips messages longer than sshd writes', () => {
+    const p = new SshParser({ mode: 'normal' });
+    expect(p.push(`Mar  1 10:00:00 h sshd[1]: Invalid user ${'x'.repeat(1200)} from 192.0.2.1 port 22`, 1740900000)).toEqual([]);
+    expect(p.stats()).toMatchObject({ sshLines: 1, overlong: 1, detections: 0 });
+  });
+
   it('reads journalctl -o export entries', () => {
     const p = new SshParser({ mode: 'normal' });
     const entry = ['__CURSOR=s=a;i=1', '__REALTIME_TIMESTAMP=1740823200000000', '_HOSTNAME=h', 'SYSLOG_IDENTIFIER=sshd-session', '_PID=91', 'MESSAGE=Invalid user pi from 192.0.2.50 port 22', ''];

@@ -18,14 +18,19 @@ export interface SshParserStats {
   detections: number;
   /** Failures whose host was a name, not an address: never resolved (attackers control DNS). */
   hostNames: number;
+  /** Messages longer than sshd ever writes, skipped. */
+  overlong: number;
 }
 
 // fail2ban's __pref: sshd's own severity prefixes.
 const PREFIX_RE = /^(?:error|fatal): (?:PAM: )?/;
+// sshd formats a message into 1024 bytes (log.c MSGBUFSIZ): anything longer is not sshd's, and
+// the cap bounds the (polynomial) backtracking of the user-name patterns on crafted text.
+const MAX_MESSAGE = 1200;
 
 /** The `ssh_log` line parser: fail2ban's sshd filter semantics, one rule list per mode. */
 export class SshParser implements LineParser {
-  readonly counters: SshParserStats = { lines: 0, sshLines: 0, detections: 0, hostNames: 0 };
+  readonly counters: SshParserStats = { lines: 0, sshLines: 0, detections: 0, hostNames: 0, overlong: 0 };
   private readonly index: Map<number, SshRule[]>;
   private readonly programs: Set<string>;
   private readonly envelopes = new EnvelopeParser();
@@ -58,6 +63,10 @@ export class SshParser implements LineParser {
     if (!this.programs.has(envelope.program)) return [];
     this.counters.sshLines++;
     let message = envelope.message;
+    if (message.length > MAX_MESSAGE) {
+      this.counters.overlong++;
+      return [];
+    }
     const c = message.charCodeAt(0);
     if (c === 101 /* e */ || c === 102 /* f */) message = message.replace(PREFIX_RE, '');
     const candidates = this.index.get(message.charCodeAt(0));
