@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrganizationConfig } from '@rampart/contracts';
 import { liveScore, scoreV32 } from '@rampart/scoring';
+import { eventBus, type PlatformEvent } from '../src/services/events.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
@@ -203,5 +204,21 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
     expect(row).toMatchObject({ members: 5, events: 15 });
     expect(row.score).toBe(scoreV32([0.9, 0.6, 0.3, 1, 0.75].map((orgTrust) => ({ orgTrust, confidence: 0.7, events: 3 }))).s0);
     expect(liveScore(row.score, 0)).toBeGreaterThan(0);
+  });
+
+  it('publishes feed_changed and decision_changed after the commit', async () => {
+    const events: PlatformEvent[] = [];
+    const unsubscribe = await eventBus(store.db).subscribe((e) => events.push(e));
+    try {
+      const ttl = Math.floor(Date.now() / 1000) + 600;
+      expect((await report(b.keys.contributor, { ip: '192.0.2.77', confidence: 1, source: 's', decision: 1, ttl })).statusCode).toBe(201);
+      const deadline = Date.now() + 5000;
+      while (!events.some((e) => e.type === 'decision_changed' && e.indicator === '192.0.2.77') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      const row = (await held('192.0.2.77/32'))!;
+      expect(events).toContainEqual({ type: 'feed_changed', org_id: null, kind: 'ipv4', ts: row.ts });
+      expect(events).toContainEqual({ type: 'decision_changed', org_id: b.org.id, kind: 'ipv4', indicator: '192.0.2.77', decision: 1, ttl });
+    } finally {
+      await unsubscribe();
+    }
   });
 });

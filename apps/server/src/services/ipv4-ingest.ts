@@ -40,7 +40,7 @@ export class ReportBatcher {
 
   constructor(private readonly options: ReportBatcherOptions) {
     this.maxBatch = options.maxBatch ?? 256;
-    this.maxInFlight = options.maxInFlight ?? (options.db.kind === 'pglite' ? 1 : 4);
+    this.maxInFlight = options.maxInFlight ?? (options.db.kind === 'pglite' ? 1 : 2);
   }
 
   submit(item: Ipv4ReportItem): Promise<Ipv4ReportOutcome> {

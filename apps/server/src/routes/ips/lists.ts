@@ -10,6 +10,8 @@ import type { Ipv4ListFilter, Ipv4ListRow } from '../../store/ipv4.ts';
 import type { Store } from '../../store/index.ts';
 
 const text = z.string().describe('text/plain');
+/** Rows per store query: half a page, a few hundred kB of rows in memory at most. */
+const LIST_CHUNK = 5_000;
 
 /** Spec 4.2, in this order. */
 export const FLAT_CSV_HEADER = 'IPv4,LiveScore,Members,Reports,LastUpdate,AS,ASN,CDN,Reverse,IS_CDN';
@@ -72,6 +74,7 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
         format: format === 'LIST' ? 'comma' : 'lines',
         line: (row) => displayIp(row.network),
         etagSalt: salt,
+        chunkRows: LIST_CHUNK,
       });
     },
   );
@@ -102,6 +105,7 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
           format: 'comma',
           line: (row) => displayIp(row.network),
           etagSalt: salt,
+          chunkRows: LIST_CHUNK,
         });
       }
       return sendTextList(request, reply, {
@@ -135,6 +139,7 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
         },
         // LiveScore is computed for the request second: the bytes change with it.
         etagSalt: `${salt}:${now}`,
+        chunkRows: LIST_CHUNK,
       });
     },
   );
