@@ -4,6 +4,7 @@ import type { Counter } from 'prom-client';
 import { ApiError } from '@rampart/contracts';
 import type { CoinPrices } from '../config.ts';
 import type { Store } from '../store/index.ts';
+import { CoinLedger } from '../services/coin-ledger.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -19,12 +20,14 @@ export interface CoinOptions {
 
 /**
  * Charging runs after validation (bad input costs nothing) and before the handler (402
- * comes before any work). The price is taken up front with one conditional UPDATE, so
+ * comes before any work). The price is taken up front by a conditional UPDATE (combined with
+ * the other requests of the organization in flight on this replica, see CoinLedger), so
  * concurrent requests on any number of replicas cannot spend more than the balance;
  * a request that then fails gets its coins back before the response leaves.
  */
 export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store, prices, debits }) => {
   app.decorateRequest('coinCharge', null);
+  const ledger = new CoinLedger(store.orgs);
 
   app.addHook('preHandler', async (request, reply) => {
     const kind = request.routeOptions.config.rampart?.coin;
@@ -32,7 +35,7 @@ export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store,
     if (!kind || !principal) return;
     const price = prices[kind];
     if (price <= 0) return;
-    const remaining = await store.orgs.debit(principal.org.id, price);
+    const remaining = await ledger.debit(principal.org.id, price);
     if (remaining === undefined) {
       const balance = await store.orgs.balance(principal.org.id);
       reply.header('X-Coins-Cost', '0').header('X-Coins-Remaining', String(balance));
@@ -49,7 +52,7 @@ export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store,
     const kind = request.routeOptions.config.rampart?.coin ?? 'unknown';
     if (reply.statusCode >= 400) {
       request.coinCharge = null;
-      const remaining = await store.orgs.refund(charge.orgId, charge.price);
+      const remaining = await ledger.refund(charge.orgId, charge.price);
       reply.header('X-Coins-Cost', '0').header('X-Coins-Remaining', String(remaining));
       return payload;
     }
