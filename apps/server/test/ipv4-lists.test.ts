@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrganizationConfig } from '@rampart/contracts';
 import { isBlocked, liveScore, scoreV32, secondsUntilBelow, type Decision } from '@rampart/scoring';
 import { createEnrichment } from '../src/services/enrichment.ts';
-import { reservedRangeOf, type Ipv4Policy } from '../src/services/ipv4-policy.ts';
+import { ipv4ListFilter, reservedRangeOf, type Ipv4Policy } from '../src/services/ipv4-policy.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
@@ -229,6 +229,24 @@ describe.each(driverCases())('IPv4 decisions, look-ups and lists on $name', (dri
     }
   });
 
+  it('GET /ips accepts page_size 1 and 1000 and ts 0, refuses page_size 0 and 1001, ts -1 and bad full', async () => {
+    for (const ok of ['/ips?page_size=1', '/ips?page_size=1000', '/ips?ts=0', '/ips?full=yes', '/ips?full=no']) expect((await get(acme.keys.reader, ok)).statusCode, ok).toBe(200);
+    for (const [url, path] of [
+      ['/ips?page_size=0', 'querystring.page_size'],
+      ['/ips?page_size=1001', 'querystring.page_size'],
+      ['/ips?ts=-1', 'querystring.ts'],
+      ['/ips?ts=1.5', 'querystring.ts'],
+      ['/ips?full=YES', 'querystring.full'],
+    ]) {
+      const res = await get(acme.keys.reader, url!);
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json().errors.map((e: { path: string }) => e.path)).toContain(path);
+    }
+    const one = (await get(acme.keys.reader, '/ips?page_size=1')).json();
+    expect(one.body).toHaveLength(1);
+    expect(one.header.next_ts).toBe(one.body[0].ts);
+  });
+
   it('GET /ips/{ip} returns held networks containing the address, an empty body when nothing is held, 400 for a non-address', async () => {
     const inNet = (await get(acme.keys.reader, '/ips/100.64.1.77?full=yes')).json();
     expect(inNet.body.map((r: { ip: string }) => r.ip)).toEqual(['100.64.1.0/24']);
@@ -309,6 +327,15 @@ describe.each(driverCases())('IPv4 list pagination on $name', (driver) => {
     const etag = second.headers.etag as string;
     const again = await get(`/ipv4/500?page=${encodeURIComponent(page)}`, { 'if-none-match': etag });
     expect(again.statusCode).toBe(304);
+  });
+
+  it('computes the same page version from the boundary scan as from a separate count', async () => {
+    const filter = ipv4ListFilter({ orgId: org.org.id, reserved: [], ranges: [], rule: null }, 500, Math.floor(Date.now() / 1000), false);
+    for (const after of [null, 5, 9_990]) {
+      const b = await store.ipv4.listBoundary(filter, after, 10_000);
+      expect(b.version).toBe(await store.ipv4.listVersion(filter, after, b.last));
+      expect(b.version.split(':')[0]).toBe(String(Math.min(10_000, total - (after ?? 0))));
+    }
   });
 
   it('/flat streams every address in one response', async () => {

@@ -95,27 +95,43 @@ export class Ipv4Store {
     return res.rows;
   }
 
-  /** Id of the n-th listed row after `after` (or of the last one), and whether more follow. */
-  async listBoundary(filter: Ipv4ListFilter, after: number | null, n: number): Promise<{ last: number | null; more: boolean }> {
+  /**
+   * Id of the n-th listed row after `after` (or of the last one), whether more follow, and the
+   * version of the rows up to it (as `listVersion` would compute it, from the same scan).
+   */
+  async listBoundary(filter: Ipv4ListFilter, after: number | null, n: number): Promise<{ last: number | null; more: boolean; version: string }> {
     const params: unknown[] = [];
     const where = listWhere(filter, after, null, params);
-    const res = await this.db.query<{ id: number }>(`select i.id from ipv4_indicators i ${where} order by i.id limit ${Number(n) + 1}`, params);
-    const ids = res.rows;
-    return { last: ids[Math.min(n, ids.length) - 1]?.id ?? null, more: ids.length > n };
+    const res = await this.db.query<{ id: number; u: number }>(
+      `select i.id, (extract(epoch from i.updated_at) * 1000000)::bigint as u from ipv4_indicators i ${where} order by i.id limit ${Number(n) + 1}`,
+      params,
+    );
+    const page = res.rows.slice(0, n);
+    let sum = 0n;
+    let changed = 0;
+    for (const r of page) {
+      sum += BigInt(r.id);
+      if (r.u > changed) changed = r.u;
+    }
+    return { last: page.at(-1)?.id ?? null, more: res.rows.length > n, version: versionText(page.length, sum.toString(), changed) };
   }
 
   /** Count, id sum and last change of the listed rows in (after, upTo]: moves when the entries do. */
   async listVersion(filter: Ipv4ListFilter, after: number | null, upTo: number | null): Promise<string> {
     const params: unknown[] = [];
     const where = listWhere(filter, after, upTo, params);
-    const res = await this.db.query<{ n: number; s: string; u: string }>(
-      `select count(*)::bigint as n, coalesce(sum(i.id), 0)::text as s, coalesce(max(i.updated_at), 'epoch')::text as u
+    const res = await this.db.query<{ n: number; s: string; u: number | null }>(
+      `select count(*)::bigint as n, coalesce(sum(i.id), 0)::text as s, (max(extract(epoch from i.updated_at)) * 1000000)::bigint as u
        from ipv4_indicators i ${where}`,
       params,
     );
     const r = res.rows[0]!;
-    return `${r.n}:${r.s}:${r.u}`;
+    return versionText(Number(r.n), r.s, r.u ?? 0);
   }
+}
+
+function versionText(count: number, idSum: string, changedMicros: number): string {
+  return `${count}:${idSum}:${changedMicros}`;
 }
 
 /** One row of a plain-text IPv4 list. */

@@ -17,10 +17,17 @@ const LIST_CHUNK = 5_000;
 export const FLAT_CSV_HEADER = 'IPv4,LiveScore,Members,Reports,LastUpdate,AS,ASN,CDN,Reverse,IS_CDN';
 
 function listSource(store: Store, filter: Ipv4ListFilter): TextListSource<Ipv4ListRow, number> {
+  // The boundary scan already yields the page's version: keep it instead of scanning again.
+  let known: { after: number | null; upTo: number | null; version: string } | null = null;
   return {
     rows: (after, upTo, limit) => store.ipv4.listRows(filter, after, upTo, limit),
-    boundary: (after, n) => store.ipv4.listBoundary(filter, after, n),
-    version: (after, upTo) => store.ipv4.listVersion(filter, after, upTo),
+    async boundary(after, n) {
+      const b = await store.ipv4.listBoundary(filter, after, n);
+      known = { after, upTo: b.last, version: b.version };
+      return { last: b.last, more: b.more };
+    },
+    version: (after, upTo) =>
+      known && known.after === after && known.upTo === upTo ? Promise.resolve(known.version) : store.ipv4.listVersion(filter, after, upTo),
     key: (row) => row.id,
   };
 }
