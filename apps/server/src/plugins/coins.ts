@@ -10,6 +10,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     coinCharge: { orgId: number; price: number; remaining: number } | null;
   }
+  interface FastifyInstance {
+    /** Debits and refunds coins, combined per organization (a route charging extra uses it too). */
+    coinLedger: CoinLedger;
+  }
 }
 
 export interface CoinOptions {
@@ -28,6 +32,7 @@ export interface CoinOptions {
 export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store, prices, debits }) => {
   app.decorateRequest('coinCharge', null);
   const ledger = new CoinLedger(store.orgs);
+  app.decorate('coinLedger', ledger);
 
   app.addHook('preHandler', async (request, reply) => {
     const kind = request.routeOptions.config.rampart?.coin;

@@ -32,7 +32,7 @@ export function notFound(what: string): ApiError {
 export async function chargeExtra(context: AppContext, request: FastifyRequest, price: number): Promise<void> {
   if (price <= 0 || !request.principal) return;
   const orgId = request.principal.org.id;
-  const remaining = await context.store.orgs.debit(orgId, price);
+  const remaining = await request.server.coinLedger.debit(orgId, price);
   if (remaining === undefined) {
     const balance = await context.store.orgs.balance(orgId);
     const already = request.coinCharge?.price ?? 0;

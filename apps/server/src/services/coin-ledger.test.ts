@@ -27,7 +27,7 @@ describe('CoinLedger', () => {
     const ledger = new CoinLedger(impl);
     const results = await Promise.all(Array.from({ length: 10 }, () => ledger.debit(1, 2)));
     expect(state.balance).toBe(80);
-    expect(results.toSorted((a, b) => b! - a!)).toEqual([98, 96, 94, 92, 90, 88, 86, 84, 82, 80]);
+    expect([...results].sort((a, b) => b! - a!)).toEqual([98, 96, 94, 92, 90, 88, 86, 84, 82, 80]);
     expect(state.debitCalls.length).toBeLessThan(10);
   });
 
