@@ -50,6 +50,8 @@ async function serve(): Promise<void> {
   const { createApiKey, createUser } = await import('../apps/server/src/services/admin.ts');
   const { url } = benchDbUrl(SERVER_URL, N);
   const config = { ...loadConfig({ DATABASE_URL: url }), logLevel: 'silent' as const, demo: false, rateLimitPerMinute: 1_000_000_000, pgPoolMax: 20 };
+  // Diagnostics only: BENCH_FREE=1 prices every request at 0 coins, to show what charging costs.
+  if (process.env.BENCH_FREE === '1') config.coinPrices = Object.fromEntries(Object.keys(config.coinPrices).map((k) => [k, 0])) as typeof config.coinPrices;
   const store = await openStore({ databaseUrl: url, poolMax: config.pgPoolMax });
   const stamp = Date.now();
   const readers: string[] = [];
@@ -156,7 +158,7 @@ async function streamList(ready: Ready, pid: number, label: string, path: string
     } while (page);
     return { seconds, bytes, requests };
   });
-  const lines = readFileSync(join(ready.staticDir, file), 'utf8').split(/[\n,]/).filter(Boolean).length;
+  const lines = (readFileSync(join(ready.staticDir, file), 'utf8').match(/\n/g) ?? []).length;
   // The same bytes from a static file, twice (first read warms the page cache); the faster counts.
   const statics = [];
   for (let i = 0; i < 2; i++) statics.push((await download(`http://127.0.0.1:${ready.constant}/static/${file}`, {}, join(tmpdir(), `${file}.copy`), false)).seconds);
@@ -234,7 +236,7 @@ async function main(): Promise<void> {
       '# IPv4 (bench/ipv4.ts)',
       '',
       `Run ${new Date().toISOString()}, Node ${process.version}, PostgreSQL, ${N.toLocaleString('en')} generated IPv4 indicators (bench/gen-ipv4.ts) reported by ${BENCH_ORGS} organizations.`,
-      `autocannon, ${CONNECTIONS} connections, ${DURATION} s per row; client, server and PostgreSQL share one 2-core machine (shared with other work while this ran). Control plane with auth, coins and rate limiting on; requests rotate over ${KEYS} organizations' keys.`,
+      `autocannon, ${CONNECTIONS} connections, ${DURATION} s per row; client, server and PostgreSQL share one 2-core machine (shared with other work while this ran). Control plane with auth, ${process.env.BENCH_FREE === '1' ? 'coins priced 0 (BENCH_FREE=1 diagnostic)' : 'coins'} and rate limiting on; requests rotate over ${KEYS} organizations' keys.`,
       '',
       '## Look-ups and ingestion',
       '',
@@ -261,8 +263,9 @@ async function main(): Promise<void> {
       '',
     ].join('\n');
     mkdirSync(join(here, 'results'), { recursive: true });
-    writeFileSync(join(here, 'results', 'ipv4.md'), md);
-    console.log('wrote bench/results/ipv4.md');
+    const out = process.env.BENCH_FREE === '1' ? 'ipv4-free.md' : 'ipv4.md';
+    writeFileSync(join(here, 'results', out), md);
+    console.log(`wrote bench/results/${out}`);
   } finally {
     child.kill('SIGTERM');
     rmSync(ready.staticDir, { recursive: true, force: true });

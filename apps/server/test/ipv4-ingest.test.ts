@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrganizationConfig } from '@rampart/contracts';
 import { scoreV32 } from '@rampart/scoring';
-import { V32_INGEST_RULES } from '../src/services/ipv4-ingest.ts';
+import pino from 'pino';
+import { eventBus } from '../src/services/events.ts';
+import { ReportBatcher, V32_INGEST_RULES } from '../src/services/ipv4-ingest.ts';
 import type { Store } from '../src/store/index.ts';
 import { ingestIpv4Batch, type Ipv4ReportItem } from '../src/store/ipv4-ingest.ts';
 import { driverCases } from './support/databases.ts';
@@ -87,5 +89,19 @@ describe.each(driverCases())('ingestIpv4Batch on $name', (driver) => {
     const other = await ingestIpv4Batch(store.db, [item(b, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_200);
     expect(other.feedTs).toBeGreaterThanOrEqual((anchored as { indicatorTs: number }).indicatorTs + 100);
     expect(other.outcomes[0]).toEqual({ status: 'stored', created: false, indicatorTs: other.feedTs });
+  });
+
+  it('ReportBatcher settles each report on its own when a batch fails, so one bad report cannot fail the others', async () => {
+    const batcher = new ReportBatcher({ db: store.db, events: eventBus(store.db), log: pino({ level: 'silent' }), maxInFlight: 1 });
+    // The first submit runs alone; the next three queue behind it and form one batch.
+    const results = await Promise.allSettled([
+      batcher.submit(item(a, '203.0.113.50/32')),
+      batcher.submit(item(a, '203.0.113.51/32')),
+      batcher.submit(item(a, 'not-a-network')),
+      batcher.submit(item(b, '203.0.113.51/32')),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    const row = (await store.db.query<{ members: number }>(`select members from ipv4_indicators where network = '203.0.113.51/32'`)).rows[0];
+    expect(row).toEqual({ members: 2 });
   });
 });

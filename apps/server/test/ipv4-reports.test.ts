@@ -123,6 +123,8 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
       [{ ip: '192.0.2.10', confidence: 1, source: '' }, 'body.source'],
       [{ ip: '192.0.2.10', confidence: 1, source: 'x'.repeat(257) }, 'body.source'],
       [{ ip: '192.0.2.10', confidence: 1, source: 's', notes: 'x'.repeat(4097) }, 'body.notes'],
+      [{ ip: '192.0.2.10', confidence: 1, source: 's', notes: 'a\u0000b' }, 'body.notes'],
+      [{ ip: '192.0.2.10', confidence: 1, source: 'a\u0000b' }, 'body.source'],
       [{ ip: '192.0.2.256', confidence: 1, source: 's' }, 'body.ip'],
       [{ ip: '192.0.2.0/33', confidence: 1, source: 's' }, 'body.ip'],
       [{ ip: '2001:db8::1', confidence: 1, source: 's' }, 'body.ip'],

@@ -66,7 +66,13 @@ export class ReportBatcher {
     try {
       result = await ingestIpv4Batch(this.options.db, batch.map((p) => p.item), V32_INGEST_RULES, Math.floor(Date.now() / 1000));
     } catch (err) {
-      this.options.log.error({ err, reports: batch.length }, 'ipv4 report batch failed');
+      if (batch.length > 1) {
+        // One failing report (or a deadlock victim) must not fail its neighbours: each alone.
+        this.options.log.warn({ err, reports: batch.length }, 'ipv4 report batch failed, retrying one by one');
+        for (const p of batch) await this.run([p]);
+        return;
+      }
+      this.options.log.error({ err }, 'ipv4 report failed');
       for (const p of batch) p.reject(err);
       return;
     }
