@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { IPV4_FEED_LOCK_CLASS } from '../src/store/ipv4.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
@@ -11,12 +13,18 @@ import { seedOrg, testApp, type TestOrg } from './support/app.ts';
  * change) while one reader walks the feed.
  */
 describe.each(driverCases())('IPv4 feed under concurrent writers on $name', (driver) => {
+  let url: string | undefined;
   let store: Store;
   let app: FastifyInstance;
   let orgs: TestOrg[];
 
   beforeAll(async () => {
     store = await driver.open();
+    if (process.env.DATABASE_URL && driver.name === 'postgres') {
+      const u = new URL(process.env.DATABASE_URL);
+      u.pathname = `/${(await store.db.query<{ d: string }>('select current_database() as d')).rows[0]!.d}`;
+      url = u.toString();
+    }
     app = await testApp(store, { rateLimitPerMinute: 1_000_000 });
     orgs = [];
     for (let i = 0; i < 4; i++) orgs.push(await seedOrg(store, { credits: 1_000_000 }));
@@ -91,5 +99,32 @@ describe.each(driverCases())('IPv4 feed under concurrent writers on $name', (dri
       expect(lastSeen.get(row.ip), row.ip).toEqual({ ip: row.ip, ts: row.ts, gid: row.gid });
     }
     expect(final.rows.length).toBe(150);
+  });
+
+  it.runIf(driver.name === 'postgres')('stops before the second of a writer still in flight, so its record is not skipped', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const insert = (db: { query: (sql: string, p: unknown[]) => Promise<unknown> }, gid: string, ip: string, ts: number) =>
+      db.query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ($1, $2::cidr, false, 500, $3, $3)`, [gid, `${ip}/32`, ts]);
+    const reader = orgs[1]!.keys.reader;
+    const feed = async (ts: number) => (await app.inject({ url: `/api/v1/ips?ts=${ts}&page_size=1000`, headers: { authorization: reader } })).json() as { header: { next_ts: number }; body: Array<{ ip: string }> };
+    const base = now - 30;
+    const mine = (page: { body: Array<{ ip: string }> }) => page.body.map((r) => r.ip).filter((ip) => ip.startsWith('198.20.'));
+    await insert(store.db, 'RMP-RULE-GID-HORIZON1', '198.20.0.1', base + 1);
+    const writer = new pg.Client({ connectionString: url! });
+    await writer.connect();
+    try {
+      await writer.query('begin');
+      await writer.query('select pg_advisory_xact_lock_shared($1::bigint * 4294967296 + $2)', [IPV4_FEED_LOCK_CLASS, base + 2]);
+      await insert(writer, 'RMP-RULE-GID-HORIZON2', '198.20.0.2', base + 2);
+      await insert(store.db, 'RMP-RULE-GID-HORIZON3', '198.20.0.3', base + 3);
+      const before = await feed(base);
+      expect(mine(before)).toEqual(['198.20.0.1']);
+      expect(before.header.next_ts).toBeLessThan(base + 2);
+      await writer.query('commit');
+      const after = await feed(before.header.next_ts);
+      expect(mine(after)).toEqual(['198.20.0.2', '198.20.0.3']);
+    } finally {
+      await writer.end();
+    }
   });
 });

@@ -1,4 +1,5 @@
 import type { Db, Transaction } from './db.ts';
+import { IPV4_FEED_LOCK_CLASS } from './ipv4.ts';
 
 /** One validated report (or decision) of one organization; `network` is canonical CIDR text. */
 export interface Ipv4ReportItem {
@@ -62,10 +63,11 @@ const json = (value: unknown) => JSON.stringify(value);
 
 /**
  * Stores a batch of IPv4 reports in ONE transaction, so the whole batch costs one commit (one
- * WAL flush) and one turn on the feed clock, in five round trips whatever its size. Lock order,
- * the same in every batch, keeps batches on several connections or replicas free of deadlocks:
- * indicator rows by network, then decisions by (org, network), then report rows, then the feed
- * clock last (held only for the final statement and the commit). The indicator row lock is taken
+ * WAL flush), in five round trips whatever its size. Lock order, the same in every batch, keeps
+ * batches on several connections or replicas free of deadlocks: indicator rows by network, then
+ * decisions by (org, network), then report rows. A batch that moves a record's `ts` holds a
+ * SHARED advisory lock on its second from the final statement to the commit (feed readers see it
+ * in pg_locks and stop before that second), so batches never wait for each other's commits. The indicator row lock is taken
  * before the reporters are read, so two batches never score one indicator from a stale set of
  * reporters. Reserved addresses are found in the same statement that takes the row locks, from
  * the settings as committed, and change nothing.
@@ -197,8 +199,14 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
     // One statement: the feed clock (locked only now, until the commit), the merged report rows
     // and the indicators' new figures.
     const last = await tx.query<{ feed_ts: number | null; rows: Array<{ network: string; ts: number }> }>(
-      `with clock as (
-         update feed_clock set ts = greatest(ts, floor(extract(epoch from clock_timestamp()))::bigint) where id = 1 and $3::boolean returning ts
+      `with clock as materialized (
+         -- Lock the current second first, then choose ts from the clock read after the lock (the
+         -- target list is projected once the lateral lock call has returned): ts >= locked second,
+         -- and a reader that did not yet see the lock read its clock before ts (Ipv4Store.completeBefore).
+         select floor(extract(epoch from clock_timestamp()))::bigint as ts
+         from (select floor(extract(epoch from clock_timestamp()))::bigint as s) as x
+         cross join lateral pg_advisory_xact_lock_shared($4::bigint * 4294967296 + x.s) as held
+         where $3::boolean
        ), reports as (
          insert into ipv4_reports (indicator_id, org_id, confidence, events, first_ts, last_ts, sources)
          select u.id, u.org_id, u.confidence, u.events, u.ts, u.ts, u.sources
@@ -212,7 +220,7 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
        ), changed as (
          update ipv4_indicators i set
            score = u.score,
-           ts = case when u.reanchor then (select ts from clock) else i.ts end,
+           ts = case when u.reanchor then greatest(i.ts, (select ts from clock)) else i.ts end,
            entry_ts = case when i.entry_ts = 0 then (select ts from clock) else i.entry_ts end,
            members = u.members,
            events = u.events,
@@ -224,7 +232,7 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
          returning i.network::text as network, i.ts
        )
        select (select ts from clock) as feed_ts, coalesce((select json_agg(json_build_object('network', network, 'ts', ts)) from changed), '[]'::json) as rows`,
-      [json(reportRows), json(updates), updates.some((u) => u.reanchor)],
+      [json(reportRows), json(updates), updates.some((u) => u.reanchor), IPV4_FEED_LOCK_CLASS],
     );
     const feedTs = last.rows[0]!.feed_ts;
     const tsOf = new Map(last.rows[0]!.rows.map((r) => [r.network, Number(r.ts)]));

@@ -1,5 +1,11 @@
 import type { Db } from './db.ts';
 
+/**
+ * Advisory lock space of IPv4 feed writers: the 64-bit key IPV4_FEED_LOCK_CLASS × 2^32 + second
+ * shows in pg_locks as classid = IPV4_FEED_LOCK_CLASS, objid = second.
+ */
+export const IPV4_FEED_LOCK_CLASS = 7301;
+
 export interface Ipv4Row {
   id: number;
   gid: string;
@@ -31,14 +37,21 @@ export class Ipv4Store {
   constructor(private readonly db: Db) {}
 
   /**
-   * The first second whose records may still be written. Waiting for the feed clock's lock
-   * means every writer that took a `ts` before this call has committed; every later writer
-   * gets a `ts` of at least the returned second.
+   * The first second whose records may still be written: every IPv4 writer that gives records a
+   * `ts` holds a shared advisory lock on the second it read before choosing it (see
+   * ipv4-ingest.ts), from then until its commit. Reading the clock first and the held locks second
+   * means a writer either shows its lock here (and nothing at or after its second is read) or
+   * locked after the clock was read (and writes at or after this second). Readers never wait.
    */
   private async completeBefore(): Promise<number> {
-    const res = await this.db.query<{ r: number }>('select floor(extract(epoch from clock_timestamp()))::bigint as r');
-    await this.db.query('select 1 from feed_clock where id = 1 for share');
-    return res.rows[0]!.r;
+    const now = await this.db.query<{ r: number }>('select floor(extract(epoch from clock_timestamp()))::bigint as r');
+    const held = await this.db.query<{ ts: number | null }>(
+      `select min(objid::bigint) as ts from pg_locks where locktype = 'advisory' and classid = $1 and objsubid = 1`,
+      [IPV4_FEED_LOCK_CLASS],
+    );
+    const r = now.rows[0]!.r;
+    const inFlight = held.rows[0]!.ts;
+    return inFlight === null ? r : Math.min(r, Number(inFlight));
   }
 
   /**
