@@ -1,0 +1,119 @@
+// The contracts package's sample documents; not on its public surface, shared here on purpose so
+// that the examples the robustness test sends are the ones the contracts are tested with.
+import { sampleAgentConfig, sampleDomainRecord, sampleFileRecord, sampleUrlRecord } from '../../../../packages/contracts/src/fixtures.ts';
+import { isNumeric, pathParams, queryParams, type ApiOperation, type ApiParameter, type JsonSchema } from './openapi-operations.ts';
+
+/** Objects of the calling organization that path parameters can name. */
+export interface OwnedIds {
+  agid: string;
+  tokenId: string;
+  vid: string;
+  keyId: string;
+}
+
+/** Valid values of path parameters, by name; ids come from the organization's own objects. */
+const PATH_VALUES: Record<string, (ids: OwnedIds) => string> = {
+  ipv4: () => '203.0.113.7',
+  domain_name: () => sampleDomainRecord.domain,
+  url: () => sampleUrlRecord.url,
+  digest: () => sampleFileRecord.sha256,
+  stix2id: () => '203.0.113.7',
+  agid: (ids) => ids.agid,
+  token_id: (ids) => ids.tokenId,
+  vid: (ids) => ids.vid,
+  key_id: (ids) => ids.keyId,
+};
+
+/** Valid path values as long as their schema allows, by name (longer than fastify's default 100-character parameter). */
+const LONG_PATH_VALUES: Record<string, (maxLength: number) => string> = {
+  // Three 63-letter labels, one filling up to the maximum, and a TLD: 3 * 64 + (max - 196) + 4 = max.
+  domain_name: (max) => `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(max - 196)}.com`,
+  url: (max) => `https://a.example/${'x'.repeat(max - 18)}`,
+  vid: (max) => `RMP-VID-LIC${'A'.repeat(max - 11)}`,
+  agid: (max) => `RMP-AGENT-ID-${'A'.repeat(max - 13)}`,
+  stix2id: (max) => 'x'.repeat(max),
+};
+
+/** A valid value of the parameter at its declared maximum length, when one is known. */
+export function longPathValue(p: ApiParameter): string | undefined {
+  if (p.schema.maxLength === undefined) return undefined;
+  const named = LONG_PATH_VALUES[p.name];
+  if (named) return named(p.schema.maxLength);
+  return p.schema.pattern || p.schema.format || p.schema.allOf ? undefined : 'x'.repeat(p.schema.maxLength);
+}
+
+/** A number strictly inside the schema's bounds (integer when the schema wants one). */
+export function numberInside(s: JsonSchema): number {
+  const low = s.minimum ?? (s.exclusiveMinimum !== undefined ? s.exclusiveMinimum + 1 : 0);
+  const high = s.maximum ?? (s.exclusiveMaximum !== undefined ? s.exclusiveMaximum - 1 : low + 1000);
+  return Math.floor((low + high) / 2);
+}
+
+/** A valid scalar for a schema that has no better example: default, first enum value, a number inside the bounds. */
+export function schemaExample(s: JsonSchema): unknown {
+  if (s.default !== undefined) return s.default;
+  if (s.enum) return s.enum[0];
+  if (s.const !== undefined) return s.const;
+  if (isNumeric(s)) return numberInside(s);
+  if (s.type === 'boolean') return true;
+  if (s.type === 'string' && !s.pattern && !s.format) return 'example'.padEnd(s.minLength ?? 0, 'x').slice(0, s.maxLength ?? 7);
+  return undefined;
+}
+
+export function examplePathValue(op: ApiOperation, p: ApiParameter, ids: OwnedIds): string {
+  const named = PATH_VALUES[p.name];
+  if (named) return named(ids);
+  const value = schemaExample(p.schema);
+  if (value === undefined) throw new Error(`${op.id}: add a valid example for path parameter ${p.name} to test/support/api-examples.ts`);
+  return String(value);
+}
+
+/** Valid path values of an operation, URL-encoded. */
+export function examplePath(op: ApiOperation, ids: OwnedIds): Record<string, string> {
+  return Object.fromEntries(pathParams(op).map((p) => [p.name, encodeURIComponent(examplePathValue(op, p, ids))]));
+}
+
+/** Valid values of the operation's required query parameters, URL-encoded. */
+export function exampleQuery(op: ApiOperation): Array<[string, string]> {
+  return queryParams(op)
+    .filter((p) => p.required)
+    .map((p) => {
+      const value = schemaExample(p.schema);
+      if (value === undefined) throw new Error(`${op.id}: add a valid example for query parameter ${p.name} to test/support/api-examples.ts`);
+      return [p.name, encodeURIComponent(String(value))];
+    });
+}
+
+/** One valid request body per operation that takes one, by `METHOD path`. */
+const BODIES: Record<string, (ids: OwnedIds) => unknown> = {
+  'POST /api/v1/vpn': () => ({ account_name: 'laptop-ada', notes: 'travel laptop' }),
+  'POST /api/v1/keys': () => ({ label: 'robustness probe' }),
+  'POST /api/v1/ips': () => ({ ip: '203.0.113.7', confidence: 0.9, source: 'ssh_log', notes: 'brute force on port 22' }),
+  'POST /api/v1/files': () => ({
+    md5: sampleFileRecord.md5,
+    sha1: sampleFileRecord.sha1,
+    sha256: sampleFileRecord.sha256,
+    // The fixture's 'application/x-dosexec' is only an alternative name in GET /file_types, which POST /files refuses.
+    file_type: 'application/vnd.microsoft.portable-executable',
+    file_name: sampleFileRecord.file_name,
+    tags: sampleFileRecord.tags,
+    confidence: 0.8,
+  }),
+  'PUT /api/v1/files/{digest}': () => ({ decision: 1 }),
+  'POST /api/v1/domains': () => ({ domain: sampleDomainRecord.domain, tags: sampleDomainRecord.tags, confidence: 0.7 }),
+  'PUT /api/v1/domains/{domain_name}': () => ({ decision: 0 }),
+  'POST /api/v1/urls': () => ({ url: sampleUrlRecord.url, tags: sampleUrlRecord.tags, confidence: 0.6 }),
+  'PUT /api/v1/urls/{url}': () => ({ decision: -1 }),
+  'POST /api/v1/agents': (ids) => ({ ...sampleAgentConfig, gaid: `${ids.agid}X` }),
+  'POST /api/v1/agents/{agid}/token': () => ({ ttl_days: 30 }),
+  'PUT /api/v1/agents/{agid}/config': (ids) => ({ ...sampleAgentConfig, gaid: ids.agid, running: 'yes' }),
+  'POST /api/v1/agents/feedback': (ids) => ({ agid: ids.agid, plugin: 'packet_filter', hostname: 'fw-1', code: 0, score_threshold: 500, blacklist: ['203.0.113.7'] }),
+  'PUT /api/v1/organization/config': () => ({ live: {}, reserved_ips: ['192.0.2.0/24'], blocking_roule: { score: 500, tags: ['malware'] } }),
+};
+
+export function exampleBody(op: ApiOperation, ids: OwnedIds): unknown {
+  if (!op.body) return undefined;
+  const make = BODIES[op.id];
+  if (!make) throw new Error(`${op.id}: add a valid example body to test/support/api-examples.ts`);
+  return structuredClone(make(ids));
+}
