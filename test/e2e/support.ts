@@ -102,8 +102,8 @@ export interface AgentProcess {
   terminate(): Promise<number | null>;
 }
 
-export function spawnAgent(args: string[], env: Record<string, string>, logPath: string): AgentProcess {
-  const child = spawn(process.execPath, [AGENT_BIN, ...args], { env: { ...process.env, TZ: 'UTC', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnAgent(args: string[], env: Record<string, string>, logPath: string, bin: string = AGENT_BIN, nodeArgs: string[] = []): AgentProcess {
+  const child = spawn(process.execPath, [...nodeArgs, bin, ...args], { env: { ...process.env, TZ: 'UTC', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const log = createWriteStream(logPath, { flags: 'a' });
   child.stdout!.pipe(log);
   child.stderr!.pipe(log);
@@ -196,9 +196,9 @@ export async function readJson<T>(path: string): Promise<T | undefined> {
   }
 }
 
-export async function agentHealth(port: number): Promise<Record<string, unknown> | undefined> {
+export async function agentHealth(port: number, timeoutMs = 1000): Promise<Record<string, unknown> | undefined> {
   try {
-    const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) });
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(timeoutMs) });
     return (await res.json()) as Record<string, unknown>;
   } catch {
     return undefined;

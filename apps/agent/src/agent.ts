@@ -334,6 +334,7 @@ export class Agent {
       sources: this.supervisor?.labels ?? [],
       enforcers: this.enforcers.map((e) => ({ label: e.label, healthy: !e.needsReplace })),
       channel_connected: this.channel?.connected ?? false,
+      memory_mb: memoryMb(),
     };
   }
 
@@ -352,6 +353,12 @@ export class Agent {
     await this.ops?.close();
     this.log.info({}, 'agent stopped');
   }
+}
+
+function memoryMb(): Record<string, number> {
+  const m = process.memoryUsage();
+  const mb = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
+  return { rss: mb(m.rss), heap_used: mb(m.heapUsed), heap_total: mb(m.heapTotal), external: mb(m.external), array_buffers: mb(m.arrayBuffers) };
 }
 
 async function resolveHost(host: string): Promise<string[]> {

@@ -27,6 +27,28 @@ export function keyCidr(key: number): string {
   return `${ip >>> 24}.${(ip >>> 16) & 255}.${(ip >>> 8) & 255}.${ip & 255}/${prefix}`;
 }
 
+function writeDecimal(buf: Buffer, at: number, value: number): number {
+  if (value >= 100) buf[at++] = 48 + Math.floor(value / 100);
+  if (value >= 10) buf[at++] = 48 + (Math.floor(value / 10) % 10);
+  buf[at++] = 48 + (value % 10);
+  return at;
+}
+
+/** Writes the CIDR of `key` as ASCII at `at`; returns the offset after it. */
+export function writeCidr(buf: Buffer, at: number, key: number): number {
+  const prefix = key % 64;
+  const ip = (key - prefix) / 64;
+  at = writeDecimal(buf, at, ip >>> 24);
+  buf[at++] = 46;
+  at = writeDecimal(buf, at, (ip >>> 16) & 255);
+  buf[at++] = 46;
+  at = writeDecimal(buf, at, (ip >>> 8) & 255);
+  buf[at++] = 46;
+  at = writeDecimal(buf, at, ip & 255);
+  buf[at++] = 47;
+  return writeDecimal(buf, at, prefix);
+}
+
 export class CompactSet {
   keys = new Float64Array(0);
   scores = new Float32Array(0);
@@ -36,9 +58,36 @@ export class CompactSet {
     return this.keys.length;
   }
 
+  /** Sorts typed arrays in place (no per-entry objects), so a million entries cost ~24 MB at peak. */
   replace(entries: readonly BlockEntry[]): void {
-    const pairs = this.parse(entries);
-    this.build(pairs);
+    this.invalid = 0;
+    const keys = new Float64Array(entries.length);
+    const scores = new Float32Array(entries.length);
+    let n = 0;
+    for (const entry of entries) {
+      const key = cidrKey(entry.cidr);
+      if (key === undefined || !Number.isFinite(entry.score)) {
+        this.invalid += 1;
+        continue;
+      }
+      keys[n] = key;
+      scores[n++] = entry.score;
+    }
+    const order = new Uint32Array(n);
+    for (let i = 0; i < n; i++) order[i] = i;
+    order.sort((a, b) => keys[a]! - keys[b]! || scores[b]! - scores[a]!);
+    // Duplicates are adjacent now, the highest score first: keep that one.
+    const outKeys = new Float64Array(n);
+    const outScores = new Float32Array(n);
+    let m = 0;
+    for (let i = 0; i < n; i++) {
+      const k = keys[order[i]!]!;
+      if (m > 0 && outKeys[m - 1] === k) continue;
+      outKeys[m] = k;
+      outScores[m++] = scores[order[i]!]!;
+    }
+    this.keys = outKeys.slice(0, m);
+    this.scores = outScores.slice(0, m);
   }
 
   /** Removals first, then additions; returns the CIDRs really added and removed. */

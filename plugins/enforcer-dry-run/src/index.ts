@@ -1,8 +1,10 @@
-import { readFile } from 'node:fs/promises';
+import { open, readFile, rename } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
-import { defineEnforcer, writeFileAtomic, type BlockEntry, type Diff, type EnforceResult, type Enforcer } from '@rampart/plugin-kit';
+import { defineEnforcer, type BlockEntry, type Diff, type EnforceResult, type Enforcer } from '@rampart/plugin-kit';
 import type { IpsLabel } from '@rampart/contracts';
-import { CompactSet, cidrKey, keyCidr } from './compact-set.ts';
+import { CompactSet, cidrKey, keyCidr, writeCidr } from './compact-set.ts';
 
 /** The open-set `ips` label this enforcer is configured under (`ips.dry_run`). */
 export const DRY_RUN_LABEL = 'dry_run';
@@ -52,11 +54,40 @@ function cut(entries: readonly BlockEntry[], capacity: number): { kept: readonly
   return { kept: keyed.slice(0, capacity).map((x) => x.e), cut: entries.length - capacity };
 }
 
-function render(set: CompactSet, operations: DryRunOperation[]): string {
-  // Written by hand rather than JSON.stringify of an array so 1,000,000 entries cost one string.
-  const parts: string[] = [];
-  for (const key of set.keys) parts.push(`"${keyCidr(key)}"`);
-  return `{"plugin":"dry-run","updated_at":${JSON.stringify(new Date().toISOString())},"enforced":[${parts.join(',')}],"operations":${JSON.stringify(operations)}}\n`;
+/**
+ * Writes the file atomically (temp file, fsync, rename, directory fsync) in 1 MiB chunks built
+ * straight from the key array, so a million entries never exist as a million strings.
+ */
+async function writeRecord(path: string, set: CompactSet, operations: DryRunOperation[]): Promise<void> {
+  const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+  const handle = await open(tmp, 'w', 0o644);
+  try {
+    await handle.write(`{"plugin":"dry-run","updated_at":${JSON.stringify(new Date().toISOString())},"enforced":[`);
+    const chunk = Buffer.allocUnsafe(1 << 20);
+    let used = 0;
+    for (let i = 0; i < set.keys.length; i++) {
+      if (used > chunk.length - 32) {
+        await handle.write(chunk, 0, used);
+        used = 0;
+      }
+      if (i > 0) chunk[used++] = 44; // ,
+      chunk[used++] = 34; // "
+      used = writeCidr(chunk, used, set.keys[i]!);
+      chunk[used++] = 34;
+    }
+    await handle.write(chunk, 0, used);
+    await handle.write(`],"operations":${JSON.stringify(operations)}}\n`);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(tmp, path);
+  const dir = await open(dirname(path), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
 }
 
 /**
@@ -78,7 +109,7 @@ export const dryRunEnforcer = defineEnforcer<DryRunConfig>({
     async function record(op: DryRunOperation): Promise<EnforceResult> {
       history.push(op);
       while (history.length > config.history_limit) history.shift();
-      await writeFileAtomic(config.path, render(set, history));
+      await writeRecord(config.path, set, history);
       ctx.log.info({ op: op.op, enforced: op.enforced, cut: op.cut }, 'dry-run enforcer recorded an operation');
       const result: EnforceResult = { enforced: set.size, cut: op.cut };
       if (set.invalid > 0) result.invalid = set.invalid;

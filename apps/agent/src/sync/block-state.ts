@@ -182,6 +182,18 @@ export class BlockState {
   }
 }
 
+/** How many keys of `from` are not in `to` (both sorted), without building the diff. */
+export function countRemovals(from: KeySet, to: KeySet): number {
+  let removed = 0;
+  let j = 0;
+  for (let i = 0; i < from.keys.length; i++) {
+    const key = from.keys[i]!;
+    while (j < to.keys.length && to.keys[j]! < key) j++;
+    if (j >= to.keys.length || to.keys[j] !== key) removed++;
+  }
+  return removed;
+}
+
 /** The changes from `from` to `to` (both sorted): what an enforcer's `apply` needs. */
 export function diffKeySets(from: KeySet, to: KeySet): Diff {
   const add: BlockEntry[] = [];

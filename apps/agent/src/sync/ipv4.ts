@@ -46,10 +46,31 @@ export function formatIpv4(value: number): string {
   return `${value >>> 24}.${(value >>> 16) & 255}.${(value >>> 8) & 255}.${value & 255}`;
 }
 
-/** Canonical CIDR of a key: `203.0.113.7/32`. */
+function pushDecimal(codes: number[], value: number): void {
+  if (value >= 100) codes.push(48 + Math.floor(value / 100));
+  if (value >= 10) codes.push(48 + (Math.floor(value / 10) % 10));
+  codes.push(48 + (value % 10));
+}
+
+/**
+ * Canonical CIDR of a key: `203.0.113.7/32`. Built from character codes so V8 makes one flat
+ * string (a template literal makes a tree of string pieces, ~3x the memory, and block lists
+ * hold a million of these at once).
+ */
 export function keyCidr(key: number): string {
   const prefix = key % 64;
-  return `${formatIpv4((key - prefix) / 64)}/${prefix}`;
+  const ip = (key - prefix) / 64;
+  const codes: number[] = [];
+  pushDecimal(codes, ip >>> 24);
+  codes.push(46);
+  pushDecimal(codes, (ip >>> 16) & 255);
+  codes.push(46);
+  pushDecimal(codes, (ip >>> 8) & 255);
+  codes.push(46);
+  pushDecimal(codes, ip & 255);
+  codes.push(47);
+  pushDecimal(codes, prefix);
+  return String.fromCharCode(...codes);
 }
 
 export function cidrKey(text: string): number | undefined {

@@ -1,0 +1,190 @@
+/*
+ * Agent benchmark (npx tsx bench/agent.ts):
+ *  1. RSS of the real agent process (bin/rampart-agent.js, dry-run enforcer) holding a
+ *     1,000,000-address block list, against the same agent holding an empty one (baseline, same
+ *     run). The 1,000,000 indicators come from a stand-in control plane that generates the /ips
+ *     feed and the /ipv4 list on the fly (loading a million rows into the real store would take
+ *     longer than the whole benchmark and does not change what the agent holds). Target ≤ 150 MB.
+ *  2. Time from a server-side decision (POST /ips decision=1 on the real server) to the dry-run
+ *     enforcer's file holding the address, over the WebSocket push; baseline: the POST's own
+ *     round trip. Target ≤ 2 s.
+ * Writes bench/results/agent.md.
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { RampartClient } from '@rampart/client';
+import { sampleUser } from '../packages/contracts/src/fixtures.ts';
+import { seedOrg } from '../apps/server/test/support/app.ts';
+import { agentHealth, freePort, runAgentCommand, spawnAgent, startControlPlane, tempDir, waitFor, writeAgentConfig } from '../test/e2e/support.ts';
+
+/** The node flags of the packaged systemd unit (apps/agent/packaging/rampart-agent.service). */
+const PACKAGED_NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '--expose-gc --max-semi-space-size=1 --max-old-space-size=256').split(' ');
+/** The environment of the packaged unit: large buffers mmapped so freed ones go back to the OS. */
+const PACKAGED_ENV: Record<string, string> = process.env.BENCH_NO_MALLOC_ENV ? {} : { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072', MALLOC_TRIM_THRESHOLD_: '131072' };
+const N = Number(process.env.BENCH_AGENT_ADDRESSES ?? 1_000_000);
+const PAGE = 1000;
+const LIST_PAGE = 10_000;
+const BASE = 11 * 2 ** 24; // 11.0.0.0/8: public unicast, far from every never-block range
+
+function ipOf(i: number): string {
+  const v = BASE + i * 3;
+  return `${v >>> 24}.${(v >>> 16) & 255}.${(v >>> 8) & 255}.${v & 255}`;
+}
+
+/** A control plane that serves `count` indicators: /ips pages by ts (ts = index + 1) and /ipv4 pages. */
+async function standIn(count: number) {
+  const now = Math.floor(Date.now() / 1000);
+  const header = (ts: number, next: number) => ({
+    type: 'IPv4', version: 2, ts: String(ts), next_ts: next, page_size: PAGE, delay: 0, eval: 'return 0;', exec_python: '0', user: sampleUser,
+  });
+  const server = createServer((req, res) => {
+    const url = new URL(req.url!, 'http://x');
+    if (url.pathname === '/api/v1/ips') {
+      const ts = Number(url.searchParams.get('ts') ?? 0);
+      const size = Number(url.searchParams.get('page_size') ?? 50);
+      const body = [];
+      for (let i = ts; i < Math.min(count, ts + size); i++) {
+        body.push({ gid: `RMP-RULE-GID-${i}`, ip: ipOf(i), ts: i + 1, entry_ts: now, is_network: false, score: 500, delay: 0, dec: 499, decision: -1, ttl: null });
+      }
+      // ts = index + 1, and "now" for decay is real time: shift every record to now - small.
+      for (const r of body) r.ts = now - 60 + (r.ts % 60);
+      const next = Math.min(count, ts + size);
+      const page = { header: header(ts, next), body: body.map((r, k) => ({ ...r, ts: Math.max(r.ts, 1) })) };
+      // The cursor the agent follows is next_ts; keep it the index so pages never repeat.
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body.length ? page : { header: header(ts, ts), body: [] }));
+      return;
+    }
+    if (url.pathname.startsWith('/api/v1/ipv4/')) {
+      const start = Number(url.searchParams.get('page') ?? 0);
+      const end = Math.min(count, start + LIST_PAGE);
+      const lines: string[] = [];
+      for (let i = start; i < end; i++) lines.push(ipOf(i));
+      const headers: Record<string, string> = { 'content-type': 'text/plain' };
+      if (end < count) headers.next_page = String(end);
+      res.writeHead(200, headers).end(lines.length ? `${lines.join('\n')}\n` : '');
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'application/problem+json' }).end(
+      JSON.stringify({ type: 'https://rampart.dev/problems/not_found', title: 'Not found', status: 404, detail: 'stand-in', instance: url.pathname }),
+    );
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1`, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+async function rssOf(pid: number): Promise<{ rss: number; peak: number }> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)![1]) * 1024;
+  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+}
+
+async function memoryRun(count: number, bin: string): Promise<{ rss: number; peak: number; loadSeconds: number; enforced: number }> {
+  const cp = await standIn(count);
+  const dir = await tempDir('rampart-bench-agent-');
+  const metricsPort = await freePort();
+  const dryRunPath = join(dir.path, 'dry-run.json');
+  const configPath = join(dir.path, 'agent.json');
+  await writeFile(join(dir.path, 'auth.log'), '');
+  await writeAgentConfig(configPath, {
+    controlPlaneUrl: cp.url, gaid: 'RMP-AGENT-ID-bench', stateDir: join(dir.path, 'state'), authLog: join(dir.path, 'auth.log'),
+    dryRunPath, metricsPort, apiKey: 'bench', websocket: false, threshold: 50,
+  });
+  const cfg = JSON.parse(await readFile(configPath, 'utf8')) as { maximum_rules: number; local: Record<string, unknown> };
+  cfg.maximum_rules = 2_000_000;
+  cfg.local.log_level = 'warn';
+  cfg.local.sync_cron = '*/30 * * * * *';
+  await writeFile(configPath, JSON.stringify(cfg));
+  const started = performance.now();
+  const agent = spawnAgent(['run', '-c', configPath], PACKAGED_ENV, join(dir.path, 'agent.log'), bin, PACKAGED_NODE_ARGS);
+  try {
+    const health = await waitFor(`agent enforcing ${count}`, async () => {
+      const h = await agentHealth(metricsPort);
+      return h && h.enforced === count && typeof h.last_sync_at === 'number' && h;
+    }, 600_000, 200);
+    const loadSeconds = (performance.now() - started) / 1000;
+    // Let the heap settle after the load (the steady state is what a host carries).
+    await new Promise((r) => setTimeout(r, 3000));
+    const mem = await rssOf(agent.child.pid!);
+    if (process.env.BENCH_VERBOSE) process.stdout.write(`${JSON.stringify((await agentHealth(metricsPort, 10_000))?.memory_mb)}\n`);
+    return { ...mem, loadSeconds, enforced: health.enforced as number };
+  } finally {
+    await agent.kill9();
+    await cp.close();
+    await dir.remove();
+  }
+}
+
+async function latencyRun(samples: number): Promise<{ latencies: number[]; posts: number[] }> {
+  const cp = await startControlPlane();
+  const dir = await tempDir('rampart-bench-latency-');
+  const org = await seedOrg(cp.store, { credits: 10_000_000, trust: 1 });
+  const metricsPort = await freePort();
+  const dryRunPath = join(dir.path, 'dry-run.json');
+  const configPath = join(dir.path, 'agent.json');
+  await writeFile(join(dir.path, 'auth.log'), '');
+  await writeAgentConfig(configPath, {
+    controlPlaneUrl: cp.url, gaid: 'RMP-AGENT-ID-benchlat', stateDir: join(dir.path, 'state'), authLog: join(dir.path, 'auth.log'), dryRunPath, metricsPort,
+  });
+  const cfg = JSON.parse(await readFile(configPath, 'utf8')) as { local: Record<string, unknown> };
+  cfg.local.log_level = 'warn';
+  cfg.local.sync_cron = '0 0 * * *'; // no polling: only the push can deliver in time
+  await writeFile(configPath, JSON.stringify(cfg));
+  const reg = await runAgentCommand(['register', '-c', configPath], { RAMPART_ADMIN_KEY: org.keys.admin });
+  if (reg.code !== 0) throw new Error(`register failed: ${reg.err}`);
+  const agent = spawnAgent(['run', '-c', configPath], {}, join(dir.path, 'agent.log'));
+  const admin = new RampartClient({ baseUrl: cp.url, apiKey: org.keys.admin });
+  const latencies: number[] = [];
+  const posts: number[] = [];
+  try {
+    await waitFor('agent connected', async () => (await agentHealth(metricsPort))?.channel_connected === true, 60_000);
+    await waitFor('first sync', async () => typeof (await agentHealth(metricsPort))?.last_sync_at === 'number', 60_000);
+    for (let i = 0; i < samples; i++) {
+      const ip = `46.${10 + i}.0.1`;
+      const t0 = performance.now();
+      await admin.reportIp({ ip, confidence: 0.2, source: 'bench', decision: 1 });
+      posts.push(performance.now() - t0);
+      await waitFor(`${ip} enforced`, async () => (await readFile(dryRunPath, 'utf8').catch(() => '')).includes(`"${ip}/32"`), 30_000, 5);
+      latencies.push(performance.now() - t0);
+    }
+  } finally {
+    await agent.kill9();
+    await cp.close();
+    await dir.remove();
+  }
+  return { latencies, posts };
+}
+
+const mb = (b: number) => (b / 2 ** 20).toFixed(1);
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+
+// What runs on hosts: the bundled agent (apps/agent/scripts/bundle.mjs), no tsx loader.
+const bundleDir = await tempDir('rampart-bench-bundle-');
+const bundle = join(bundleDir.path, 'rampart-agent.mjs');
+const built = spawnSync(process.execPath, [new URL('../apps/agent/scripts/bundle.mjs', import.meta.url).pathname, bundle], { encoding: 'utf8' });
+if (built.status !== 0) throw new Error(`bundle failed: ${built.stderr}`);
+const empty = await memoryRun(0, bundle);
+const full = await memoryRun(N, bundle);
+await bundleDir.remove();
+const lat = process.env.BENCH_SKIP_LATENCY ? { latencies: [0], posts: [1] } : await latencyRun(20);
+
+const lines = [
+  '## agent',
+  '',
+  `Command: \`npx tsx bench/agent.ts\` (${new Date().toISOString()}, Node ${process.version}).`,
+  '',
+  '| measure | value | baseline (same run) | ratio | target |',
+  '|---|---|---|---|---|',
+  `| agent RSS (bundled), ${N.toLocaleString('en-US')} addresses enforced (dry-run) | ${mb(full.rss)} MB | ${mb(empty.rss)} MB (empty list) | ${(full.rss / empty.rss).toFixed(2)}× | ≤ 150 MB |`,
+  `| agent peak RSS (VmHWM) during the load | ${mb(full.peak)} MB | ${mb(empty.peak)} MB | ${(full.peak / empty.peak).toFixed(2)}× | |`,
+  `| start to ${N.toLocaleString('en-US')} enforced (feed walk + /ipv4 list + dry-run write) | ${full.loadSeconds.toFixed(1)} s | ${empty.loadSeconds.toFixed(1)} s | | |`,
+  `| decision → dry-run enforcer, median of ${lat.latencies.length} | ${pct(lat.latencies, 50).toFixed(0)} ms | POST /ips ${pct(lat.posts, 50).toFixed(0)} ms | ${(pct(lat.latencies, 50) / pct(lat.posts, 50)).toFixed(1)}× | ≤ 2000 ms |`,
+  `| decision → dry-run enforcer, max | ${Math.max(...lat.latencies).toFixed(0)} ms | POST /ips max ${Math.max(...lat.posts).toFixed(0)} ms | | ≤ 2000 ms |`,
+  '',
+];
+process.stdout.write(`${lines.join('\n')}\n`);
+await mkdir(new URL('./results/', import.meta.url), { recursive: true });
+await writeFile(new URL('./results/agent.md', import.meta.url), `${lines.join('\n')}\n`);
+process.exit(0);
