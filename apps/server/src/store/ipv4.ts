@@ -46,7 +46,9 @@ export class Ipv4Store {
   private async completeBefore(): Promise<number> {
     const now = await this.db.query<{ r: number }>('select floor(extract(epoch from clock_timestamp()))::bigint as r');
     const held = await this.db.query<{ ts: number | null }>(
-      `select min(objid::bigint) as ts from pg_locks where locktype = 'advisory' and classid = $1 and objsubid = 1`,
+      `select min(objid::bigint) as ts from pg_locks
+       where locktype = 'advisory' and classid = $1 and objsubid = 1
+         and database = (select oid from pg_database where datname = current_database())`,
       [IPV4_FEED_LOCK_CLASS],
     );
     const r = now.rows[0]!.r;
