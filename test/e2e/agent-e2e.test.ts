@@ -90,6 +90,8 @@ describe('agent end to end', () => {
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     expect(metrics).toMatch(/rampart_agent_detections_ignored_total\{reason="special_range"\} 6/);
     expect(metrics).toMatch(/rampart_agent_reports_sent_total 1/);
+    expect(metrics).toMatch(/rampart_agent_lines_read_total\{source="ssh_log"\} 11/);
+    expect(metrics).toMatch(/rampart_agent_detections_total\{source="ssh_log"\} 11/);
     expect(metrics).toMatch(/rampart_agent_block_set_size 1/);
   });
 

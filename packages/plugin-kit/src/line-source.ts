@@ -16,6 +16,7 @@ export function startTailedSource(path: string, parser: LineParser, ctx: SourceC
     startAt,
     ...(ctx.offsets ? { offsets: ctx.offsets } : {}),
     onLines(lines, readAt) {
+      ctx.linesRead?.(lines.length);
       for (const line of lines) for (const detection of parser.push(line, readAt)) ctx.emit(detection);
     },
   });
@@ -47,6 +48,7 @@ export function startCommandSource(argv: readonly string[], parser: LineParser, 
   child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
   const lines = createInterface({ input: child.stdout, crlfDelay: Infinity });
   lines.on('line', (line) => {
+    ctx.linesRead?.(1);
     for (const detection of parser.push(line, Date.now() / 1000)) ctx.emit(detection);
   });
   const stop = () => child.kill('SIGTERM');

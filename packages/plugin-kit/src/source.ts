@@ -44,6 +44,8 @@ export interface SourceContext {
    * `fileOffsetStore`); without it a restart starts at the end of each file.
    */
   offsets?: OffsetStore;
+  /** Optional: told how many lines the source read (the agent's `lines_read` metric). */
+  linesRead?(count: number): void;
 }
 
 /** A running source. It only reads and emits; the runtime restarts it with back-off when it fails. */

@@ -81,6 +81,7 @@ export class Supervisor {
           signal,
           offsets,
           emit: (detection) => this.options.emit(spec.label, detection),
+          linesRead: (count) => metrics.linesRead.inc({ source: spec.label }, count),
         });
         await running.done;
       } catch (err) {
