@@ -10,7 +10,8 @@ import type { Store } from './store/index.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { agentCredential } from './plugins/agent-auth.ts';
 import { coinsPlugin } from './plugins/coins.ts';
-import { errorsPlugin } from './plugins/errors.ts';
+import { errorsPlugin, frameworkErrorHandler } from './plugins/errors.ts';
+import { textGuardPlugin } from './plugins/text-guard.ts';
 import { createMetrics, metricsPlugin } from './plugins/metrics.ts';
 import { openapiDocument } from './openapi.ts';
 import { consoleRoutes } from './routes/console.ts';
@@ -48,7 +49,10 @@ export async function buildApp({ config, store }: BuildAppOptions): Promise<Fast
     bodyLimit: config.bodyLimitBytes,
     // 10,000-line lists and the docs page are large; keep-alive clients (firewalls) poll often.
     keepAliveTimeout: 65_000,
-    routerOptions: { ignoreTrailingSlash: true },
+    // A URL-encoded 2048-character URL indicator can triple in length as a path parameter.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 6_500 },
+    // Errors raised before routing (a malformed percent-escape, …) get the same problem+json.
+    frameworkErrors: frameworkErrorHandler,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -57,6 +61,7 @@ export async function buildApp({ config, store }: BuildAppOptions): Promise<Fast
   const context: AppContext = { config, store, metrics, buildDate: buildDate(), events: eventBus(store.db), cursors: cursorCodec(config.cursorSecret ?? (await store.secrets.get('list_cursor'))), enrichment: createEnrichment({ dataDir: config.dataDir }) };
 
   await app.register(errorsPlugin);
+  await app.register(textGuardPlugin);
   await app.register(swagger, openapiDocument(config));
   await app.register(rateLimit, {
     max: config.rateLimitPerMinute,

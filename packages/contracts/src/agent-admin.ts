@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AgentRunning } from './agent-config.ts';
-import { AgentId, OrgId } from './primitives.ts';
+import { AgentId, OrgId, numberLike } from './primitives.ts';
 
 /*
  * Records of the agent administration routes (not in the specification, which leaves the
@@ -40,7 +40,7 @@ export type AgentSummary = z.infer<typeof AgentSummary>;
 
 export const AgentTokenRequest = z
   .strictObject({
-    ttl_days: z.int().min(1).max(3650).optional().describe('Days until the key expires; no expiry when omitted'),
+    ttl_days: numberLike(z.int().min(1).max(3650)).optional().describe('Days until the key expires; no expiry when omitted'),
   })
   .default({});
 export type AgentTokenRequest = z.infer<typeof AgentTokenRequest>;

@@ -46,6 +46,12 @@ function fieldErrors(error: FastifyError): FieldError[] {
   return (error.validation ?? []).map((v) => ({ path: v.instancePath || (error.validationContext ?? ''), message: v.message ?? 'invalid' }));
 }
 
+/** fastify's `frameworkErrors`: failures before a route is chosen (bad percent-escapes, …). */
+export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const message = error.code === 'FST_ERR_BAD_URL' ? 'the URL has an invalid percent-escape' : error.message;
+  void sendProblem(reply, request, 'bad_request', message, { errors: [{ path: 'url', message }] });
+}
+
 export const errorsPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof ApiError) {
@@ -62,6 +68,9 @@ export const errorsPlugin = fp(async (app: FastifyInstance) => {
       return sendProblem(reply, request, 'internal', undefined);
     }
     const mapped = error.code ? FASTIFY_CODES[error.code] : undefined;
+    if (mapped === 'bad_request' && error.code?.startsWith('FST_ERR_CTP_')) {
+      return sendProblem(reply, request, mapped, error.message, { errors: [{ path: 'body', message: error.message }] });
+    }
     if (mapped) return sendProblem(reply, request, mapped, mapped === 'internal' ? undefined : error.message);
     const status = error.statusCode ?? 500;
     if (status === 429) return sendProblem(reply, request, 'rate_limited', error.message);

@@ -46,7 +46,7 @@ export const agentSyncRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
     },
     // A plain GET (no upgrade) gets a problem rather than an empty 404.
     handler: async () => {
-      throw new ApiError('bad_request', 'this endpoint is a WebSocket: send Connection: Upgrade and Upgrade: websocket');
+      throw new ApiError('bad_request', 'this endpoint is a WebSocket: send Connection: Upgrade and Upgrade: websocket', { errors: [{ path: 'headers.upgrade', message: 'must be websocket' }] });
     },
     wsHandler: (socket, request) => {
       const { org, agent } = principalOf(request);

@@ -31,7 +31,8 @@ const LONG_PATH_VALUES: Record<string, (maxLength: number) => string> = {
   url: (max) => `https://a.example/${'x'.repeat(max - 18)}`,
   vid: (max) => `RMP-VID-LIC${'A'.repeat(max - 11)}`,
   agid: (max) => `RMP-AGENT-ID-${'A'.repeat(max - 13)}`,
-  stix2id: (max) => 'x'.repeat(max),
+  // A stix2id names an IPv4, domain, URL or digest; the longest form is a URL.
+  stix2id: (max) => `https://a.example/${'x'.repeat(max - 18)}`,
 };
 
 /** A valid value of the parameter at its declared maximum length, when one is known. */

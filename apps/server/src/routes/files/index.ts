@@ -87,7 +87,8 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
       const principal = principalOf(request);
       const q = request.query;
       const rows = await store.files.feedPage(principal.org.id, q.ts, q.page_size, delaySeconds(principal.org), {
-        minScore: q.min_score,
+        // Scores are whole numbers: score >= 0.5 is score >= 1.
+        minScore: Math.ceil(q.min_score),
         fileType: q.file_type === undefined ? undefined : knownFileType(q.file_type, 'querystring.file_type'),
         fileName: q.file_name,
         tags: q.tags,
