@@ -48,6 +48,16 @@ describe('agent configuration', () => {
     expect(second.problems.find((p) => p.path === 'ips.firewall_mgmt_a')?.message).toMatch(/^no enforcer for 'firewall_mgmt_a'; known enforcers: .*dry_run/);
   });
 
+  it('accepts source options inside the ids entry and moves them to local.sources', () => {
+    const doc = { ...base, ids: { ssh_log: { active: true, ssh_log_location: '/var/log/auth.log', options: { mode: 'aggressive', max_retry: 2 } } }, local: {} };
+    const { config, problems } = validateAgentText(JSON.stringify(doc), { AGENT_KEY: 'k' }, REGISTRY);
+    expect(problems).toEqual([]);
+    expect(config?.settings.ids?.ssh_log).toEqual({ active: true, ssh_log_location: '/var/log/auth.log' });
+    expect(config?.local.sources).toEqual({ ssh_log: { mode: 'aggressive', max_retry: 2 } });
+    const bad = validateAgentText(JSON.stringify({ ...doc, ids: { ssh_log: { ...doc.ids.ssh_log, options: { mode: 'loud' } } } }), { AGENT_KEY: 'k' }, REGISTRY);
+    expect(bad.problems.map((p) => p.path)).toEqual(['ids.ssh_log.options.mode']);
+  });
+
   it('reports JSON errors and non-objects instead of throwing', () => {
     expect(parseAgentFile('{', {}).problems[0]?.message).toMatch(/^not JSON/);
     expect(parseAgentFile('[]', {}).problems).toEqual([{ path: '', message: 'must be a JSON object' }]);

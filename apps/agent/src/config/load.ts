@@ -40,7 +40,8 @@ export function parseAgentFile(text: string, env: Record<string, string | undefi
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return { problems: [{ path: '', message: 'must be a JSON object' }] };
   const problems: ConfigProblem[] = [];
   const expanded = expandEnv(raw, env, problems) as Record<string, unknown>;
-  const { control_plane_url: url, local, ...settings } = expanded;
+  const { control_plane_url: url, local: rawLocal, ...settings } = expanded;
+  const local = liftSourceOptions(settings, rawLocal);
 
   const urlResult = ControlPlaneUrl.safeParse(url);
   if (!urlResult.success) problems.push(...issues(['control_plane_url'], urlResult.error));
@@ -54,6 +55,30 @@ export function parseAgentFile(text: string, env: Record<string, string | undefi
     config: { controlPlaneUrl: urlResult.data.replace(/\/+$/, ''), local: localResult.data, settings: settingsResult.data },
     problems,
   };
+}
+
+/**
+ * A source's local options may also be written inside its `ids.<label>` entry as `options`
+ * (as the plugin READMEs show). The settings document has no such field (the server's copy never
+ * carries it), so they are moved to `local.sources.<label>`; an entry there wins.
+ */
+function liftSourceOptions(settings: Record<string, unknown>, local: unknown): unknown {
+  const ids = settings.ids;
+  if (ids === null || typeof ids !== 'object' || Array.isArray(ids)) return local;
+  const lifted: Record<string, unknown> = {};
+  const cleaned: Record<string, unknown> = {};
+  for (const [label, entry] of Object.entries(ids)) {
+    if (entry !== null && typeof entry === 'object' && !Array.isArray(entry) && 'options' in entry) {
+      const { options, ...rest } = entry as Record<string, unknown>;
+      lifted[label] = options;
+      cleaned[label] = rest;
+    } else cleaned[label] = entry;
+  }
+  if (Object.keys(lifted).length === 0) return local;
+  settings.ids = cleaned;
+  const base = local !== null && typeof local === 'object' && !Array.isArray(local) ? (local as Record<string, unknown>) : {};
+  const sources = base.sources !== null && typeof base.sources === 'object' ? (base.sources as Record<string, unknown>) : {};
+  return { ...base, sources: { ...lifted, ...sources } };
 }
 
 export const DEFAULT_ORGANIZATION: OrganizationConfig = OrganizationConfig.parse({});
