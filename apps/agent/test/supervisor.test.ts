@@ -1,0 +1,39 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineSource, type Detection } from '@rampart/plugin-kit';
+import { Supervisor } from '../src/runtime/supervisor.ts';
+import { createMetrics } from '../src/runtime/metrics.ts';
+import { memoryOffsetStore } from '@rampart/plugin-kit';
+
+describe('supervisor', () => {
+  it('restarts a failing source with back-off, passes its detections on, and stops it', async () => {
+    let starts = 0;
+    const flaky = defineSource({
+      name: 'flaky',
+      serves: 'json_source',
+      configSchema: z.object({}),
+      createParser: () => ({ push: () => [], flush: () => [] }),
+      start: (_config, _mode, ctx) => {
+        starts += 1;
+        ctx.emit({ ts: starts, ip: `45.80.0.${starts}`, source: 'json_source', kind: 'test', attempts: 1 });
+        if (starts < 3) return { done: Promise.reject(new Error(`boom ${starts}`)) };
+        return { done: new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve())) };
+      },
+    });
+    const metrics = createMetrics();
+    const seen: Detection[] = [];
+    const supervisor = new Supervisor({ log: pino({ level: 'silent' }), metrics, offsets: memoryOffsetStore(), emit: (_l, d) => seen.push(d), backoff: { baseMs: 5, maxMs: 20 } });
+    await supervisor.update([{ label: 'json_source', definition: flaky, config: {}, mode: 'normal' }]);
+    const deadline = Date.now() + 10_000;
+    while (starts < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(starts).toBe(3);
+    expect(seen.map((d) => d.ip)).toEqual(['45.80.0.1', '45.80.0.2', '45.80.0.3']);
+    expect((await metrics.sourceRestarts.get()).values).toEqual([{ value: 2, labels: { source: 'json_source' } }]);
+    expect(supervisor.labels).toEqual(['json_source']);
+    await supervisor.update([]);
+    expect(supervisor.labels).toEqual([]);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(starts).toBe(3);
+  });
+});
