@@ -1,7 +1,8 @@
 /*
  * What the agent knows about each indicator, for up to millions of entries at ~22 bytes each:
  * an open-addressing hash table (linear probing, backward-shift deletion) over typed arrays,
- * keyed by the IPv4 net key (ipv4.ts). A Map of objects would cost ~150 bytes an entry.
+ * keyed by the IPv4 net key (ipv4.ts), 17 bytes a slot at a load of at most one half. A Map of
+ * objects would cost ~150 bytes an entry.
  */
 
 /** The server's /ipv4 list named this entry at the last full reconcile. */
@@ -21,11 +22,20 @@ export interface TableEntry {
   flags: number;
 }
 
-const EMPTY = 0;
+/** Prefix value of an empty slot (real prefixes are 0..32). */
+const EMPTY = 255;
 const MIN_CAPACITY = 1024;
 
+function hashOf(ip: number, prefix: number): number {
+  let h = Math.imul(ip ^ Math.imul(prefix + 1, 0x85ebca6b), 0x9e3779b1);
+  h ^= h >>> 15;
+  return h >>> 0;
+}
+
 export class RecordTable {
-  private keys: Float64Array; // key + 1; 0 marks an empty slot
+  // The key (ip * 64 + prefix) split in two arrays: 5 bytes a slot instead of 8.
+  private ips: Uint32Array;
+  private prefixes: Uint8Array; // EMPTY marks an empty slot
   private s0: Uint16Array;
   private ts: Uint32Array;
   private ttl: Uint32Array; // 0 = null
@@ -35,7 +45,8 @@ export class RecordTable {
 
   constructor(capacity = MIN_CAPACITY) {
     const size = 2 ** Math.ceil(Math.log2(Math.max(MIN_CAPACITY, capacity * 2)));
-    this.keys = new Float64Array(size);
+    this.ips = new Uint32Array(size);
+    this.prefixes = new Uint8Array(size).fill(EMPTY);
     this.s0 = new Uint16Array(size);
     this.ts = new Uint32Array(size);
     this.ttl = new Uint32Array(size);
@@ -48,32 +59,30 @@ export class RecordTable {
   }
 
   private slotOf(key: number): number {
-    const mask = this.keys.length - 1;
-    // Mix the address and prefix bits; Math.imul keeps it in 32 bits.
-    const low = key % 4294967296;
-    const high = Math.floor(key / 4294967296);
-    let h = Math.imul(low ^ Math.imul(high, 0x85ebca6b), 0x9e3779b1);
-    h ^= h >>> 15;
-    let slot = h & mask;
-    const stored = key + 1;
-    while (this.keys[slot] !== EMPTY && this.keys[slot] !== stored) slot = (slot + 1) & mask;
+    const mask = this.prefixes.length - 1;
+    const prefix = key % 64;
+    const ip = (key - prefix) / 64;
+    let slot = hashOf(ip, prefix) & mask;
+    while (this.prefixes[slot] !== EMPTY && !(this.prefixes[slot] === prefix && this.ips[slot] === ip)) slot = (slot + 1) & mask;
     return slot;
   }
 
   get(key: number): TableEntry | undefined {
     const slot = this.slotOf(key);
-    return this.keys[slot] === EMPTY ? undefined : this.read(slot);
+    return this.prefixes[slot] === EMPTY ? undefined : this.read(slot);
   }
 
   has(key: number): boolean {
-    return this.keys[this.slotOf(key)] !== EMPTY;
+    return this.prefixes[this.slotOf(key)] !== EMPTY;
   }
 
   set(entry: TableEntry): void {
-    if ((this.count + 1) * 2 > this.keys.length) this.grow();
+    if ((this.count + 1) * 2 > this.prefixes.length) this.grow();
     const slot = this.slotOf(entry.key);
-    if (this.keys[slot] === EMPTY) this.count += 1;
-    this.keys[slot] = entry.key + 1;
+    if (this.prefixes[slot] === EMPTY) this.count += 1;
+    const prefix = entry.key % 64;
+    this.prefixes[slot] = prefix;
+    this.ips[slot] = (entry.key - prefix) / 64;
     this.s0[slot] = entry.s0;
     this.ts[slot] = entry.ts;
     this.ttl[slot] = entry.ttl ?? 0;
@@ -82,14 +91,14 @@ export class RecordTable {
   }
 
   delete(key: number): boolean {
-    const mask = this.keys.length - 1;
+    const mask = this.prefixes.length - 1;
     let slot = this.slotOf(key);
-    if (this.keys[slot] === EMPTY) return false;
+    if (this.prefixes[slot] === EMPTY) return false;
     this.count -= 1;
     // Backward-shift deletion: later members of the probe run move up so lookups stay correct.
     let next = (slot + 1) & mask;
-    while (this.keys[next] !== EMPTY) {
-      const home = this.homeOf(this.keys[next]! - 1);
+    while (this.prefixes[next] !== EMPTY) {
+      const home = hashOf(this.ips[next]!, this.prefixes[next]!) & mask;
       const distanceNext = (next - home) & mask;
       const distanceHole = (slot - home) & mask;
       if (distanceHole < distanceNext || distanceHole === distanceNext) {
@@ -99,19 +108,19 @@ export class RecordTable {
       }
       next = (next + 1) & mask;
     }
-    this.keys[slot] = EMPTY;
+    this.prefixes[slot] = EMPTY;
     return true;
   }
 
   *entries(): Generator<TableEntry> {
-    for (let slot = 0; slot < this.keys.length; slot++) if (this.keys[slot] !== EMPTY) yield this.read(slot);
+    for (let slot = 0; slot < this.prefixes.length; slot++) if (this.prefixes[slot] !== EMPTY) yield this.read(slot);
   }
 
   /** Visits every entry without allocating; `visit` may not modify the table. */
   forEach(visit: (key: number, s0: number, ts: number, decision: number, ttl: number, flags: number) => void): void {
-    for (let slot = 0; slot < this.keys.length; slot++) {
-      const stored = this.keys[slot]!;
-      if (stored !== EMPTY) visit(stored - 1, this.s0[slot]!, this.ts[slot]!, this.decision[slot]!, this.ttl[slot]!, this.flags[slot]!);
+    for (let slot = 0; slot < this.prefixes.length; slot++) {
+      const prefix = this.prefixes[slot]!;
+      if (prefix !== EMPTY) visit(this.ips[slot]! * 64 + prefix, this.s0[slot]!, this.ts[slot]!, this.decision[slot]!, this.ttl[slot]!, this.flags[slot]!);
     }
   }
 
@@ -122,21 +131,13 @@ export class RecordTable {
   }
 
   clear(): void {
-    this.keys.fill(EMPTY);
+    this.prefixes.fill(EMPTY);
     this.count = 0;
   }
 
-  private homeOf(key: number): number {
-    const mask = this.keys.length - 1;
-    const low = key % 4294967296;
-    const high = Math.floor(key / 4294967296);
-    let h = Math.imul(low ^ Math.imul(high, 0x85ebca6b), 0x9e3779b1);
-    h ^= h >>> 15;
-    return h & mask;
-  }
-
   private move(from: number, to: number): void {
-    this.keys[to] = this.keys[from]!;
+    this.ips[to] = this.ips[from]!;
+    this.prefixes[to] = this.prefixes[from]!;
     this.s0[to] = this.s0[from]!;
     this.ts[to] = this.ts[from]!;
     this.ttl[to] = this.ttl[from]!;
@@ -147,7 +148,7 @@ export class RecordTable {
   private read(slot: number): TableEntry {
     const ttl = this.ttl[slot]!;
     return {
-      key: this.keys[slot]! - 1,
+      key: this.ips[slot]! * 64 + this.prefixes[slot]!,
       s0: this.s0[slot]!,
       ts: this.ts[slot]!,
       decision: this.decision[slot]! as -1 | 0 | 1,
@@ -158,19 +159,21 @@ export class RecordTable {
 
   /** Doubles the arrays and re-inserts slot by slot (no per-entry objects: this runs at a million entries). */
   private grow(): void {
-    const { keys, s0, ts, ttl, decision, flags } = this;
-    const size = keys.length * 2;
-    this.keys = new Float64Array(size);
+    const { ips, prefixes, s0, ts, ttl, decision, flags } = this;
+    const size = prefixes.length * 2;
+    this.ips = new Uint32Array(size);
+    this.prefixes = new Uint8Array(size).fill(EMPTY);
     this.s0 = new Uint16Array(size);
     this.ts = new Uint32Array(size);
     this.ttl = new Uint32Array(size);
     this.decision = new Int8Array(size);
     this.flags = new Uint8Array(size);
-    for (let from = 0; from < keys.length; from++) {
-      const stored = keys[from]!;
-      if (stored === EMPTY) continue;
-      const to = this.slotOf(stored - 1);
-      this.keys[to] = stored;
+    for (let from = 0; from < prefixes.length; from++) {
+      const prefix = prefixes[from]!;
+      if (prefix === EMPTY) continue;
+      const to = this.slotOf(ips[from]! * 64 + prefix);
+      this.ips[to] = ips[from]!;
+      this.prefixes[to] = prefix;
       this.s0[to] = s0[from]!;
       this.ts[to] = ts[from]!;
       this.ttl[to] = ttl[from]!;
