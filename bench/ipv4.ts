@@ -96,7 +96,7 @@ async function load(label: string, opts: autocannon.Options): Promise<Run> {
 }
 
 /** Peak resident set of a process while `work` runs (sampled every 20 ms from /proc). */
-async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; peakMb: number }> {
+async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; peakMb: number; startMb: number }> {
   let peak = 0;
   const sample = () => {
     try {
@@ -106,10 +106,11 @@ async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result
       // The process may be gone at the very end.
     }
   };
-  const timer = setInterval(sample, 20);
   sample();
+  const startMb = peak;
+  const timer = setInterval(sample, 20);
   try {
-    return { result: await work(), peakMb: peak };
+    return { result: await work(), peakMb: peak, startMb };
   } finally {
     clearInterval(timer);
     sample();
@@ -139,11 +140,12 @@ interface StreamRow {
   requests: number;
   staticSeconds: number;
   peakMb: number;
+  startMb: number;
 }
 
 async function streamList(ready: Ready, pid: number, label: string, path: string, paged: boolean, file: string): Promise<StreamRow> {
   const headers = { authorization: ready.readers[0]! };
-  const { result, peakMb } = await peakRss(pid, async () => {
+  const { result, peakMb, startMb } = await peakRss(pid, async () => {
     let seconds = 0;
     let bytes = 0;
     let requests = 0;
@@ -163,8 +165,8 @@ async function streamList(ready: Ready, pid: number, label: string, path: string
   const statics = [];
   for (let i = 0; i < 2; i++) statics.push((await download(`http://127.0.0.1:${ready.constant}/static/${file}`, {}, join(tmpdir(), `${file}.copy`), false)).seconds);
   rmSync(join(tmpdir(), `${file}.copy`), { force: true });
-  const row = { label, ...result, lines, staticSeconds: Math.min(...statics), peakMb };
-  console.log(`${label}: ${row.seconds.toFixed(2)} s for ${(row.bytes / 1e6).toFixed(1)} MB in ${row.requests} request(s), static ${row.staticSeconds.toFixed(3)} s, ratio ${(row.seconds / row.staticSeconds).toFixed(1)}x, server peak RSS ${row.peakMb.toFixed(0)} MB`);
+  const row = { label, ...result, lines, staticSeconds: Math.min(...statics), peakMb, startMb };
+  console.log(`${label}: ${row.seconds.toFixed(2)} s for ${(row.bytes / 1e6).toFixed(1)} MB in ${row.requests} request(s), static ${row.staticSeconds.toFixed(3)} s, ratio ${(row.seconds / row.staticSeconds).toFixed(1)}x, server RSS ${row.startMb.toFixed(0)} MB before, peak ${row.peakMb.toFixed(0)} MB`);
   return row;
 }
 
@@ -249,9 +251,9 @@ async function main(): Promise<void> {
       '',
       '## Plain-text lists',
       '',
-      '| list | requests | lines | MB | seconds | MB/s | static file s | ratio | server peak RSS MB |',
+      '| list | requests | lines | MB | seconds | MB/s | static file s | ratio | server RSS before → peak MB |',
       '|---|---|---|---|---|---|---|---|---|',
-      ...[flat, ipv4].map((x) => `| ${x.label} | ${x.requests} | ${x.lines.toLocaleString('en')} | ${(x.bytes / 1e6).toFixed(1)} | ${x.seconds.toFixed(2)} | ${mbps(x.bytes, x.seconds)} | ${x.staticSeconds.toFixed(3)} | ${(x.seconds / x.staticSeconds).toFixed(1)}x | ${x.peakMb.toFixed(0)} |`),
+      ...[flat, ipv4].map((x) => `| ${x.label} | ${x.requests} | ${x.lines.toLocaleString('en')} | ${(x.bytes / 1e6).toFixed(1)} | ${x.seconds.toFixed(2)} | ${mbps(x.bytes, x.seconds)} | ${x.staticSeconds.toFixed(3)} | ${(x.seconds / x.staticSeconds).toFixed(1)}x | ${x.startMb.toFixed(0)} → ${x.peakMb.toFixed(0)} |`),
       '',
       'Target: ratio <= 3x the static file, RSS < 300 MB while streaming.',
       '',

@@ -101,7 +101,8 @@ export async function sendTextList<Row, Key>(request: FastifyRequest, reply: Fas
   reply.header('etag', etag).header('cache-control', 'private, no-cache').type('text/plain; charset=utf-8');
   if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send();
   if (empty) return reply.send(options.header !== undefined ? `${options.header}\n` : '');
-  const stream = Readable.from(entries(options, after, upTo));
+  // One chunk buffered ahead at most: the socket's pace decides how fast the store is read.
+  const stream = Readable.from(entries(options, after, upTo), { highWaterMark: 1 });
   stream.on('error', (err) => request.log.error({ err }, 'text list stream failed'));
   return reply.send(stream);
 }
