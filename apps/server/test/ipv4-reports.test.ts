@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrganizationConfig } from '@rampart/contracts';
 import { liveScore, scoreV32 } from '@rampart/scoring';
+import { createEnrichment } from '../src/services/enrichment.ts';
 import { eventBus, type PlatformEvent } from '../src/services/events.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
@@ -222,5 +223,13 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
     } finally {
       await unsubscribe();
     }
+  });
+
+  it('stores the enrichment of a new indicator as its ip_info (full=yes)', async () => {
+    expect((await report(a.keys.contributor, { ip: '8.8.8.8', confidence: 1, source: 's' })).statusCode).toBe(201);
+    const expected = createEnrichment().ipInfo('8.8.8.8');
+    expect(expected?.asn).toMatch(/^AS\d+$/);
+    const page = (await app.inject({ url: '/api/v1/ips/8.8.8.8?full=yes', headers: { authorization: a.keys.reader } })).json();
+    expect(page.body[0].ip_info).toEqual(expected);
   });
 });
