@@ -36,6 +36,20 @@ describe('report spool', () => {
     await c.close();
   });
 
+  it('refuses a report whose key was spooled before, also after a reopen and after it was acknowledged', async () => {
+    const d = await dir();
+    const a = await Spool.open({ dir: d });
+    const first = a.appendSync(body(1), 'ssh_log|45.33.0.1|100');
+    expect(first?.seq).toBe(1);
+    expect(a.appendSync(body(1), 'ssh_log|45.33.0.1|100')).toBeUndefined();
+    await a.ack(1);
+    const b = await Spool.open({ dir: d });
+    expect(b.depth).toBe(0);
+    expect(b.appendSync(body(1), 'ssh_log|45.33.0.1|100')).toBeUndefined();
+    expect(b.appendSync(body(1), 'ssh_log|45.33.0.1|160')?.seq).toBe(2);
+    await b.close();
+  });
+
   it('drops a torn last line (an append that never returned) and keeps the rest', async () => {
     const d = await dir();
     const a = await Spool.open({ dir: d });

@@ -18,11 +18,10 @@ export interface PipelineOptions {
  * Detection → report: drops what may never be reported (the never-block list: private ranges,
  * our own addresses, the organization's reserved IPs, the allow-list; and IPv6, which `POST /ips`
  * does not take), counts the rest through the source's fail2ban-like policy, and spools each
- * report the policy completes. The spool write is awaited in order, one report at a time.
+ * report the policy completes.
  */
 export class DetectionPipeline {
   private readonly policies = new Map<string, FailPolicy>();
-  private chain: Promise<void> = Promise.resolve();
   private pruneAt = 0;
 
   constructor(private readonly options: PipelineOptions) {}
@@ -64,19 +63,20 @@ export class DetectionPipeline {
     }
     if (!candidate) return;
     const body = { ip: candidate.ip, confidence: candidate.confidence, source: candidate.source, notes: candidate.notes };
-    this.chain = this.chain.then(async () => {
-      try {
-        await this.options.spool.append(body);
-        metrics.reportsSpooled.inc();
-        this.options.onSpooled();
-      } catch (err) {
-        this.options.log.error({ err, ip: body.ip }, 'report could not be spooled');
+    // Synchronously: the report is on disk before the source's tailer saves its offset.
+    try {
+      const spooled = this.options.spool.appendSync(body, `${candidate.source}|${candidate.ip}|${candidate.ts}`);
+      if (!spooled) {
+        metrics.detectionsIgnored.inc({ reason: 'already_reported' });
+        return;
       }
-    });
+      metrics.reportsSpooled.inc();
+      this.options.onSpooled();
+    } catch (err) {
+      this.options.log.error({ err, ip: body.ip }, 'report could not be spooled');
+    }
   }
 
-  /** Resolves once every report pushed so far is on disk. */
-  flushed(): Promise<void> {
-    return this.chain;
-  }
+  /** Every report pushed so far is on disk already (appends are synchronous). */
+  async flushed(): Promise<void> {}
 }

@@ -1,7 +1,6 @@
-import { mkdir, open, readFile, stat, type FileHandle } from 'node:fs/promises';
-import { randomUUID } from 'node:crypto';
+import { closeSync, fdatasyncSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { syncDir, writeDurable } from './durable-file.ts';
 
 /** What the agent sends as a report; `id` doubles as the Idempotency-Key of every attempt. */
 export interface SpooledReport {
@@ -10,7 +9,16 @@ export interface SpooledReport {
   /** Epoch ms when it was spooled. */
   at: number;
   body: { ip: string; confidence: number; source: string; notes?: string };
+  /**
+   * What made this report (source, address, time of the completing line). A source that re-reads
+   * lines after a crash (its offset is saved just after they were read) makes the same key again,
+   * and the spool refuses the copy.
+   */
+  key?: string;
 }
+
+/** Acknowledged reports kept in the log for their keys: far more than one read batch of a source. */
+const RECENT_KEPT = 10_000;
 
 export interface SpoolOptions {
   dir: string;
@@ -27,6 +35,29 @@ export class SpoolFullError extends Error {
   }
 }
 
+function syncDirSync(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** temp file, fsync, rename, directory fsync: a crash leaves the old or the new content. */
+function replaceFileSync(path: string, dir: string, data: string): void {
+  const tmp = join(dir, `.${randomBytes(6).toString('hex')}.tmp`);
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    writeFileSync(fd, data);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+  syncDirSync(dir);
+}
+
 /**
  * The report spool: an append-only JSON-lines log (each append fsynced before it returns, so a
  * report exists on disk before it is sent) and an `acked` file holding the highest sequence
@@ -34,18 +65,25 @@ export class SpoolFullError extends Error {
  * order, so "acked = n" means every report up to n is done. After a crash the pending reports
  * are those above `acked`, in order; a torn last line (a crash mid-append) is dropped because
  * its append never returned, so nobody counted on it.
+ *
+ * File operations are synchronous on purpose: a source's lines are appended here before its
+ * tailer records how far it read (the tailer saves its offset after `onLines` returns), so a
+ * crash can never leave a line counted as read whose report is not on disk. Reports are rare
+ * (one per attacker per policy window), so the blocking fsync costs little.
  */
 export class Spool {
   private pending: SpooledReport[] = [];
+  private recent: SpooledReport[] = [];
+  private readonly keys = new Set<string>();
   private nextSeq = 1;
   private acked = 0;
-  private log!: FileHandle;
+  private fd = -1;
   private logBytes = 0;
+  private compactAt = 0;
   private readonly logPath: string;
   private readonly ackPath: string;
   private readonly maxPending: number;
   private readonly compactBytes: number;
-  private chain: Promise<unknown> = Promise.resolve();
 
   private constructor(private readonly options: SpoolOptions) {
     this.logPath = join(options.dir, 'reports.log');
@@ -56,7 +94,7 @@ export class Spool {
 
   static async open(options: SpoolOptions): Promise<Spool> {
     const spool = new Spool(options);
-    await spool.load();
+    spool.load();
     return spool;
   }
 
@@ -69,50 +107,45 @@ export class Spool {
     return this.pending.slice(0, limit);
   }
 
-  /** Durably appends a report; resolves once it is on disk. */
-  append(body: SpooledReport['body']): Promise<SpooledReport> {
-    return this.serialize(async () => {
-      if (this.pending.length >= this.maxPending) throw new SpoolFullError(this.maxPending);
-      const report: SpooledReport = { seq: this.nextSeq, id: randomUUID(), at: Date.now(), body };
-      const line = `${JSON.stringify(report)}\n`;
-      await this.log.write(line);
-      await this.log.datasync();
-      this.nextSeq += 1;
-      this.logBytes += Buffer.byteLength(line);
-      this.pending.push(report);
-      return report;
-    });
+  /** Durably appends a report (on disk when this returns); undefined when `key` was spooled before. */
+  appendSync(body: SpooledReport['body'], key?: string): SpooledReport | undefined {
+    if (key !== undefined && this.keys.has(key)) return undefined;
+    if (this.pending.length >= this.maxPending) throw new SpoolFullError(this.maxPending);
+    const report: SpooledReport = { seq: this.nextSeq, id: randomUUID(), at: Date.now(), body, ...(key !== undefined ? { key } : {}) };
+    const line = `${JSON.stringify(report)}\n`;
+    writeSync(this.fd, line);
+    fdatasyncSync(this.fd);
+    this.nextSeq += 1;
+    this.logBytes += Buffer.byteLength(line);
+    this.pending.push(report);
+    if (key !== undefined) this.keys.add(key);
+    return report;
+  }
+
+  async append(body: SpooledReport['body']): Promise<SpooledReport> {
+    return this.appendSync(body)!;
   }
 
   /** Marks every report up to `seq` as acknowledged by the server. */
-  ack(seq: number): Promise<void> {
-    return this.serialize(async () => {
-      if (seq <= this.acked) return;
-      await writeDurable(this.ackPath, String(seq));
-      this.acked = seq;
-      while (this.pending.length > 0 && this.pending[0]!.seq <= seq) this.pending.shift();
-      if (this.logBytes > this.compactBytes) await this.compact();
-    });
+  async ack(seq: number): Promise<void> {
+    if (seq <= this.acked) return;
+    replaceFileSync(this.ackPath, this.options.dir, String(seq));
+    this.acked = seq;
+    while (this.pending.length > 0 && this.pending[0]!.seq <= seq) this.remember(this.pending.shift()!);
+    if (this.logBytes > this.compactAt) this.compact();
   }
 
   async close(): Promise<void> {
-    await this.serialize(async () => {
-      await this.log.close();
-    });
+    if (this.fd >= 0) closeSync(this.fd);
+    this.fd = -1;
   }
 
-  private serialize<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.chain.then(task, task);
-    this.chain = run.catch(() => undefined);
-    return run;
-  }
-
-  private async load(): Promise<void> {
-    await mkdir(this.options.dir, { recursive: true, mode: 0o700 });
-    this.acked = await readAcked(this.ackPath);
+  private load(): void {
+    mkdirSync(this.options.dir, { recursive: true, mode: 0o700 });
+    this.acked = readAcked(this.ackPath);
     let text = '';
     try {
-      text = await readFile(this.logPath, 'utf8');
+      text = readFileSync(this.logPath, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
@@ -128,30 +161,45 @@ export class Spool {
       }
       maxSeq = Math.max(maxSeq, report.seq);
       if (report.seq > this.acked) reports.push(report);
+      else this.remember(report);
+      if (report.key !== undefined) this.keys.add(report.key);
     }
     reports.sort((a, b) => a.seq - b.seq);
     this.pending = reports;
     this.nextSeq = maxSeq + 1;
     // Rewrite without the acked lines and any torn tail, then append from there.
-    await writeDurable(this.logPath, reports.map((r) => `${JSON.stringify(r)}\n`).join(''));
-    this.log = await open(this.logPath, 'a', 0o600);
-    this.logBytes = (await stat(this.logPath)).size;
+    this.rewrite();
   }
 
-  /** Replaces the log by its pending part (atomic rename), so it does not grow forever. */
-  private async compact(): Promise<void> {
-    const text = this.pending.map((r) => `${JSON.stringify(r)}\n`).join('');
-    await this.log.close();
-    await writeDurable(this.logPath, text);
-    this.log = await open(this.logPath, 'a', 0o600);
+  /** Keeps an acknowledged report's key, forgetting the oldest beyond RECENT_KEPT. */
+  private remember(report: SpooledReport): void {
+    if (report.key === undefined) return;
+    this.recent.push(report);
+    if (this.recent.length > RECENT_KEPT * 2) {
+      for (const old of this.recent.splice(0, this.recent.length - RECENT_KEPT)) if (old.key !== undefined) this.keys.delete(old.key);
+    }
+  }
+
+  /** Replaces the log by the recent acknowledged part and the pending part (atomic rename). */
+  private compact(): void {
+    this.rewrite();
+  }
+
+  private rewrite(): void {
+    const kept = [...this.recent.slice(-RECENT_KEPT), ...this.pending];
+    const text = kept.map((r) => `${JSON.stringify(r)}\n`).join('');
+    if (this.fd >= 0) closeSync(this.fd);
+    replaceFileSync(this.logPath, this.options.dir, text);
+    this.fd = openSync(this.logPath, 'a', 0o600);
     this.logBytes = Buffer.byteLength(text);
-    await syncDir(this.options.dir);
+    // The kept part alone may be large (long notes): never compact again before it doubles.
+    this.compactAt = Math.max(this.compactBytes, this.logBytes * 2);
   }
 }
 
-async function readAcked(path: string): Promise<number> {
+function readAcked(path: string): number {
   try {
-    const value = Number((await readFile(path, 'utf8')).trim());
+    const value = Number(readFileSync(path, 'utf8').trim());
     return Number.isSafeInteger(value) && value >= 0 ? value : 0;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
