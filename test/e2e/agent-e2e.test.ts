@@ -122,6 +122,18 @@ describe('agent end to end', () => {
     await waitFor('rules back', async () => (await readJson<DryRunFile>(dryRun))?.enforced.includes('45.61.2.9/32'));
   });
 
+  it('SIGHUP reloads the local file: an address added to the allow-list leaves the enforcer', async () => {
+    const configPath = join(dir.path, 'agent.json');
+    const config = (await readJson<{ local: { allow_list?: string[] } }>(configPath))!;
+    config.local.allow_list = ['45.61.2.0/24'];
+    await writeFile(configPath, JSON.stringify(config));
+    agent!.child.kill('SIGHUP');
+    await waitFor('allow-listed address withdrawn', async () => {
+      const file = await readJson<DryRunFile>(join(dir.path, 'dry-run.json'));
+      return file && !file.enforced.includes('45.61.2.9/32') && file;
+    });
+  });
+
   it('stops gracefully on SIGTERM', async () => {
     expect(await agent!.terminate()).toBe(0);
     agent = undefined;
