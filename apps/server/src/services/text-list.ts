@@ -64,11 +64,20 @@ async function* entries<Row, Key>(options: TextListOptions<Row, Key>, after: Key
   const { source, line, format } = options;
   const chunk = options.chunkRows ?? LIST_CHUNK_ROWS;
   if (options.header !== undefined) yield `${options.header}\n`;
-  let position = after;
+  // The next chunk is read from the store while this one is formatted and written, so the
+  // store and the formatting overlap; at most two chunks are held at once.
+  const read = (from: Key | null) => {
+    const rows = source.rows(from, upTo, chunk);
+    rows.catch(() => {}); // a client that hangs up leaves it unawaited; its failure is not a crash
+    return rows;
+  };
+  let pending = read(after);
   let first = true;
   for (;;) {
-    const rows = await source.rows(position, upTo, chunk);
+    const rows = await pending;
     if (rows.length === 0) return;
+    const more = rows.length === chunk;
+    if (more) pending = read(source.key(rows.at(-1)!));
     let text = '';
     for (const row of rows) {
       if (format === 'lines') text += `${line(row)}\n`;
@@ -76,8 +85,7 @@ async function* entries<Row, Key>(options: TextListOptions<Row, Key>, after: Key
       first = false;
     }
     yield text;
-    if (rows.length < chunk) return;
-    position = source.key(rows.at(-1)!);
+    if (!more) return;
   }
 }
 
