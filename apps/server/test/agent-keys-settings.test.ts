@@ -49,6 +49,20 @@ describe.each(driverCases())('agent keys and settings documents on $name', (driv
     expect(register.statusCode).toBe(403);
   });
 
+  it('lets an agent look up one address, and records its check-ins under its own gaid whatever the query names', async () => {
+    const a = await registerAgent(app, acme.keys.admin);
+    const b = await registerAgent(app, acme.keys.admin);
+    const lookup = await get('/ips/203.0.113.77', { authorization: a.token });
+    expect(lookup.statusCode).toBe(200);
+    expect(lookup.json().body).toEqual([]);
+    expect((await get(`/ipv4/500?agid=${b.gaid}&plugin=csv`, { authorization: a.token })).statusCode).toBe(200);
+    const report = await app.inject({ method: 'POST', url: `/api/v1/ips?gaid=${b.gaid}`, headers: { authorization: a.token }, payload: { ip: '203.0.113.78', confidence: 0.5, source: 'ssh' } });
+    expect(report.statusCode).toBeLessThan(300);
+    const agents = (await get('/agents', { authorization: acme.keys.admin })).json() as Array<{ gaid: string; last_checkin: number | null; last_checkin_via: string | null }>;
+    expect(agents.find((x) => x.gaid === a.gaid)).toMatchObject({ last_checkin_via: 'ipv4' });
+    expect(agents.find((x) => x.gaid === b.gaid)).toMatchObject({ last_checkin: null, last_checkin_via: null });
+  });
+
   it('accepts the key only in the header the agent auth_name names', async () => {
     const a = await registerAgent(app, acme.keys.admin, { auth_name: 'X-Rampart-Key' });
     expect(a.header).toBe('X-Rampart-Key');

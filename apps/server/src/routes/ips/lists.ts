@@ -70,7 +70,9 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
       const principal = principalOf(request);
       const { min_score } = request.params;
       const { format, agid, plugin, page } = request.query;
-      if (agid) await context.store.agents.checkIn(principal.org.id, agid, 'ipv4', plugin);
+      // An agent key checks in as its own agent, whatever the query names.
+      const checkinGaid = principal.agent?.gaid ?? agid;
+      if (checkinGaid) await context.store.agents.checkIn(principal.org.id, checkinGaid, 'ipv4', plugin);
       const { filter, salt } = await prepare(context, principal.org.id, min_score);
       return sendTextList(request, reply, {
         source: listSource(context.store, filter),

@@ -76,7 +76,9 @@ export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
           extra: { reserved_range: outcome.range },
         });
       }
-      if (request.query.gaid) await context.store.agents.checkIn(principal.org.id, request.query.gaid, 'ipv4');
+      // An agent key checks in as its own agent, whatever the query names.
+      const checkinGaid = principal.agent?.gaid ?? request.query.gaid;
+      if (checkinGaid) await context.store.agents.checkIn(principal.org.id, checkinGaid, 'ipv4');
       // No body at all (the null schema documents it; undefined is never serialized).
       return reply.code(outcome.created ? 201 : 200).send(undefined as unknown as null);
     },
