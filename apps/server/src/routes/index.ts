@@ -4,7 +4,6 @@ import { ipsFeedRoute } from './ips/feed.ts';
 import { ipsLookupRoute } from './ips/lookup.ts';
 import { ipsReportRoute } from './ips/report.ts';
 import { ipv4ListRoutes } from './ips/lists.ts';
-import { PENDING_ROUTES, pendingRoutes } from './pending.ts';
 import { versionRoute } from './tools/version.ts';
 import { fileTypesRoute } from './tools/file-types.ts';
 import { filesRoutes } from './files/index.ts';
@@ -40,5 +39,4 @@ export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
   await app.register(urlsRoutes, { context });
   await app.register(stixRoutes, { context });
   await app.register(indicatorScoreListRoutes, { context });
-  await app.register(pendingRoutes, { routes: PENDING_ROUTES });
 };
