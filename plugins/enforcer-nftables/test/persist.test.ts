@@ -16,7 +16,9 @@ describe.skipIf(skipWithoutNft('nftables acl and reload'))('nftables acl file, r
     debug() {},
     info() {},
     error() {},
-    warn: ((obj: object, msg?: string) => warnings.push({ obj, msg })) as PluginLogger['warn'],
+    warn: ((obj: object | string, msg?: string) => {
+      warnings.push(typeof obj === 'string' ? { obj: {}, msg: obj } : { obj, ...(msg === undefined ? {} : { msg }) });
+    }) as PluginLogger['warn'],
     child: () => log,
   };
 
