@@ -17,7 +17,20 @@ await build({
   target: 'node20',
   legalComments: 'none',
   // Some dependencies are CommonJS and call require() for Node built-ins.
-  banner: { js: "import { createRequire as __rampartRequire } from 'node:module'; const require = __rampartRequire(import.meta.url);" },
+  // Some dependencies are CommonJS and use __dirname / __filename (ssh2).
+  banner: {
+    js: [
+      "import { createRequire as __rampartRequire } from 'node:module';",
+      "import { dirname as __rampartDirname } from 'node:path';",
+      "import { fileURLToPath as __rampartFileUrl } from 'node:url';",
+      'const require = __rampartRequire(import.meta.url);',
+      'const __filename = __rampartFileUrl(import.meta.url);',
+      'const __dirname = __rampartDirname(__filename);',
+    ].join(' '),
+  },
+  // ssh2 (MikroTik enforcer) loads optional native add-ons inside try/catch and falls back to
+  // pure JavaScript without them; a bundle cannot carry .node files, so it takes the fallback.
+  external: ['*.node'],
   logLevel: 'warning',
 });
 process.stdout.write(`${outfile}\n`);

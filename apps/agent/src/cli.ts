@@ -1,10 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { maskSecrets } from '@rampart/contracts';
+import { AGENT_CONFIG_SECRET_KEYS, maskSecrets } from '@rampart/contracts';
 import { Agent, AGENT_VERSION } from './agent.ts';
 import { DEFAULT_CONFIG_PATH, readAgentConfig, validateAgentText } from './config/read.ts';
 import type { AgentFileConfig, ConfigProblem } from './config/load.ts';
+import { LOCAL_SECRET_KEYS } from './config/schema.ts';
 import { REGISTRY, type Registry } from './registry.ts';
 import { createLogger } from './runtime/logger.ts';
 import { registerAgent } from './commands/register.ts';
@@ -129,7 +130,7 @@ export function buildCli(io: CliIo = defaultIo, registry: Registry = REGISTRY): 
         // no server document yet
       }
       const merged = { control_plane_url: file.controlPlaneUrl, settings_origin: origin, ...(settings as object), organization, local: file.local };
-      io.out(`${JSON.stringify(maskSecrets(merged), null, 2)}\n`);
+      io.out(`${JSON.stringify(maskSecrets(merged, [...AGENT_CONFIG_SECRET_KEYS, ...LOCAL_SECRET_KEYS]), null, 2)}\n`);
     });
 
   program

@@ -1,5 +1,16 @@
-import type { EnforcerDefinition, SourceDefinition } from '@rampart/plugin-kit';
+import { enforcerByBackend, type EnforcerDefinition, type SourceDefinition } from '@rampart/plugin-kit';
 import { DRY_RUN_LABEL, dryRunEnforcer } from '@rampart/enforcer-dry-run';
+import { nftablesEnforcer } from '@rampart/enforcer-nftables';
+import { ipsetEnforcer } from '@rampart/enforcer-ipset';
+import { nftablesBridgeEnforcer } from '@rampart/enforcer-nftables-bridge';
+import { pfEnforcer } from '@rampart/enforcer-pf';
+import { csvEnforcer } from '@rampart/enforcer-csv';
+import { modsecurityEnforcer } from '@rampart/enforcer-modsecurity';
+import { nginxEnforcer } from '@rampart/enforcer-nginx';
+import { haproxyEnforcer } from '@rampart/enforcer-haproxy';
+import { mikrotikEnforcer } from '@rampart/enforcer-mikrotik';
+import { cloudflareEnforcer } from '@rampart/enforcer-cloudflare';
+import { awsEnforcer } from '@rampart/enforcer-aws';
 import { sshdSource } from '@rampart/source-sshd';
 import { modsecuritySource } from '@rampart/source-modsecurity';
 import { bridgeFilterLogSource, netfilterLogSource } from '@rampart/source-netfilter-log';
@@ -26,8 +37,28 @@ export const SOURCES: ReadonlyMap<string, AnySource> = new Map<string, AnySource
   [cloudflareSource.serves, cloudflareSource],
 ]);
 
+/**
+ * `packet_filter` is served by two plugins; `options.backend` picks one (nftables by default),
+ * and validation reports the chosen plugin's issues at their own paths.
+ */
+export const packetFilterEnforcer = enforcerByBackend('packet_filter', { nftables: nftablesEnforcer, ipset: ipsetEnforcer }, 'nftables');
+
 /** Enforcers by the `ips` label they are configured under. */
-export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEnforcer>([[DRY_RUN_LABEL, dryRunEnforcer]]);
+export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEnforcer>(
+  [
+    packetFilterEnforcer,
+    nftablesBridgeEnforcer,
+    pfEnforcer,
+    csvEnforcer,
+    modsecurityEnforcer,
+    nginxEnforcer,
+    haproxyEnforcer,
+    mikrotikEnforcer,
+    cloudflareEnforcer,
+    awsEnforcer,
+    dryRunEnforcer,
+  ].map((definition): [string, AnyEnforcer] => [definition.serves, definition]),
+);
 
 export class UnknownPluginError extends Error {
   constructor(

@@ -58,6 +58,53 @@ describe('agent configuration', () => {
     expect(bad.problems.map((p) => p.path)).toEqual(['ids.ssh_log.options.mode']);
   });
 
+  it('merges local.enforcers.<label> (or options written in the ips entry) into the entry and lists option problems with their paths', () => {
+    const ips = {
+      packet_filter: { active: true, acl: '', reload_command: '' },
+      csv: { active: true, csv_logs: '/var/lib/rampart-agent/list.csv', csv_reload_command: '' },
+    };
+    const enforcers = { packet_filter: { backend: 'nftables', table: 'edge', netns: 'fw' }, csv: { max_entries: 500 } };
+    const good = validateAgentText(JSON.stringify({ ...base, ips, local: { enforcers } }), { AGENT_KEY: 'k' }, REGISTRY);
+    expect(good.problems).toEqual([]);
+    expect(good.config?.local.enforcers).toEqual(enforcers);
+    expect(good.config?.local.reconcile_seconds).toBe(60);
+
+    // Written inside the ips entry: moved to local.enforcers, the entry keeps only the document's fields.
+    const inline = { ...ips, csv: { ...ips.csv, options: { max_entries: 7 } } };
+    const moved = validateAgentText(JSON.stringify({ ...base, ips: inline, local: {} }), { AGENT_KEY: 'k' }, REGISTRY);
+    expect(moved.problems).toEqual([]);
+    expect(moved.config?.settings.ips?.csv).toEqual(ips.csv);
+    expect(moved.config?.local.enforcers).toEqual({ csv: { max_entries: 7 } });
+
+    const bad = {
+      packet_filter: { backend: 'nftables', table: '1bad', priority: 9000 },
+      csv: { max_entries: 0 },
+    };
+    const refused = validateAgentText(JSON.stringify({ ...base, ips, local: { enforcers: bad } }), { AGENT_KEY: 'k' }, REGISTRY);
+    expect(refused.problems.map((p) => p.path).sort()).toEqual(['ips.csv.options.max_entries', 'ips.packet_filter.options.priority', 'ips.packet_filter.options.table']);
+    const unknownBackend = validateAgentText(JSON.stringify({ ...base, ips, local: { enforcers: { packet_filter: { backend: 'pfsense' } } } }), { AGENT_KEY: 'k' }, REGISTRY);
+    expect(unknownBackend.problems).toEqual([{ path: 'ips.packet_filter.options.backend', message: 'unknown backend; known: ipset, nftables' }]);
+    const ipset = validateAgentText(JSON.stringify({ ...base, ips, local: { enforcers: { packet_filter: { backend: 'ipset', table: 'x' } } } }), { AGENT_KEY: 'k' }, REGISTRY);
+    expect(ipset.problems).toEqual([{ path: 'ips.packet_filter.options', message: 'Unrecognized key: "table"' }]);
+  });
+
+  it('registers every enforcer under the ips label it serves', () => {
+    expect([...REGISTRY.enforcers.keys()].sort()).toEqual(['bridge_filter', 'cdn_waf', 'cloud_a', 'csv', 'dry_run', 'packet_filter', 'pf_list', 'proxy_lb', 'router_a', 'waf', 'web_server_list']);
+    expect(Object.fromEntries([...REGISTRY.enforcers].map(([label, d]) => [label, d.name]))).toEqual({
+      bridge_filter: 'nftables-bridge',
+      cdn_waf: 'cloudflare',
+      cloud_a: 'aws',
+      csv: 'csv',
+      dry_run: 'dry-run',
+      packet_filter: 'nftables|ipset',
+      pf_list: 'pf',
+      proxy_lb: 'haproxy',
+      router_a: 'mikrotik',
+      waf: 'modsecurity',
+      web_server_list: 'nginx',
+    });
+  });
+
   it('reports JSON errors and non-objects instead of throwing', () => {
     expect(parseAgentFile('{', {}).problems[0]?.message).toMatch(/^not JSON/);
     expect(parseAgentFile('[]', {}).problems).toEqual([{ path: '', message: 'must be a JSON object' }]);
@@ -65,7 +112,7 @@ describe('agent configuration', () => {
 
   it('names the known plugins when a name is unknown', () => {
     expect(() => findEnforcer('nope')).toThrow(UnknownPluginError);
-    expect(() => findEnforcer('nope')).toThrow(/known enforcers: dry_run/);
+    expect(() => findEnforcer('nope')).toThrow("no enforcer for 'nope'; known enforcers: bridge_filter, cdn_waf, cloud_a, csv, dry_run, packet_filter, pf_list, proxy_lb, router_a, waf, web_server_list");
   });
 
   it('derives a cron schedule from sync_time', () => {

@@ -41,7 +41,7 @@ export function parseAgentFile(text: string, env: Record<string, string | undefi
   const problems: ConfigProblem[] = [];
   const expanded = expandEnv(raw, env, problems) as Record<string, unknown>;
   const { control_plane_url: url, local: rawLocal, ...settings } = expanded;
-  const local = liftSourceOptions(settings, rawLocal);
+  const local = liftOptions(settings, 'ips', 'enforcers', liftOptions(settings, 'ids', 'sources', rawLocal));
 
   const urlResult = ControlPlaneUrl.safeParse(url);
   if (!urlResult.success) problems.push(...issues(['control_plane_url'], urlResult.error));
@@ -58,16 +58,17 @@ export function parseAgentFile(text: string, env: Record<string, string | undefi
 }
 
 /**
- * A source's local options may also be written inside its `ids.<label>` entry as `options`
- * (as the plugin READMEs show). The settings document has no such field (the server's copy never
- * carries it), so they are moved to `local.sources.<label>`; an entry there wins.
+ * A plugin's local options may also be written inside its `ids.<label>` / `ips.<label>` entry as
+ * `options` (as the plugin READMEs show). The settings document has no such field (the server's
+ * copy never carries it), so they are moved to `local.sources.<label>` / `local.enforcers.<label>`;
+ * an entry there wins.
  */
-function liftSourceOptions(settings: Record<string, unknown>, local: unknown): unknown {
-  const ids = settings.ids;
-  if (ids === null || typeof ids !== 'object' || Array.isArray(ids)) return local;
+function liftOptions(settings: Record<string, unknown>, group: 'ids' | 'ips', into: 'sources' | 'enforcers', local: unknown): unknown {
+  const entries = settings[group];
+  if (entries === null || typeof entries !== 'object' || Array.isArray(entries)) return local;
   const lifted: Record<string, unknown> = {};
   const cleaned: Record<string, unknown> = {};
-  for (const [label, entry] of Object.entries(ids)) {
+  for (const [label, entry] of Object.entries(entries)) {
     if (entry !== null && typeof entry === 'object' && !Array.isArray(entry) && 'options' in entry) {
       const { options, ...rest } = entry as Record<string, unknown>;
       lifted[label] = options;
@@ -75,10 +76,10 @@ function liftSourceOptions(settings: Record<string, unknown>, local: unknown): u
     } else cleaned[label] = entry;
   }
   if (Object.keys(lifted).length === 0) return local;
-  settings.ids = cleaned;
+  settings[group] = cleaned;
   const base = local !== null && typeof local === 'object' && !Array.isArray(local) ? (local as Record<string, unknown>) : {};
-  const sources = base.sources !== null && typeof base.sources === 'object' ? (base.sources as Record<string, unknown>) : {};
-  return { ...base, sources: { ...lifted, ...sources } };
+  const existing = base[into] !== null && typeof base[into] === 'object' ? (base[into] as Record<string, unknown>) : {};
+  return { ...base, [into]: { ...lifted, ...existing } };
 }
 
 export const DEFAULT_ORGANIZATION: OrganizationConfig = OrganizationConfig.parse({});

@@ -24,18 +24,29 @@ function activeEntries(group: Record<string, unknown> | undefined): [string, unk
   return Object.entries(group ?? {}).filter(([, entry]) => (entry as { active?: boolean } | undefined)?.active === true);
 }
 
+/** The plugins' local options (`local.sources`, `local.enforcers`), by label. */
+export interface LocalPluginOptions {
+  sources?: Record<string, unknown>;
+  enforcers?: Record<string, unknown>;
+}
+
+function withOptions(raw: unknown, options: unknown): unknown {
+  return options === undefined ? raw : { ...(raw as object), options };
+}
+
 /**
- * Resolves every active `ids`/`ips` entry to its plugin and validates the entry with the
- * plugin's own schema. No I/O; every problem is listed.
+ * Resolves every active `ids`/`ips` entry to its plugin and validates the entry, with its local
+ * `options` merged in, with the plugin's own schema. No I/O; every problem is listed.
  */
-export function planPlugins(settings: AgentSettingsDocument, registry: Registry, sourceOptions: Record<string, unknown> = {}): { plan: PluginPlan; problems: ConfigProblem[] } {
+export function planPlugins(settings: AgentSettingsDocument, registry: Registry, local: LocalPluginOptions = {}): { plan: PluginPlan; problems: ConfigProblem[] } {
   const problems: ConfigProblem[] = [];
   const plan: PluginPlan = { sources: [], enforcers: [] };
   for (const [label, raw] of activeEntries(settings.ids as Record<string, unknown> | undefined)) {
-    const entry = sourceOptions[label] === undefined ? raw : { ...(raw as object), options: sourceOptions[label] };
+    const entry = withOptions(raw, local.sources?.[label]);
     resolve('ids', label, entry, () => findSource(label, registry.sources), (definition, config) => plan.sources.push({ label, definition, config }));
   }
-  for (const [label, entry] of activeEntries(settings.ips as Record<string, unknown> | undefined)) {
+  for (const [label, raw] of activeEntries(settings.ips as Record<string, unknown> | undefined)) {
+    const entry = withOptions(raw, local.enforcers?.[label]);
     resolve('ips', label, entry, () => findEnforcer(label, registry.enforcers), (definition, config) => plan.enforcers.push({ label, definition, config }));
   }
   return { plan, problems };

@@ -24,6 +24,6 @@ export async function readAgentConfig(
 export function validateAgentText(text: string, env: Record<string, string | undefined>, registry: Registry): { config?: AgentFileConfig; problems: ConfigProblem[] } {
   const parsed = parseAgentFile(text, env);
   if (!parsed.config) return parsed;
-  const { problems } = planPlugins(parsed.config.settings, registry, parsed.config.local.sources);
+  const { problems } = planPlugins(parsed.config.settings, registry, parsed.config.local);
   return problems.length ? { problems } : parsed;
 }

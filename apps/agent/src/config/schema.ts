@@ -17,6 +17,11 @@ export const LocalOptions = z
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     auth_scheme: z.enum(['bare', 'bearer']).default('bare'),
     full_reconcile_hours: z.number().gt(0).max(24 * 7).default(6),
+    /**
+     * How often every enforcer reads its target back and re-asserts it when someone else changed
+     * it (a firewall reload, `nft flush ruleset`): the longest a host stays unprotected.
+     */
+    reconcile_seconds: z.number().min(1).max(86_400).default(60),
     settings_pull_minutes: z.number().gt(0).max(24 * 60).default(5),
     /** Overrides the schedule derived from `sync_time` (node-cron syntax, 5 or 6 fields). */
     sync_cron: z.string().min(9).max(128).optional(),
@@ -32,6 +37,11 @@ export const LocalOptions = z
      * server's settings document holds only the specification's fields.
      */
     sources: z.record(z.string().max(64), z.record(z.string(), z.unknown())).default({}),
+    /**
+     * Per `ips` label: the enforcer plugin's local `options` (backend, table, netns, capacity,
+     * endpoints, ...), merged into the entry and validated by that plugin's schema.
+     */
+    enforcers: z.record(z.string().max(64), z.record(z.string(), z.unknown())).default({}),
   })
   .prefault({});
 export type LocalOptions = z.infer<typeof LocalOptions>;
@@ -40,3 +50,9 @@ export const ControlPlaneUrl = z
   .url({ protocol: /^https?$/ })
   .max(2048)
   .refine((u) => /\/api\/v1\/?$/.test(new URL(u).pathname), { message: 'must end in /api/v1' });
+
+/**
+ * Secret keys of plugin `options` that the settings document's list does not name; masked by
+ * print-config and redacted from logs like the document's own secrets.
+ */
+export const LOCAL_SECRET_KEYS = ['api_token', 'private_key_passphrase'] as const;
