@@ -80,7 +80,7 @@ export class Agent {
     await this.settings.restore();
     const current = this.settings.current();
     // Fail before anything starts when the plugins cannot be planned.
-    const planned = planPlugins(current.settings, this.registry, local.sources);
+    const planned = planPlugins(current.settings, this.registry, local);
     if (planned.problems.length > 0) throw new ConfigInvalidError(planned.problems);
 
     const key = pickKey(file.settings.api_jwt_key, await loadCredentials(local.state_dir), file.settings.gaid);
@@ -179,6 +179,7 @@ export class Agent {
       this.timers.push(timer);
     };
     every(local.full_reconcile_hours * 3_600_000, () => this.kick('full'));
+    every(local.reconcile_seconds * 1000, () => void this.reconcile());
     every(local.settings_pull_minutes * 60_000, () => void this.pullSettings());
     this.kick('full');
     this.log.info({ gaid: current.settings.gaid, origin: current.origin, ops: this.ops.port }, 'agent started');
@@ -195,6 +196,16 @@ export class Agent {
       },
       (err: unknown) => this.log.warn({ err, kind: full ? 'full' : 'incremental' }, 'sync failed'),
     );
+  }
+
+  /** The short loop: repairs what a firewall reload or a flush took away within one interval. */
+  private async reconcile(): Promise<void> {
+    if (!this.running) return;
+    try {
+      await this.syncer.reconcile();
+    } catch (err) {
+      this.log.warn({ err }, 'reconcile failed');
+    }
   }
 
   private async pullSettings(): Promise<void> {
@@ -232,7 +243,7 @@ export class Agent {
     const local = this.settings.local.local;
     let resolved = plan;
     if (!resolved) {
-      const planned = planPlugins(next.settings, this.registry, local.sources);
+      const planned = planPlugins(next.settings, this.registry, local);
       if (planned.problems.length > 0) {
         this.log.error({ problems: planned.problems }, 'new settings name plugins that cannot run; plugins left as they were');
       } else resolved = planned.plan;

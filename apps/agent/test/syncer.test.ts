@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -7,12 +7,14 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RampartClient } from '@rampart/client';
 import { DryRunConfig, dryRunEnforcer, readDryRunFile } from '@rampart/enforcer-dry-run';
+import { CsvConfig, csvEnforcer, csvFormat } from '@rampart/enforcer-csv';
+import type { Enforcer } from '@rampart/plugin-kit';
 import { sampleIpv4Page, sampleIpv4Record } from '../../../packages/contracts/src/fixtures.ts';
 import { BlockState } from '../src/sync/block-state.ts';
 import { FeedStateFile } from '../src/sync/feed-state.ts';
 import { NeverBlock } from '../src/sync/never-block.ts';
 import { SyncRefusedError, Syncer, type ActiveEnforcer } from '../src/sync/syncer.ts';
-import { createMetrics } from '../src/runtime/metrics.ts';
+import { createMetrics, type AgentMetrics } from '../src/runtime/metrics.ts';
 
 /** A control plane stand-in whose feed and list the test edits between syncs. */
 interface World {
@@ -33,12 +35,14 @@ describe('syncer', () => {
   let dryRunPath: string;
   let enforcers: ActiveEnforcer[];
   let force = false;
+  let metrics: AgentMetrics;
 
   async function makeSyncer() {
     const port = (app.server.address() as AddressInfo).port;
     state = new BlockState(new NeverBlock({ ownAddresses: [], controlPlane: [], reservedIps: [], allowList: [] }));
     const enforcer = await dryRunEnforcer.create(DryRunConfig.parse({ active: true, path: dryRunPath }), { log });
     enforcers = [{ label: 'dry_run', enforcer, needsReplace: true }];
+    metrics = createMetrics();
     syncer = new Syncer({
       client: new RampartClient({ baseUrl: `http://127.0.0.1:${port}/api/v1`, apiKey: 'k', retries: 0 }),
       state,
@@ -47,7 +51,7 @@ describe('syncer', () => {
       policy: () => ({ threshold: 100, maximumRules: 1000 }),
       gaid: () => undefined,
       log,
-      metrics: createMetrics(),
+      metrics,
       options: () => ({ pageSize: 3, forceSync: force, maxRemovalFraction: 0.5, minGuardedRemovals: 2, saveEveryMs: 0 }),
     });
   }
@@ -151,5 +155,73 @@ describe('syncer', () => {
     syncer.resume();
     await syncer.incremental();
     expect(await enforced()).toEqual(all);
+  });
+
+  describe('reconcile (the short loop)', () => {
+    const counter = async (name: 'driftsRepaired' | 'enforcerErrors', label: string) =>
+      (await metrics[name].get()).values.find((v) => v.labels.enforcer === label)?.value ?? 0;
+
+    it('does nothing before the first sync (an empty set would withdraw)', async () => {
+      expect(await syncer.reconcile()).toBe(0);
+      expect(await readDryRunFile(dryRunPath)).toBeUndefined();
+    });
+
+    it('an enforcer without reconcile(): a deleted or edited file is compared with the enforced set and synced again', async () => {
+      await syncer.full();
+      expect(await syncer.reconcile()).toBe(0);
+      await unlink(dryRunPath);
+      expect(await syncer.reconcile()).toBe(1);
+      expect(await enforced()).toEqual(all);
+      expect((await readDryRunFile(dryRunPath))?.operations.map((o) => o.op)).toEqual(['sync', 'sync']);
+      // Someone adds an address by hand: not in the enforced set, so the set is re-asserted.
+      const file = (await readDryRunFile(dryRunPath))!;
+      await writeFile(dryRunPath, JSON.stringify({ ...file, enforced: [...file.enforced, '45.99.0.1/32'] }));
+      expect(await syncer.reconcile()).toBe(1);
+      expect(await enforced()).toEqual(all);
+      expect(await counter('driftsRepaired', 'dry_run')).toBe(2);
+      expect(await syncer.reconcile()).toBe(0);
+    });
+
+    it('an enforcer with reconcile() (csv): the deleted file comes back, counted per enforcer', async () => {
+      const csvPath = join(dir, 'list.csv');
+      const csv = await csvEnforcer.create(CsvConfig.parse({ active: true, csv_logs: csvPath, csv_reload_command: '' }), { log });
+      enforcers.push({ label: 'csv', enforcer: csv, needsReplace: true });
+      await syncer.full();
+      const written = await readFile(csvPath, 'utf8');
+      expect(csvFormat.parse(written)).toEqual(all);
+      await unlink(csvPath);
+      expect(await syncer.reconcile()).toBe(1);
+      expect(await readFile(csvPath, 'utf8')).toBe(written);
+      expect(await counter('driftsRepaired', 'csv')).toBe(1);
+      expect(await counter('driftsRepaired', 'dry_run')).toBe(0);
+    });
+
+    it('an enforcer whose read-back fails is replaced at once from the local state, without asking the server', async () => {
+      const inner = enforcers[0]!.enforcer;
+      const flaky: Enforcer = {
+        ...inner,
+        capacity: inner.capacity,
+        list: async () => {
+          throw new Error('target unreachable');
+        },
+      };
+      enforcers[0] = { label: 'dry_run', enforcer: flaky, needsReplace: true };
+      await syncer.full();
+      await unlink(dryRunPath);
+      await app.close(); // the server is gone: the set comes from the local state
+      expect(await syncer.reconcile()).toBe(0);
+      expect(await counter('enforcerErrors', 'dry_run')).toBe(1);
+      expect(enforcers[0].needsReplace).toBe(false);
+      expect(await enforced()).toEqual(all);
+      expect((await readDryRunFile(dryRunPath))?.operations.map((o) => o.op)).toEqual(['sync', 'sync']);
+    });
+
+    it('does nothing while withdrawn (running = no)', async () => {
+      await syncer.full();
+      await syncer.withdraw();
+      await unlink(dryRunPath);
+      expect(await syncer.reconcile()).toBe(0);
+      expect(await readDryRunFile(dryRunPath)).toBeUndefined();
+    });
   });
 });

@@ -29,6 +29,13 @@ export function createMetrics() {
     lastSync: new Gauge({ name: 'rampart_agent_last_sync_timestamp_seconds', help: 'When the block list was last synchronised', registers: [registry] }),
     syncs: new Counter({ name: 'rampart_agent_syncs_total', help: 'Block-list syncs', labelNames: ['kind', 'outcome'], registers: [registry] }),
     sourceRestarts: new Counter({ name: 'rampart_agent_source_restarts_total', help: 'Sources restarted after a failure', labelNames: ['source'], registers: [registry] }),
+    driftsRepaired: new Counter({
+      name: 'rampart_agent_drifts_repaired_total',
+      help: 'Enforcer targets found changed by someone else (firewall reload, flush, deleted file) and re-asserted',
+      labelNames: ['enforcer'],
+      registers: [registry],
+    }),
+    reconciles: new Counter({ name: 'rampart_agent_reconciles_total', help: 'Read-back checks of the enforcers', labelNames: ['enforcer', 'outcome'], registers: [registry] }),
     enforcerErrors: new Counter({ name: 'rampart_agent_enforcer_errors_total', help: 'Enforcer calls that failed', labelNames: ['enforcer'], registers: [registry] }),
   };
   new Gauge({

@@ -49,7 +49,7 @@ export class SyncRefusedError extends Error {
   }
 }
 
-export type SyncKind = 'incremental' | 'full' | 'decay' | 'decision';
+export type SyncKind = 'incremental' | 'full' | 'decay' | 'decision' | 'reconcile';
 
 /**
  * Keeps the enforcers in line with the server: pulls the /ips feed from the saved cursor,
@@ -110,6 +110,58 @@ export class Syncer {
       if (this.deps.state.applyDecision(ip, decision, ttl, this.now())) this.dirty = true;
       await this.enforce('decision');
     });
+  }
+
+  /**
+   * The short reconcile loop: every enforcer reads its target back and re-asserts the last set
+   * when someone else changed it (`reconcile()`, or for an enforcer without one, `list()` compared
+   * with the enforced set and a `sync`). An enforcer whose last call failed gets the whole set
+   * again from the local state, without asking the server. Resolves with the drifts repaired.
+   */
+  reconcile(): Promise<number> {
+    return this.exclusive(async () => {
+      // Before the first evaluation there is no set to re-assert (an empty one would withdraw).
+      if (this.withdrawn || this.lastSyncAt === 0) return 0;
+      const { log, metrics } = this.deps;
+      let repaired = 0;
+      let replace = false;
+      for (const e of this.deps.enforcers()) {
+        if (e.needsReplace) {
+          replace = true;
+          continue;
+        }
+        try {
+          const drifted = e.enforcer.reconcile ? (await e.enforcer.reconcile()).drifted : await this.reassertFromList(e);
+          metrics.reconciles.inc({ enforcer: e.label, outcome: drifted ? 'drift_repaired' : 'ok' });
+          if (drifted) {
+            repaired++;
+            metrics.driftsRepaired.inc({ enforcer: e.label });
+            log.warn({ enforcer: e.label, enforced: this.deps.state.enforced.keys.length }, 'enforcer target changed by someone else; re-asserted');
+          }
+        } catch (err) {
+          replace = true;
+          e.needsReplace = true;
+          metrics.reconciles.inc({ enforcer: e.label, outcome: 'error' });
+          metrics.enforcerErrors.inc({ enforcer: e.label });
+          log.error({ err, enforcer: e.label }, 'reconcile failed; replacing the enforcer set');
+        }
+      }
+      if (replace) await this.enforce('reconcile');
+      return repaired;
+    });
+  }
+
+  /**
+   * For enforcers without `reconcile()`: what the target holds must be in the enforced set and,
+   * up to the enforcer's capacity (it keeps the highest scores), all of it; else `sync` again.
+   */
+  private async reassertFromList(e: ActiveEnforcer): Promise<boolean> {
+    const { keys } = this.deps.state.enforced;
+    const live = await e.enforcer.list();
+    const expected = Math.min(keys.length, e.enforcer.capacity);
+    const drifted = live.length !== expected || live.some((cidr) => !hasKey(keys, cidrKey(cidr)));
+    if (drifted) await e.enforcer.sync(toEntries(this.deps.state.enforced));
+    return drifted;
   }
 
   /** `running = no`: every enforcer withdraws what it placed; nothing is enforced until `resume`. */
@@ -275,4 +327,19 @@ export class Syncer {
       }
     }
   }
+}
+
+/** Binary search in a sorted key array. */
+function hasKey(keys: Float64Array, key: number | undefined): boolean {
+  if (key === undefined) return false;
+  let lo = 0;
+  let hi = keys.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const k = keys[mid]!;
+    if (k === key) return true;
+    if (k < key) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
 }
