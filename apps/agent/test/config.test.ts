@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseAgentFile } from '../src/config/load.ts';
 import { validateAgentText } from '../src/config/read.ts';
@@ -103,6 +104,14 @@ describe('agent configuration', () => {
       waf: 'modsecurity',
       web_server_list: 'nginx',
     });
+  });
+
+  it('the packaged example configuration is valid and enforces with packet_filter on nftables', () => {
+    const text = readFileSync(new URL('../packaging/agent.json.example', import.meta.url), 'utf8');
+    const { config, problems } = validateAgentText(text, { RAMPART_AGENT_KEY: 'k' }, REGISTRY);
+    expect(problems).toEqual([]);
+    expect(config?.local.enforcers.packet_filter).toEqual({ backend: 'nftables', table: 'rampart', priority: -10, capacity: 1_000_000 });
+    expect(config?.local.reconcile_seconds).toBe(60);
   });
 
   it('reports JSON errors and non-objects instead of throwing', () => {
