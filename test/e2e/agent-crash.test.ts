@@ -64,7 +64,14 @@ describe('agent reporting across kill -9 and a server outage', () => {
 
     // 1. Kill -9 in the middle of a burst of reports.
     agent = start();
-    await waitFor('agent up', () => agentHealth(metricsPort));
+    await waitFor('agent healthy', async () => (await agentHealth(metricsPort))?.healthy === true);
+    // The tailer starts at the end of the file (no history): make sure it is reading before the
+    // burst, or a slow start under load would skip lines written before it looked.
+    await appendFile(authLog, 'Nov 23 10:00:00 host cron[1]: warm-up\n');
+    await waitFor('the tailer reading', async () => {
+      const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text(), () => '');
+      return /rampart_agent_lines_read_total\{source="ssh_log"\} [1-9]/.test(metrics);
+    });
     await appendFile(authLog, lines(0, 300));
     const ackedAtKill = await waitFor('reporting under way', async () => {
       const n = await acked();

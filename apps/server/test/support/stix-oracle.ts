@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { domainToASCII, fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -8,7 +8,11 @@ import addFormats from 'ajv-formats';
 // (every file loaded, $refs resolved locally through their $id) and the pattern grammar
 // (STIXPattern.g4), whose rules `checkPattern` follows for the forms the server emits.
 
-export const ORACLE_DIR = process.env.STIX_ORACLE_DIR ?? fileURLToPath(new URL('../../../../../shared/oracles/stix2.0/', import.meta.url));
+// The oracle sits beside the checkout (`../shared`); a clone elsewhere (CI) finds the
+// workplace's copy, or STIX_ORACLE_DIR names it.
+const CANDIDATES = [fileURLToPath(new URL('../../../../../shared/oracles/stix2.0/', import.meta.url)), '/work/shared/oracles/stix2.0/'];
+export const ORACLE_DIR =
+  process.env.STIX_ORACLE_DIR ?? CANDIDATES.find((dir) => existsSync(join(dir, 'schemas', 'common', 'bundle.json'))) ?? CANDIDATES[0]!;
 
 function schemaFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? schemaFiles(join(dir, e.name)) : e.name.endsWith('.json') ? [join(dir, e.name)] : []));
