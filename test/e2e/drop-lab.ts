@@ -41,14 +41,21 @@ export interface DropLab {
   metricsPort: number;
   csvPath: string;
   dir: string;
+  backend: PacketFilterBackend;
   /** `nft` inside the firewall namespace. */
   nft(args: string[]): Promise<string>;
+  /** What the packet filter holds now (nft set or ipset members), sorted. */
+  enforced(): Promise<string[]>;
   /** The value of one agent metric line (`name{labels}`), or 0 when absent. */
   metric(series: string): Promise<number>;
   close(): Promise<void>;
 }
 
+export type PacketFilterBackend = 'nftables' | 'ipset';
+
 export interface DropLabOptions {
+  /** `ips.packet_filter` backend (`options.backend`); nftables by default. */
+  backend?: PacketFilterBackend;
   /** Sources on the client side that decisions will list (`LAB.listed(0..n-1)`). */
   listed: number;
   reconcileSeconds: number;
@@ -58,6 +65,7 @@ export interface DropLabOptions {
 }
 
 export async function startDropLab(options: DropLabOptions): Promise<DropLab> {
+  const backend = options.backend ?? 'nftables';
   const lab = new NetnsLab();
   const cleanups: (() => Promise<unknown>)[] = [() => lab.destroy()];
   const close = async () => {
@@ -111,7 +119,7 @@ export async function startDropLab(options: DropLabOptions): Promise<DropLab> {
           log_level: options.logLevel ?? 'info',
           sync_cron: '*/2 * * * * *',
           reconcile_seconds: options.reconcileSeconds,
-          enforcers: { packet_filter: { backend: 'nftables', table: 'rampart', netns: fw } },
+          enforcers: { packet_filter: backend === 'ipset' ? { backend, set: 'rampart', netns: fw } : { backend, table: 'rampart', netns: fw } },
         },
       }),
     );
@@ -122,9 +130,10 @@ export async function startDropLab(options: DropLabOptions): Promise<DropLab> {
 
     const agent = spawnAgent(['run', '-c', configPath], {}, join(tmp.path, 'agent.log'));
     cleanups.push(() => agent.kill9());
-    await waitFor('agent healthy, connected, nft table in place', async () => {
+    await waitFor('agent healthy, connected, its rules in place', async () => {
       const h = await agentHealth(metricsPort);
       if (h?.healthy !== true || h.channel_connected !== true) return false;
+      if (backend === 'ipset') return (await lab.exec(fw, ['iptables', '-S', 'INPUT'])).stdout.includes('--match-set rampart src');
       return (await lab.exec(fw, ['nft', 'list', 'tables'])).stdout.includes('inet rampart');
     });
 
@@ -139,8 +148,17 @@ export async function startDropLab(options: DropLabOptions): Promise<DropLab> {
       metricsPort,
       csvPath,
       dir: tmp.path,
+      backend,
       async nft(args) {
         return (await lab.exec(fw, ['nft', ...args])).stdout;
+      },
+      async enforced() {
+        if (backend === 'ipset') {
+          const out = (await lab.exec(fw, ['ipset', 'list', 'rampart'])).stdout;
+          return out.slice(out.indexOf('Members:') + 'Members:'.length).split('\n').map((l) => l.trim()).filter(Boolean).sort();
+        }
+        const set = JSON.parse((await lab.exec(fw, ['nft', '-j', 'list', 'set', 'inet', 'rampart', 'addrs'])).stdout) as { nftables: { set?: { elem?: string[] } }[] };
+        return [...(set.nftables.find((o) => o.set)?.set?.elem ?? [])].sort();
       },
       async metric(series) {
         const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();

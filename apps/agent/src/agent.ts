@@ -62,6 +62,8 @@ export class Agent {
   private running = true;
   private needFull = true;
   private timers: NodeJS.Timeout[] = [];
+  private reconcileTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
 
   constructor(private readonly options: AgentOptions) {
     this.log = options.log;
@@ -179,7 +181,7 @@ export class Agent {
       this.timers.push(timer);
     };
     every(local.full_reconcile_hours * 3_600_000, () => this.kick('full'));
-    every(local.reconcile_seconds * 1000, () => void this.reconcile());
+    this.scheduleReconcile();
     every(local.settings_pull_minutes * 60_000, () => void this.pullSettings());
     this.kick('full');
     this.log.info({ gaid: current.settings.gaid, origin: current.origin, ops: this.ops.port }, 'agent started');
@@ -198,14 +200,25 @@ export class Agent {
     );
   }
 
-  /** The short loop: repairs what a firewall reload or a flush took away within one interval. */
-  private async reconcile(): Promise<void> {
-    if (!this.running) return;
-    try {
-      await this.syncer.reconcile();
-    } catch (err) {
-      this.log.warn({ err }, 'reconcile failed');
-    }
+  /**
+   * The short loop: repairs what a firewall reload or a flush took away within one interval.
+   * A chain of timeouts rather than an interval: the next check starts `reconcile_seconds`
+   * (re-read, so SIGHUP changes it) after the previous one ended, so slow read-backs never pile up.
+   */
+  private scheduleReconcile(): void {
+    if (this.stopping) return;
+    const timer = setTimeout(async () => {
+      if (this.running) {
+        try {
+          await this.syncer.reconcile();
+        } catch (err) {
+          this.log.warn({ err }, 'reconcile failed');
+        }
+      }
+      this.scheduleReconcile();
+    }, this.settings.local.local.reconcile_seconds * 1000);
+    timer.unref();
+    this.reconcileTimer = timer;
   }
 
   private async pullSettings(): Promise<void> {
@@ -351,7 +364,9 @@ export class Agent {
 
   /** Graceful stop: sources first, every detection spooled, reports in flight finished, state saved. Rules stay in place. */
   async stop(): Promise<void> {
+    this.stopping = true;
     for (const t of this.timers) clearInterval(t);
+    clearTimeout(this.reconcileTimer);
     this.scheduler?.stop();
     this.channel?.stop();
     await this.supervisor?.stop();

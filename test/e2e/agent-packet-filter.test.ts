@@ -2,24 +2,27 @@ import { readFile, unlink } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csvFormat } from '@rampart/enforcer-csv';
 import { systemGate } from '@rampart/plugin-kit/testing';
-import { LAB, startDropLab, watchDrops, type DropLab } from './drop-lab.ts';
+import { LAB, startDropLab, watchDrops, type DropLab, type PacketFilterBackend } from './drop-lab.ts';
 import { waitFor } from './support.ts';
 
 /*
- * Server + agent + nftables: a blacklist decision a contributor makes on the server (POST /ips,
- * decision 1) reaches the agent over the sync channel, and the agent's packet_filter enforcer
- * (nftables backend, running nft in the firewall namespace) drops that source's traffic on the
- * input and forward paths while another source passes. Then `nft flush ruleset` in the
- * namespace: the agent's reconcile loop (reconcile_seconds = 1) puts the drop back.
+ * Server + agent + packet filter: a blacklist decision a contributor makes on the server
+ * (POST /ips, decision 1) reaches the agent over the sync channel, and the agent's packet_filter
+ * enforcer (nftables, or iptables + ipset, chosen by options.backend; run in the firewall
+ * namespace) drops that source's traffic on the input and forward paths while another source
+ * passes. Then `nft flush ruleset` in the namespace (with iptables-nft it takes the iptables
+ * rules too): the agent's reconcile loop (reconcile_seconds = 1) puts the drop back.
  */
-describe.skipIf(systemGate('agent + nftables in a network namespace', { commands: ['nft', 'ip'], root: true }))('agent enforcing packet_filter (nftables) in a namespace', () => {
+const gate = systemGate('agent + packet filter in a network namespace', { commands: ['nft', 'ip', 'ipset', 'iptables'], root: true });
+
+describe.skipIf(gate).each<PacketFilterBackend>(['nftables', 'ipset'])('agent enforcing packet_filter (%s) in a namespace', (backend) => {
   let lab: DropLab;
   const listed = LAB.listed(0);
   const probe = (source: string, host: string) => lab.lab.probe(lab.client, source, host, LAB.port);
   const passes = (source: string, host: string) => lab.lab.probeUntil('open', lab.client, source, host, LAB.port);
 
   beforeAll(async () => {
-    lab = await startDropLab({ listed: 1, reconcileSeconds: 1, csv: true });
+    lab = await startDropLab({ backend, listed: 1, reconcileSeconds: 1, csv: true });
   }, 60_000);
   afterAll(async () => {
     await lab?.close();
@@ -35,7 +38,7 @@ describe.skipIf(systemGate('agent + nftables in a network namespace', { commands
       await lab.contributor.reportIp({ ip: listed, confidence: 1, source: 'console', decision: 1 });
       const posted = Date.now() - t0;
       const dropped = (await watcher.firstDrop(20_000)) - t0;
-      console.log(`[figure] decision → first dropped probe: ${dropped} ms (POST /ips itself: ${posted} ms)`);
+      console.log(`[figure] ${backend}: decision → first dropped probe: ${dropped} ms (POST /ips itself: ${posted} ms)`);
     } finally {
       watcher.stop();
     }
@@ -44,8 +47,7 @@ describe.skipIf(systemGate('agent + nftables in a network namespace', { commands
     expect(await probe(listed, LAB.server)).toBe('timeout');
     expect(await passes(LAB.unlisted, LAB.fwLan)).toBe('open');
     expect(await passes(LAB.unlisted, LAB.server)).toBe('open');
-    const set = JSON.parse(await lab.nft(['-j', 'list', 'set', 'inet', 'rampart', 'addrs'])) as { nftables: { set?: { elem?: unknown[] } }[] };
-    expect(set.nftables.find((o) => o.set)?.set?.elem).toEqual([listed]);
+    expect(await lab.enforced()).toEqual([listed]);
     await waitFor('csv enforcer holding the address', async () => csvFormat.parse(await readFile(lab.csvPath, 'utf8')).includes(`${listed}/32`), 10_000);
   });
 
@@ -53,9 +55,15 @@ describe.skipIf(systemGate('agent + nftables in a network namespace', { commands
     const flushedAt = Date.now();
     await lab.nft(['flush', 'ruleset']);
     const emptyAfterFlush = (await lab.nft(['list', 'ruleset'])).trim() === '';
-    // Restored: the table is back, wired, holding the address; then the source is dropped again.
-    await waitFor('the table restored', async () => (await lab.nft(['list', 'ruleset'])).includes(listed), 15_000, 20);
-    console.log(`[figure] nft flush ruleset → table restored: ${Date.now() - flushedAt} ms (reconcile_seconds = 1; ruleset empty right after the flush: ${emptyAfterFlush})`);
+    // A prober started right after the flush: its first dropped attempt dates the repair.
+    const watcher = watchDrops(lab.client, listed, LAB.fwLan, LAB.port);
+    try {
+      const restored = (await watcher.firstDrop(15_000)) - flushedAt;
+      console.log(`[figure] ${backend}: nft flush ruleset → first dropped probe again: ${restored} ms (reconcile_seconds = 1; ruleset empty right after the flush: ${emptyAfterFlush})`);
+    } finally {
+      watcher.stop();
+    }
+    expect(await lab.enforced()).toEqual([listed]);
     expect(await probe(listed, LAB.fwLan)).toBe('timeout');
     expect(await lab.metric('rampart_agent_drifts_repaired_total{enforcer="packet_filter"}')).toBe(1);
     expect(await probe(listed, LAB.server)).toBe('timeout');
