@@ -49,6 +49,8 @@ describe.skipIf(gate).each<PacketFilterBackend>(['nftables', 'ipset'])('agent en
     expect(await passes(LAB.unlisted, LAB.server)).toBe('open');
     expect(await lab.enforced()).toEqual([listed]);
     await waitFor('csv enforcer holding the address', async () => csvFormat.parse(await readFile(lab.csvPath, 'utf8')).includes(`${listed}/32`), 10_000);
+    expect(await lab.metric('rampart_agent_enforcer_entries{enforcer="packet_filter"}')).toBe(1);
+    expect(await lab.metric('rampart_agent_enforcer_entries{enforcer="csv"}')).toBe(1);
   });
 
   it('after `nft flush ruleset` in the namespace, the reconcile loop restores the drop', async () => {

@@ -168,7 +168,7 @@ export class Agent {
           state: () => ({
             version: AGENT_VERSION,
             enforced: this.state.enforced.keys.length,
-            plugins: this.enforcers.map((e) => ({ plugin: e.label, enforced: this.state.enforced.keys.length, healthy: !e.needsReplace })),
+            plugins: this.enforcers.map((e) => ({ plugin: e.label, enforced: e.enforced ?? 0, healthy: !e.needsReplace })),
           }),
         },
       });
@@ -307,6 +307,10 @@ export class Agent {
       } catch (err) {
         this.log.warn({ err, enforcer: slot.label }, 'enforcer did not close cleanly');
       }
+      if (!w) {
+        this.metrics.enforcerEntries.remove({ enforcer: slot.label });
+        this.metrics.enforcerCut.remove({ enforcer: slot.label });
+      }
     }
     for (const p of wanted.values()) {
       const log = this.log.child({ enforcer: p.label, plugin: p.definition.name });
@@ -356,7 +360,7 @@ export class Agent {
       known_indicators: this.state?.table.size ?? 0,
       spool_depth: this.spool?.depth ?? 0,
       sources: this.supervisor?.labels ?? [],
-      enforcers: this.enforcers.map((e) => ({ label: e.label, healthy: !e.needsReplace })),
+      enforcers: this.enforcers.map((e) => ({ label: e.label, healthy: !e.needsReplace, enforced: e.enforced ?? 0, cut: e.cut ?? 0 })),
       channel_connected: this.channel?.connected ?? false,
       memory_mb: memoryMb(),
     };

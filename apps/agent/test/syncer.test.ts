@@ -157,6 +157,21 @@ describe('syncer', () => {
     expect(await enforced()).toEqual(all);
   });
 
+  it('keeps what each enforcer reports enforcing (a capacity cut included) for feedback and metrics', async () => {
+    const small = await dryRunEnforcer.create(DryRunConfig.parse({ active: true, path: join(dir, 'small.json'), capacity: 5 }), { log });
+    enforcers.push({ label: 'small', enforcer: small, needsReplace: true });
+    await syncer.full();
+    expect(enforcers.map((e) => [e.label, e.enforced, e.cut])).toEqual([
+      ['dry_run', 8, 0],
+      ['small', 5, 3],
+    ]);
+    const gauge = async (name: 'enforcerEntries' | 'enforcerCut') => Object.fromEntries((await metrics[name].get()).values.map((v) => [v.labels.enforcer, v.value]));
+    expect(await gauge('enforcerEntries')).toEqual({ dry_run: 8, small: 5 });
+    expect(await gauge('enforcerCut')).toEqual({ dry_run: 0, small: 3 });
+    await syncer.withdraw();
+    expect(await gauge('enforcerEntries')).toEqual({ dry_run: 0, small: 0 });
+  });
+
   describe('reconcile (the short loop)', () => {
     const counter = async (name: 'driftsRepaired' | 'enforcerErrors', label: string) =>
       (await metrics[name].get()).values.find((v) => v.labels.enforcer === label)?.value ?? 0;

@@ -35,6 +35,13 @@ export function createMetrics() {
       labelNames: ['enforcer'],
       registers: [registry],
     }),
+    enforcerEntries: new Gauge({ name: 'rampart_agent_enforcer_entries', help: 'Entries each enforcer reports enforcing', labelNames: ['enforcer'], registers: [registry] }),
+    enforcerCut: new Gauge({
+      name: 'rampart_agent_enforcer_cut_entries',
+      help: "Entries of the block set an enforcer left out because its backend's capacity was reached",
+      labelNames: ['enforcer'],
+      registers: [registry],
+    }),
     reconciles: new Counter({ name: 'rampart_agent_reconciles_total', help: 'Read-back checks of the enforcers', labelNames: ['enforcer', 'outcome'], registers: [registry] }),
     enforcerErrors: new Counter({ name: 'rampart_agent_enforcer_errors_total', help: 'Enforcer calls that failed', labelNames: ['enforcer'], registers: [registry] }),
   };

@@ -3,7 +3,7 @@ import type { RampartClient } from '@rampart/client';
 import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
 import type { AgentMetrics } from '../runtime/metrics.ts';
 import { BlockState, countRemovals, diffKeySets, toEntries, type BlockPolicy, type KeySet } from './block-state.ts';
-import type { BlockEntry, Diff } from '@rampart/plugin-kit';
+import type { BlockEntry, Diff, EnforceResult } from '@rampart/plugin-kit';
 import { cidrKey } from './ipv4.ts';
 import type { FeedStateFile } from './feed-state.ts';
 
@@ -12,6 +12,9 @@ export interface ActiveEnforcer {
   enforcer: Enforcer;
   /** Needs a full `sync` (first run, after a failure, after a reconcile). */
   needsReplace: boolean;
+  /** What the enforcer reported after its last successful call (its capacity may cut the set). */
+  enforced?: number;
+  cut?: number;
 }
 
 export interface SyncerOptions {
@@ -131,7 +134,12 @@ export class Syncer {
           continue;
         }
         try {
-          const drifted = e.enforcer.reconcile ? (await e.enforcer.reconcile()).drifted : await this.reassertFromList(e);
+          let drifted: boolean;
+          if (e.enforcer.reconcile) {
+            const result = await e.enforcer.reconcile();
+            this.record(e, result);
+            drifted = result.drifted;
+          } else drifted = await this.reassertFromList(e);
           metrics.reconciles.inc({ enforcer: e.label, outcome: drifted ? 'drift_repaired' : 'ok' });
           if (drifted) {
             repaired++;
@@ -160,7 +168,7 @@ export class Syncer {
     const live = await e.enforcer.list();
     const expected = Math.min(keys.length, e.enforcer.capacity);
     const drifted = live.length !== expected || live.some((cidr) => !hasKey(keys, cidrKey(cidr)));
-    if (drifted) await e.enforcer.sync(toEntries(this.deps.state.enforced));
+    if (drifted) this.record(e, await e.enforcer.sync(toEntries(this.deps.state.enforced)));
     return drifted;
   }
 
@@ -173,6 +181,7 @@ export class Syncer {
         try {
           await e.enforcer.withdraw();
           e.needsReplace = true;
+          this.record(e, { enforced: 0, cut: 0 });
         } catch (err) {
           this.deps.metrics.enforcerErrors.inc({ enforcer: e.label });
           this.deps.log.error({ err, enforcer: e.label }, 'withdraw failed');
@@ -261,11 +270,11 @@ export class Syncer {
       try {
         if (e.needsReplace) {
           full ??= toEntries(next);
-          await e.enforcer.sync(full);
+          this.record(e, await e.enforcer.sync(full));
           replaced += full.length;
         } else if (removals > 0 || additions > 0) {
           diff ??= diffKeySets(state.enforced, next);
-          await e.enforcer.apply(diff);
+          this.record(e, await e.enforcer.apply(diff));
         }
         e.needsReplace = false;
       } catch (err) {
@@ -312,6 +321,14 @@ export class Syncer {
     this.dirty = false;
   }
 
+  /** Keeps what an enforcer says it enforces, for feedback, /healthz, the sync channel and metrics. */
+  private record(e: ActiveEnforcer, result: EnforceResult): void {
+    e.enforced = result.enforced;
+    e.cut = result.cut;
+    this.deps.metrics.enforcerEntries.set({ enforcer: e.label }, result.enforced);
+    this.deps.metrics.enforcerCut.set({ enforcer: e.label }, result.cut);
+  }
+
   /** `POST /agents/feedback` per enforcer: what it enforces now (also the agent's check-in). */
   private async feedback(set: KeySet): Promise<void> {
     const agid = this.deps.gaid();
@@ -319,7 +336,7 @@ export class Syncer {
     for (const e of this.deps.enforcers()) {
       try {
         await this.deps.client.agentFeedback(
-          { agid, plugin: e.label, hostname: hostname(), code: e.needsReplace ? 'error' : 0, score_threshold: this.deps.policy().threshold, blacklist: set.keys.length },
+          { agid, plugin: e.label, hostname: hostname(), code: e.needsReplace ? 'error' : 0, score_threshold: this.deps.policy().threshold, blacklist: e.enforced ?? set.keys.length },
           { retries: 1 },
         );
       } catch (err) {
