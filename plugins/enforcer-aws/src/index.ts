@@ -1,12 +1,9 @@
-import { EC2Client } from '@aws-sdk/client-ec2';
-import { WAFV2Client } from '@aws-sdk/client-wafv2';
 import { z } from 'zod';
 import { IpsEntries } from '@rampart/contracts';
 import { defineEnforcer } from '@rampart/plugin-kit';
-import { createAwsEnforcer } from './aws-enforcer.ts';
 import { WriteGate } from './write-gate.ts';
 
-export { IP_SET_ADDRESSES } from './wafv2-ip-sets.ts';
+export { IP_SET_ADDRESSES } from './limits.ts';
 
 const endpoint = z.union([z.literal(''), z.url({ protocol: /^https?$/ })]).default('');
 
@@ -45,6 +42,13 @@ export const awsEnforcer = defineEnforcer<AwsConfig>({
   serves: 'cloud_a',
   configSchema: AwsConfig,
   async create(config, ctx) {
+    // The SDK is loaded only when the enforcer is used: importing it costs ~75 MB of RSS, which
+    // every agent would otherwise carry (the registry lists every plugin).
+    const [{ EC2Client }, { WAFV2Client }, { createAwsEnforcer }] = await Promise.all([
+      import('@aws-sdk/client-ec2'),
+      import('@aws-sdk/client-wafv2'),
+      import('./aws-enforcer.ts'),
+    ]);
     const o = config.options;
     // Without keys the SDK's default chain applies (environment, profile, SSO, instance role).
     const credentials = config.accessKeyId ? { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey } : undefined;

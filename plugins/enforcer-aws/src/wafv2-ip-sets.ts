@@ -9,9 +9,9 @@ import {
 } from '@aws-sdk/client-wafv2';
 import { canonicalCidr } from '@rampart/plugin-kit';
 import type { WriteGate } from './write-gate.ts';
+import { IP_SET_ADDRESSES } from './limits.ts';
 
-/** Addresses one WAFv2 IP set holds (service quota). */
-export const IP_SET_ADDRESSES = 10_000;
+export { IP_SET_ADDRESSES };
 
 /*
  * The list sharded over the IP sets `<prefix>-0` … `<prefix>-<shards-1>`, all created up front so
