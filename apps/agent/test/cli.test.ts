@@ -57,6 +57,22 @@ describe('rampart-agent CLI', () => {
     expect(printed.ips.cdn_waf.cdn_waf_x_auth_key).toBe('********');
   });
 
+  it('validate-config lists enforcer option problems with their paths; print-config masks secrets of plugin options', async () => {
+    const ips = { ...doc.ips, cdn_waf: { active: true, cdn_waf_x_auth_email: '', cdn_waf_x_auth_key: '' } };
+    const enforcers = { cdn_waf: { api_token: 'cf-token-secret', account_id: 'nope', zone_id: 'a'.repeat(32) } };
+    await writeFile(join(dir, 'opts-bad.json'), JSON.stringify({ ...doc, ips, local: { state_dir: join(dir, 'state'), enforcers } }));
+    const bad = io({ KEY: 'k' });
+    expect(await runCli(['validate-config', join(dir, 'opts-bad.json')], bad.value)).toBe(1);
+    expect(bad.err()).toBe(`${join(dir, 'opts-bad.json')}: 1 problem\n  ips.cdn_waf.options.account_id: a 32-character hex account id\n`);
+
+    const good = { ...enforcers, cdn_waf: { ...enforcers.cdn_waf, account_id: 'b'.repeat(32) } };
+    await writeFile(join(dir, 'opts-good.json'), JSON.stringify({ ...doc, ips, local: { state_dir: join(dir, 'state'), enforcers: good } }));
+    const t = io({ KEY: 'k' });
+    expect(await runCli(['print-config', '-c', join(dir, 'opts-good.json')], t.value)).toBe(0);
+    expect(t.out()).not.toContain('cf-token-secret');
+    expect((JSON.parse(t.out()) as { local: { enforcers: { cdn_waf: { api_token: string } } } }).local.enforcers.cdn_waf.api_token).toBe('********');
+  });
+
   it('status: reads the state directory when no agent answers', async () => {
     const t = io({ KEY: 'k' });
     const file = join(dir, 'status.json');
