@@ -12,7 +12,7 @@ export const versionRoute: FastifyPluginAsyncZod<{ context: AppContext }> = asyn
     '/version',
     {
       config: { rampart: { auth: 'public' } },
-      schema: { tags: ['tools'], summary: 'Build and health of this service (no key needed)', response: { 200: VersionRecord } },
+      schema: { tags: ['tools'], summary: 'Build and health of this service (no key needed)', security: [], response: { 200: VersionRecord } },
     },
     async () => {
       const started = performance.now();
