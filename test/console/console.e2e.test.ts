@@ -182,6 +182,28 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     expect((await api('GET', '/vpn', acme.keys.admin)).json).toEqual([]);
   });
 
+  it('looks an address up, shows its live score and components, and blacklists it with a TTL', async () => {
+    expect((await api('POST', '/ips', acme.keys.contributor, { ip: '198.51.100.23', confidence: 0.9, source: 'ssh' })).status).toBeLessThan(300);
+    const page = await signedIn(acme.keys.admin);
+    await page.getByRole('link', { name: 'Look-up' }).click();
+    await page.getByLabel('IPv4, domain, URL or digest').fill('198.51.100.23');
+    await page.getByRole('button', { name: 'Look up' }).click();
+    await page.getByRole('heading', { name: /198\.51\.100\.23/ }).waitFor();
+    expect(Number(await page.getByTestId('live-score').textContent())).toBeGreaterThan(0);
+    expect(await page.getByText('Score components').count()).toBe(1);
+    expect(await page.getByTestId('decision').textContent()).toBe('Follow score');
+    await page.getByLabel('TTL of a blacklisting (hours, 0 = none)').fill('2');
+    await page.getByRole('button', { name: 'Blacklist' }).click();
+    await page.getByText('Decision saved: Blacklist.').waitFor();
+    await expect.poll(() => page.getByTestId('decision').textContent()).toMatch(/^Blacklist until /);
+    await page.screenshot({ path: `${SHOTS}/lookup-blacklisted-1280.png`, fullPage: true });
+    const record = ((await api('GET', '/ips/198.51.100.23', acme.keys.reader)).json as { body: Array<{ decision: number; ttl: number | null }> }).body[0]!;
+    expect(record.decision).toBe(1);
+    const hours = (record.ttl! - Date.now() / 1000) / 3600;
+    expect(hours).toBeGreaterThan(1.9);
+    expect(hours).toBeLessThanOrEqual(2);
+  });
+
   it('renders every page at 390 and 1280 pixels without console errors', async () => {
     for (const width of [390, 1280]) {
       const page = await signedIn(acme.keys.admin, width);

@@ -71,3 +71,14 @@ export const IpsReportBody = z
   })
   .meta({ description: 'Report of a suspicious IPv4 address or network' });
 export type IpsReportBody = z.infer<typeof IpsReportBody>;
+
+/**
+ * Beyond the specification: `PUT /ips/{ip}` sets only the caller's decision on an address or
+ * (URL-encoded) network, as `PUT /files|domains|urls/{id}` do, without counting a report
+ * (`POST /ips` with `decision` also reports, and its confidence replaces the previous one).
+ */
+export const IpDecisionParams = z.object({ ip: Ipv4OrNetwork });
+export const IpDecisionBody = z.strictObject({
+  decision: DecisionInput.describe('-1 follow the score, 0 whitelist, 1 blacklist (until ttl)'),
+  ttl: numberLike(z.int().positive()).optional().describe('Epoch seconds until which a blacklisting holds; only with decision 1'),
+});

@@ -111,7 +111,7 @@ export function ScorePlot({ s0, ts, threshold, days = 14 }: { s0: number; ts: nu
   const now = Date.now() / 1000;
   const w = 560;
   const h = 180;
-  const pad = 30;
+  const pad = 42;
   const points: string[] = [];
   const steps = 120;
   for (let i = 0; i <= steps; i++) {
@@ -131,7 +131,7 @@ export function ScorePlot({ s0, ts, threshold, days = 14 }: { s0: number; ts: nu
         </text>
       ))}
       {[0, Math.round(days / 2), days].map((d) => (
-        <text key={d} x={pad + (d / days) * (w - pad - 5)} y={h - 10} class="tick" text-anchor="middle">
+        <text key={d} x={pad + (d / days) * (w - pad - 5)} y={h - 10} class="tick" text-anchor={d === days ? 'end' : 'middle'}>
           {d === 0 ? 'now' : `+${d} d`}
         </text>
       ))}

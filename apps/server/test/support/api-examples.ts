@@ -14,6 +14,7 @@ export interface OwnedIds {
 /** Valid values of path parameters, by name; ids come from the organization's own objects. */
 const PATH_VALUES: Record<string, (ids: OwnedIds) => string> = {
   ipv4: () => '203.0.113.7',
+  ip: () => '203.0.113.7',
   domain_name: () => sampleDomainRecord.domain,
   url: () => sampleUrlRecord.url,
   digest: () => sampleFileRecord.sha256,
@@ -100,6 +101,7 @@ const BODIES: Record<string, (ids: OwnedIds) => unknown> = {
     tags: sampleFileRecord.tags,
     confidence: 0.8,
   }),
+  'PUT /api/v1/ips/{ip}': () => ({ decision: 1, ttl: Math.floor(Date.now() / 1000) + 3600 }),
   'PUT /api/v1/files/{digest}': () => ({ decision: 1 }),
   'POST /api/v1/domains': () => ({ domain: sampleDomainRecord.domain, tags: sampleDomainRecord.tags, confidence: 0.7 }),
   'PUT /api/v1/domains/{domain_name}': () => ({ decision: 0 }),

@@ -61,7 +61,7 @@ async function find(session: Session, kind: IndicatorKind, id: string): Promise<
         ['Reports', show(r.info?.events)],
         ['Sources', show(r.info?.sources)],
         ['Last update', new Date(r.ts * 1000).toISOString()],
-        ['Country / AS', show(r.ip_info ? `${r.ip_info.country_name} · AS${r.ip_info.asn} ${r.ip_info.as_name}` : undefined)],
+        ['Country / AS', show(r.ip_info && (r.ip_info.country_name || r.ip_info.asn) ? [r.ip_info.country_name, r.ip_info.asn && `AS${r.ip_info.asn.replace(/^AS/i, '')} ${r.ip_info.as_name}`].filter(Boolean).join(' · ') : undefined)],
       ],
     };
   }
@@ -117,12 +117,14 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
       if (found.kind === 'ipv4') {
         const hours = Number(ttlHours);
         const ttl = decision === 1 && hours > 0 ? Math.floor(Date.now() / 1000 + hours * 3600) : undefined;
-        await session.api.send('POST', '/ips', { ip: found.id, confidence: 0, source: 'console decision', decision, ...(ttl ? { ttl } : {}) });
+        // PUT /ips/{ip} changes only the decision; POST /ips would also count a report.
+        await session.api.send('PUT', `/ips/${encodeURIComponent(found.id)}`, { decision, ...(ttl ? { ttl } : {}) });
       } else {
         await session.api.send('PUT', PATHS[found.kind](found.id), { decision: found.kind === 'file' ? String(decision) : decision });
       }
-      setSaved(`Decision saved: ${DECISIONS.find((d) => d.value === decision)!.label}.`);
+      // Re-read the record first: a search clears the previous messages.
       await search();
+      setSaved(`Decision saved: ${DECISIONS.find((d) => d.value === decision)!.label}.`);
     } catch (err) {
       setError(describeError(err).message);
     }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ApiError, IpsReportBody, IpsReportQuery, ROLE } from '@rampart/contracts';
+import { ApiError, IpDecisionBody, IpDecisionParams, IpsReportBody, IpsReportQuery, ROLE } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { ipv4CidrRange, numberToIpv4 } from '../../services/enrichment/ipv4.ts';
@@ -81,6 +81,44 @@ export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
       if (checkinGaid) await context.store.agents.checkIn(principal.org.id, checkinGaid, 'ipv4');
       // No body at all (the null schema documents it; undefined is never serialized).
       return reply.code(outcome.created ? 201 : 200).send(undefined as unknown as null);
+    },
+  );
+
+  app.put(
+    '/ips/:ip',
+    {
+      config: { rampart: { minRole: ROLE.contributor, coin: 'decision' } },
+      schema: {
+        tags: ['ipv4'],
+        summary: "Set the organization's decision on an address or URL-encoded network, without reporting it",
+        params: IpDecisionParams,
+        body: IpDecisionBody,
+        response: { 200: z.null().describe('empty body') },
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const { decision, ttl } = request.body;
+      const now = Math.floor(Date.now() / 1000);
+      if (ttl !== undefined && decision !== 1) throw fieldError('body.ttl', 'a ttl applies only to decision 1');
+      if (ttl !== undefined && ttl <= now) throw fieldError('body.ttl', `must lie in the future (now is ${now})`);
+      const { network, isNetwork } = canonicalNetwork(request.params.ip);
+      const outcome = await batcher.submit({
+        orgId: principal.org.id,
+        network,
+        isNetwork,
+        gid: `RMP-RULE-GID-${randomIdPart()}`,
+        confidence: 0,
+        source: '',
+        notes: null,
+        addReport: false,
+        decision: { value: decision as -1 | 0 | 1, ttl: ttl ?? null },
+        ipInfo: null,
+      });
+      if (outcome.status === 'reserved') {
+        throw new ApiError('reserved_ip', `${request.params.ip} lies in ${outcome.range}, one of the organization's reserved_ips`, { extra: { reserved_range: outcome.range } });
+      }
+      return reply.code(200).send(undefined as unknown as null);
     },
   );
 };

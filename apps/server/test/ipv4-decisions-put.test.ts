@@ -1,0 +1,64 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Ipv4Page } from '@rampart/contracts';
+import type { Store } from '../src/store/index.ts';
+import { driverCases } from './support/databases.ts';
+import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+
+describe.each(driverCases())('PUT /ips/{ip} (decision only) on $name', (driver) => {
+  let store: Store;
+  let app: FastifyInstance;
+  let acme: TestOrg;
+  let other: TestOrg;
+
+  beforeAll(async () => {
+    store = await driver.open();
+    app = await testApp(store);
+    acme = await seedOrg(store, { name: 'Decide Acme', trust: 0.9 });
+    other = await seedOrg(store, { name: 'Decide Other' });
+  });
+  afterAll(async () => {
+    await app.close();
+    await store.close();
+  });
+
+  const lookup = async (ip: string, key: string) => Ipv4Page.parse((await app.inject({ url: `/api/v1/ips/${ip}`, headers: { authorization: key } })).json()).body[0];
+  const put = (ip: string, key: string, payload: unknown) => app.inject({ method: 'PUT', url: `/api/v1/ips/${encodeURIComponent(ip)}`, headers: { authorization: key }, payload });
+
+  it('sets, limits and clears the decision without touching the score, the reports or other organizations', async () => {
+    expect((await app.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: acme.keys.contributor }, payload: { ip: '203.0.113.9', confidence: 0.9, source: 'ssh' } })).statusCode).toBe(201);
+    const before = (await lookup('203.0.113.9', acme.keys.reader))!;
+    const ttl = Math.floor(Date.now() / 1000) + 3600;
+    expect((await put('203.0.113.9', acme.keys.contributor, { decision: 1, ttl })).statusCode).toBe(200);
+    const blacklisted = (await lookup('203.0.113.9', acme.keys.reader))!;
+    expect(blacklisted).toMatchObject({ decision: 1, ttl, score: before.score, ts: before.ts });
+    expect(blacklisted.info?.events ?? null).toBe(before.info?.events ?? null);
+    expect((await lookup('203.0.113.9', other.keys.reader))!).toMatchObject({ decision: -1, ttl: null });
+
+    expect((await put('203.0.113.9', acme.keys.contributor, { decision: '0' })).statusCode).toBe(200);
+    expect((await lookup('203.0.113.9', acme.keys.reader))!).toMatchObject({ decision: 0, ttl: null, score: before.score });
+    expect((await put('203.0.113.9', acme.keys.contributor, { decision: -1 })).statusCode).toBe(200);
+    expect((await lookup('203.0.113.9', acme.keys.reader))!).toMatchObject({ decision: -1, ttl: null, score: before.score });
+  });
+
+  it('takes a URL-encoded network and refuses bad input, readers and reserved addresses', async () => {
+    expect((await put('198.51.100.0/24', acme.keys.contributor, { decision: 0 })).statusCode).toBe(200);
+    const bad = await put('203.0.113.9', acme.keys.contributor, { decision: 0, ttl: Math.floor(Date.now() / 1000) + 60 });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().errors).toEqual([{ path: 'body.ttl', message: 'a ttl applies only to decision 1' }]);
+    const past = await put('203.0.113.9', acme.keys.contributor, { decision: 1, ttl: 1000 });
+    expect(past.statusCode).toBe(400);
+    expect(past.json().errors[0].path).toBe('body.ttl');
+    const range = await put('203.0.113.9', acme.keys.contributor, { decision: 2 });
+    expect(range.statusCode).toBe(400);
+    expect(range.json().errors[0].path).toBe('body.decision');
+    expect((await put('203.0.113.300', acme.keys.contributor, { decision: 1 })).statusCode).toBe(400);
+    expect((await put('203.0.113.9', acme.keys.reader, { decision: 1 })).statusCode).toBe(403);
+
+    const doc = (await app.inject({ url: '/api/v1/organization/config', headers: { authorization: acme.keys.admin } })).json();
+    expect((await app.inject({ method: 'PUT', url: '/api/v1/organization/config', headers: { authorization: acme.keys.admin }, payload: { ...doc, reserved_ips: ['192.0.2.0/24'] } })).statusCode).toBe(200);
+    const reserved = await put('192.0.2.5', acme.keys.contributor, { decision: 1 });
+    expect(reserved.statusCode).toBe(403);
+    expect(reserved.json()).toMatchObject({ status: 403, reserved_range: '192.0.2.0/24' });
+  });
+});
