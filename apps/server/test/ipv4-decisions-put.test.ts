@@ -23,7 +23,7 @@ describe.each(driverCases())('PUT /ips/{ip} (decision only) on $name', (driver) 
   });
 
   const lookup = async (ip: string, key: string) => Ipv4Page.parse((await app.inject({ url: `/api/v1/ips/${ip}`, headers: { authorization: key } })).json()).body[0];
-  const put = (ip: string, key: string, payload: unknown) => app.inject({ method: 'PUT', url: `/api/v1/ips/${encodeURIComponent(ip)}`, headers: { authorization: key }, payload });
+  const put = (ip: string, key: string, payload: Record<string, unknown>) => app.inject({ method: 'PUT', url: `/api/v1/ips/${encodeURIComponent(ip)}`, headers: { authorization: key }, payload });
 
   it('sets, limits and clears the decision without touching the score, the reports or other organizations', async () => {
     expect((await app.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: acme.keys.contributor }, payload: { ip: '203.0.113.9', confidence: 0.9, source: 'ssh' } })).statusCode).toBe(201);
