@@ -216,6 +216,6 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
       }
       await page.context().close();
     }
-    expect(consoleErrors.join("\n")).toBe("");
+    expect(consoleErrors.join('\n')).toBe('');
   });
 });

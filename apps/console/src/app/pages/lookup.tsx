@@ -38,12 +38,6 @@ const show = (v: unknown) => (v === null || v === undefined ? '—' : Array.isAr
 
 async function find(session: Session, kind: IndicatorKind, id: string): Promise<Found | null> {
   const { api } = session;
-  const common = (r: { score: number; ts: number; decision?: number | undefined; explain?: Record<string, unknown> | undefined; tags: string[]; total_reports: number; total_members: number }) => ({
-    score: r.score,
-    ts: r.ts,
-    decision: r.decision,
-    explain: r.explain,
-  });
   if (kind === 'ipv4') {
     const page = await api.get(PATHS.ipv4(id), Ipv4Page, { explain: 'yes', full: 'yes' });
     const r = page.body[0];
@@ -70,7 +64,10 @@ async function find(session: Session, kind: IndicatorKind, id: string): Promise<
   return {
     kind,
     id,
-    ...common(r),
+    score: r.score,
+    ts: r.ts,
+    decision: r.decision,
+    explain: r.explain,
     ttl: undefined,
     fields: [
       ['Members', show(r.total_members)],

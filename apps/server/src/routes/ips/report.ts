@@ -53,9 +53,6 @@ export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
       const now = Math.floor(Date.now() / 1000);
       if (body.ttl !== undefined && body.decision !== 1) throw fieldError('body.ttl', 'a ttl applies only to decision 1');
       if (body.ttl !== undefined && body.ttl <= now) throw fieldError('body.ttl', `must lie in the future (now is ${now})`);
-      // PostgreSQL text cannot hold NUL: refuse it here rather than fail the whole batch.
-      if (body.source.includes('\u0000')) throw fieldError('body.source', 'must not contain NUL characters');
-      if (body.notes?.includes('\u0000')) throw fieldError('body.notes', 'must not contain NUL characters');
       const { network, isNetwork, first } = canonicalNetwork(body.ip);
       const item: Ipv4ReportItem = {
         orgId: principal.org.id,
