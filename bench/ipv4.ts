@@ -13,6 +13,8 @@
  * Writes bench/results/ipv4.md.
  *
  *   npx tsx bench/ipv4.ts [--n 1000000] [--duration 5] [--connections 32] [--walk-seconds 30] [--fresh]
+ *                         [--only lookup,ingest,flat,ipv4,walk]
+ *   --only runs just the named parts (printed, results file not written): for working on one of them.
  *   DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres).
  */
 import { spawn } from 'node:child_process';
@@ -33,6 +35,8 @@ const CONNECTIONS = flag('connections', 32);
 const WALK_SECONDS = flag('walk-seconds', 30);
 const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const KEYS = 32;
+const ONLY = args.includes('--only') ? new Set(args[args.indexOf('--only') + 1]!.split(',')) : null;
+const part = (name: string) => ONLY === null || ONLY.has(name);
 
 interface Ready {
   app: number;
@@ -187,6 +191,41 @@ async function walkFeed(ready: Ready): Promise<{ records: number; seconds: numbe
   }
 }
 
+function reportRequests(ready: Ready) {
+  let r = 0;
+  return (req: { headers?: Record<string, string> }) => {
+    const k = r++;
+    // Even: a new address past the generated ones; odd: an address already held.
+    const ip = k % 2 === 0 ? benchIp(N + 1 + Math.floor(Math.random() * 1e9)) : benchIp(1 + (k * 7919) % N);
+    return {
+      ...req,
+      method: 'POST' as const,
+      path: '/api/v1/ips',
+      headers: { ...req.headers, 'content-type': 'application/json', authorization: ready.contributors[k % KEYS]! },
+      body: JSON.stringify({ ip, confidence: 0.8, source: 'bench', lid: k }),
+    };
+  };
+}
+
+/** `--only`: the named parts, printed only. */
+async function partial(ready: Ready, pid: number, appUrl: string, lookupRequest: (req: { path: string; headers?: Record<string, string> }) => object): Promise<void> {
+  if (part('lookup') || part('ingest')) {
+    const base = await load('constant fastify route', { url: `http://127.0.0.1:${ready.constant}/const` });
+    if (part('lookup')) {
+      await autocannon({ url: appUrl, connections: CONNECTIONS, amount: 3000, requests: [{ setupRequest: lookupRequest as never }] });
+      const lookup = await load('GET /ips/{ip}', { url: appUrl, requests: [{ setupRequest: lookupRequest as never }] });
+      console.log(`  ratio ${(lookup.rps / base.rps).toFixed(3)}`);
+    }
+    if (part('ingest')) await load('POST /ips', { url: appUrl, requests: [{ setupRequest: reportRequests(ready) as never }] });
+  }
+  if (part('flat')) await streamList(ready, pid, 'GET /flat/2 (CSV, one response)', '/api/v1/flat/2', false, 'flat.csv');
+  if (part('ipv4')) await streamList(ready, pid, 'GET /ipv4/1 (all pages via next_page)', '/api/v1/ipv4/1', true, 'ipv4.txt');
+  if (part('walk')) {
+    const walk = await walkFeed(ready);
+    console.log(`feed walk: ${walk.records.toLocaleString('en')} records in ${walk.seconds.toFixed(1)} s (${Math.round(walk.records / walk.seconds).toLocaleString('en')}/s)`);
+  }
+}
+
 async function main(): Promise<void> {
   await generateIpv4(SERVER_URL, N, args.includes('--fresh'));
   const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve', '--n', String(N)], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
@@ -208,23 +247,15 @@ async function main(): Promise<void> {
       const k = i++;
       return { ...req, path: held[k % held.length]!, headers: { ...req.headers, authorization: ready.readers[k % KEYS]! } };
     };
+    if (ONLY !== null) {
+      await partial(ready, pid, appUrl, lookupRequest);
+      return;
+    }
     await autocannon({ url: appUrl, connections: CONNECTIONS, amount: 3000, requests: [{ setupRequest: lookupRequest }] });
     const base = await load('constant fastify route', { url: `http://127.0.0.1:${ready.constant}/const` });
     const lookup = await load('GET /ips/{ip}', { url: appUrl, requests: [{ setupRequest: lookupRequest }] });
 
-    let r = 0;
-    const reportRequest = (req: { headers?: Record<string, string> }) => {
-      const k = r++;
-      // Even: a new address past the generated ones; odd: an address already held.
-      const ip = k % 2 === 0 ? benchIp(N + 1 + Math.floor(Math.random() * 1e9)) : benchIp(1 + (k * 7919) % N);
-      return {
-        ...req,
-        method: 'POST' as const,
-        path: '/api/v1/ips',
-        headers: { ...req.headers, 'content-type': 'application/json', authorization: ready.contributors[k % KEYS]! },
-        body: JSON.stringify({ ip, confidence: 0.8, source: 'bench', lid: k }),
-      };
-    };
+    const reportRequest = reportRequests(ready);
     const ingest = await load('POST /ips', { url: appUrl, requests: [{ setupRequest: reportRequest }] });
 
     const flat = await streamList(ready, pid, 'GET /flat/2 (CSV, one response)', '/api/v1/flat/2', false, 'flat.csv');
