@@ -10,6 +10,7 @@ import type { Store } from './store/index.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { agentCredential } from './plugins/agent-auth.ts';
 import { coinsPlugin } from './plugins/coins.ts';
+import { DEFAULT_LEASE } from './services/coin-ledger.ts';
 import { errorsPlugin, frameworkErrorHandler } from './plugins/errors.ts';
 import { textGuardPlugin } from './plugins/text-guard.ts';
 import { createMetrics, metricsPlugin } from './plugins/metrics.ts';
@@ -76,7 +77,7 @@ export async function buildApp({ config, store }: BuildAppOptions): Promise<Fast
   });
   await app.register(metricsPlugin, { metrics });
   await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds, agentTokenSecret: config.agentTokenSecret });
-  await app.register(coinsPlugin, { store, prices: config.coinPrices, debits: metrics.coinDebits });
+  await app.register(coinsPlugin, { store, prices: config.coinPrices, debits: metrics.coinDebits, leaseMax: config.coinLeaseMax ?? DEFAULT_LEASE.max });
   await app.register(healthRoutes, { context });
   await app.register(apiRoutes, { prefix: API_BASE, context });
   await app.register(consoleRoutes);

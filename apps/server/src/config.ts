@@ -37,6 +37,7 @@ export const ServerConfig = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_URL: z.url().optional(),
   COIN_PRICES: jsonObject.pipe(CoinPrices.partial()).optional(),
+  COIN_LEASE_MAX: z.coerce.number().int().min(0).max(1_000_000).default(1024),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
   AUTH_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(5),
@@ -58,6 +59,8 @@ export interface AppConfig {
   logLevel: z.infer<typeof ServerConfig>['LOG_LEVEL'];
   publicUrl: string | undefined;
   coinPrices: CoinPrices;
+  /** Most coins a replica takes from an organization's balance at once (0: every charge is a statement). See CoinLedger. */
+  coinLeaseMax?: number;
   rateLimitPerMinute: number;
   bodyLimitBytes: number;
   authCacheSeconds: number;
@@ -95,6 +98,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOG_LEVEL,
     publicUrl: e.PUBLIC_URL,
     coinPrices: CoinPrices.parse(e.COIN_PRICES ?? {}),
+    coinLeaseMax: e.COIN_LEASE_MAX,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     authCacheSeconds: e.AUTH_CACHE_SECONDS,

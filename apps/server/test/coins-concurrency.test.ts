@@ -49,4 +49,32 @@ describe.runIf(postgresAvailable)('coins are exact across two instances on Postg
     const after = await stores[1]!.orgs.byGid(org.org.gid);
     expect(after).toMatchObject({ credit_tokens: N, debit_tokens: N });
   });
+
+  it('with a balance large enough to lease, both instances charge from leases and the books balance exactly once they close', async () => {
+    const CREDITS = 200_000;
+    const org = await seedOrg(stores[0]!, { credits: CREDITS });
+    let ok = 0;
+    const remaining: number[][] = [[], []];
+    for (let round = 0; round < 10; round += 1) {
+      const statuses = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          fetch(`${urls[i % 2]}/api/v1/ips?ts=0`, { headers: { authorization: org.keys.reader } }).then(async (r) => {
+            await r.arrayBuffer();
+            remaining[i % 2]!.push(Number(r.headers.get('x-coins-remaining')));
+            return r.status;
+          }),
+        ),
+      );
+      ok += statuses.filter((s) => s === 200).length;
+    }
+    expect(ok).toBe(400);
+    // Each instance's figures fall by exactly one coin per request it answered.
+    for (const seen of remaining) expect(new Set(seen).size).toBe(seen.length);
+    // While leases are held the store has debited more than was spent; /me counts the caller's instance's lease as unspent.
+    const held = await stores[0]!.orgs.byGid(org.org.gid);
+    expect(held!.debit_tokens).toBeGreaterThan(400);
+    for (const app of apps) await app.coinLedger.close();
+    const after = await stores[1]!.orgs.byGid(org.org.gid);
+    expect(after).toMatchObject({ credit_tokens: CREDITS, debit_tokens: 400 });
+  });
 });

@@ -20,6 +20,8 @@ export interface CoinOptions {
   store: Store;
   prices: CoinPrices;
   debits: Counter<'kind'>;
+  /** Most coins leased into this replica per organization (CoinLedger); 0 turns leases off. */
+  leaseMax: number;
 }
 
 /**
@@ -27,12 +29,17 @@ export interface CoinOptions {
  * comes before any work). The price is taken up front by a conditional UPDATE (combined with
  * the other requests of the organization in flight on this replica, see CoinLedger), so
  * concurrent requests on any number of replicas cannot spend more than the balance;
- * a request that then fails gets its coins back before the response leaves.
+ * a request that then fails gets its coins back before the response leaves. Organizations
+ * with large balances are charged from a per-replica lease without a round trip (CoinLedger).
  */
-export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store, prices, debits }) => {
+export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store, prices, debits, leaseMax }) => {
   app.decorateRequest('coinCharge', null);
-  const ledger = new CoinLedger(store.orgs);
+  const ledger = new CoinLedger(store.orgs, { max: leaseMax });
   app.decorate('coinLedger', ledger);
+  // Unspent leased coins go back to the organizations before the store closes.
+  app.addHook('onClose', async () => {
+    await ledger.close().catch((err: unknown) => app.log.warn({ err }, 'could not give leased coins back'));
+  });
 
   app.addHook('preHandler', async (request, reply) => {
     const kind = request.routeOptions.config.rampart?.coin;
@@ -42,7 +49,7 @@ export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store,
     if (price <= 0) return;
     const remaining = await ledger.debit(principal.org.id, price);
     if (remaining === undefined) {
-      const balance = await store.orgs.balance(principal.org.id);
+      const balance = (await store.orgs.balance(principal.org.id)) + ledger.unspent(principal.org.id);
       reply.header('X-Coins-Cost', '0').header('X-Coins-Remaining', String(balance));
       throw new ApiError('insufficient_coins', `this request costs ${price} coins; the organization's balance is ${balance}`, {
         extra: { balance, price },

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { ApiError, type FeedUser } from '@rampart/contracts';
 import type { AppContext } from '../context.ts';
-import type { Principal } from '../plugins/auth.ts';
+import { principalOf } from '../plugins/auth.ts';
 import { feedUserObject } from '../services/envelope.ts';
 
 /** Response of reports and decisions: 200 with no body. */
@@ -16,9 +16,10 @@ export function nowSeconds(): number {
 }
 
 /** `header.user` of file, domain and URL pages: the caller with the organization's coin figures now. */
-export async function feedUser(context: AppContext, principal: Principal): Promise<FeedUser> {
+export async function feedUser(context: AppContext, request: FastifyRequest): Promise<FeedUser> {
+  const principal = principalOf(request);
   const fresh = await context.store.orgs.byId(principal.org.id);
-  return feedUserObject(principal, fresh ?? principal.org);
+  return feedUserObject(principal, request.server.coinLedger.shown(fresh ?? principal.org));
 }
 
 export function notFound(what: string): ApiError {
@@ -34,7 +35,7 @@ export async function chargeExtra(context: AppContext, request: FastifyRequest, 
   const orgId = request.principal.org.id;
   const remaining = await request.server.coinLedger.debit(orgId, price);
   if (remaining === undefined) {
-    const balance = await context.store.orgs.balance(orgId);
+    const balance = (await context.store.orgs.balance(orgId)) + request.server.coinLedger.unspent(orgId);
     const already = request.coinCharge?.price ?? 0;
     throw new ApiError('insufficient_coins', `this request costs ${already + price} coins; the organization's balance is ${balance + already}`, {
       extra: { balance: balance + already, price: already + price },

@@ -9,8 +9,9 @@ export const meRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (ap
   app.get('/me', { config: { rampart: { agent: true } }, schema: { tags: ['tools'], summary: 'The caller, its organization and coin balance', response: { 200: MeResponse } } }, async (request) => {
     const principal = principalOf(request);
     // Fresh from the store: the principal may come from the auth cache, the balance must not.
-    const org = await context.store.orgs.byId(principal.org.id);
-    if (!org) throw new ApiError('unauthorized', 'the organization of this key no longer exists');
+    const stored = await context.store.orgs.byId(principal.org.id);
+    if (!stored) throw new ApiError('unauthorized', 'the organization of this key no longer exists');
+    const org = request.server.coinLedger.shown(stored);
     return {
       user: userObject(principal),
       organization: {

@@ -33,7 +33,7 @@ export async function namedFeed<T>(context: AppContext, request: FastifyRequest,
   const principal = principalOf(request);
   const rows = await storeOf(context, kind).feedPage(principal.org.id, query.ts, query.page_size, delaySeconds(principal.org));
   return {
-    header: { version: 4 as const, ts: query.ts, next_ts: rows.at(-1)?.ts ?? query.ts, page_size: query.page_size, user: await feedUser(context, principal) },
+    header: { version: 4 as const, ts: query.ts, next_ts: rows.at(-1)?.ts ?? query.ts, page_size: query.page_size, user: await feedUser(context, request) },
     body: rows.map(toRecord),
   };
 }

@@ -16,7 +16,7 @@ export const overviewRoute: FastifyPluginAsyncZod<{ context: AppContext }> = asy
       at: now,
       ipv4: { total: histogram.reduce((a, b) => a + b, 0), histogram },
       reports_24h: reports,
-      coins: { credit_tokens: org.credit_tokens, debit_tokens: org.debit_tokens, balance: org.credit_tokens - org.debit_tokens },
+      coins: (({ credit_tokens, debit_tokens }) => ({ credit_tokens, debit_tokens, balance: credit_tokens - debit_tokens }))(request.server.coinLedger.shown(org)),
     };
   });
 };

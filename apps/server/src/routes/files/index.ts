@@ -94,7 +94,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
         tags: q.tags,
       });
       return {
-        header: { type: 'Malware' as const, version: 4 as const, ts: q.ts, next_ts: rows.at(-1)?.ts ?? q.ts, page_size: q.page_size, user: await feedUser(context, principal) },
+        header: { type: 'Malware' as const, version: 4 as const, ts: q.ts, next_ts: rows.at(-1)?.ts ?? q.ts, page_size: q.page_size, user: await feedUser(context, request) },
         body: rows.map(fileRecord),
       };
     },
