@@ -61,6 +61,12 @@ export async function buildApp({ config, store }: BuildAppOptions): Promise<Fast
   const metrics = createMetrics(store);
   const context: AppContext = { config, store, metrics, buildDate: buildDate(), events: eventBus(store.db), cursors: cursorCodec(config.cursorSecret ?? (await store.secrets.get('list_cursor'))), enrichment: createEnrichment({ dataDir: config.dataDir }) };
 
+  // Hot paths read organization settings from the store's cache; a change on any replica drops it.
+  const stopForgetting = await context.events.subscribe((event) => {
+    if (event.type === 'settings_changed' && event.subject === 'organization') store.settings.forget(event.org_id);
+  });
+  app.addHook('onClose', async () => stopForgetting());
+
   await app.register(errorsPlugin);
   await app.register(textGuardPlugin);
   await app.register(swagger, openapiDocument(config));

@@ -11,8 +11,20 @@ export interface Ipv4Policy {
   rule: { score: number; tags: string[] } | null;
 }
 
+/** Policies derived from cached settings documents (a new document object means a change). */
+const derived = new WeakMap<object, Ipv4Policy>();
+
+/** The organization's IPv4 policy, from this replica's settings cache (SettingsStore.organizationCached). */
 export async function loadIpv4Policy(store: Store, orgId: number): Promise<Ipv4Policy> {
-  const { document } = await store.settings.organization(orgId);
+  const { document } = await store.settings.organizationCached(orgId);
+  const known = derived.get(document);
+  if (known && known.orgId === orgId) return known;
+  const policy = ipv4Policy(orgId, document);
+  derived.set(document, policy);
+  return policy;
+}
+
+function ipv4Policy(orgId: number, document: { reserved_ips: string[]; blocking_roule?: { score: number; tags: string[] } | null | undefined }): Ipv4Policy {
   const ranges = document.reserved_ips.flatMap((cidr) => {
     const r = ipv4CidrRange(cidr);
     return r ? [r] : [];

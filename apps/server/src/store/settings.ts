@@ -39,8 +39,41 @@ export async function recordAudit(q: Queryable, e: AuditInput): Promise<void> {
   ]);
 }
 
+/** How long a cached organization document is trusted when no change notification arrives. */
+const CACHE_MS = 5_000;
+const CACHE_MAX = 10_000;
+
 export class SettingsStore {
+  private readonly cached = new Map<number, { value: { document: OrganizationConfig; version: number }; until: number }>();
+  /** Moves on every forget: a read that started before it must not refill the cache. */
+  private generation = 0;
+
   constructor(private readonly db: Db) {}
+
+  /**
+   * `organization(orgId)` for the hot read paths (look-ups, lists, feeds): served from this
+   * replica's memory. A replace through this store forgets the entry before it returns; other
+   * replicas forget it on the settings_changed notification (app.ts), and no entry lives longer
+   * than 5 s in any case. The result is shared: callers must not modify it.
+   */
+  async organizationCached(orgId: number): Promise<{ document: OrganizationConfig; version: number }> {
+    const hit = this.cached.get(orgId);
+    if (hit && hit.until > Date.now()) return hit.value;
+    const generation = this.generation;
+    const value = await this.organization(orgId);
+    if (generation === this.generation) {
+      if (this.cached.size >= CACHE_MAX) this.cached.clear();
+      this.cached.set(orgId, { value, until: Date.now() + CACHE_MS });
+    }
+    return value;
+  }
+
+  /** Drops the cached document of one organization (or of all). */
+  forget(orgId?: number): void {
+    this.generation += 1;
+    if (orgId === undefined) this.cached.clear();
+    else this.cached.delete(orgId);
+  }
 
   /** The organization document with every default filled in (the defaults when never saved). */
   async organization(orgId: number, q: Queryable = this.db): Promise<{ document: OrganizationConfig; version: number }> {
@@ -54,6 +87,18 @@ export class SettingsStore {
    * with the row locked; returns the new document and version.
    */
   async replaceOrganization(
+    orgId: number,
+    build: (current: OrganizationConfig) => OrganizationConfig,
+    changedBy: string,
+  ): Promise<{ document: OrganizationConfig; version: number }> {
+    try {
+      return await this.replaceOrganizationTx(orgId, build, changedBy);
+    } finally {
+      this.forget(orgId);
+    }
+  }
+
+  private replaceOrganizationTx(
     orgId: number,
     build: (current: OrganizationConfig) => OrganizationConfig,
     changedBy: string,
