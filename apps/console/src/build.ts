@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { build } from 'esbuild';
 
 /** One file of the built console, as the server sends it. */
@@ -8,7 +9,10 @@ export interface ConsoleAsset {
   body: Buffer;
 }
 
-const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+// The package's own src/ folder, found through its package.json: this module may run from the
+// server's bundle (apps/server/dist), where its own URL says nothing about where the sources are.
+const SRC = join(dirname(createRequire(import.meta.url).resolve('@rampart/console/package.json')), 'src');
+const here = (path: string) => join(SRC, path);
 
 /**
  * Bundles the console (Preact + the typed client + the contracts) into three static files:

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { serverPath } from '../paths.ts';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '@rampart/contracts';
 import type { ConsoleAsset } from '@rampart/console';
@@ -16,7 +16,7 @@ const SECURITY_HEADERS = {
 
 /** Prebuilt files (`npm run build -w @rampart/console`) when present; otherwise built in memory on first use. */
 async function loadAssets(): Promise<Map<string, ConsoleAsset>> {
-  const dist = fileURLToPath(new URL('../../../console/dist', import.meta.url));
+  const dist = serverPath('..', 'console', 'dist');
   if (existsSync(join(dist, 'index.html'))) {
     const files = new Map<string, ConsoleAsset>();
     for (const name of readdirSync(dist)) files.set(name, { contentType: CONTENT_TYPES[name.split('.').pop() ?? ''] ?? 'application/octet-stream', body: readFileSync(join(dist, name)) });

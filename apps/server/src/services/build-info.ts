@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { statSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { serverPath } from '../paths.ts';
 
-const PACKAGE_JSON = fileURLToPath(new URL('../../package.json', import.meta.url));
+const PACKAGE_JSON = serverPath('package.json');
 
 /**
  * The build date reported by `/version`: BUILD_DATE when the packager set it, else the date
@@ -11,7 +11,7 @@ const PACKAGE_JSON = fileURLToPath(new URL('../../package.json', import.meta.url
 export function buildDate(env: Record<string, string | undefined> = process.env): string {
   if (env.BUILD_DATE && /^\d{4}-\d{2}-\d{2}/.test(env.BUILD_DATE)) return env.BUILD_DATE.slice(0, 10);
   try {
-    const out = execFileSync('git', ['log', '-1', '--format=%cs'], { cwd: fileURLToPath(new URL('.', import.meta.url)), stdio: ['ignore', 'pipe', 'ignore'], timeout: 2000 });
+    const out = execFileSync('git', ['log', '-1', '--format=%cs'], { cwd: serverPath(), stdio: ['ignore', 'pipe', 'ignore'], timeout: 2000 });
     const date = out.toString().trim();
     if (/^\d{4}-\d{2}-\d{2}$/.test(date)) return date;
   } catch {

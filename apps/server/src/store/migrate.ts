@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { serverPath } from '../paths.ts';
 import type { Db } from './db.ts';
 
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
+export const MIGRATIONS_DIR = serverPath('migrations');
 const FILE_PATTERN = /^(\d{4})_[a-z0-9_]+\.sql$/;
 // Serializes migrations across server replicas starting against one PostgreSQL.
 const ADVISORY_LOCK_KEY = 7_231_001;

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { serverPath } from '../../paths.ts';
 import { z } from 'zod';
 import { CdnRecord } from '@rampart/contracts';
 
@@ -29,7 +29,7 @@ export const CdnDataFile = z.object({
 });
 export type CdnDataFile = z.infer<typeof CdnDataFile>;
 
-export const SHIPPED_CDN_FILE = fileURLToPath(new URL('../../../resources/cdn-ranges.json', import.meta.url));
+export const SHIPPED_CDN_FILE = serverPath('resources', 'cdn-ranges.json');
 
 export function readCdnDataFile(path: string): CdnDataFile {
   return CdnDataFile.parse(JSON.parse(readFileSync(path, 'utf8')));

@@ -1,0 +1,8 @@
+/**
+ * What a program embedding the control plane needs (bench/ runs the bundled server through it):
+ * the app, its configuration, the store and the administrative services.
+ */
+export { buildApp } from './app.ts';
+export { loadConfig } from './config.ts';
+export { openStore } from './store/index.ts';
+export { createApiKey, createUser } from './services/admin.ts';
