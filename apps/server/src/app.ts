@@ -23,11 +23,14 @@ import { buildDate } from './services/build-info.ts';
 import { cursorCodec } from './services/cursor.ts';
 import { eventBus } from './services/events.ts';
 import { createEnrichment } from './services/enrichment.ts';
+import { Ipv4Mirror } from './services/ipv4-mirror.ts';
 import './plugins/route-config.ts';
 
 export interface BuildAppOptions {
   config: AppConfig;
   store: Store;
+  /** The IPv4 list mirror to use (null: none); by default the app loads its own once ready. */
+  ipv4Mirror?: Ipv4Mirror | null;
 }
 
 /** Secrets never reach a log line, wherever they appear in logged objects. */
@@ -44,7 +47,7 @@ export const REDACT_PATHS = [
 ];
 
 /** The control plane as a fastify instance that does not listen (tests use `inject`). */
-export async function buildApp({ config, store }: BuildAppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, ipv4Mirror }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' } },
     bodyLimit: config.bodyLimitBytes,
@@ -59,7 +62,7 @@ export async function buildApp({ config, store }: BuildAppOptions): Promise<Fast
   app.setSerializerCompiler(serializerCompiler);
 
   const metrics = createMetrics(store);
-  const context: AppContext = { config, store, metrics, buildDate: buildDate(), events: eventBus(store.db), cursors: cursorCodec(config.cursorSecret ?? (await store.secrets.get('list_cursor'))), enrichment: createEnrichment({ dataDir: config.dataDir }) };
+  const context: AppContext = { config, store, metrics, buildDate: buildDate(), events: eventBus(store.db), cursors: cursorCodec(config.cursorSecret ?? (await store.secrets.get('list_cursor'))), enrichment: createEnrichment({ dataDir: config.dataDir }), ipv4Mirror: ipv4Mirror === undefined ? new Ipv4Mirror(store.db, app.log) : ipv4Mirror };
 
   // Hot paths read organization settings from the store's cache; a change on any replica drops it.
   const stopForgetting = await context.events.subscribe((event) => {
@@ -67,6 +70,12 @@ export async function buildApp({ config, store }: BuildAppOptions): Promise<Fast
   });
   app.addHook('onClose', async () => stopForgetting());
 
+  if (context.ipv4Mirror) {
+    const mirror = context.ipv4Mirror;
+    // Loaded in the background: lists read SQL until it is ready.
+    app.addHook('onReady', async () => void mirror.start());
+    if (ipv4Mirror === undefined) app.addHook('onClose', async () => mirror.close());
+  }
   await app.register(errorsPlugin);
   await app.register(textGuardPlugin);
   await app.register(swagger, openapiDocument(config));

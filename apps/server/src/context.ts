@@ -4,6 +4,7 @@ import type { Store } from './store/index.ts';
 import type { CursorCodec } from './services/cursor.ts';
 import type { EventBus } from './services/events.ts';
 import type { Enrichment } from './services/enrichment.ts';
+import type { Ipv4Mirror } from './services/ipv4-mirror.ts';
 
 /** What route plugins and services are given; no module holds state of its own. */
 export interface AppContext {
@@ -15,4 +16,6 @@ export interface AppContext {
   cursors: CursorCodec;
   /** Offline ASN, geolocation and CDN facts about addresses (built once at start). */
   enrichment: Enrichment;
+  /** In-memory copy of what the plain-text IPv4 lists read (null: they always read SQL). */
+  ipv4Mirror: Ipv4Mirror | null;
 }

@@ -5,18 +5,22 @@ import { liveScore } from '@rampart/scoring';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { ipv4ListFilter, loadIpv4Policy } from '../../services/ipv4-policy.ts';
+import type { AsnEntry, Enrichment } from '../../services/enrichment.ts';
 import { sendTextList, type TextListSource } from '../../services/text-list.ts';
 import type { Ipv4ListFilter, Ipv4ListRow } from '../../store/ipv4.ts';
 import type { Store } from '../../store/index.ts';
+import type { Ipv4Mirror, MirrorPlan } from '../../services/ipv4-mirror.ts';
 
 const text = z.string().describe('text/plain');
 /** Rows per store query: a fifth of a page, about 200 kB of rows and text in memory at a time. */
 const LIST_CHUNK = 20_000;
+/** Rows per chunk from the mirror. */
+const MIRROR_CHUNK = 1_000;
 
 /** Spec 4.2, in this order. */
 export const FLAT_CSV_HEADER = 'IPv4,LiveScore,Members,Reports,LastUpdate,AS,ASN,CDN,Reverse,IS_CDN';
 
-function listSource(store: Store, filter: Ipv4ListFilter, columns: 'all' | 'address' = 'address'): TextListSource<Ipv4ListRow, number> {
+function sqlSource(store: Store, filter: Ipv4ListFilter, columns: 'all' | 'address'): TextListSource<Ipv4ListRow, number> {
   // The boundary scan already yields the page's version: keep it instead of scanning again.
   let known: { after: number | null; upTo: number | null; version: string } | null = null;
   return {
@@ -32,6 +36,26 @@ function listSource(store: Store, filter: Ipv4ListFilter, columns: 'all' | 'addr
   };
 }
 
+/**
+ * The same list from the in-process mirror. A mirror that stops being ready while a response
+ * streams (it failed, or reloads) hands the rest of the stream to SQL.
+ */
+function mirrorSource(store: Store, mirror: Ipv4Mirror, plan: MirrorPlan, filter: Ipv4ListFilter, columns: 'all' | 'address'): TextListSource<Ipv4ListRow, number> {
+  let known: { after: number | null; upTo: number | null; version: string } | null = null;
+  return {
+    rows: (after, upTo, limit) => (mirror.ready ? Promise.resolve(mirror.rows(plan, after, upTo, limit, columns)) : store.ipv4.listRows(filter, after, upTo, limit, columns)),
+    async boundary(after, n) {
+      const b = mirror.boundary(plan, after, n);
+      known = { after, upTo: b.last, version: b.version };
+      return { last: b.last, more: b.more };
+    },
+    version: async (after, upTo) => (known && known.after === after && known.upTo === upTo ? known.version : mirror.version(plan, after, upTo)),
+    key: (row) => row.id,
+    // Small chunks: rows come from memory at once, and short-lived chunks stay in the young generation.
+    chunkRows: MIRROR_CHUNK,
+  };
+}
+
 /** A /32 is written as the bare address, a network in CIDR notation. */
 export function displayIp(network: string): string {
   return network.endsWith('/32') ? network.slice(0, -3) : network;
@@ -42,14 +66,64 @@ export function csvField(value: string): string {
   return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }
 
+/**
+ * The filter, ETag salt and row source of one list request. The mirror answers when it is
+ * ready and can evaluate the organization's policy, after catching up with every committed
+ * change (read-your-writes across connections and replicas); otherwise SQL does.
+ */
+const TWO_DIGITS = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
+/** Past 9999-12-31 toISOString writes six-digit years. */
+const ISO_FAST_LIMIT = 253_402_300_800;
+
+/** `new Date(seconds * 1000).toISOString()`, with the day's text reused from line to line. */
+function isoSeconds(): (seconds: number) => string {
+  let day = Number.NaN;
+  let dayText = '';
+  return (seconds) => {
+    if (!Number.isInteger(seconds) || seconds < 0 || seconds >= ISO_FAST_LIMIT) return new Date(seconds * 1000).toISOString();
+    const d = Math.floor(seconds / 86_400);
+    if (d !== day) {
+      day = d;
+      dayText = new Date(d * 86_400_000).toISOString().slice(0, 11);
+    }
+    const r = seconds - d * 86_400;
+    return `${dayText}${TWO_DIGITS[Math.floor(r / 3600)]}:${TWO_DIGITS[Math.floor((r % 3600) / 60)]}:${TWO_DIGITS[r % 60]}.000Z`;
+  };
+}
+
+/** One `/flat` CSV line (FLAT_CSV_HEADER): AS facts from ip_info, else from the offline data. */
+function csvLine(enrichment: Enrichment, now: number): (row: Ipv4ListRow) => string {
+  const iso = isoSeconds();
+  return (row) => {
+    const ip = displayIp(row.network);
+    const slash = ip.indexOf('/');
+    const first = slash < 0 ? ip : ip.slice(0, slash);
+    // The offline AS entry is looked up once, and only when ip_info lacks a fact.
+    let a: AsnEntry | null | undefined;
+    const asName = row.ip_info?.as_name || ((a = enrichment.asnOf(first))?.name ?? '');
+    let asn = row.ip_info?.asn;
+    if (!asn) {
+      if (a === undefined) a = enrichment.asnOf(first);
+      asn = a ? `AS${a.asn}` : '';
+    }
+    const cdn = enrichment.cdnOf(first) ?? '';
+    return `${ip},${liveScore(row.score, now - row.ts).toFixed(2)},${row.members},${row.events},${iso(row.updated)},${csvField(asName)},${asn},${csvField(cdn)},,${cdn ? 'true' : 'false'}`;
+  };
+}
+
 async function prepare(context: AppContext, orgId: number, threshold: number) {
   const now = Math.floor(Date.now() / 1000);
-  const policy = await loadIpv4Policy(context.store, orgId);
-  const decisions = await context.store.ipv4.decisionsVersion(orgId);
+  const mirror = context.ipv4Mirror;
+  const useMirror = mirror?.ready === true;
+  const [policy] = await Promise.all([loadIpv4Policy(context.store, orgId), useMirror ? mirror!.catchUp() : undefined]);
+  const decisions = useMirror && mirror!.ready ? mirror!.decisionsVersion(orgId) : await context.store.ipv4.decisionsVersion(orgId);
   const filter = ipv4ListFilter(policy, threshold, now, decisions.count > 0);
+  const plan = useMirror && mirror!.ready ? mirror!.plan(filter) : null;
   // The ETag must move when the organization's settings or decisions do, not only the rows.
   const salt = JSON.stringify([policy.reserved, policy.rule, decisions]);
-  return { now, filter, salt };
+  const source = (columns: 'all' | 'address') =>
+    plan ? mirrorSource(context.store, mirror!, plan, filter, columns) : sqlSource(context.store, filter, columns);
+  return { now, filter, salt, source };
 }
 
 /** `GET /ipv4/{min_score}` and `GET /flat/{min_score}`: the caller's blockable addresses as text. */
@@ -73,9 +147,9 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
       // An agent key checks in as its own agent, whatever the query names.
       const checkinGaid = principal.agent?.gaid ?? agid;
       if (checkinGaid) await context.store.agents.checkIn(principal.org.id, checkinGaid, 'ipv4', plugin);
-      const { filter, salt } = await prepare(context, principal.org.id, min_score);
+      const { salt, source } = await prepare(context, principal.org.id, min_score);
       return sendTextList(request, reply, {
-        source: listSource(context.store, filter),
+        source: source('address'),
         cursors: context.cursors,
         filters: { list: 'ipv4', min_score },
         page,
@@ -103,11 +177,11 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
     async (request, reply) => {
       const principal = principalOf(request);
       const { min_score } = request.params;
-      const { now, filter, salt } = await prepare(context, principal.org.id, min_score);
+      const { now, salt, source } = await prepare(context, principal.org.id, min_score);
       const enrichment = context.enrichment;
       if (request.query.list === 'YES') {
         return sendTextList(request, reply, {
-          source: listSource(context.store, filter),
+          source: source('address'),
           cursors: context.cursors,
           filters: { list: 'flat', min_score },
           paginate: false,
@@ -118,34 +192,13 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
         });
       }
       return sendTextList(request, reply, {
-        source: listSource(context.store, filter, 'all'),
+        source: source('all'),
         cursors: context.cursors,
         filters: { list: 'flat', min_score },
         paginate: false,
         format: 'lines',
         header: FLAT_CSV_HEADER,
-        line: (row) => {
-          const ip = displayIp(row.network);
-          const first = ip.split('/')[0]!;
-          const asName = row.ip_info?.as_name || (enrichment.asnOf(first)?.name ?? '');
-          const asn = row.ip_info?.asn || (() => {
-            const a = enrichment.asnOf(first);
-            return a ? `AS${a.asn}` : '';
-          })();
-          const cdn = enrichment.cdnOf(first) ?? '';
-          return [
-            ip,
-            liveScore(row.score, now - row.ts).toFixed(2),
-            String(row.members),
-            String(row.events),
-            new Date(row.updated * 1000).toISOString(),
-            csvField(asName),
-            asn,
-            csvField(cdn),
-            '',
-            cdn ? 'true' : 'false',
-          ].join(',');
-        },
+        line: csvLine(enrichment, now),
         // LiveScore is computed for the request second: the bytes change with it.
         etagSalt: `${salt}:${now}`,
         chunkRows: LIST_CHUNK,

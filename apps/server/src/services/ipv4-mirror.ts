@@ -1,0 +1,620 @@
+import type { Db } from '../store/db.ts';
+import {
+  mirrorChangesSince,
+  mirrorChunk,
+  mirrorDecisions,
+  mirrorSnapshotXmin,
+  ROW_BYTES,
+  type AsInfoRow,
+  type MirrorChanges,
+  type MirrorDecisionRow,
+} from '../store/ipv4-list-mirror.ts';
+import type { Ipv4ListFilter, Ipv4ListRow } from '../store/ipv4.ts';
+import { ipv4CidrRange } from './enrichment/ipv4.ts';
+
+/**
+ * Rows per query of the initial load: under 1 MB of packed rows (2 MB as hex text) at a time, so
+ * the load leaves little garbage and no large driver buffers behind.
+ */
+const LOAD_CHUNK = 16_384;
+
+interface MirrorDecision {
+  addr: number;
+  len: number;
+  decision: number;
+  ttl: number | null;
+  micros: number;
+  changed: string;
+}
+
+/** One organization's decisions, indexed by prefix length (most specific first) for look-ups. */
+class OrgDecisions {
+  readonly byNetwork = new Map<string, MirrorDecision>();
+  private index: Array<{ len: number; mask: number; map: Map<number, MirrorDecision> }> | null = null;
+  private latest: MirrorDecision | null | undefined;
+
+  set(network: string, d: MirrorDecision): void {
+    this.byNetwork.set(network, d);
+    this.index = null;
+    this.latest = undefined;
+  }
+
+  delete(network: string): void {
+    if (this.byNetwork.delete(network)) {
+      this.index = null;
+      this.latest = undefined;
+    }
+  }
+
+  /** What `Ipv4Store.decisionsVersion` returns for the organization. */
+  version(epoch: string): { count: number; changed: string } {
+    if (this.latest === undefined) {
+      this.latest = null;
+      for (const d of this.byNetwork.values()) if (!this.latest || d.micros > this.latest.micros) this.latest = d;
+    }
+    return { count: this.byNetwork.size, changed: this.latest?.changed ?? epoch };
+  }
+
+  /** The most specific decision whose network contains (or is) addr/len. */
+  lookup(): (addr: number, len: number) => MirrorDecision | undefined {
+    if (!this.index) {
+      const groups = new Map<number, Map<number, MirrorDecision>>();
+      for (const d of this.byNetwork.values()) {
+        let m = groups.get(d.len);
+        if (!m) groups.set(d.len, (m = new Map()));
+        m.set(d.addr, d);
+      }
+      this.index = [...groups.entries()].sort((a, b) => b[0] - a[0]).map(([len, map]) => ({ len, mask: len === 0 ? 0 : (0xffffffff << (32 - len)) >>> 0, map }));
+    }
+    const index = this.index;
+    return (addr, len) => {
+      for (const g of index) {
+        if (g.len > len) continue;
+        const d = g.map.get((addr & g.mask) >>> 0);
+        if (d) return d;
+      }
+      return undefined;
+    };
+  }
+}
+
+/** Parses canonical IPv4 CIDR text ("a.b.c.d/n"). */
+function parseCidr(network: string): { addr: number; len: number } | null {
+  const r = ipv4CidrRange(network);
+  if (!r) return null;
+  const slash = network.indexOf('/');
+  return { addr: r.start, len: slash < 0 ? 32 : Number(network.slice(slash + 1)) };
+}
+
+const OCTETS = Array.from({ length: 256 }, (_, i) => String(i));
+
+export function networkText(addr: number, len: number): string {
+  return `${OCTETS[addr >>> 24]}.${OCTETS[(addr >>> 16) & 255]}.${OCTETS[(addr >>> 8) & 255]}.${OCTETS[addr & 255]}/${len}`;
+}
+
+/** The columns, in id order; `n` rows are used, the arrays may be longer (room to grow). */
+interface Columns {
+  n: number;
+  id: Float64Array;
+  addr: Uint32Array;
+  len: Uint8Array;
+  score: Uint16Array;
+  /** Seconds; a ts beyond 32 bits makes the mirror fail over to SQL. */
+  ts: Int32Array;
+  members: Int32Array;
+  events: Int32Array;
+  /** updated_at in epoch microseconds. */
+  updated: Float64Array;
+  /** Index into the interned AS facts (0: none). */
+  as: Uint32Array;
+}
+
+const COLUMN_TYPES = {
+  id: Float64Array,
+  addr: Uint32Array,
+  len: Uint8Array,
+  score: Uint16Array,
+  ts: Int32Array,
+  members: Int32Array,
+  events: Int32Array,
+  updated: Float64Array,
+  as: Uint32Array,
+} as const;
+type ColumnName = keyof typeof COLUMN_TYPES;
+const COLUMN_NAMES = Object.keys(COLUMN_TYPES) as ColumnName[];
+
+function emptyColumns(capacity: number): Columns {
+  const c = { n: 0 } as Columns;
+  for (const name of COLUMN_NAMES) (c as unknown as Record<string, unknown>)[name] = new COLUMN_TYPES[name](capacity);
+  return c;
+}
+
+/** One decoded packed row. */
+interface PackedRow {
+  id: number;
+  addr: number;
+  len: number;
+  score: number;
+  ts: number;
+  members: number;
+  events: number;
+  updated: number;
+}
+
+/** timestamptz_send counts microseconds from 2000-01-01. */
+const PG_EPOCH_MICROS = 946_684_800_000_000;
+const TWO_32 = 4_294_967_296;
+
+/** Decodes the row at byte `at` (layout: store/ipv4-list-mirror.ts); throws on what the mirror cannot hold. */
+function readRow(view: DataView, at: number, out: PackedRow): void {
+  out.id = view.getInt32(at) * TWO_32 + view.getUint32(at + 4);
+  // cidr_send: family (2 = IPv4), bits, is_cidr, address length.
+  if (view.getUint8(at + 8) !== 2 || view.getUint8(at + 11) !== 4) throw new Error('ipv4_indicators holds a non-IPv4 network: lists read SQL');
+  out.len = view.getUint8(at + 9);
+  out.addr = view.getUint32(at + 12);
+  out.score = view.getInt16(at + 16);
+  const tsHigh = view.getInt32(at + 18);
+  out.ts = tsHigh * TWO_32 + view.getUint32(at + 22);
+  if (out.ts !== (out.ts | 0)) throw new Error(`ipv4 indicator ts ${out.ts} does not fit the mirror: lists read SQL`);
+  out.members = view.getInt32(at + 26);
+  out.events = view.getInt32(at + 30);
+  out.updated = view.getInt32(at + 34) * TWO_32 + view.getUint32(at + 38) + PG_EPOCH_MICROS;
+}
+
+/** A page of a list as the mirror computed it: the same figures `Ipv4Store.listBoundary` returns. */
+export interface MirrorPage {
+  last: number | null;
+  more: boolean;
+  version: string;
+}
+
+/** What one request lists: the filter of `ipv4ListFilter`, reduced to what the mirror evaluates. */
+export interface MirrorPlan {
+  now: number;
+  cutoffs: Float64Array;
+  ranges: Array<{ start: number; end: number }>;
+  decision: ((addr: number, len: number) => MirrorDecision | undefined) | null;
+}
+
+export type MirrorState = 'idle' | 'loading' | 'ready' | 'failed' | 'closed';
+
+export interface MirrorLog {
+  warn(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
+
+/**
+ * An in-memory, columnar copy of what the plain-text IPv4 lists read from ipv4_indicators
+ * (typed arrays in id order) and of every organization's IPv4 decisions, for one server
+ * process. It is loaded in the background; until it is ready (and whenever it failed) the lists
+ * read SQL. Before each list request it catches up with every committed change in one query
+ * (`catchUp`, change tracking of migration 0009), so a list never misses a write acknowledged
+ * before the request, whichever connection or replica wrote it.
+ */
+export class Ipv4Mirror {
+  private cols: Columns = emptyColumns(0);
+  private readonly orgs = new Map<number, OrgDecisions>();
+  /** Interned AS facts from ip_info: index 0 is "none". */
+  private readonly asFacts: Array<Record<string, string> | null> = [null];
+  private readonly asIndex = new Map<string, number>();
+  private xmin = '0';
+  private epoch = '';
+  private stateValue: MirrorState = 'idle';
+  private loading: Promise<void> | null = null;
+  /** The catch-up running now, and the one queued behind it (shared by every caller that waits). */
+  private running: Promise<void> | null = null;
+  private queued: Promise<void> | null = null;
+
+  constructor(
+    private readonly db: Db,
+    private readonly log?: MirrorLog,
+  ) {}
+
+  get state(): MirrorState {
+    return this.stateValue;
+  }
+
+  /** A getter, not a narrowed field: close() may run during any await. */
+  private get closed(): boolean {
+    return this.stateValue === 'closed';
+  }
+
+  get ready(): boolean {
+    return this.stateValue === 'ready';
+  }
+
+  get size(): number {
+    return this.cols.n;
+  }
+
+  /** Bytes held by the columns (the arrays' full capacity). */
+  get bytes(): number {
+    return COLUMN_NAMES.reduce((sum, name) => sum + this.cols[name].byteLength, 0);
+  }
+
+  /** Starts the load once; resolves when it ended (ready or failed, never rejects). */
+  start(): Promise<void> {
+    this.loading ??= this.load();
+    return this.loading;
+  }
+
+  close(): void {
+    this.loading ??= Promise.resolve();
+    this.stateValue = 'closed';
+    this.cols = emptyColumns(0);
+    this.orgs.clear();
+  }
+
+  private async load(): Promise<void> {
+    this.stateValue = 'loading';
+    const t0 = performance.now();
+    try {
+      // Changes made while the chunks are read belong to transactions >= this xmin: the first
+      // catch-up reads them again.
+      const snap = await mirrorSnapshotXmin(this.db);
+      this.epoch = snap.epoch;
+      const decisions = await mirrorDecisions(this.db);
+      let cols = emptyColumns(snap.count + (snap.count >> 5) + 1024);
+      let after = 0;
+      for (;;) {
+        if (this.closed) return;
+        const chunk = await mirrorChunk(this.db, after, LOAD_CHUNK);
+        if (chunk.count === 0 || chunk.last === null) break;
+        cols = this.append(cols, chunk.rows!, chunk.asInfo);
+        after = chunk.last;
+        if (chunk.count < LOAD_CHUNK) break;
+      }
+      if (this.closed) return;
+      this.cols = this.trimmed(cols);
+      this.orgs.clear();
+      for (const d of decisions) this.setDecision(d);
+      this.xmin = snap.xmin;
+      await this.applyChanges(await mirrorChangesSince(this.db, this.xmin));
+      if (this.closed) return;
+      this.stateValue = 'ready';
+      this.log?.info({ rows: this.cols.n, mb: Math.round(this.bytes / 1e5) / 10, ms: Math.round(performance.now() - t0) }, 'ipv4 list mirror loaded');
+    } catch (err) {
+      if (this.closed) return;
+      this.stateValue = 'failed';
+      this.cols = emptyColumns(0);
+      this.log?.warn({ err }, 'ipv4 list mirror failed: lists read SQL');
+    }
+  }
+
+  /** Columns as long as their rows plus a thirty-second to grow into. */
+  private trimmed(cols: Columns): Columns {
+    const capacity = cols.n + (cols.n >> 5) + 1024;
+    if (cols.id.length <= capacity) return cols;
+    const out = emptyColumns(0);
+    out.n = cols.n;
+    for (const name of COLUMN_NAMES) {
+      const grown = new COLUMN_TYPES[name](capacity);
+      grown.set(cols[name].subarray(0, cols.n));
+      (out as unknown as Record<string, unknown>)[name] = grown;
+    }
+    return out;
+  }
+
+  private ensureCapacity(cols: Columns, need: number): void {
+    if (cols.id.length >= need) return;
+    const capacity = Math.max(need, cols.id.length + (cols.id.length >> 3) + 1024);
+    // One column at a time: at most one extra column is held during the copy.
+    for (const name of COLUMN_NAMES) {
+      const grown = new COLUMN_TYPES[name](capacity);
+      grown.set(cols[name].subarray(0, cols.n));
+      (cols as unknown as Record<string, unknown>)[name] = grown;
+    }
+  }
+
+  private internAs(info: AsInfoRow): number {
+    const asName = info[1] ?? '';
+    const asn = info[2] ?? '';
+    const key = `${asName}\u0000${asn}`;
+    let index = this.asIndex.get(key);
+    if (index === undefined) {
+      index = this.asFacts.length;
+      this.asFacts.push({ as_name: asName, asn });
+      this.asIndex.set(key, index);
+    }
+    return index;
+  }
+
+  /** Appends packed rows whose ids are all above the last one held (the initial load). */
+  private append(cols: Columns, packed: Uint8Array, asInfo: AsInfoRow[] | null): Columns {
+    const count = packed.byteLength / ROW_BYTES;
+    this.ensureCapacity(cols, cols.n + count);
+    const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
+    const row = {} as PackedRow;
+    let a = 0;
+    for (let k = 0; k < count; k++) {
+      readRow(view, k * ROW_BYTES, row);
+      if (cols.n > 0 && row.id <= cols.id[cols.n - 1]!) throw new Error('ipv4 list mirror rows arrived out of id order');
+      const i = cols.n++;
+      this.write(cols, i, row);
+      cols.as[i] = 0;
+      if (asInfo && a < asInfo.length && Number(asInfo[a]![0]) === row.id) cols.as[i] = this.internAs(asInfo[a++]!);
+    }
+    return cols;
+  }
+
+  private write(cols: Columns, i: number, row: PackedRow): void {
+    cols.id[i] = row.id;
+    cols.addr[i] = row.addr;
+    cols.len[i] = row.len;
+    cols.score[i] = row.score;
+    cols.ts[i] = row.ts;
+    cols.members[i] = row.members;
+    cols.events[i] = row.events;
+    cols.updated[i] = row.updated;
+  }
+
+  /** Position of the first row with id > key (n when none). */
+  private upperBound(key: number): number {
+    const ids = this.cols.id;
+    let lo = 0;
+    let hi = this.cols.n;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (ids[mid]! <= key) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private positionOf(id: number): number {
+    const i = this.upperBound(id) - 1;
+    return i >= 0 && this.cols.id[i] === id ? i : -1;
+  }
+
+  private setDecision(d: MirrorDecisionRow): void {
+    const parsed = parseCidr(d.network);
+    if (!parsed) throw new Error(`ipv4 decision network ${d.network} is not IPv4`);
+    let org = this.orgs.get(Number(d.org_id));
+    if (!org) this.orgs.set(Number(d.org_id), (org = new OrgDecisions()));
+    org.set(d.network, { ...parsed, decision: Number(d.decision), ttl: d.ttl === null ? null : Number(d.ttl), micros: Number(d.micros), changed: d.changed });
+  }
+
+  /**
+   * Brings the mirror up to every change committed before this call: waits for a catch-up that
+   * starts after the call (one running already may have read its snapshot too early).
+   */
+  catchUp(): Promise<void> {
+    if (!this.running) {
+      this.running = this.runCatchUp().finally(() => {
+        this.running = null;
+      });
+      return this.running;
+    }
+    this.queued ??= this.running.then(
+      () => this.catchUpNow(),
+      () => this.catchUpNow(),
+    );
+    return this.queued;
+  }
+
+  private catchUpNow(): Promise<void> {
+    this.queued = null;
+    return this.catchUp();
+  }
+
+  private async runCatchUp(): Promise<void> {
+    if (this.stateValue !== 'ready') return;
+    try {
+      await this.applyChanges(await mirrorChangesSince(this.db, this.xmin));
+    } catch (err) {
+      if (this.stateValue !== 'ready') return;
+      // A mirror that may have missed a change must not answer again: lists read SQL while it
+      // loads anew.
+      this.stateValue = 'failed';
+      this.cols = emptyColumns(0);
+      this.log?.warn({ err }, 'ipv4 list mirror could not catch up: lists read SQL while it reloads');
+      this.loading = this.load();
+    }
+  }
+
+  private async applyChanges(changes: MirrorChanges): Promise<void> {
+    if (this.closed) return;
+    const gone = new Set<number>();
+    for (const [kind, indicatorId, orgId, network] of changes.deleted ?? []) {
+      if (kind === 0) throw new Error('ipv4 list table truncated: the mirror reloads');
+      if (kind === 1) gone.add(Number(indicatorId));
+      else this.orgs.get(Number(orgId))?.delete(network!);
+    }
+    for (const d of changes.decisions ?? []) this.setDecision(d);
+    if (gone.size > 0) this.remove(gone);
+    if (changes.rows) this.upsert(changes.rows, changes.asInfo);
+    this.xmin = changes.xmin;
+  }
+
+  private remove(ids: Set<number>): void {
+    const c = this.cols;
+    let w = 0;
+    for (let r = 0; r < c.n; r++) {
+      if (ids.has(c.id[r]!)) continue;
+      if (w !== r) for (const name of COLUMN_NAMES) c[name][w] = c[name][r]!;
+      w++;
+    }
+    c.n = w;
+  }
+
+  private upsert(packed: Uint8Array, asInfo: AsInfoRow[] | null): void {
+    const c = this.cols;
+    const count = packed.byteLength / ROW_BYTES;
+    const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
+    const asOf = new Map<number, number>();
+    for (const info of asInfo ?? []) asOf.set(Number(info[0]), this.internAs(info));
+    const fresh: Array<PackedRow & { as: number }> = [];
+    for (let k = 0; k < count; k++) {
+      const row = {} as PackedRow & { as: number };
+      readRow(view, k * ROW_BYTES, row);
+      row.as = asOf.get(row.id) ?? 0;
+      const i = this.positionOf(row.id);
+      if (i >= 0) {
+        this.write(c, i, row);
+        c.as[i] = row.as;
+      } else fresh.push(row);
+    }
+    if (fresh.length === 0) return;
+    fresh.sort((a, b) => a.id - b.id);
+    // Rows arrive in id order; new ids usually lie above every held one (append), otherwise
+    // the columns are merged from the back into room made at the end.
+    this.ensureCapacity(c, c.n + fresh.length);
+    let r = c.n - 1;
+    let w = c.n + fresh.length - 1;
+    for (let f = fresh.length - 1; f >= 0; f--) {
+      const row = fresh[f]!;
+      while (r >= 0 && c.id[r]! > row.id) {
+        for (const name of COLUMN_NAMES) c[name][w] = c[name][r]!;
+        r--;
+        w--;
+      }
+      this.write(c, w, row);
+      c.as[w] = row.as;
+      w--;
+    }
+    c.n += fresh.length;
+  }
+
+  /** The decisions version of an organization, as `Ipv4Store.decisionsVersion` returns it. */
+  decisionsVersion(orgId: number): { count: number; changed: string } {
+    return this.orgs.get(orgId)?.version(this.epoch) ?? { count: 0, changed: this.epoch };
+  }
+
+  /**
+   * What a list filter selects, for the mirror; null when the mirror cannot evaluate it (a
+   * blocking rule with tags needs the tags and sources, which only SQL holds).
+   */
+  plan(filter: Ipv4ListFilter): MirrorPlan | null {
+    if (filter.rule && filter.rule.tags.length > 0) return null;
+    const ranges: MirrorPlan['ranges'] = [];
+    for (const cidr of filter.reserved) {
+      const r = ipv4CidrRange(cidr);
+      if (r) ranges.push(r);
+      else if (!cidr.includes(':')) return null; // not a network the mirror understands: SQL decides
+    }
+    const org = filter.hasDecisions ? this.orgs.get(filter.orgId) : undefined;
+    return { now: filter.now, cutoffs: Float64Array.from(filter.cutoffs), ranges, decision: org && org.byNetwork.size > 0 ? org.lookup() : null };
+  }
+
+  /**
+   * Visits the listed rows with after < id <= upTo (null: unbounded) in id order, until `visit`
+   * returns false. The twin of `listWhere` (store/ipv4.ts) and so of `isBlocked`.
+   */
+  private scan(plan: MirrorPlan, after: number | null, upTo: number | null, visit: (i: number) => boolean): void {
+    const c = this.cols;
+    const { cutoffs, ranges, decision, now } = plan;
+    const nr = ranges.length;
+    const end = upTo === null ? c.n : this.upperBound(upTo);
+    for (let i = after === null ? 0 : this.upperBound(after); i < end; i++) {
+      const addr = c.addr[i]!;
+      const len = c.len[i]!;
+      if (nr > 0) {
+        const last = addr + 2 ** (32 - len) - 1;
+        let reserved = false;
+        for (let k = 0; k < nr; k++) {
+          const r = ranges[k]!;
+          if (r.start <= last && addr <= r.end) {
+            reserved = true;
+            break;
+          }
+        }
+        if (reserved) continue;
+      }
+      if (decision) {
+        const d = decision(addr, len);
+        if (d) {
+          if (d.decision === 0) continue;
+          if (d.decision === 1 && (d.ttl === null || d.ttl > now)) {
+            if (!visit(i)) return;
+            continue;
+          }
+        }
+      }
+      if (c.ts[i]! >= cutoffs[c.score[i]! - 1]!) {
+        if (!visit(i)) return;
+      }
+    }
+  }
+
+  /** `Ipv4Store.listBoundary` over the mirror: the n-th listed id after `after`, more, version. */
+  boundary(plan: MirrorPlan, after: number | null, n: number): MirrorPage {
+    const c = this.cols;
+    const v = new VersionSum();
+    let seen = 0;
+    let last: number | null = null;
+    let more = false;
+    this.scan(plan, after, null, (i) => {
+      if (seen === n) {
+        more = true;
+        return false;
+      }
+      seen++;
+      last = c.id[i]!;
+      v.add(last, c.updated[i]!);
+      return true;
+    });
+    return { last, more, version: v.text() };
+  }
+
+  /** `Ipv4Store.listVersion` over the mirror. */
+  version(plan: MirrorPlan, after: number | null, upTo: number | null): string {
+    const c = this.cols;
+    const v = new VersionSum();
+    this.scan(plan, after, upTo, (i) => {
+      v.add(c.id[i]!, c.updated[i]!);
+      return true;
+    });
+    return v.text();
+  }
+
+  /** `Ipv4Store.listRows` over the mirror (ip_info holds only the AS facts the CSV reads). */
+  rows(plan: MirrorPlan, after: number | null, upTo: number | null, limit: number, columns: 'all' | 'address'): Ipv4ListRow[] {
+    const c = this.cols;
+    const out: Ipv4ListRow[] = [];
+    this.scan(plan, after, upTo, (i) => {
+      const network = networkText(c.addr[i]!, c.len[i]!);
+      if (columns === 'address') out.push({ id: c.id[i]!, network } as Ipv4ListRow);
+      else {
+        const u = c.updated[i]!;
+        out.push({
+          id: c.id[i]!,
+          network,
+          score: c.score[i]!,
+          ts: c.ts[i]!,
+          members: c.members[i]!,
+          events: c.events[i]!,
+          updated: (u - (((u % 1e6) + 1e6) % 1e6)) / 1e6,
+          ip_info: this.asFacts[c.as[i]!]!,
+        });
+      }
+      return out.length < limit;
+    });
+    return out;
+  }
+}
+
+/** Count, id sum and largest updated_at (µs) of listed rows, as `versionText` writes them. */
+class VersionSum {
+  count = 0;
+  private sum = 0;
+  private big: bigint | null = null;
+  private changed = 0;
+
+  add(id: number, updated: number): void {
+    this.count++;
+    if (this.big !== null) this.big += BigInt(id);
+    else {
+      this.sum += id;
+      // Past 2^53 a double no longer adds ids exactly.
+      if (this.sum > 2 ** 52) {
+        this.big = BigInt(this.sum);
+        this.sum = 0;
+      }
+    }
+    if (updated > this.changed) this.changed = updated;
+  }
+
+  text(): string {
+    return `${this.count}:${this.big !== null ? this.big.toString() : String(this.sum)}:${this.changed}`;
+  }
+}

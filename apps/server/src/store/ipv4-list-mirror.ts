@@ -1,0 +1,95 @@
+import type { Db } from './db.ts';
+
+/**
+ * The SQL of the in-process IPv4 list mirror (services/ipv4-mirror.ts); change tracking is in
+ * migration 0009. Indicator rows travel packed in PostgreSQL's binary send formats, ROW_BYTES
+ * big-endian bytes per row (id int8, network cidr_send: family, bits, is_cidr, length, 4 address
+ * bytes; score int2, ts int8, members int4, events int4, updated_at timestamptz_send: µs since
+ * 2000-01-01), so a million rows cost a few buffers instead of a million driver objects. The
+ * aggregate keeps the subquery's id order in practice; the reader checks it.
+ */
+export const ROW_BYTES = 42;
+
+const PACKED = `int8send(i.id) || cidr_send(i.network) || int2send(i.score::int2) || int8send(i.ts)
+  || int4send(i.members) || int4send(i.events) || timestamptz_send(i.updated_at)`;
+
+/** AS facts of the rows that carry some (ip_info), as [id, as_name, asn]. */
+const AS_INFO = `json_agg(json_build_array(i.id, i.ip_info ->> 'as_name', i.ip_info ->> 'asn') order by i.id)
+  filter (where i.ip_info ->> 'as_name' <> '' or i.ip_info ->> 'asn' <> '')`;
+
+export type AsInfoRow = [number, string | null, string | null];
+
+export interface PackedRows {
+  /** ROW_BYTES per row (in id order for a chunk, in any order for changes); null when there is none. */
+  rows: Uint8Array | null;
+  asInfo: AsInfoRow[] | null;
+}
+
+export interface MirrorDecisionRow {
+  org_id: number;
+  network: string;
+  decision: number;
+  ttl: number | null;
+  micros: number;
+  /** updated_at as text, as `decisionsVersion` shows it. */
+  changed: string;
+}
+
+export interface MirrorChanges extends PackedRows {
+  /** pg_snapshot_xmin of the statement's snapshot: the next catch-up starts there. */
+  xmin: string;
+  decisions: MirrorDecisionRow[] | null;
+  /** [kind, indicator_id, org_id, network]: see ipv4_list_deletions. */
+  deleted: Array<[number, number | null, number | null, string | null]> | null;
+}
+
+const DECISION_JSON = `json_build_object('org_id', d.org_id, 'network', d.network::text, 'decision', d.decision, 'ttl', d.ttl,
+  'micros', (extract(epoch from d.updated_at) * 1000000)::bigint, 'changed', d.updated_at::text)`;
+
+/** Rows come back as Buffer (pg) or Uint8Array (PGlite); both are Uint8Array. */
+function bytes(value: unknown): Uint8Array | null {
+  return value instanceof Uint8Array ? value : null;
+}
+
+/** The xmin of the current snapshot (every transaction below it has ended) and the row count to size the columns. */
+export async function mirrorSnapshotXmin(db: Db): Promise<{ xmin: string; epoch: string; count: number }> {
+  const res = await db.query<{ xmin: string; epoch: string; count: number }>(
+    `select pg_snapshot_xmin(pg_current_snapshot())::text as xmin, 'epoch'::timestamptz::text as epoch,
+       (select count(*) from ipv4_indicators)::integer as count`,
+  );
+  return res.rows[0]!;
+}
+
+/** Up to `limit` indicator rows with id > after, packed. */
+export async function mirrorChunk(db: Db, after: number, limit: number): Promise<PackedRows & { count: number; last: number | null }> {
+  const res = await db.query<{ count: number; last: number | null; rows: unknown; as_info: AsInfoRow[] | null }>(
+    `select count(*)::integer as count, max(i.id) as last, string_agg(${PACKED}, ''::bytea) as rows, ${AS_INFO} as as_info
+     from (select * from ipv4_indicators where id > $1 order by id limit $2) i`,
+    [after, limit],
+  );
+  const r = res.rows[0]!;
+  return { count: r.count, last: r.last === null ? null : Number(r.last), rows: bytes(r.rows), asInfo: r.as_info };
+}
+
+/** Every decision of every organization. */
+export async function mirrorDecisions(db: Db): Promise<MirrorDecisionRow[]> {
+  const res = await db.query<{ d: MirrorDecisionRow }>(`select ${DECISION_JSON} as d from ipv4_decisions d`);
+  return res.rows.map((r) => r.d);
+}
+
+/**
+ * Everything written by transactions with id >= `since` that are visible now, in ONE statement
+ * (one snapshot): changed indicators, changed decisions, deletions, and the snapshot's xmin.
+ */
+export async function mirrorChangesSince(db: Db, since: string): Promise<MirrorChanges> {
+  const res = await db.query<{ xmin: string; rows: unknown; as_info: AsInfoRow[] | null; decisions: MirrorDecisionRow[] | null; deleted: MirrorChanges['deleted'] }>(
+    `select pg_snapshot_xmin(pg_current_snapshot())::text as xmin, c.rows, c.as_info,
+       (select json_agg(${DECISION_JSON}) from ipv4_decisions d where d.change_xid >= $1::xid8) as decisions,
+       (select json_agg(json_build_array(x.kind, x.indicator_id, x.org_id, x.network::text)) from ipv4_list_deletions x where x.change_xid >= $1::xid8) as deleted
+     from (select string_agg(${PACKED}, ''::bytea) as rows, ${AS_INFO} as as_info
+           from ipv4_indicators i where i.change_xid >= $1::xid8) c`,
+    [since],
+  );
+  const r = res.rows[0]!;
+  return { xmin: r.xmin, rows: bytes(r.rows), asInfo: r.as_info, decisions: r.decisions, deleted: r.deleted };
+}
