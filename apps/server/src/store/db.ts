@@ -8,8 +8,16 @@ export interface QueryResult<T> {
   rowCount: number;
 }
 
+export interface QueryOptions {
+  /**
+   * Names the statement so PostgreSQL parses and plans it once per connection (hot look-ups).
+   * One name always goes with one SQL text. PGlite ignores it.
+   */
+  name?: string;
+}
+
 export interface Queryable {
-  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<T>>;
+  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<T>>;
 }
 
 export interface Transaction extends Queryable {

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Db, NotificationHandler, QueryResult, Transaction } from './db.ts';
+import type { Db, NotificationHandler, QueryOptions, QueryResult, Transaction } from './db.ts';
 
 const INT8_OID = 20;
 const NUMERIC_OID = 1700;
@@ -67,8 +67,10 @@ export async function openPostgres(options: PgDriverOptions): Promise<Db> {
     return connecting;
   }
 
-  const query = async <T>(sql: string, params?: readonly unknown[]): Promise<QueryResult<T>> => {
-    const res = await pool.query(sql, params as unknown[] | undefined);
+  const query = async <T>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<T>> => {
+    const res = options?.name
+      ? await pool.query({ name: options.name, text: sql, values: params as unknown[] | undefined })
+      : await pool.query(sql, params as unknown[] | undefined);
     return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
   };
 

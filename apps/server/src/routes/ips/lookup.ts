@@ -5,6 +5,7 @@ import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { delaySeconds, userObject } from '../../services/envelope.ts';
 import { loadIpv4Policy, recordDecision } from '../../services/ipv4-policy.ts';
+import { Ipv4Lookup } from '../../store/ipv4-lookup.ts';
 import { ipv4Record } from './feed.ts';
 
 /**
@@ -13,6 +14,8 @@ import { ipv4Record } from './feed.ts';
  * (spec 4.2: "the record for that IP if it is held").
  */
 export const ipsLookupRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
+  // Concurrent look-ups of this replica leave as one statement (each as fresh as its own query).
+  const lookup = new Ipv4Lookup(context.store.db);
   app.get(
     '/ips/:ipv4',
     {
@@ -30,7 +33,7 @@ export const ipsLookupRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
       const { full, explain } = request.query;
       const delay = delaySeconds(principal.org);
       const [rows, policy] = await Promise.all([
-        context.store.ipv4.holding(principal.org.id, request.params.ipv4),
+        lookup.holding(principal.org.id, request.params.ipv4),
         loadIpv4Policy(context.store, principal.org.id),
       ]);
       const now = Math.floor(Date.now() / 1000);

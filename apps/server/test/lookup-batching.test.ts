@@ -1,0 +1,134 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Ipv4Page } from '@rampart/contracts';
+import type { Db, Store } from '../src/store/index.ts';
+import { Ipv4Lookup } from '../src/store/ipv4-lookup.ts';
+import { driverCases } from './support/databases.ts';
+import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+
+/** Counts the statements of a name sent through `db` and the keys (first array's length) of each. */
+function countStatements(db: Db, name: string): { batches: number[] } {
+  const seen = { batches: [] as number[] };
+  const query = db.query.bind(db);
+  (db as { query: Db['query'] }).query = (sql, params, options) => {
+    if (options?.name === name) seen.batches.push((params?.[0] as unknown[]).length);
+    return query(sql, params, options);
+  };
+  return seen;
+}
+
+/** What of a record must not depend on how it was looked up (`dec` moves with the clock). */
+const stable = (r: { gid: string; ip: string; ts: number; score: number; decision: number; ttl: number | null; is_network: boolean }) => ({
+  gid: r.gid,
+  ip: r.ip,
+  ts: r.ts,
+  score: r.score,
+  decision: r.decision,
+  ttl: r.ttl,
+  is_network: r.is_network,
+});
+
+describe.each(driverCases())('batched look-ups on $name', (driver) => {
+  let store: Store;
+  let app: FastifyInstance;
+  let acme: TestOrg;
+  let globex: TestOrg;
+  let initech: TestOrg;
+  let holdingBatches: { batches: number[] };
+
+  beforeAll(async () => {
+    store = await driver.open();
+    holdingBatches = countStatements(store.db, 'rampart_ipv4_holding_many');
+    app = await testApp(store);
+    acme = await seedOrg(store, { name: 'Batch Acme', trust: 0.9, credits: 100_000 });
+    globex = await seedOrg(store, { name: 'Batch Globex', trust: 0.6, credits: 100_000 });
+    initech = await seedOrg(store, { name: 'Batch Initech', credits: 100_000 });
+  });
+  afterAll(async () => {
+    await app.close();
+    await store.close();
+  });
+
+  const report = async (ip: string, key = acme.keys.contributor) => {
+    const res = await app.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: key }, payload: { ip, confidence: 0.9, source: 'ssh' } });
+    expect(res.statusCode).toBeLessThan(300);
+  };
+  const decide = async (ip: string, key: string, payload: Record<string, unknown>) => {
+    const res = await app.inject({ method: 'PUT', url: `/api/v1/ips/${encodeURIComponent(ip)}`, headers: { authorization: key }, payload });
+    expect(res.statusCode).toBe(200);
+  };
+  const lookup = async (ip: string, key: string) => {
+    const res = await app.inject({ url: `/api/v1/ips/${ip}?full=yes`, headers: { authorization: key } });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['x-coins-cost']).toBe('1');
+    return Ipv4Page.parse(res.json()).body.map(stable);
+  };
+
+  it('answers many concurrent look-ups of different and equal addresses as one at a time would', async () => {
+    for (let i = 1; i <= 8; i++) await report(`198.18.0.${i}`);
+    await report('198.18.0.0/24', globex.keys.contributor);
+    await report('198.18.0.0/16');
+    await decide('198.18.0.0/28', acme.keys.contributor, { decision: 1 });
+    await decide('198.18.0.3', globex.keys.contributor, { decision: 0 });
+    const keys = [acme.keys.reader, globex.keys.reader, initech.keys.reader];
+    // Held addresses, an unheld one inside the held networks, one outside everything.
+    const ips = ['198.18.0.1', '198.18.0.2', '198.18.0.3', '198.18.0.8', '198.18.0.200', '198.19.0.1'];
+    const expected = new Map<string, Awaited<ReturnType<typeof lookup>>>();
+    for (const ip of ips) for (const key of keys) expected.set(`${ip} ${key}`, await lookup(ip, key));
+    expect(expected.get(`198.18.0.1 ${acme.keys.reader}`)!.map((r) => r.ip)).toEqual(['198.18.0.1', '198.18.0.0/24', '198.18.0.0/16']);
+    expect(expected.get(`198.18.0.200 ${acme.keys.reader}`)!.map((r) => r.ip)).toEqual(['198.18.0.0/24', '198.18.0.0/16']);
+    expect(expected.get(`198.19.0.1 ${acme.keys.reader}`)).toEqual([]);
+
+    const asks = Array.from({ length: 90 }, (_, n) => ({ ip: ips[(n * 7) % ips.length]!, key: keys[n % keys.length]! }));
+    const before = holdingBatches.batches.length;
+    const answers = await Promise.all(asks.map((a) => lookup(a.ip, a.key)));
+    answers.forEach((answer, n) => expect(answer).toEqual(expected.get(`${asks[n]!.ip} ${asks[n]!.key}`)));
+    // Fewer statements than look-ups: they were combined.
+    expect(holdingBatches.batches.length - before).toBeLessThan(asks.length);
+  });
+
+  it('gives each organization its own decision when their look-ups of one address share a batch', async () => {
+    await report('198.19.1.7');
+    await decide('198.19.1.7', acme.keys.contributor, { decision: 1 });
+    await decide('198.19.1.0/24', globex.keys.contributor, { decision: 0 });
+    const lookups = new Ipv4Lookup(store.db);
+    const orgs = [acme.org.id, globex.org.id, initech.org.id];
+    const before = holdingBatches.batches.length;
+    const rows = await Promise.all(Array.from({ length: 30 }, (_, n) => lookups.holding(orgs[n % 3]!, '198.19.1.7')));
+    // Asked in one tick: one statement, each (organization, address) once.
+    expect(holdingBatches.batches.slice(before)).toEqual([3]);
+    rows.forEach((r, n) => {
+      expect(r.map((x) => x.network)).toEqual(['198.19.1.7/32']);
+      expect(r[0]!.decision).toBe([1, 0, null][n % 3]);
+    });
+    // The same through the route, where the decision also goes through the policy.
+    const keys = [acme.keys.reader, globex.keys.reader, initech.keys.reader];
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, n) => lookup('198.19.1.7', keys[n % 3]!)));
+    answers.forEach((a, n) => expect(a[0]!.decision).toBe([1, 0, -1][n % 3]));
+  });
+
+  it('never answers a look-up from before a write acknowledged ahead of it', async () => {
+    const lookups = new Ipv4Lookup(store.db, { maxInFlight: 1 });
+    const ip = '198.19.2.9';
+    for (let round = 0; round < 3; round++) {
+      const early = Array.from({ length: 10 }, () => lookups.holding(acme.org.id, ip));
+      // The early batch is sent (and maybe answered) before the write below is acknowledged.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (round === 0) await report(ip);
+      if (round === 1) await decide(ip, acme.keys.contributor, { decision: 1 });
+      if (round === 2) await decide(ip, acme.keys.contributor, { decision: 0 });
+      const late = await Promise.all(Array.from({ length: 10 }, () => lookups.holding(acme.org.id, ip)));
+      for (const rows of late) {
+        expect(rows.map((r) => r.network)).toEqual([`${ip}/32`]);
+        expect(rows[0]!.decision).toBe([null, 1, 0][round]);
+      }
+      await Promise.all(early);
+    }
+    // Through the route: look-ups in flight around a write, then look-ups after it.
+    const early = Array.from({ length: 20 }, () => lookup(ip, acme.keys.reader));
+    await decide(ip, acme.keys.contributor, { decision: 1 });
+    const late = await Promise.all(Array.from({ length: 20 }, () => lookup(ip, acme.keys.reader)));
+    for (const rows of late) expect(rows[0]!.decision).toBe(1);
+    for (const rows of await Promise.all(early)) expect([0, 1]).toContain(rows[0]!.decision);
+  });
+});
