@@ -111,6 +111,7 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
           })),
         ),
       ],
+      { name: 'rampart_ipv4_ingest_hold' },
     );
     const reserved = new Map(first.rows[0]!.reserved.map((r) => [r.idx, r.range]));
     for (const [idx, range] of reserved) outcomes[idx] = { status: 'reserved', range };
@@ -146,6 +147,7 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
        union all
        select null, id, null, null, trust from organizations where id = any($2::bigint[])`,
       [ids, batchOrgs],
+      { name: 'rampart_ipv4_ingest_reporters' },
     );
     const trustOf = new Map<number, number>();
     const reportersOf = new Map<number, Map<number, ReporterAggregate>>();
@@ -233,6 +235,7 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
        )
        select (select ts from clock) as feed_ts, coalesce((select json_agg(json_build_object('network', network, 'ts', ts)) from changed), '[]'::json) as rows`,
       [json(reportRows), json(updates), updates.some((u) => u.reanchor), IPV4_FEED_LOCK_CLASS],
+      { name: 'rampart_ipv4_ingest_write' },
     );
     const feedTs = last.rows[0]!.feed_ts;
     const tsOf = new Map(last.rows[0]!.rows.map((r) => [r.network, Number(r.ts)]));

@@ -83,8 +83,10 @@ export async function openPostgres(options: PgDriverOptions): Promise<Db> {
     async transaction(fn) {
       const client = await pool.connect();
       const tx: Transaction = {
-        async query<T>(sql: string, params?: readonly unknown[]) {
-          const res = await client.query(sql, params as unknown[] | undefined);
+        async query<T>(sql: string, params?: readonly unknown[], options?: QueryOptions) {
+          const res = options?.name
+            ? await client.query({ name: options.name, text: sql, values: params as unknown[] | undefined })
+            : await client.query(sql, params as unknown[] | undefined);
           return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
         },
         async exec(sql: string) {
