@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ipv4Page } from '@rampart/contracts';
+import { FileRecord, Ipv4Page } from '@rampart/contracts';
 import type { Db, Store } from '../src/store/index.ts';
+import { FileLookup } from '../src/store/file-lookup.ts';
 import { Ipv4Lookup } from '../src/store/ipv4-lookup.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
@@ -16,6 +18,12 @@ function countStatements(db: Db, name: string): { batches: number[] } {
   };
   return seen;
 }
+
+const digests = (seed: string) => ({
+  md5: createHash('md5').update(seed).digest('hex'),
+  sha1: createHash('sha1').update(seed).digest('hex'),
+  sha256: createHash('sha256').update(seed).digest('hex'),
+});
 
 /** What of a record must not depend on how it was looked up (`dec` moves with the clock). */
 const stable = (r: { gid: string; ip: string; ts: number; score: number; decision: number; ttl: number | null; is_network: boolean }) => ({
@@ -130,5 +138,67 @@ describe.each(driverCases())('batched look-ups on $name', (driver) => {
     const late = await Promise.all(Array.from({ length: 20 }, () => lookup(ip, acme.keys.reader)));
     for (const rows of late) expect(rows[0]!.decision).toBe(1);
     for (const rows of await Promise.all(early)) expect([0, 1]).toContain(rows[0]!.decision);
+  });
+
+  describe('GET /files/{digest}', () => {
+    const getFile = (digest: string, key: string, query = '') => app.inject({ url: `/api/v1/files/${digest}${query}`, headers: { authorization: key } });
+    const reportFile = async (seed: string, key = acme.keys.contributor) => {
+      const d = digests(seed);
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/files',
+        headers: { authorization: key },
+        payload: { ...d, file_type: 'application/pdf', file_name: `${seed}.pdf`, file_bytes: Buffer.from(seed).toString('base64'), confidence: 0.8, tags: ['batch'] },
+      });
+      expect(res.statusCode).toBe(200);
+      return d;
+    };
+    const decideFile = async (digest: string, key: string, decision: number) =>
+      expect((await app.inject({ method: 'PUT', url: `/api/v1/files/${digest}`, headers: { authorization: key }, payload: { decision } })).statusCode).toBe(200);
+    /** Status, coins charged and body: everything but the clock-bound explain figures. */
+    const answer = async (digest: string, key: string, query = '') => {
+      const res = await getFile(digest, key, query);
+      return { status: res.statusCode, cost: res.headers['x-coins-cost'], type: res.headers['content-type'], body: res.statusCode === 200 ? FileRecord.parse(res.json()) : res.json() };
+    };
+
+    it('answers concurrent look-ups (any digest kind and case, known, archived and unknown) as one at a time would', async () => {
+      const files = [await reportFile('batch-one'), await reportFile('batch-two'), await reportFile('batch-three', globex.keys.contributor)];
+      await decideFile(files[0]!.sha1, acme.keys.contributor, 1);
+      await decideFile(files[0]!.md5, globex.keys.contributor, 0);
+      const old = digests('batch-archived');
+      await store.files.archive([{ md5: Buffer.from(old.md5, 'hex'), sha1: Buffer.from(old.sha1, 'hex'), sha256: Buffer.from(old.sha256, 'hex'), file_type: 'application/zip', file_name: 'old.zip', score: 300, ts: 1_600_000_000, tags: [] }]);
+      await decideFile(old.sha256, initech.keys.contributor, 1);
+      const unknown = digests('batch-unknown');
+      const asks: Array<[string, string]> = [];
+      for (const f of [...files, old, unknown]) for (const digest of [f.md5, f.sha1.toUpperCase(), f.sha256]) for (const query of ['', '?deep_scan=YES']) asks.push([digest, query]);
+      const keys = [acme.keys.reader, globex.keys.reader, initech.keys.reader];
+      const expected = new Map<string, Awaited<ReturnType<typeof answer>>>();
+      for (const [digest, query] of asks) for (const key of keys) expected.set(`${digest}${query} ${key}`, await answer(digest, key, query));
+      expect(expected.get(`${files[0]!.md5} ${acme.keys.reader}`)).toMatchObject({ status: 200, cost: '1', body: { decision: 1, file_name: 'batch-one.pdf' } });
+      expect(expected.get(`${files[0]!.sha256} ${globex.keys.reader}`)).toMatchObject({ status: 200, body: { decision: 0 } });
+      expect(expected.get(`${old.md5} ${acme.keys.reader}`)).toMatchObject({ status: 404, cost: '0', type: expect.stringContaining('application/problem+json') });
+      expect(expected.get(`${old.md5}?deep_scan=YES ${initech.keys.reader}`)).toMatchObject({ status: 200, cost: '6', body: { decision: 1, file_name: 'old.zip', file_bytes: null } });
+      expect(expected.get(`${unknown.sha1.toUpperCase()}?deep_scan=YES ${acme.keys.reader}`)).toMatchObject({ status: 404, cost: '0' });
+
+      const many = Array.from({ length: 3 }, () => asks.flatMap(([digest, query]) => keys.map((key) => [digest, query, key] as const))).flat();
+      const answers = await Promise.all(many.map(([digest, query, key]) => answer(digest, key, query)));
+      answers.forEach((a, n) => expect(a).toEqual(expected.get(`${many[n]![0]}${many[n]![1]} ${many[n]![2]}`)));
+    });
+
+    it('gives each organization its own decision in one batch and never answers from before an acknowledged write', async () => {
+      const lookups = new FileLookup(store.db, { maxInFlight: 1 });
+      const d = digests('batch-later');
+      const early = Array.from({ length: 10 }, () => lookups.lookup(acme.org.id, d.sha256, true));
+      await new Promise((resolve) => setImmediate(resolve));
+      await reportFile('batch-later');
+      await decideFile(d.md5, globex.keys.contributor, 0);
+      const orgs = [acme.org.id, globex.org.id, initech.org.id];
+      const late = await Promise.all(Array.from({ length: 30 }, (_, n) => lookups.lookup(orgs[n % 3]!, [d.md5, d.sha1, d.sha256.toUpperCase()][n % 3]!, n % 2 === 0)));
+      late.forEach((r, n) => {
+        expect(r.main).toMatchObject({ md5: d.md5.toUpperCase(), file_name: 'batch-later.pdf', decision: [null, 0, null][n % 3] });
+        expect(r.archived).toBeUndefined();
+      });
+      for (const r of await Promise.all(early)) expect(r.archived).toBeUndefined();
+    });
   });
 });

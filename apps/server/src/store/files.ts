@@ -77,7 +77,7 @@ export interface ArchivedFile {
 }
 
 const hexCol = (c: DigestKind, alias = 'i') => `upper(encode(${alias}.${c}, 'hex')) as ${c}`;
-const COLUMNS = `i.id, ${hexCol('md5')}, ${hexCol('sha1')}, ${hexCol('sha256')}, i.file_type, i.file_name, i.score, i.ts,
+export const COLUMNS = `i.id, ${hexCol('md5')}, ${hexCol('sha1')}, ${hexCol('sha256')}, i.file_type, i.file_name, i.score, i.ts,
   i.entry_ts, i.members, i.events, i.tags, d.decision`;
 // A decision names one digest; when several digests of a file carry one, the latest wins.
 const DECISION_JOIN = `left join lateral (

@@ -15,6 +15,7 @@ import { principalOf } from '../../plugins/auth.ts';
 import { delaySeconds } from '../../services/envelope.ts';
 import { catalogFileType } from '../../services/file-type-catalog.ts';
 import { explanation, fileRecord, v32Scorer } from '../../services/indicators.ts';
+import { FileLookup } from '../../store/file-lookup.ts';
 import { chargeExtra, NO_BODY, EMPTY, feedUser, notFound, nowSeconds } from '../indicator-common.ts';
 
 function knownFileType(value: string, path: string): string {
@@ -26,6 +27,8 @@ function knownFileType(value: string, path: string): string {
 /** Spec 4.3 (except the score list): file reports, decisions, the feed and look-ups. */
 export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
   const { store } = context;
+  // Concurrent look-ups of this replica leave as one statement (each as fresh as its own query).
+  const lookups = new FileLookup(store.db);
 
   app.post(
     '/files',
@@ -109,10 +112,14 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
     async (request) => {
       const principal = principalOf(request);
       const digest = request.params.digest;
-      let row = await store.files.byDigest(principal.org.id, digest);
-      if (!row && request.query.deep_scan === 'YES') {
+      const deep = request.query.deep_scan === 'YES';
+      // The archive is read in the same statement as the main store; a deep scan is charged
+      // (and its archived row used) only when the main store has no such file.
+      const found = await lookups.lookup(principal.org.id, digest, deep);
+      let row = found.main;
+      if (!row && deep) {
         await chargeExtra(context, request, context.config.coinPrices.deep_scan);
-        row = await store.files.archivedByDigest(principal.org.id, digest);
+        row = found.archived;
       }
       if (!row) throw notFound(`digest ${digest.toUpperCase()}`);
       const record = fileRecord(row);
