@@ -496,74 +496,69 @@ export class Ipv4Mirror {
     return { now: filter.now, cutoffs: Float64Array.from(filter.cutoffs), ranges, decision: org && org.byNetwork.size > 0 ? org.lookup() : null };
   }
 
+  /** Position range (after, upTo] of ids. */
+  private span(after: number | null, upTo: number | null): [number, number] {
+    return [after === null ? 0 : this.upperBound(after), upTo === null ? this.cols.n : this.upperBound(upTo)];
+  }
+
   /**
-   * Visits the listed rows with after < id <= upTo (null: unbounded) in id order, until `visit`
-   * returns false. The twin of `listWhere` (store/ipv4.ts) and so of `isBlocked`.
+   * The first position >= i and < end whose row the plan lists (end when none). The twin of
+   * `listWhere` (store/ipv4.ts), and so of `isBlocked`.
    */
-  private scan(plan: MirrorPlan, after: number | null, upTo: number | null, visit: (i: number) => boolean): void {
+  private nextListed(plan: MirrorPlan, i: number, end: number): number {
     const c = this.cols;
     const { cutoffs, ranges, decision, now } = plan;
     const nr = ranges.length;
-    const end = upTo === null ? c.n : this.upperBound(upTo);
-    for (let i = after === null ? 0 : this.upperBound(after); i < end; i++) {
-      const addr = c.addr[i]!;
-      const len = c.len[i]!;
-      if (nr > 0) {
-        const last = addr + 2 ** (32 - len) - 1;
-        let reserved = false;
-        for (let k = 0; k < nr; k++) {
-          const r = ranges[k]!;
-          if (r.start <= last && addr <= r.end) {
-            reserved = true;
-            break;
+    const ts = c.ts;
+    const score = c.score;
+    for (; i < end; i++) {
+      if (nr > 0 || decision) {
+        const addr = c.addr[i]!;
+        const len = c.len[i]!;
+        if (nr > 0) {
+          const last = addr + 2 ** (32 - len) - 1;
+          let reserved = false;
+          for (let k = 0; k < nr; k++) {
+            const r = ranges[k]!;
+            if (r.start <= last && addr <= r.end) {
+              reserved = true;
+              break;
+            }
+          }
+          if (reserved) continue;
+        }
+        if (decision) {
+          const d = decision(addr, len);
+          if (d) {
+            if (d.decision === 0) continue;
+            if (d.decision === 1 && (d.ttl === null || d.ttl > now)) return i;
           }
         }
-        if (reserved) continue;
       }
-      if (decision) {
-        const d = decision(addr, len);
-        if (d) {
-          if (d.decision === 0) continue;
-          if (d.decision === 1 && (d.ttl === null || d.ttl > now)) {
-            if (!visit(i)) return;
-            continue;
-          }
-        }
-      }
-      if (c.ts[i]! >= cutoffs[c.score[i]! - 1]!) {
-        if (!visit(i)) return;
-      }
+      if (ts[i]! >= cutoffs[score[i]! - 1]!) return i;
     }
+    return end;
   }
 
   /** `Ipv4Store.listBoundary` over the mirror: the n-th listed id after `after`, more, version. */
   boundary(plan: MirrorPlan, after: number | null, n: number): MirrorPage {
     const c = this.cols;
     const v = new VersionSum();
-    let seen = 0;
+    let [i, end] = this.span(after, null);
     let last: number | null = null;
-    let more = false;
-    this.scan(plan, after, null, (i) => {
-      if (seen === n) {
-        more = true;
-        return false;
-      }
-      seen++;
+    for (i = this.nextListed(plan, i, end); i < end && v.count < n; i = this.nextListed(plan, i + 1, end)) {
       last = c.id[i]!;
       v.add(last, c.updated[i]!);
-      return true;
-    });
-    return { last, more, version: v.text() };
+    }
+    return { last, more: i < end, version: v.text() };
   }
 
   /** `Ipv4Store.listVersion` over the mirror. */
   version(plan: MirrorPlan, after: number | null, upTo: number | null): string {
     const c = this.cols;
     const v = new VersionSum();
-    this.scan(plan, after, upTo, (i) => {
-      v.add(c.id[i]!, c.updated[i]!);
-      return true;
-    });
+    const [start, end] = this.span(after, upTo);
+    for (let i = this.nextListed(plan, start, end); i < end; i = this.nextListed(plan, i + 1, end)) v.add(c.id[i]!, c.updated[i]!);
     return v.text();
   }
 
@@ -571,25 +566,50 @@ export class Ipv4Mirror {
   rows(plan: MirrorPlan, after: number | null, upTo: number | null, limit: number, columns: 'all' | 'address'): Ipv4ListRow[] {
     const c = this.cols;
     const out: Ipv4ListRow[] = [];
-    this.scan(plan, after, upTo, (i) => {
+    const [start, end] = this.span(after, upTo);
+    for (let i = this.nextListed(plan, start, end); i < end && out.length < limit; i = this.nextListed(plan, i + 1, end)) {
       const network = networkText(c.addr[i]!, c.len[i]!);
-      if (columns === 'address') out.push({ id: c.id[i]!, network } as Ipv4ListRow);
-      else {
-        const u = c.updated[i]!;
-        out.push({
-          id: c.id[i]!,
-          network,
-          score: c.score[i]!,
-          ts: c.ts[i]!,
-          members: c.members[i]!,
-          events: c.events[i]!,
-          updated: (u - (((u % 1e6) + 1e6) % 1e6)) / 1e6,
-          ip_info: this.asFacts[c.as[i]!]!,
-        });
+      if (columns === 'address') {
+        out.push({ id: c.id[i]!, network } as Ipv4ListRow);
+        continue;
       }
-      return out.length < limit;
-    });
+      const u = c.updated[i]!;
+      out.push({
+        id: c.id[i]!,
+        network,
+        score: c.score[i]!,
+        ts: c.ts[i]!,
+        members: c.members[i]!,
+        events: c.events[i]!,
+        updated: (u - (((u % 1e6) + 1e6) % 1e6)) / 1e6,
+        ip_info: this.asFacts[c.as[i]!]!,
+      });
+    }
     return out;
+  }
+
+  /**
+   * Up to `limit` listed rows with after < id <= upTo written as address-list entries: a /32 as
+   * the bare address, a network in CIDR notation (`displayIp` of routes/ips/lists.ts), each
+   * followed by a line break (`lines`) or preceded by a comma unless it is the list's first.
+   */
+  addressText(plan: MirrorPlan, after: number | null, upTo: number | null, limit: number, format: 'lines' | 'comma', first: boolean): { text: string; last: number | null; count: number } {
+    const c = this.cols;
+    const [start, end] = this.span(after, upTo);
+    let text = '';
+    let count = 0;
+    let last: number | null = null;
+    for (let i = this.nextListed(plan, start, end); i < end && count < limit; i = this.nextListed(plan, i + 1, end)) {
+      const a = c.addr[i]!;
+      const len = c.len[i]!;
+      const ip = `${OCTETS[a >>> 24]}.${OCTETS[(a >>> 16) & 255]}.${OCTETS[(a >>> 8) & 255]}.${OCTETS[a & 255]}`;
+      const entry = len === 32 ? ip : `${ip}/${len}`;
+      if (format === 'lines') text += `${entry}\n`;
+      else text += first && count === 0 ? entry : `,${entry}`;
+      count++;
+      last = c.id[i]!;
+    }
+    return { text, last, count };
   }
 }
 

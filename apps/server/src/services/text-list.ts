@@ -34,6 +34,12 @@ export interface TextListSource<Row, Key> {
   key(row: Row): Key;
   /** Rows per `rows` call this source prefers (one over memory, e.g. a small one): overrides `chunkRows`. */
   chunkRows?: number;
+  /**
+   * Optional fast path: up to `limit` entries after `after` (<= upTo) already written as they
+   * would be by `line` in `format` (`first`: no comma before the first entry). Used instead of
+   * `rows` + `line` when present; it must write exactly the same bytes.
+   */
+  text?(after: Key | null, upTo: Key | null, limit: number, format: 'lines' | 'comma', first: boolean): Promise<{ text: string; last: Key | null; count: number }>;
 }
 
 export interface TextListOptions<Row, Key> {
@@ -78,6 +84,15 @@ async function* entries<Row, Key>(options: TextListOptions<Row, Key>, after: Key
     rows.catch(() => {}); // a client that hangs up leaves it unawaited; its failure is not a crash
     return rows;
   };
+  if (source.text) {
+    let from = after;
+    for (let first = true; ; first = false) {
+      const piece = await source.text(from, upTo, chunk, format, first);
+      if (piece.text) yield piece.text;
+      if (piece.count < chunk || piece.last === null) return;
+      from = piece.last;
+    }
+  }
   let pending = read(after);
   let first = true;
   for (;;) {

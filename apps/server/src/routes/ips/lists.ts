@@ -15,7 +15,7 @@ const text = z.string().describe('text/plain');
 /** Rows per store query: a fifth of a page, about 200 kB of rows and text in memory at a time. */
 const LIST_CHUNK = 20_000;
 /** Rows per chunk from the mirror. */
-const MIRROR_CHUNK = 1_000;
+const MIRROR_CHUNK = 2_000;
 
 /** Spec 4.2, in this order. */
 export const FLAT_CSV_HEADER = 'IPv4,LiveScore,Members,Reports,LastUpdate,AS,ASN,CDN,Reverse,IS_CDN';
@@ -36,6 +36,14 @@ function sqlSource(store: Store, filter: Ipv4ListFilter, columns: 'all' | 'addre
   };
 }
 
+/** `addressText` of the mirror, from SQL (a mirror that stopped being ready hands over to it). */
+async function sqlAddressText(store: Store, filter: Ipv4ListFilter, after: number | null, upTo: number | null, limit: number, format: 'lines' | 'comma', first: boolean) {
+  const rows = await store.ipv4.listRows(filter, after, upTo, limit, 'address');
+  let text = '';
+  for (const [k, row] of rows.entries()) text += format === 'lines' ? `${displayIp(row.network)}\n` : first && k === 0 ? displayIp(row.network) : `,${displayIp(row.network)}`;
+  return { text, last: rows.at(-1)?.id ?? null, count: rows.length };
+}
+
 /**
  * The same list from the in-process mirror. A mirror that stops being ready while a response
  * streams (it failed, or reloads) hands the rest of the stream to SQL.
@@ -51,6 +59,9 @@ function mirrorSource(store: Store, mirror: Ipv4Mirror, plan: MirrorPlan, filter
     },
     version: async (after, upTo) => (known && known.after === after && known.upTo === upTo ? known.version : mirror.version(plan, after, upTo)),
     key: (row) => row.id,
+    ...(columns === 'address'
+      ? { text: async (after: number | null, upTo: number | null, limit: number, format: 'lines' | 'comma', first: boolean) => (mirror.ready ? mirror.addressText(plan, after, upTo, limit, format, first) : sqlAddressText(store, filter, after, upTo, limit, format, first)) }
+      : {}),
     // Small chunks: rows come from memory at once, and short-lived chunks stay in the young generation.
     chunkRows: MIRROR_CHUNK,
   };
