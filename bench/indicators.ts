@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import pg from 'pg';
+import { buildServerBundle, serverBundle } from './server-bundle.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -114,10 +115,7 @@ async function generate(): Promise<void> {
 
 /** Child process: the control plane and the constant route, each on its own port. */
 async function serve(): Promise<void> {
-  const { buildApp } = await import('../apps/server/src/app.ts');
-  const { loadConfig } = await import('../apps/server/src/config.ts');
-  const { openStore } = await import('../apps/server/src/store/index.ts');
-  const { createApiKey, createOrganization, createUser } = await import('../apps/server/src/services/admin.ts');
+  const { buildApp, loadConfig, openStore, createApiKey, createOrganization, createUser } = await serverBundle();
   const config = { ...loadConfig({ DATABASE_URL: dbUrl(DB_NAME) }), logLevel: 'silent' as const, demo: false, rateLimitPerMinute: 1_000_000_000 };
   // Diagnostics only: BENCH_FREE=1 prices every request at 0 coins to show what charging costs.
   if (process.env.BENCH_FREE === '1') config.coinPrices = Object.fromEntries(Object.keys(config.coinPrices).map((k) => [k, 0])) as typeof config.coinPrices;
@@ -161,6 +159,7 @@ async function load(label: string, url: string, paths: string[], headers: Record
 
 async function main(): Promise<void> {
   await generate();
+  buildServerBundle();
   const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve', '--scale', String(SCALE)], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
   const ready = await new Promise<{ app: number; constant: number; key: string }>((resolve, reject) => {
     let buffer = '';

@@ -3,7 +3,8 @@
  *
  * Data: bench/gen-ipv4.ts (seeded; N indicators, default 1,000,000, reported by 200
  * organizations; kept between runs). The real control plane (auth, coins, rate limiting on) runs
- * in a child process next to a bare fastify app with a constant route and a static-file route.
+ * in a child process (bench/_ipv4-serve.mjs: plain Node and the server bundle, as `npm start`) next
+ * to a bare fastify app with a constant route and a static-file route.
  *   1. GET /ips/{ip} look-ups: req/s and p99 at 32 connections vs GET /const (target ratio >= 0.5);
  *   2. POST /ips ingestion: reports/s at 32 connections (half new addresses, half held ones,
  *      from 32 organizations' contributor keys; target >= 5,000/s);
@@ -18,13 +19,13 @@
  *   DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres).
  */
 import { spawn } from 'node:child_process';
-import { createReadStream, createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import Fastify from 'fastify';
 import { BENCH_ORGS, benchDbUrl, benchIp, generateIpv4 } from './gen-ipv4.ts';
+import { buildServerBundle } from './server-bundle.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -44,48 +45,6 @@ interface Ready {
   readers: string[];
   contributors: string[];
   staticDir: string;
-}
-
-/** Child process: the control plane, the constant route and the static files, each measured from outside. */
-async function serve(): Promise<void> {
-  const { buildApp } = await import('../apps/server/src/app.ts');
-  const { loadConfig } = await import('../apps/server/src/config.ts');
-  const { openStore } = await import('../apps/server/src/store/index.ts');
-  const { createApiKey, createUser } = await import('../apps/server/src/services/admin.ts');
-  const { url } = benchDbUrl(SERVER_URL, N);
-  const config = { ...loadConfig({ DATABASE_URL: url }), logLevel: 'silent' as const, demo: false, rateLimitPerMinute: 1_000_000_000, pgPoolMax: 20 };
-  // Diagnostics only: BENCH_FREE=1 prices every request at 0 coins, to show what charging costs.
-  if (process.env.BENCH_FREE === '1') config.coinPrices = Object.fromEntries(Object.keys(config.coinPrices).map((k) => [k, 0])) as typeof config.coinPrices;
-  const store = await openStore({ databaseUrl: url, poolMax: config.pgPoolMax });
-  const stamp = Date.now();
-  const readers: string[] = [];
-  const contributors: string[] = [];
-  // Keys of 32 organizations: many reporters and readers, as in the alliance.
-  for (let o = 0; o < KEYS; o++) {
-    const orgGid = `RMP-GID-BENCH${(o * 6) % BENCH_ORGS}`;
-    for (const [role, list] of [[1, readers], [2, contributors]] as const) {
-      const username = `b${stamp}-${o}-${role}@bench.example`;
-      await createUser(store, { orgGid, username, role });
-      list.push((await createApiKey(store, { username })).key);
-    }
-  }
-  const { Ipv4Mirror } = await import('../apps/server/src/services/ipv4-mirror.ts');
-  const ipv4Mirror = new Ipv4Mirror(store.db);
-  const app = await buildApp({ config, store, ipv4Mirror });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  // Lists are measured warm: the list mirror loads in the background at start (SQL until then).
-  await ipv4Mirror.start();
-  const staticDir = mkdtempSync(join(tmpdir(), 'rampart-bench-ipv4-'));
-  const constant = Fastify();
-  constant.get('/const', async () => ({ ok: true }));
-  constant.get<{ Params: { name: string } }>('/static/:name', (request, reply) => {
-    const path = join(staticDir, request.params.name.replaceAll(/[^\w.-]/g, ''));
-    reply.type('text/plain; charset=utf-8').header('content-length', statSync(path).size).send(createReadStream(path));
-  });
-  await constant.listen({ host: '127.0.0.1', port: 0 });
-  const port = (s: { server: { address(): unknown } }) => (s.server.address() as { port: number }).port;
-  const ready: Ready = { app: port(app), constant: port(constant), readers, contributors, staticDir };
-  process.stdout.write(`${JSON.stringify(ready)}\n`);
 }
 
 interface Run {
@@ -232,7 +191,9 @@ async function partial(ready: Ready, pid: number, appUrl: string, lookupRequest:
 
 async function main(): Promise<void> {
   await generateIpv4(SERVER_URL, N, args.includes('--fresh'));
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve', '--n', String(N)], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+  buildServerBundle();
+  const serveEnv = { url: benchDbUrl(SERVER_URL, N).url, orgGids: Array.from({ length: KEYS }, (_, o) => `RMP-GID-BENCH${(o * 6) % BENCH_ORGS}`), free: process.env.BENCH_FREE === '1' };
+  const child = spawn(process.execPath, [join(here, '_ipv4-serve.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_SERVE: JSON.stringify(serveEnv) } });
   const ready = await new Promise<Ready>((resolve, reject) => {
     let buffer = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -309,5 +270,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (args.includes('--serve')) await serve();
-else await main();
+await main();
