@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { buildServerBundle, serverBundle } from './server-bundle.ts';
+import { buildServerBundle, serverBundle } from './_server-bundle.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);

@@ -25,7 +25,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { BENCH_ORGS, benchDbUrl, benchIp, generateIpv4 } from './gen-ipv4.ts';
-import { buildServerBundle } from './server-bundle.ts';
+import { buildServerBundle } from './_server-bundle.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
