@@ -149,4 +149,27 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
     const forOther = (await walk(mirrorApp, other.keys.reader, '/ipv4/1')).map((p) => p.body).join('').split('\n');
     expect(forOther).toContain('198.51.100.0/24');
   });
+  it('hands the rest of a streaming list to SQL when the mirror stops being ready (last: it closes the mirror)', async () => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    try {
+      const fromSql = await sqlApp.inject({ url: '/api/v1/flat/2?list=YES', headers: { authorization: other.keys.reader } });
+      const addressText = mirror.addressText.bind(mirror);
+      let calls = 0;
+      // The real mirror answers the first piece, then closes under the running stream.
+      mirror.addressText = (...args) => {
+        calls += 1;
+        const piece = addressText(...args);
+        mirror.close();
+        return piece;
+      };
+      const handedOver = await mirrorApp.inject({ url: '/api/v1/flat/2?list=YES', headers: { authorization: other.keys.reader } });
+      expect(calls).toBe(1);
+      expect(handedOver.statusCode).toBe(200);
+      expect(handedOver.body.split(',').length).toBeGreaterThan(10_000);
+      expect(handedOver.body).toBe(fromSql.body);
+      expect(handedOver.headers.etag).toBe(fromSql.headers.etag);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

@@ -12,11 +12,12 @@ export const overviewRoute: FastifyPluginAsyncZod<{ context: AppContext }> = asy
     const now = Math.floor(Date.now() / 1000);
     const [histogram, reports, org] = await Promise.all([overview.ipv4Histogram(now), overview.reportsSince(principal.org.id, now - 86_400), context.store.orgs.byId(principal.org.id)]);
     if (!org) throw new ApiError('unauthorized', 'the organization of this key no longer exists');
+    const { credit_tokens, debit_tokens } = request.server.coinLedger.shown(org);
     return {
       at: now,
       ipv4: { total: histogram.reduce((a, b) => a + b, 0), histogram },
       reports_24h: reports,
-      coins: (({ credit_tokens, debit_tokens }) => ({ credit_tokens, debit_tokens, balance: credit_tokens - debit_tokens }))(request.server.coinLedger.shown(org)),
+      coins: { credit_tokens, debit_tokens, balance: credit_tokens - debit_tokens },
     };
   });
 };

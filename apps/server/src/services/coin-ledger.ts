@@ -73,12 +73,8 @@ export class CoinLedger {
 
   /** The balance left after this debit, or undefined when the balance does not cover it. */
   debit(orgId: number, amount: number): Promise<number | undefined> {
-    const lease = this.leases.get(orgId);
-    if (lease && lease.allowance >= amount) {
-      lease.allowance -= amount;
-      lease.lastUse = Date.now();
-      return Promise.resolve(lease.stored + lease.allowance);
-    }
+    const paid = this.fromLease(orgId, amount);
+    if (paid !== undefined) return Promise.resolve(paid);
     return new Promise((resolve, reject) => {
       this.queue(orgId).debits.push({ amount, resolve, reject });
       this.kick(orgId);
@@ -96,6 +92,15 @@ export class CoinLedger {
       this.queue(orgId).refunds.push({ amount, resolve, reject });
       this.kick(orgId);
     });
+  }
+
+  /** Pays `amount` from the organization's lease: the balance left, or undefined when the lease does not cover it. */
+  private fromLease(orgId: number, amount: number): number | undefined {
+    const lease = this.leases.get(orgId);
+    if (!lease || lease.allowance < amount) return undefined;
+    lease.allowance -= amount;
+    lease.lastUse = Date.now();
+    return lease.stored + lease.allowance;
   }
 
   /** Coins this replica holds for the organization and has not spent (shown balances add them). */
@@ -119,12 +124,8 @@ export class CoinLedger {
     if (!lease) return;
     this.leases.delete(orgId);
     if (lease.timer) clearInterval(lease.timer);
-    if (lease.allowance > 0) {
-      await new Promise<number>((resolve, reject) => {
-        this.queue(orgId).refunds.push({ amount: lease.allowance, resolve, reject });
-        this.kick(orgId);
-      });
-    }
+    // With the lease gone, a refund goes to the store.
+    if (lease.allowance > 0) await this.refund(orgId, lease.allowance);
   }
 
   /** Size of the lease to take with the next statement for this organization (0: none). */
@@ -189,16 +190,11 @@ export class CoinLedger {
 
   private async takeDebits(orgId: number, queued: Array<Pending<number | undefined>>): Promise<void> {
     // Requests that queued while an earlier statement was taking a lease are paid from it.
-    const lease = this.leases.get(orgId);
     const batch: Array<Pending<number | undefined>> = [];
     for (const p of queued) {
-      if (lease && lease.allowance >= p.amount) {
-        lease.allowance -= p.amount;
-        lease.lastUse = Date.now();
-        p.resolve(lease.stored + lease.allowance);
-      } else {
-        batch.push(p);
-      }
+      const paid = this.fromLease(orgId, p.amount);
+      if (paid !== undefined) p.resolve(paid);
+      else batch.push(p);
     }
     if (batch.length === 0) return;
     try {

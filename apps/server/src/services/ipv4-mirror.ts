@@ -88,8 +88,12 @@ function parseCidr(network: string): { addr: number; len: number } | null {
 
 const OCTETS = Array.from({ length: 256 }, (_, i) => String(i));
 
+function addressText(addr: number): string {
+  return `${OCTETS[addr >>> 24]}.${OCTETS[(addr >>> 16) & 255]}.${OCTETS[(addr >>> 8) & 255]}.${OCTETS[addr & 255]}`;
+}
+
 export function networkText(addr: number, len: number): string {
-  return `${OCTETS[addr >>> 24]}.${OCTETS[(addr >>> 16) & 255]}.${OCTETS[(addr >>> 8) & 255]}.${OCTETS[addr & 255]}/${len}`;
+  return `${addressText(addr)}/${len}`;
 }
 
 /** The columns, in id order; `n` rows are used, the arrays may be longer (room to grow). */
@@ -600,10 +604,8 @@ export class Ipv4Mirror {
     let count = 0;
     let last: number | null = null;
     for (let i = this.nextListed(plan, start, end); i < end && count < limit; i = this.nextListed(plan, i + 1, end)) {
-      const a = c.addr[i]!;
       const len = c.len[i]!;
-      const ip = `${OCTETS[a >>> 24]}.${OCTETS[(a >>> 16) & 255]}.${OCTETS[(a >>> 8) & 255]}.${OCTETS[a & 255]}`;
-      const entry = len === 32 ? ip : `${ip}/${len}`;
+      const entry = len === 32 ? addressText(c.addr[i]!) : networkText(c.addr[i]!, len);
       if (format === 'lines') text += `${entry}\n`;
       else text += first && count === 0 ? entry : `,${entry}`;
       count++;

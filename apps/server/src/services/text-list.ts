@@ -37,9 +37,10 @@ export interface TextListSource<Row, Key> {
   /**
    * Optional fast path: up to `limit` entries after `after` (<= upTo) already written as they
    * would be by `line` in `format` (`first`: no comma before the first entry). Used instead of
-   * `rows` + `line` when present; it must write exactly the same bytes.
+   * `rows` + `line` while present and not null (null: the rest of the list comes from `rows`);
+   * it must write exactly the same bytes.
    */
-  text?(after: Key | null, upTo: Key | null, limit: number, format: 'lines' | 'comma', first: boolean): Promise<{ text: string; last: Key | null; count: number }>;
+  text?(after: Key | null, upTo: Key | null, limit: number, format: 'lines' | 'comma', first: boolean): Promise<{ text: string; last: Key | null; count: number } | null>;
 }
 
 export interface TextListOptions<Row, Key> {
@@ -84,17 +85,18 @@ async function* entries<Row, Key>(options: TextListOptions<Row, Key>, after: Key
     rows.catch(() => {}); // a client that hangs up leaves it unawaited; its failure is not a crash
     return rows;
   };
+  let first = true;
   if (source.text) {
-    let from = after;
-    for (let first = true; ; first = false) {
-      const piece = await source.text(from, upTo, chunk, format, first);
+    for (;;) {
+      const piece = await source.text(after, upTo, chunk, format, first);
+      if (piece === null) break; // the rest comes from `rows`
       if (piece.text) yield piece.text;
       if (piece.count < chunk || piece.last === null) return;
-      from = piece.last;
+      after = piece.last;
+      first = false;
     }
   }
   let pending = read(after);
-  let first = true;
   for (;;) {
     const rows = await pending;
     if (rows.length === 0) return;

@@ -36,14 +36,6 @@ function sqlSource(store: Store, filter: Ipv4ListFilter, columns: 'all' | 'addre
   };
 }
 
-/** `addressText` of the mirror, from SQL (a mirror that stopped being ready hands over to it). */
-async function sqlAddressText(store: Store, filter: Ipv4ListFilter, after: number | null, upTo: number | null, limit: number, format: 'lines' | 'comma', first: boolean) {
-  const rows = await store.ipv4.listRows(filter, after, upTo, limit, 'address');
-  let text = '';
-  for (const [k, row] of rows.entries()) text += format === 'lines' ? `${displayIp(row.network)}\n` : first && k === 0 ? displayIp(row.network) : `,${displayIp(row.network)}`;
-  return { text, last: rows.at(-1)?.id ?? null, count: rows.length };
-}
-
 /**
  * The same list from the in-process mirror. A mirror that stops being ready while a response
  * streams (it failed, or reloads) hands the rest of the stream to SQL.
@@ -60,7 +52,7 @@ function mirrorSource(store: Store, mirror: Ipv4Mirror, plan: MirrorPlan, filter
     version: async (after, upTo) => (known && known.after === after && known.upTo === upTo ? known.version : mirror.version(plan, after, upTo)),
     key: (row) => row.id,
     ...(columns === 'address'
-      ? { text: async (after: number | null, upTo: number | null, limit: number, format: 'lines' | 'comma', first: boolean) => (mirror.ready ? mirror.addressText(plan, after, upTo, limit, format, first) : sqlAddressText(store, filter, after, upTo, limit, format, first)) }
+      ? { text: async (after: number | null, upTo: number | null, limit: number, format: 'lines' | 'comma', first: boolean) => (mirror.ready ? mirror.addressText(plan, after, upTo, limit, format, first) : null) }
       : {}),
     // Small chunks: rows come from memory at once, and short-lived chunks stay in the young generation.
     chunkRows: MIRROR_CHUNK,
