@@ -7,7 +7,7 @@ import { createReadStream, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
-import { buildApp, createApiKey, createUser, Ipv4Mirror, loadConfig, openStore } from '../apps/server/dist/embed.mjs';
+import { buildApp, createApiKey, createEnrichment, createUser, Ipv4Mirror, loadConfig, openStore } from '../apps/server/dist/embed.mjs';
 
 const { url, orgGids, free } = JSON.parse(process.env.BENCH_SERVE);
 const config = { ...loadConfig({ DATABASE_URL: url }), logLevel: 'silent', demo: false, rateLimitPerMinute: 1_000_000_000, pgPoolMax: 20 };
@@ -25,7 +25,7 @@ for (const [o, orgGid] of orgGids.entries()) {
     list.push((await createApiKey(store, { username })).key);
   }
 }
-const ipv4Mirror = new Ipv4Mirror(store.db);
+const ipv4Mirror = new Ipv4Mirror(store.db, createEnrichment({ dataDir: config.dataDir }));
 const app = await buildApp({ config, store, ipv4Mirror });
 await app.listen({ host: '127.0.0.1', port: 0 });
 // Lists are measured warm: the list mirror loads in the background at start (SQL until then).

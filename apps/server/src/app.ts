@@ -62,7 +62,8 @@ export async function buildApp({ config, store, ipv4Mirror }: BuildAppOptions): 
   app.setSerializerCompiler(serializerCompiler);
 
   const metrics = createMetrics(store);
-  const context: AppContext = { config, store, metrics, buildDate: buildDate(), events: eventBus(store.db), cursors: cursorCodec(config.cursorSecret ?? (await store.secrets.get('list_cursor'))), enrichment: createEnrichment({ dataDir: config.dataDir }), ipv4Mirror: ipv4Mirror === undefined ? new Ipv4Mirror(store.db, app.log) : ipv4Mirror };
+  const enrichment = createEnrichment({ dataDir: config.dataDir });
+  const context: AppContext = { config, store, metrics, buildDate: buildDate(), events: eventBus(store.db), cursors: cursorCodec(config.cursorSecret ?? (await store.secrets.get('list_cursor'))), enrichment, ipv4Mirror: ipv4Mirror === undefined ? new Ipv4Mirror(store.db, enrichment, app.log) : ipv4Mirror };
 
   // Hot paths read organization settings from the store's cache; a change on any replica drops it.
   const stopForgetting = await context.events.subscribe((event) => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { OrganizationConfig } from '@rampart/contracts';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
+import { createEnrichment } from '../src/services/enrichment.ts';
 import { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
@@ -11,6 +12,18 @@ import { seedOrg, type TestOrg } from './support/app.ts';
 const HOUR = 3600;
 /** Rows seeded: more than a page of 10,000, so the lists page. */
 const ROWS = 20_000;
+/**
+ * Public addresses besides (spread over the address space, CDN ranges, ip_info with only one AS
+ * fact or a name that CSV must quote), so the /flat columns from the offline data are compared too.
+ */
+const PUBLIC = [
+  ['8.8.8.8/32', {}],
+  ['1.1.1.0/24', {}],
+  ['104.16.0.1/32', { as_name: 'Edge "West", Inc.' }],
+  ['173.245.48.7/32', { asn: 'AS64501' }],
+  ['81.2.69.160/32', { as_name: 'Own, Name', asn: 'AS64502' }],
+] as const;
+const SPREAD = 3_000;
 
 /**
  * The plain-text IPv4 lists answered from the in-process mirror must be byte for byte what SQL
@@ -26,6 +39,7 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
   let acme: TestOrg;
   let other: TestOrg;
   const now = Math.floor(Date.now() / 1000);
+  let seeded = 0;
 
   beforeAll(async () => {
     store = await driver.open();
@@ -46,6 +60,20 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
        from generate_series(1, $3::integer) as g`,
       [now, HOUR, ROWS],
     );
+    await store.db.query(
+      `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, members, events, ip_info)
+       select 'RMP-RULE-GID-P' || g, ('0.0.0.0'::inet + ((g::bigint * 2654435761) % 4294967296))::cidr, false,
+         1 + (g * 7919) % 1000, $1 - (g * 104729) % (2000 * $2), $1, 1 + g % 5, 1 + g % 9, '{}'::jsonb
+       from generate_series(1, $3::integer) as g where not (('0.0.0.0'::inet + ((g::bigint * 2654435761) % 4294967296)) <<= '10.0.0.0/8')`,
+      [now, HOUR, SPREAD],
+    );
+    for (const [k, [network, info]] of PUBLIC.entries()) {
+      await store.db.query(
+        `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, ip_info) values ($1, $2::cidr, $3, 900, $4, $4, $5::jsonb)`,
+        [`RMP-RULE-GID-PUB${k}`, network, !network.endsWith('/32'), now, JSON.stringify(info)],
+      );
+    }
+    seeded = (await store.db.query<{ n: number }>('select count(*)::integer as n from ipv4_indicators')).rows[0]!.n;
     const decide = (network: string, decision: number, ttl: number | null) =>
       store.db.query('insert into ipv4_decisions (org_id, network, decision, ttl) values ($1, $2::cidr, $3, $4)', [acme.org.id, network, decision, ttl]);
     await decide('10.0.0.5/32', 1, now + 86_400);
@@ -53,7 +81,7 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
     await decide('10.0.0.7/32', 0, null);
     await decide('10.0.2.0/24', 0, null);
     await decide('10.0.4.0/24', 1, null);
-    mirror = new Ipv4Mirror(store.db);
+    mirror = new Ipv4Mirror(store.db, createEnrichment());
     mirrorApp = await buildApp({ config, store, ipv4Mirror: mirror });
     await mirrorApp.ready();
     await mirror.start();
@@ -107,13 +135,22 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
 
   it('loads every row and answers every list, page, ETag and cursor exactly as SQL does', async () => {
     expect(mirror.state).toBe('ready');
-    expect(mirror.size).toBe(ROWS);
+    expect(mirror.size).toBe(seeded);
     const first = await walk(mirrorApp, other.keys.reader, '/ipv4/1');
     expect(first.length).toBeGreaterThan(1);
     const acmeList = (await walk(mirrorApp, acme.keys.reader, '/ipv4/1')).map((p) => p.body).join('').split('\n');
     // Reserved ranges and whitelists are never listed; an unexpired blacklist always is.
     expect(acmeList.filter((ip) => ip.startsWith('10.0.1.') || ip === '10.0.3.7' || ip === '10.0.0.7' || ip.startsWith('10.0.2.'))).toEqual([]);
     expect(acmeList).toContain('10.0.0.5');
+    // The CSV columns that come from the offline data, as the mirror writes them (and SQL, below).
+    const flat = (await mirrorApp.inject({ url: '/api/v1/flat/2', headers: { authorization: other.keys.reader } })).body.split('\n');
+    const line = (ip: string) => flat.find((l) => l.startsWith(`${ip},`))?.split(',').slice(5);
+    expect(line('8.8.8.8')).toEqual(['Google LLC', 'AS15169', 'Google', '', 'true']);
+    expect(line('1.1.1.0/24')).toEqual(['"Cloudflare', ' Inc."', 'AS13335', '', '', 'false']);
+    expect(line('104.16.0.1')).toEqual(['"Edge ""West""', ' Inc."', 'AS13335', 'Cloudflare', '', 'true']);
+    expect(line('173.245.48.7')).toEqual(['"Cloudflare', ' Inc."', 'AS64501', 'Cloudflare', '', 'true']);
+    expect(line('81.2.69.160')).toEqual(['"Own', ' Name"', 'AS64502', '', '', 'false']);
+    expect(flat.filter((l) => /,AS\d+,,,false$/.test(l)).length).toBeGreaterThan(1_000);
     await expectSameLists();
   });
 
@@ -139,7 +176,7 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
     const after = await mirrorApp.inject({ url: '/api/v1/ipv4/1', headers: { authorization: acme.keys.reader } });
     expect(after.headers.etag).not.toBe(before.headers.etag);
     expect(mirror.ready).toBe(true);
-    expect(mirror.size).toBe(ROWS + 3);
+    expect(mirror.size).toBe(seeded + 3);
     await expectSameLists();
     const all = (await walk(mirrorApp, acme.keys.reader, '/ipv4/1')).map((p) => p.body).join('').split('\n');
     expect(all).toContain('192.0.2.1');

@@ -35,8 +35,12 @@ export interface GeoInfo {
 export interface Enrichment {
   /** The AS announcing an IPv4 address, or null (private, reserved, unannounced). */
   asnOf(ip: string): AsnEntry | null;
+  /** `asnOf` for an IPv4 address as an unsigned 32-bit number. */
+  asnOfNumber(ip: number): AsnEntry | null;
   /** The well-known CDN / cloud edge whose ranges hold `ip` (IPv4 or IPv6), or null. */
   cdnOf(ip: string): string | null;
+  /** `cdnOf` for an IPv4 address as an unsigned 32-bit number. */
+  cdnOfNumber(ip: number): string | null;
   /** Cloud or CDN address: in a CDN range or announced by a hosting operator's AS. */
   isHosting(ip: string): boolean;
   /** City-level location of an IPv4 address, or null when the database has none. */
@@ -118,7 +122,9 @@ export function createEnrichment(options: EnrichmentOptions = {}): Enrichment {
   };
   return {
     asnOf,
+    asnOfNumber: (n) => asn.find(n) ?? null,
     cdnOf: (ip) => cdn.cdnOf(ip),
+    cdnOfNumber: (n) => cdn.cdnOfIpv4(n),
     isHosting: (ip) => {
       if (cdn.cdnOf(ip) !== null) return true;
       const entry = asnOf(ip);

@@ -10,7 +10,11 @@ import {
   type MirrorDecisionRow,
 } from '../store/ipv4-list-mirror.ts';
 import type { Ipv4ListFilter, Ipv4ListRow } from '../store/ipv4.ts';
+import { liveScore } from '@rampart/scoring';
+import type { Enrichment } from './enrichment.ts';
 import { ipv4CidrRange } from './enrichment/ipv4.ts';
+import { ByteWriter } from './list-bytes.ts';
+import { csvField } from './text-list.ts';
 
 /**
  * Rows per query of the initial load: under 1 MB of packed rows (2 MB as hex text) at a time, so
@@ -109,8 +113,10 @@ interface Columns {
   events: Int32Array;
   /** updated_at in epoch microseconds. */
   updated: Float64Array;
-  /** Index into the interned AS facts (0: none). */
+  /** Index into the interned AS facts (0: none): ip_info's, completed from the offline data. */
   as: Uint32Array;
+  /** Index into the CDN names (0: none) of the network's first address. */
+  cdn: Uint16Array;
 }
 
 const COLUMN_TYPES = {
@@ -123,6 +129,7 @@ const COLUMN_TYPES = {
   events: Int32Array,
   updated: Float64Array,
   as: Uint32Array,
+  cdn: Uint16Array,
 } as const;
 type ColumnName = keyof typeof COLUMN_TYPES;
 const COLUMN_NAMES = Object.keys(COLUMN_TYPES) as ColumnName[];
@@ -133,7 +140,7 @@ function emptyColumns(capacity: number): Columns {
   return c;
 }
 
-/** One decoded packed row. */
+/** One decoded packed row, with its AS and CDN indexes once resolved. */
 interface PackedRow {
   id: number;
   addr: number;
@@ -143,6 +150,30 @@ interface PackedRow {
   members: number;
   events: number;
   updated: number;
+  as: number;
+  cdn: number;
+}
+
+/** The offline facts a `/flat` CSV line holds beside ip_info's: `Enrichment`'s numeric look-ups. */
+export type OfflineFacts = Pick<Enrichment, 'asnOfNumber' | 'cdnOfNumber'>;
+
+/** Interned strings, each with the CSV bytes it is written as. */
+class CsvInterned<V> {
+  readonly values: V[] = [];
+  readonly csv: Buffer[] = [];
+  private readonly index = new Map<string, number>();
+
+  /** Index of the value under `key`, added (with its CSV text) the first time. */
+  intern(key: string, value: () => V, csv: () => string): number {
+    let k = this.index.get(key);
+    if (k === undefined) {
+      k = this.values.length;
+      this.values.push(value());
+      this.csv.push(Buffer.from(csv()));
+      this.index.set(key, k);
+    }
+    return k;
+  }
 }
 
 /** timestamptz_send counts microseconds from 2000-01-01. */
@@ -198,9 +229,15 @@ export interface MirrorLog {
 export class Ipv4Mirror {
   private cols: Columns = emptyColumns(0);
   private readonly orgs = new Map<number, OrgDecisions>();
-  /** Interned AS facts from ip_info: index 0 is "none". */
-  private readonly asFacts: Array<Record<string, string> | null> = [null];
-  private readonly asIndex = new Map<string, number>();
+  /**
+   * Interned AS facts (index 0: none) as the CSV reads them: ip_info's, each missing one taken
+   * from the offline data, so a list never looks an address up; written `AS name,ASN`.
+   */
+  private readonly asFacts = new CsvInterned<Record<string, string> | null>();
+  /** The AS facts index of each offline entry, for rows without ip_info. */
+  private readonly offlineAs = new Map<object, number>();
+  /** CDN names (index 0: none), written `CDN,Reverse,IS_CDN`. */
+  private readonly cdnNames = new CsvInterned<string>();
   private xmin = '0';
   private epoch = '';
   private stateValue: MirrorState = 'idle';
@@ -211,8 +248,12 @@ export class Ipv4Mirror {
 
   constructor(
     private readonly db: Db,
+    private readonly offline: OfflineFacts,
     private readonly log?: MirrorLog,
-  ) {}
+  ) {
+    this.asFacts.intern('', () => null, () => ',');
+    this.cdnNames.intern('', () => '', () => ',,false');
+  }
 
   get state(): MirrorState {
     return this.stateValue;
@@ -310,17 +351,33 @@ export class Ipv4Mirror {
     }
   }
 
-  private internAs(info: AsInfoRow): number {
-    const asName = info[1] ?? '';
-    const asn = info[2] ?? '';
-    const key = `${asName}\u0000${asn}`;
-    let index = this.asIndex.get(key);
-    if (index === undefined) {
-      index = this.asFacts.length;
-      this.asFacts.push({ as_name: asName, asn });
-      this.asIndex.set(key, index);
+  private internAs(asName: string, asn: string): number {
+    if (!asName && !asn) return 0;
+    return this.asFacts.intern(
+      `${asName}\u0000${asn}`,
+      () => ({ as_name: asName, asn }),
+      () => `${csvField(asName)},${asn}`,
+    );
+  }
+
+  /** The AS facts of a row (`csvLine` of routes/ips/lists.ts): ip_info's, else the offline entry's. */
+  private asOf(info: AsInfoRow | undefined, addr: number): number {
+    const asName = info?.[1] ?? '';
+    const asn = info?.[2] ?? '';
+    if (asName && asn) return this.internAs(asName, asn);
+    const entry = this.offline.asnOfNumber(addr);
+    if (!entry) return this.internAs(asName, asn);
+    if (!asName && !asn) {
+      let k = this.offlineAs.get(entry);
+      if (k === undefined) this.offlineAs.set(entry, (k = this.internAs(entry.name, `AS${entry.asn}`)));
+      return k;
     }
-    return index;
+    return this.internAs(asName || entry.name, asn || `AS${entry.asn}`);
+  }
+
+  private cdnOf(addr: number): number {
+    const name = this.offline.cdnOfNumber(addr);
+    return name ? this.cdnNames.intern(name, () => name, () => `${csvField(name)},,true`) : 0;
   }
 
   /** Appends packed rows whose ids are all above the last one held (the initial load). */
@@ -333,10 +390,10 @@ export class Ipv4Mirror {
     for (let k = 0; k < count; k++) {
       readRow(view, k * ROW_BYTES, row);
       if (cols.n > 0 && row.id <= cols.id[cols.n - 1]!) throw new Error('ipv4 list mirror rows arrived out of id order');
-      const i = cols.n++;
-      this.write(cols, i, row);
-      cols.as[i] = 0;
-      if (asInfo && a < asInfo.length && Number(asInfo[a]![0]) === row.id) cols.as[i] = this.internAs(asInfo[a++]!);
+      const info = asInfo && a < asInfo.length && Number(asInfo[a]![0]) === row.id ? asInfo[a++] : undefined;
+      row.as = this.asOf(info, row.addr);
+      row.cdn = this.cdnOf(row.addr);
+      this.write(cols, cols.n++, row);
     }
     return cols;
   }
@@ -350,6 +407,8 @@ export class Ipv4Mirror {
     cols.members[i] = row.members;
     cols.events[i] = row.events;
     cols.updated[i] = row.updated;
+    cols.as[i] = row.as;
+    cols.cdn[i] = row.cdn;
   }
 
   /** Position of the first row with id > key (n when none). */
@@ -445,18 +504,17 @@ export class Ipv4Mirror {
     const c = this.cols;
     const count = packed.byteLength / ROW_BYTES;
     const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
-    const asOf = new Map<number, number>();
-    for (const info of asInfo ?? []) asOf.set(Number(info[0]), this.internAs(info));
-    const fresh: Array<PackedRow & { as: number }> = [];
+    const infoOf = new Map<number, AsInfoRow>();
+    for (const info of asInfo ?? []) infoOf.set(Number(info[0]), info);
+    const fresh: PackedRow[] = [];
     for (let k = 0; k < count; k++) {
-      const row = {} as PackedRow & { as: number };
+      const row = {} as PackedRow;
       readRow(view, k * ROW_BYTES, row);
-      row.as = asOf.get(row.id) ?? 0;
+      row.as = this.asOf(infoOf.get(row.id), row.addr);
+      row.cdn = this.cdnOf(row.addr);
       const i = this.positionOf(row.id);
-      if (i >= 0) {
-        this.write(c, i, row);
-        c.as[i] = row.as;
-      } else fresh.push(row);
+      if (i >= 0) this.write(c, i, row);
+      else fresh.push(row);
     }
     if (fresh.length === 0) return;
     fresh.sort((a, b) => a.id - b.id);
@@ -473,7 +531,6 @@ export class Ipv4Mirror {
         w--;
       }
       this.write(c, w, row);
-      c.as[w] = row.as;
       w--;
     }
     c.n += fresh.length;
@@ -586,7 +643,7 @@ export class Ipv4Mirror {
         members: c.members[i]!,
         events: c.events[i]!,
         updated: (u - (((u % 1e6) + 1e6) % 1e6)) / 1e6,
-        ip_info: this.asFacts[c.as[i]!]!,
+        ip_info: this.asFacts.values[c.as[i]!]!,
       });
     }
     return out;
@@ -597,22 +654,62 @@ export class Ipv4Mirror {
    * the bare address, a network in CIDR notation (`displayIp` of routes/ips/lists.ts), each
    * followed by a line break (`lines`) or preceded by a comma unless it is the list's first.
    */
-  addressText(plan: MirrorPlan, after: number | null, upTo: number | null, limit: number, format: 'lines' | 'comma', first: boolean): { text: string; last: number | null; count: number } {
+  addressText(plan: MirrorPlan, after: number | null, upTo: number | null, limit: number, format: 'lines' | 'comma', first: boolean): MirrorText {
     const c = this.cols;
     const [start, end] = this.span(after, upTo);
-    let text = '';
+    const w = new ByteWriter(Math.min(limit, end - start) * 16 + 16);
     let count = 0;
     let last: number | null = null;
     for (let i = this.nextListed(plan, start, end); i < end && count < limit; i = this.nextListed(plan, i + 1, end)) {
-      const len = c.len[i]!;
-      const entry = len === 32 ? addressText(c.addr[i]!) : networkText(c.addr[i]!, len);
-      if (format === 'lines') text += `${entry}\n`;
-      else text += first && count === 0 ? entry : `,${entry}`;
+      if (format === 'comma' && !(first && count === 0)) w.byte(44);
+      w.network(c.addr[i]!, c.len[i]!);
+      if (format === 'lines') w.byte(10);
       count++;
       last = c.id[i]!;
     }
-    return { text, last, count };
+    return { text: w.take(), last, count };
   }
+
+  /**
+   * Up to `limit` listed rows with after < id <= upTo written as `/flat` CSV lines
+   * (FLAT_CSV_HEADER; `csvLine` of routes/ips/lists.ts), LiveScore at `plan.now`.
+   */
+  csvText(plan: MirrorPlan, after: number | null, upTo: number | null, limit: number): MirrorText {
+    const c = this.cols;
+    const [start, end] = this.span(after, upTo);
+    const w = new ByteWriter(Math.min(limit, end - start) * 100 + 16);
+    const asCsv = this.asFacts.csv;
+    const cdnCsv = this.cdnNames.csv;
+    let count = 0;
+    let last: number | null = null;
+    for (let i = this.nextListed(plan, start, end); i < end && count < limit; i = this.nextListed(plan, i + 1, end)) {
+      w.network(c.addr[i]!, c.len[i]!);
+      w.byte(44);
+      w.fixed2(liveScore(c.score[i]!, plan.now - c.ts[i]!));
+      w.byte(44);
+      w.int(c.members[i]!);
+      w.byte(44);
+      w.int(c.events[i]!);
+      w.byte(44);
+      const u = c.updated[i]!;
+      w.isoSeconds((u - (((u % 1e6) + 1e6) % 1e6)) / 1e6);
+      w.byte(44);
+      w.bytes(asCsv[c.as[i]!]!);
+      w.byte(44);
+      w.bytes(cdnCsv[c.cdn[i]!]!);
+      w.byte(10);
+      count++;
+      last = c.id[i]!;
+    }
+    return { text: w.take(), last, count };
+  }
+}
+
+/** Entries of a list written by the mirror, and the id of the last one. */
+export interface MirrorText {
+  text: Buffer;
+  last: number | null;
+  count: number;
 }
 
 /** Count, id sum and largest updated_at (µs) of listed rows, as `versionText` writes them. */

@@ -40,7 +40,7 @@ export interface TextListSource<Row, Key> {
    * `rows` + `line` while present and not null (null: the rest of the list comes from `rows`);
    * it must write exactly the same bytes.
    */
-  text?(after: Key | null, upTo: Key | null, limit: number, format: 'lines' | 'comma', first: boolean): Promise<{ text: string; last: Key | null; count: number } | null>;
+  text?(after: Key | null, upTo: Key | null, limit: number, format: 'lines' | 'comma', first: boolean): Promise<{ text: string | Uint8Array; last: Key | null; count: number } | null>;
 }
 
 export interface TextListOptions<Row, Key> {
@@ -74,7 +74,12 @@ function etagOf(parts: unknown[]): string {
   return `"${createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 27)}"`;
 }
 
-async function* entries<Row, Key>(options: TextListOptions<Row, Key>, after: Key | null, upTo: Key | null): AsyncGenerator<string> {
+/** RFC 4180: quote a field holding a comma, quote or line break. */
+export function csvField(value: string): string {
+  return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
+}
+
+async function* entries<Row, Key>(options: TextListOptions<Row, Key>, after: Key | null, upTo: Key | null): AsyncGenerator<string | Uint8Array> {
   const { source, line, format } = options;
   const chunk = source.chunkRows ?? options.chunkRows ?? LIST_CHUNK_ROWS;
   if (options.header !== undefined) yield `${options.header}\n`;
@@ -90,7 +95,7 @@ async function* entries<Row, Key>(options: TextListOptions<Row, Key>, after: Key
     for (;;) {
       const piece = await source.text(after, upTo, chunk, format, first);
       if (piece === null) break; // the rest comes from `rows`
-      if (piece.text) yield piece.text;
+      if (piece.text.length > 0) yield piece.text;
       if (piece.count < chunk || piece.last === null) return;
       after = piece.last;
       first = false;

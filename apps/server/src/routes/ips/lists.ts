@@ -6,7 +6,7 @@ import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { ipv4ListFilter, loadIpv4Policy } from '../../services/ipv4-policy.ts';
 import type { AsnEntry, Enrichment } from '../../services/enrichment.ts';
-import { sendTextList, type TextListSource } from '../../services/text-list.ts';
+import { csvField, sendTextList, type TextListSource } from '../../services/text-list.ts';
 import type { Ipv4ListFilter, Ipv4ListRow } from '../../store/ipv4.ts';
 import type { Store } from '../../store/index.ts';
 import type { Ipv4Mirror, MirrorPlan } from '../../services/ipv4-mirror.ts';
@@ -37,8 +37,8 @@ function sqlSource(store: Store, filter: Ipv4ListFilter, columns: 'all' | 'addre
 }
 
 /**
- * The same list from the in-process mirror. A mirror that stops being ready while a response
- * streams (it failed, or reloads) hands the rest of the stream to SQL.
+ * The same list from the in-process mirror, written by it straight to bytes. A mirror that stops
+ * being ready while a response streams (it failed, or reloads) hands the rest of the stream to SQL.
  */
 function mirrorSource(store: Store, mirror: Ipv4Mirror, plan: MirrorPlan, filter: Ipv4ListFilter, columns: 'all' | 'address'): TextListSource<Ipv4ListRow, number> {
   let known: { after: number | null; upTo: number | null; version: string } | null = null;
@@ -51,9 +51,10 @@ function mirrorSource(store: Store, mirror: Ipv4Mirror, plan: MirrorPlan, filter
     },
     version: async (after, upTo) => (known && known.after === after && known.upTo === upTo ? known.version : mirror.version(plan, after, upTo)),
     key: (row) => row.id,
-    ...(columns === 'address'
-      ? { text: async (after: number | null, upTo: number | null, limit: number, format: 'lines' | 'comma', first: boolean) => (mirror.ready ? mirror.addressText(plan, after, upTo, limit, format, first) : null) }
-      : {}),
+    text: async (after, upTo, limit, format, first) => {
+      if (!mirror.ready) return null;
+      return columns === 'address' ? mirror.addressText(plan, after, upTo, limit, format, first) : mirror.csvText(plan, after, upTo, limit);
+    },
     // Small chunks: rows come from memory at once, and short-lived chunks stay in the young generation.
     chunkRows: MIRROR_CHUNK,
   };
@@ -62,11 +63,6 @@ function mirrorSource(store: Store, mirror: Ipv4Mirror, plan: MirrorPlan, filter
 /** A /32 is written as the bare address, a network in CIDR notation. */
 export function displayIp(network: string): string {
   return network.endsWith('/32') ? network.slice(0, -3) : network;
-}
-
-/** RFC 4180: quote a field holding a comma, quote or line break. */
-export function csvField(value: string): string {
-  return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }
 
 /**

@@ -37,11 +37,16 @@ export class CdnIndex {
   /** The CDN whose published ranges hold `ip` (IPv4 or IPv6), or null. */
   cdnOf(ip: string): string | null {
     const n = ipv4ToNumber(ip);
-    if (n !== null) return this.v4.find(n) ?? null;
+    if (n !== null) return this.cdnOfIpv4(n);
     if (!ipaddr.IPv6.isValid(ip)) return null;
     const addr = ipaddr.IPv6.parse(ip);
     if (addr.isIPv4MappedAddress()) return this.cdnOf(addr.toIPv4Address().toString());
     return this.v6.find((r) => addr.match(r.range))?.name ?? null;
+  }
+
+  /** The CDN whose published ranges hold the IPv4 address `n` (unsigned 32-bit), or null. */
+  cdnOfIpv4(n: number): string | null {
+    return this.v4.find(n) ?? null;
   }
 
   /** The cloud or hosting operator an AS number belongs to, or null. */
