@@ -655,19 +655,37 @@ export class Ipv4Mirror {
    * followed by a line break (`lines`) or preceded by a comma unless it is the list's first.
    */
   addressText(plan: MirrorPlan, after: number | null, upTo: number | null, limit: number, format: 'lines' | 'comma', first: boolean): MirrorText {
-    const c = this.cols;
     const [start, end] = this.span(after, upTo);
+    const { text, last, count } = this.writeAddresses(plan, start, end, limit, format, first, null);
+    return { text, last, count };
+  }
+
+  /**
+   * A whole page of an address list in one pass: what `boundary(plan, after, n)`, `version` of
+   * that page and `addressText` of it give, the text starting a response.
+   */
+  addressPage(plan: MirrorPlan, after: number | null, n: number, format: 'lines' | 'comma'): MirrorPage & { text: Buffer } {
+    const [start, end] = this.span(after, null);
+    const v = new VersionSum();
+    const { text, last, next } = this.writeAddresses(plan, start, end, n, format, true, v);
+    return { text, last, more: next < end, version: v.text() };
+  }
+
+  private writeAddresses(plan: MirrorPlan, start: number, end: number, limit: number, format: 'lines' | 'comma', first: boolean, v: VersionSum | null): MirrorText & { next: number } {
+    const c = this.cols;
     const w = new ByteWriter(Math.min(limit, end - start) * 16 + 16);
     let count = 0;
     let last: number | null = null;
-    for (let i = this.nextListed(plan, start, end); i < end && count < limit; i = this.nextListed(plan, i + 1, end)) {
+    let i = this.nextListed(plan, start, end);
+    for (; i < end && count < limit; i = this.nextListed(plan, i + 1, end)) {
       if (format === 'comma' && !(first && count === 0)) w.byte(44);
       w.network(c.addr[i]!, c.len[i]!);
       if (format === 'lines') w.byte(10);
       count++;
       last = c.id[i]!;
+      v?.add(last, c.updated[i]!);
     }
-    return { text: w.take(), last, count };
+    return { text: w.take(), last, count, next: i };
   }
 
   /**

@@ -41,6 +41,12 @@ export interface TextListSource<Row, Key> {
    * it must write exactly the same bytes.
    */
   text?(after: Key | null, upTo: Key | null, limit: number, format: 'lines' | 'comma', first: boolean): Promise<{ text: string | Uint8Array; last: Key | null; count: number } | null>;
+  /**
+   * Optional fast path for a paged list without a header: the whole page after `after` in one
+   * pass, as `boundary`, `version` and `text` would give it (the same bytes), sent as one body.
+   * null: the page comes from the other methods.
+   */
+  page?(after: Key | null, n: number, format: 'lines' | 'comma'): Promise<{ text: Uint8Array; last: Key | null; more: boolean; version: string } | null>;
 }
 
 export interface TextListOptions<Row, Key> {
@@ -122,28 +128,43 @@ async function* entries<Row, Key>(options: TextListOptions<Row, Key>, after: Key
   }
 }
 
+/** The page a request answers: its last key, whether more follow, its version, and its bytes when already written. */
+interface ResolvedPage<Key> {
+  upTo: Key | null;
+  more: boolean;
+  empty: boolean;
+  version: string;
+  body: Uint8Array | null;
+}
+
+async function resolvePage<Row, Key>(options: TextListOptions<Row, Key>, after: Key | null): Promise<ResolvedPage<Key>> {
+  const { source } = options;
+  if (!options.paginate) return { upTo: null, more: false, empty: false, version: await source.version(after, null), body: null };
+  const n = options.pageLines ?? LIST_PAGE_LINES;
+  const whole = options.header === undefined && source.page ? await source.page(after, n, options.format) : null;
+  if (whole) return { upTo: whole.last, more: whole.more, empty: whole.last === null, version: whole.last === null ? 'empty' : whole.version, body: whole.text };
+  const bound = await source.boundary(after, n);
+  const empty = bound.last === null;
+  return { upTo: bound.last, more: bound.more, empty, version: empty ? 'empty' : await source.version(after, bound.last), body: null };
+}
+
 /**
  * Answers a plain-text list request: resolves the page from the cursor, sets `ETag` (304 when
  * `If-None-Match` names it) and `next_page` (absent on the last page, also sent with a 304 so a
- * client can move on), then streams the entries from the store chunk by chunk.
+ * client can move on), then sends the page the source wrote whole, or streams the entries from
+ * the store chunk by chunk.
  */
 export async function sendTextList<Row, Key>(request: FastifyRequest, reply: FastifyReply, options: TextListOptions<Row, Key>): Promise<FastifyReply> {
   const after = options.page ? options.cursors.decode<Key>(options.page, options.filters) : null;
-  let upTo: Key | null = null;
-  let empty = false;
-  if (options.paginate) {
-    const bound = await options.source.boundary(after, options.pageLines ?? LIST_PAGE_LINES);
-    upTo = bound.last;
-    empty = bound.last === null;
-    if (bound.more && bound.last !== null) reply.header('next_page', options.cursors.encode(options.filters, bound.last));
-  }
-  const version = empty ? 'empty' : await options.source.version(after, upTo);
-  const etag = etagOf([options.filters, after, upTo, options.format, options.header ?? null, options.etagSalt ?? null, version]);
+  const page = await resolvePage(options, after);
+  if (page.more && page.upTo !== null) reply.header('next_page', options.cursors.encode(options.filters, page.upTo));
+  const etag = etagOf([options.filters, after, page.upTo, options.format, options.header ?? null, options.etagSalt ?? null, page.version]);
   reply.header('etag', etag).header('cache-control', 'private, no-cache').type('text/plain; charset=utf-8');
   if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send();
-  if (empty) return reply.send(options.header !== undefined ? `${options.header}\n` : '');
+  if (page.empty) return reply.send(options.header !== undefined ? `${options.header}\n` : '');
+  if (page.body) return reply.send(Buffer.from(page.body.buffer, page.body.byteOffset, page.body.byteLength));
   // One piece buffered ahead at most: the socket's pace decides how fast the store is read.
-  const stream = Readable.from(entries(options, after, upTo), { highWaterMark: 1 });
+  const stream = Readable.from(entries(options, after, page.upTo), { highWaterMark: 1 });
   stream.on('error', (err) => request.log.error({ err }, 'text list stream failed'));
   return reply.send(stream);
 }

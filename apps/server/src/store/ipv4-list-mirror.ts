@@ -89,6 +89,8 @@ export async function mirrorChangesSince(db: Db, since: string): Promise<MirrorC
      from (select string_agg(${PACKED}, ''::bytea) as rows, ${AS_INFO} as as_info
            from ipv4_indicators i where i.change_xid >= $1::xid8) c`,
     [since],
+    // Before every list request: parsed and planned once per connection.
+    { name: 'ipv4_mirror_changes' },
   );
   const r = res.rows[0]!;
   return { xmin: r.xmin, rows: bytes(r.rows), asInfo: r.as_info, decisions: r.decisions, deleted: r.deleted };

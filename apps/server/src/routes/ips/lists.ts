@@ -55,6 +55,7 @@ function mirrorSource(store: Store, mirror: Ipv4Mirror, plan: MirrorPlan, filter
       if (!mirror.ready) return null;
       return columns === 'address' ? mirror.addressText(plan, after, upTo, limit, format, first) : mirror.csvText(plan, after, upTo, limit);
     },
+    ...(columns === 'address' ? { page: async (after: number | null, n: number, format: 'lines' | 'comma') => (mirror.ready ? mirror.addressPage(plan, after, n, format) : null) } : {}),
     // Small chunks: rows come from memory at once, and short-lived chunks stay in the young generation.
     chunkRows: MIRROR_CHUNK,
   };
