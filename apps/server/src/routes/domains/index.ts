@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { DecisionBody, DomainLookupQuery, DomainPage, DomainParams, DomainRecord, DomainReportBody, DomainsFeedQuery, ROLE } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
+import { plainJson } from '../../plugins/plain-json.ts';
 import { domainRecord } from '../../services/indicators.ts';
 import { normalizeDomain } from '../../services/indicator-names.ts';
 import { NO_BODY, EMPTY } from '../indicator-common.ts';
@@ -37,6 +38,7 @@ export const domainsRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = asy
     {
       config: { rampart: { minRole: ROLE.reader, agent: true, coin: 'feed' } },
       schema: { tags: ['domains'], summary: 'Domain feed page: records with ts strictly greater than ts, ordered by (ts, id)', querystring: DomainsFeedQuery, response: { 200: DomainPage } },
+      serializerCompiler: plainJson,
     },
     async (request) => {
       const page = await namedFeed(context, request, 'domain', request.query, domainRecord);
@@ -49,6 +51,7 @@ export const domainsRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = asy
     {
       config: { rampart: { minRole: ROLE.reader, agent: true, coin: 'lookup' } },
       schema: { tags: ['domains'], summary: 'Look up a domain', params: DomainParams, querystring: DomainLookupQuery, response: { 200: DomainRecord } },
+      serializerCompiler: plainJson,
     },
     async (request) =>
       lookupNamed(context, request, 'domain', normalizeDomain(request.params.domain_name, 'params.domain_name'), request.query.explain === 'yes', domainRecord),

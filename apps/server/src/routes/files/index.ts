@@ -11,6 +11,7 @@ import {
   ROLE,
 } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
+import { plainJson } from '../../plugins/plain-json.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { delaySeconds } from '../../services/envelope.ts';
 import { catalogFileType } from '../../services/file-type-catalog.ts';
@@ -85,6 +86,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
         querystring: FilesFeedQuery,
         response: { 200: FilePage },
       },
+      serializerCompiler: plainJson,
     },
     async (request) => {
       const principal = principalOf(request);
@@ -108,6 +110,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
     {
       config: { rampart: { minRole: ROLE.reader, agent: true, coin: 'lookup' } },
       schema: { tags: ['files'], summary: 'Look up a file by MD5, SHA1 or SHA256 (any case)', params: DigestParams, querystring: FileLookupQuery, response: { 200: FileRecord } },
+      serializerCompiler: plainJson,
     },
     async (request) => {
       const principal = principalOf(request);

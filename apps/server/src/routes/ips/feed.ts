@@ -5,9 +5,25 @@ import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { delaySeconds, isoMillis, userObject } from '../../services/envelope.ts';
 import { loadIpv4Policy, recordDecision, type RecordDecision } from '../../services/ipv4-policy.ts';
+import { plainJson } from '../../plugins/plain-json.ts';
 import type { Ipv4Row } from '../../store/index.ts';
 
-const EMPTY_IP_INFO = { as_domain: '', as_name: '', asn: '', continent: '', continent_name: '', country: '', country_name: '' };
+/** The record's `ip_info`: exactly the spec's fields, whatever else the stored document holds. */
+function ipInfoOf(stored: Record<string, unknown> | null): NonNullable<Ipv4Record['ip_info']> {
+  const text = (key: string) => {
+    const value = stored?.[key];
+    return typeof value === 'string' ? value : '';
+  };
+  return {
+    as_domain: text('as_domain'),
+    as_name: text('as_name'),
+    asn: text('asn'),
+    continent: text('continent'),
+    continent_name: text('continent_name'),
+    country: text('country'),
+    country_name: text('country_name'),
+  };
+}
 
 /** A record as the caller sees it: `decision`/`ttl` come from the caller's precedence (ipv4-policy). */
 export function ipv4Record(row: Ipv4Row, delay: number, full: boolean, nowSeconds: number, decided: RecordDecision): Ipv4Record {
@@ -27,7 +43,7 @@ export function ipv4Record(row: Ipv4Row, delay: number, full: boolean, nowSecond
   if (!full) return record;
   return {
     ...record,
-    ip_info: { ...EMPTY_IP_INFO, ...(row.ip_info ?? {}) },
+    ip_info: ipInfoOf(row.ip_info),
     info: { members: row.members, events: row.events, sources: row.sources, stix_bundles: [], attack_infos: [], notes: row.notes },
     elk_ts: isoMillis(row.ts),
     elk_entry_ts: isoMillis(row.entry_ts),
@@ -46,6 +62,7 @@ export const ipsFeedRoute: FastifyPluginAsyncZod<{ context: AppContext }> = asyn
         querystring: IpsFeedQuery,
         response: { 200: Ipv4Page },
       },
+      serializerCompiler: plainJson,
     },
     async (request) => {
       const principal = principalOf(request);

@@ -6,6 +6,7 @@ import { principalOf } from '../../plugins/auth.ts';
 import { delaySeconds, userObject } from '../../services/envelope.ts';
 import { loadIpv4Policy, recordDecision } from '../../services/ipv4-policy.ts';
 import { Ipv4Lookup } from '../../store/ipv4-lookup.ts';
+import { plainJson } from '../../plugins/plain-json.ts';
 import { ipv4Record } from './feed.ts';
 
 /**
@@ -27,6 +28,7 @@ export const ipsLookupRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
         querystring: IpLookupQuery,
         response: { 200: Ipv4Page },
       },
+      serializerCompiler: plainJson,
     },
     async (request) => {
       const principal = principalOf(request);

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { DecisionBody, UrlLookupQuery, UrlPage, UrlParams, UrlRecord, UrlReportBody, UrlsFeedQuery, ROLE } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
+import { plainJson } from '../../plugins/plain-json.ts';
 import { urlRecord } from '../../services/indicators.ts';
 import { normalizeUrl } from '../../services/indicator-names.ts';
 import { NO_BODY, EMPTY } from '../indicator-common.ts';
@@ -37,6 +38,7 @@ export const urlsRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async 
     {
       config: { rampart: { minRole: ROLE.reader, agent: true, coin: 'feed' } },
       schema: { tags: ['urls'], summary: 'URL feed page: records with ts strictly greater than ts, ordered by (ts, id)', querystring: UrlsFeedQuery, response: { 200: UrlPage } },
+      serializerCompiler: plainJson,
     },
     async (request) => {
       const page = await namedFeed(context, request, 'url', request.query, urlRecord);
@@ -49,6 +51,7 @@ export const urlsRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async 
     {
       config: { rampart: { minRole: ROLE.reader, agent: true, coin: 'lookup' } },
       schema: { tags: ['urls'], summary: 'Look up a URL (URL-encoded in the path)', params: UrlParams, querystring: UrlLookupQuery, response: { 200: UrlRecord } },
+      serializerCompiler: plainJson,
     },
     async (request) =>
       lookupNamed(context, request, 'url', normalizeUrl(request.params.url, 'params.url'), request.query.explain === 'yes', urlRecord),
