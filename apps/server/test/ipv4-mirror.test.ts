@@ -186,6 +186,33 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
     const forOther = (await walk(mirrorApp, other.keys.reader, '/ipv4/1')).map((p) => p.body).join('').split('\n');
     expect(forOther).toContain('198.51.100.0/24');
   });
+  it.each(['/ipv4/1', '/ipv4/1?format=LIST', '/flat/2?list=YES'])('%s reads the page bounds from SQL when the mirror stops being ready after the request chose it', async (path) => {
+    const own = new Ipv4Mirror(store.db, createEnrichment());
+    const ownApp = await buildApp({ config: testConfig({ authCacheSeconds: 0 }), store, ipv4Mirror: own });
+    await ownApp.ready();
+    await own.start();
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    try {
+      const plan = own.plan.bind(own);
+      // The request has caught up and planned with a ready mirror; it fails before the page is read.
+      own.plan = (...args) => {
+        const planned = plan(...args);
+        own.close();
+        return planned;
+      };
+      const fromSql = await sqlApp.inject({ url: `/api/v1${path}`, headers: { authorization: acme.keys.reader } });
+      const res = await ownApp.inject({ url: `/api/v1${path}`, headers: { authorization: acme.keys.reader } });
+      expect(own.ready).toBe(false);
+      expect(res.statusCode).toBe(200);
+      expect(res.body.length).toBeGreaterThan(100_000);
+      expect({ body: res.body, etag: res.headers.etag, next: res.headers.next_page }).toEqual({ body: fromSql.body, etag: fromSql.headers.etag, next: fromSql.headers.next_page });
+    } finally {
+      vi.useRealTimers();
+      await ownApp.close();
+      own.close();
+    }
+  });
+
   it('hands the rest of a streaming list to SQL when the mirror stops being ready (last: it closes the mirror)', async () => {
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
     try {

@@ -38,18 +38,24 @@ function sqlSource(store: Store, filter: Ipv4ListFilter, columns: 'all' | 'addre
 
 /**
  * The same list from the in-process mirror, written by it straight to bytes. A mirror that stops
- * being ready while a response streams (it failed, or reloads) hands the rest of the stream to SQL.
+ * being ready (it failed, or reloads) hands whatever is still to be read, be it the page bounds
+ * or the rest of a streaming response, to SQL.
  */
 function mirrorSource(store: Store, mirror: Ipv4Mirror, plan: MirrorPlan, filter: Ipv4ListFilter, columns: 'all' | 'address'): TextListSource<Ipv4ListRow, number> {
+  const sql = sqlSource(store, filter, columns);
   let known: { after: number | null; upTo: number | null; version: string } | null = null;
   return {
-    rows: (after, upTo, limit) => (mirror.ready ? Promise.resolve(mirror.rows(plan, after, upTo, limit, columns)) : store.ipv4.listRows(filter, after, upTo, limit, columns)),
+    rows: (after, upTo, limit) => (mirror.ready ? Promise.resolve(mirror.rows(plan, after, upTo, limit, columns)) : sql.rows(after, upTo, limit)),
     async boundary(after, n) {
+      if (!mirror.ready) return sql.boundary(after, n);
       const b = mirror.boundary(plan, after, n);
       known = { after, upTo: b.last, version: b.version };
       return { last: b.last, more: b.more };
     },
-    version: async (after, upTo) => (known && known.after === after && known.upTo === upTo ? known.version : mirror.version(plan, after, upTo)),
+    async version(after, upTo) {
+      if (known && known.after === after && known.upTo === upTo) return known.version;
+      return mirror.ready ? mirror.version(plan, after, upTo) : sql.version(after, upTo);
+    },
     key: (row) => row.id,
     text: async (after, upTo, limit, format, first) => {
       if (!mirror.ready) return null;
