@@ -3,11 +3,12 @@ import {
   mirrorChangesSince,
   mirrorChunk,
   mirrorDecisions,
-  mirrorSnapshotXmin,
+  mirrorSnapshot,
   ROW_BYTES,
   type AsInfoRow,
   type MirrorChanges,
   type MirrorDecisionRow,
+  type MirrorSince,
 } from '../store/ipv4-list-mirror.ts';
 import type { Ipv4ListFilter, Ipv4ListRow } from '../store/ipv4.ts';
 import { liveScore } from '@rampart/scoring';
@@ -238,7 +239,7 @@ export class Ipv4Mirror {
   private readonly offlineAs = new Map<object, number>();
   /** CDN names (index 0: none), written `CDN,Reverse,IS_CDN`. */
   private readonly cdnNames = new CsvInterned<string>();
-  private xmin = '0';
+  private since: MirrorSince = { xmax: '0', xip: [] };
   private epoch = '';
   private stateValue: MirrorState = 'idle';
   private loading: Promise<void> | null = null;
@@ -294,9 +295,9 @@ export class Ipv4Mirror {
     this.stateValue = 'loading';
     const t0 = performance.now();
     try {
-      // Changes made while the chunks are read belong to transactions >= this xmin: the first
-      // catch-up reads them again.
-      const snap = await mirrorSnapshotXmin(this.db);
+      // Changes made while the chunks are read belong to transactions this snapshot has not
+      // seen: the first catch-up reads them again.
+      const snap = await mirrorSnapshot(this.db);
       this.epoch = snap.epoch;
       const decisions = await mirrorDecisions(this.db);
       let cols = emptyColumns(snap.count + (snap.count >> 5) + 1024);
@@ -313,8 +314,8 @@ export class Ipv4Mirror {
       this.cols = this.trimmed(cols);
       this.orgs.clear();
       for (const d of decisions) this.setDecision(d);
-      this.xmin = snap.xmin;
-      await this.applyChanges(await mirrorChangesSince(this.db, this.xmin));
+      this.since = snap.since;
+      await this.applyChanges(await mirrorChangesSince(this.db, this.since));
       if (this.closed) return;
       this.stateValue = 'ready';
       this.log?.info({ rows: this.cols.n, mb: Math.round(this.bytes / 1e5) / 10, ms: Math.round(performance.now() - t0) }, 'ipv4 list mirror loaded');
@@ -463,7 +464,7 @@ export class Ipv4Mirror {
   private async runCatchUp(): Promise<void> {
     if (this.stateValue !== 'ready') return;
     try {
-      await this.applyChanges(await mirrorChangesSince(this.db, this.xmin));
+      await this.applyChanges(await mirrorChangesSince(this.db, this.since));
     } catch (err) {
       if (this.stateValue !== 'ready') return;
       // A mirror that may have missed a change must not answer again: lists read SQL while it
@@ -486,7 +487,7 @@ export class Ipv4Mirror {
     for (const d of changes.decisions ?? []) this.setDecision(d);
     if (gone.size > 0) this.remove(gone);
     if (changes.rows) this.upsert(changes.rows, changes.asInfo);
-    this.xmin = changes.xmin;
+    this.since = changes.since;
   }
 
   private remove(ids: Set<number>): void {

@@ -35,9 +35,26 @@ export interface MirrorDecisionRow {
   changed: string;
 }
 
+/**
+ * What a snapshot had not seen yet: transactions from `xmax` on, and those in progress (`xip`).
+ * A catch-up from it reads exactly the rows those transactions wrote, so a transaction left open
+ * for hours (in any database of the cluster) costs nothing but one entry of `xip`.
+ */
+export interface MirrorSince {
+  xmax: string;
+  xip: string[];
+}
+
+/** The current snapshot's MirrorSince, as columns `xmax` and `xip`. */
+const SINCE_NOW = `pg_snapshot_xmax(pg_current_snapshot())::text as xmax,
+  coalesce((select array_agg(x::text) from pg_snapshot_xip(pg_current_snapshot()) as x), '{}') as xip`;
+
+/** Rows of alias `t` written by a transaction MirrorSince ($1, $2) had not seen. */
+const UNSEEN = (t: string) => `(${t}.change_xid >= $1::xid8 or ${t}.change_xid = any($2::xid8[]))`;
+
 export interface MirrorChanges extends PackedRows {
-  /** pg_snapshot_xmin of the statement's snapshot: the next catch-up starts there. */
-  xmin: string;
+  /** What the statement's snapshot had not seen: the next catch-up starts there. */
+  since: MirrorSince;
   decisions: MirrorDecisionRow[] | null;
   /** [kind, indicator_id, org_id, network]: see ipv4_list_deletions. */
   deleted: Array<[number, number | null, number | null, string | null]> | null;
@@ -51,13 +68,13 @@ function bytes(value: unknown): Uint8Array | null {
   return value instanceof Uint8Array ? value : null;
 }
 
-/** The xmin of the current snapshot (every transaction below it has ended) and the row count to size the columns. */
-export async function mirrorSnapshotXmin(db: Db): Promise<{ xmin: string; epoch: string; count: number }> {
-  const res = await db.query<{ xmin: string; epoch: string; count: number }>(
-    `select pg_snapshot_xmin(pg_current_snapshot())::text as xmin, 'epoch'::timestamptz::text as epoch,
-       (select count(*) from ipv4_indicators)::integer as count`,
+/** What the current snapshot has not seen, and the row count to size the columns. */
+export async function mirrorSnapshot(db: Db): Promise<{ since: MirrorSince; epoch: string; count: number }> {
+  const res = await db.query<MirrorSince & { epoch: string; count: number }>(
+    `select ${SINCE_NOW}, 'epoch'::timestamptz::text as epoch, (select count(*) from ipv4_indicators)::integer as count`,
   );
-  return res.rows[0]!;
+  const r = res.rows[0]!;
+  return { since: { xmax: r.xmax, xip: r.xip }, epoch: r.epoch, count: r.count };
 }
 
 /** Up to `limit` indicator rows with id > after, packed. */
@@ -78,20 +95,21 @@ export async function mirrorDecisions(db: Db): Promise<MirrorDecisionRow[]> {
 }
 
 /**
- * Everything written by transactions with id >= `since` that are visible now, in ONE statement
- * (one snapshot): changed indicators, changed decisions, deletions, and the snapshot's xmin.
+ * Everything written by the transactions `since` had not seen that are visible now, in ONE
+ * statement (one snapshot): changed indicators, changed decisions, deletions, and what this
+ * snapshot has not seen in turn.
  */
-export async function mirrorChangesSince(db: Db, since: string): Promise<MirrorChanges> {
-  const res = await db.query<{ xmin: string; rows: unknown; as_info: AsInfoRow[] | null; decisions: MirrorDecisionRow[] | null; deleted: MirrorChanges['deleted'] }>(
-    `select pg_snapshot_xmin(pg_current_snapshot())::text as xmin, c.rows, c.as_info,
-       (select json_agg(${DECISION_JSON}) from ipv4_decisions d where d.change_xid >= $1::xid8) as decisions,
-       (select json_agg(json_build_array(x.kind, x.indicator_id, x.org_id, x.network::text)) from ipv4_list_deletions x where x.change_xid >= $1::xid8) as deleted
+export async function mirrorChangesSince(db: Db, since: MirrorSince): Promise<MirrorChanges> {
+  const res = await db.query<MirrorSince & { rows: unknown; as_info: AsInfoRow[] | null; decisions: MirrorDecisionRow[] | null; deleted: MirrorChanges['deleted'] }>(
+    `select ${SINCE_NOW}, c.rows, c.as_info,
+       (select json_agg(${DECISION_JSON}) from ipv4_decisions d where ${UNSEEN('d')}) as decisions,
+       (select json_agg(json_build_array(x.kind, x.indicator_id, x.org_id, x.network::text)) from ipv4_list_deletions x where ${UNSEEN('x')}) as deleted
      from (select string_agg(${PACKED}, ''::bytea) as rows, ${AS_INFO} as as_info
-           from ipv4_indicators i where i.change_xid >= $1::xid8) c`,
-    [since],
+           from ipv4_indicators i where ${UNSEEN('i')}) c`,
+    [since.xmax, since.xip],
     // Before every list request: parsed and planned once per connection.
     { name: 'ipv4_mirror_changes' },
   );
   const r = res.rows[0]!;
-  return { xmin: r.xmin, rows: bytes(r.rows), asInfo: r.as_info, decisions: r.decisions, deleted: r.deleted };
+  return { since: { xmax: r.xmax, xip: r.xip }, rows: bytes(r.rows), asInfo: r.as_info, decisions: r.decisions, deleted: r.deleted };
 }
