@@ -378,7 +378,11 @@ export class Ipv4Mirror {
 
   private cdnOf(addr: number): number {
     const name = this.offline.cdnOfNumber(addr);
-    return name ? this.cdnNames.intern(name, () => name, () => `${csvField(name)},,true`) : 0;
+    if (!name) return 0;
+    const k = this.cdnNames.intern(name, () => name, () => `${csvField(name)},,true`);
+    // The column holds 16 bits: a mirror that cannot tell its CDNs apart fails over to SQL.
+    if (k > 0xffff) throw new Error('more CDN names than the ipv4 list mirror holds: lists read SQL');
+    return k;
   }
 
   /** Appends packed rows whose ids are all above the last one held (the initial load). */
