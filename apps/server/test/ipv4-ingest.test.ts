@@ -92,6 +92,37 @@ describe.each(driverCases())('ingestIpv4Batch on $name', (driver) => {
     expect(other.outcomes[0]).toEqual({ status: 'stored', created: false, indicatorTs: other.feedTs });
   });
 
+  it.skipIf(driver.name !== 'postgres')('scores with the reporters committed while the batch waited for the row lock', async () => {
+    const c = await seedOrg(store, { trust: 0.6 });
+    await ingestIpv4Batch(store.db, [item(a, '203.0.113.77/32')], V32_INGEST_RULES, 1_700_000_000);
+    const id = (await store.db.query<{ id: number }>(`select id from ipv4_indicators where network = '203.0.113.77/32'`)).rows[0]!.id;
+    let batch: Promise<unknown> = Promise.resolve();
+    await store.db.transaction(async (tx) => {
+      // Another writer holds the row: the batch's first statement takes its snapshot, then waits.
+      await tx.query(`select 1 from ipv4_indicators where id = $1 for update`, [id]);
+      batch = ingestIpv4Batch(store.db, [item(b, '203.0.113.77/32')], V32_INGEST_RULES, 1_700_000_100);
+      for (let waited = 0; ; waited++) {
+        const waiting = await store.db.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+        if (waiting.rowCount > 0) break;
+        if (waited > 500) throw new Error('the batch never waited for the row lock');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      // ... and adds a reporter as a batch does (report row and indicator row in one transaction), after that snapshot.
+      await tx.query(`insert into ipv4_reports (indicator_id, org_id, confidence, events, first_ts, last_ts) values ($1, $2, 0.5, 1, 0, 0)`, [id, c.org.id]);
+      await tx.query(`update ipv4_indicators set members = 2 where id = $1`, [id]);
+    });
+    await batch;
+    const row = (await store.db.query<{ score: number; members: number }>(`select score, members from ipv4_indicators where id = $1`, [id])).rows[0]!;
+    expect(row).toEqual({
+      members: 3,
+      score: scoreV32([
+        { orgTrust: 0.8, confidence: 0.9, events: 1 },
+        { orgTrust: 0.4, confidence: 0.9, events: 1 },
+        { orgTrust: 0.6, confidence: 0.5, events: 1 },
+      ]).s0,
+    });
+  });
+
   it('ReportBatcher settles each report on its own when a batch fails, so one bad report cannot fail the others', async () => {
     const batcher = new ReportBatcher({ db: store.db, events: eventBus(store.db), log: pino({ level: 'silent' }), maxInFlight: 1 });
     // The first submit runs alone; the next three queue behind it and form one batch.

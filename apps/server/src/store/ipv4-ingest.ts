@@ -1,4 +1,4 @@
-import type { Db, Transaction } from './db.ts';
+import type { Db, QueryResult, Transaction } from './db.ts';
 import { IPV4_FEED_LOCK_CLASS } from './ipv4.ts';
 
 /** One validated report (or decision) of one organization; `network` is canonical CIDR text. */
@@ -51,76 +51,71 @@ interface Contribution {
   notes: string[];
 }
 
-interface HeldRow {
+interface LockedRow {
   id: number;
   network: string;
   ts: number;
-  entry_ts: number;
+  /** Inserted by this batch. */
+  created: boolean;
+  /** Held, and last written by a transaction the lock statement's snapshot saw: its reporters came with it. */
+  fresh: boolean;
+}
+
+/** An earlier reporter of a held indicator (`id`), or the trust of one of the batch's organizations (`id` null). */
+interface KnownRow {
+  id: number | null;
+  org_id: number;
+  confidence: number | null;
+  events: number | null;
+  trust: number;
 }
 
 const json = (value: unknown) => JSON.stringify(value);
 
-
 /**
  * Stores a batch of IPv4 reports in ONE transaction, so the whole batch costs one commit (one
- * WAL flush), in five round trips whatever its size. Lock order, the same in every batch, keeps
- * batches on several connections or replicas free of deadlocks: indicator rows by network, then
- * decisions by (org, network), then report rows. A batch that moves a record's `ts` holds a
- * SHARED advisory lock on its second from the final statement to the commit (feed readers see it
- * in pg_locks and stop before that second), so batches never wait for each other's commits. The indicator row lock is taken
- * before the reporters are read, so two batches never score one indicator from a stale set of
- * reporters. Reserved addresses are found in the same statement that takes the row locks, from
- * the settings as committed, and change nothing.
+ * WAL flush), in four round trips whatever its size (one more with decisions, one more when a held row changed
+ * while the batch waited for its lock). Lock order, the same
+ * in every batch, keeps batches on several connections or replicas free of deadlocks: held
+ * indicator rows by network, then new indicator rows by network, then decisions by (org,
+ * network), then report rows. The indicator row lock is taken before the reporters are read, so
+ * two batches never score one indicator from a stale set of reporters. Reserved addresses are
+ * found in the same statement that takes the row locks, from the settings as committed, and
+ * change nothing.
+ *
+ * Each indicator row gets ONE new version per batch whose index entries change (six indexes,
+ * the GiST on network among them): held rows are locked with FOR UPDATE rather than touched by
+ * a dummy update, and new rows are inserted with their final `ts`, `entry_ts` and `change_xid`,
+ * so the update that writes their figures changes no indexed column and can be a HOT update
+ * (migration 0010 leaves room on each page for it).
+ *
+ * A batch that reports holds a SHARED advisory lock on the second of its `ts` from the first
+ * statement to the commit (feed readers see it in pg_locks and stop before that second), so
+ * batches never wait for each other's commits.
  */
-export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: IngestRules, nowSeconds: number): Promise<IngestResult> {
+export async function ingestIpv4Batch(
+  db: Db,
+  items: Ipv4ReportItem[],
+  rules: IngestRules,
+  nowSeconds: number,
+  /** Called once every statement ran, when only the COMMIT is left (the batcher starts the next batch then). */
+  committing?: () => void,
+): Promise<IngestResult> {
   return db.transaction(async (tx) => {
     const outcomes: Array<Ipv4ReportOutcome | undefined> = new Array(items.length);
-    const first = await tx.query<{ reserved: Array<{ idx: number; range: string }>; held: HeldRow[] }>(
-      `with u as (
-         select * from jsonb_to_recordset($1::jsonb)
-           as u(idx integer, org_id bigint, network cidr, gid text, is_network boolean, ip_info jsonb, add_report boolean)
-       ), reserved as (
-         select distinct on (u.idx) u.idx, r.value as range
-         from u
-         join organization_settings s on s.org_id = u.org_id
-         cross join lateral jsonb_array_elements_text(coalesce(s.document -> 'reserved_ips', '[]'::jsonb)) as r(value)
-         where r.value::inet && u.network::inet
-         order by u.idx, r.value
-       ), held as (
-         insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, ip_info)
-         select distinct on (u.network) u.gid, u.network, u.is_network, 1, 0, 0, u.ip_info
-         from u
-         where u.add_report and not exists (select 1 from reserved x where x.idx = u.idx)
-         order by u.network, u.idx
-         on conflict (network) do update set updated_at = now()
-         returning id, network::text as network, ts, entry_ts
-       )
-       select
-         (select coalesce(json_agg(json_build_object('idx', idx, 'range', range)), '[]'::json) from reserved) as reserved,
-         (select coalesce(json_agg(json_build_object('id', id, 'network', network, 'ts', ts, 'entry_ts', entry_ts)), '[]'::json) from held) as held`,
-      [
-        json(
-          items.map((item, idx) => ({
-            idx,
-            org_id: item.orgId,
-            network: item.network,
-            gid: item.gid,
-            is_network: item.isNetwork,
-            ip_info: item.ipInfo,
-            add_report: item.addReport,
-          })),
-        ),
-      ],
-      { name: 'rampart_ipv4_ingest_hold' },
-    );
-    const reserved = new Map(first.rows[0]!.reserved.map((r) => [r.idx, r.range]));
+    const first = await lockIndicators(tx, items);
+    const { reserved, rows: lockedRows, clockTs } = first;
     for (const [idx, range] of reserved) outcomes[idx] = { status: 'reserved', range };
     const accepted = items.map((item, idx) => ({ item, idx })).filter(({ idx }) => !reserved.has(idx));
 
     const decisions = await upsertDecisions(tx, accepted.map(({ item }) => item));
     const reports = accepted.filter(({ item }) => item.addReport);
     for (const { item, idx } of accepted) if (!item.addReport) outcomes[idx] = { status: 'stored', created: false, indicatorTs: null };
-    if (reports.length === 0) return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: null, decisions };
+    if (reports.length === 0) {
+      committing?.();
+      return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: null, decisions };
+    }
+    if (clockTs === null) throw new Error('ipv4 ingest: the feed clock was not taken for a batch with reports');
 
     // Merge the batch per indicator and organization: repeats count events, the latest confidence wins.
     const byNetwork = new Map<string, Map<number, Contribution>>();
@@ -135,23 +130,25 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
       orgs.set(item.orgId, c);
     }
     const networks = [...byNetwork.keys()];
-    const held = { rows: first.rows[0]!.held.map((r) => ({ ...r, id: Number(r.id), ts: Number(r.ts), entry_ts: Number(r.entry_ts) })) };
-    const rowByNetwork = new Map(held.rows.map((r) => [r.network, r]));
-    const ids = held.rows.map((r) => r.id);
-    const batchOrgs = [...new Set(reports.map(({ item }) => item.orgId))];
+    const rowByNetwork = new Map(lockedRows.map((r) => [r.network, r]));
 
-    // Earlier reporters of these indicators (read under the row locks just taken) and the trust of this batch's organizations.
-    const known = await tx.query<{ id: number | null; org_id: number; confidence: number | null; events: number | null; trust: number }>(
-      `select r.indicator_id as id, r.org_id, r.confidence, r.events, o.trust
-       from ipv4_reports r join organizations o on o.id = r.org_id where r.indicator_id = any($1::bigint[])
-       union all
-       select null, id, null, null, trust from organizations where id = any($2::bigint[])`,
-      [ids, batchOrgs],
-      { name: 'rampart_ipv4_ingest_reporters' },
-    );
+    // Earlier reporters of held rows whose latest version the lock statement's snapshot already
+    // saw came with it; the others changed after that snapshot (a concurrent batch committed
+    // while this one waited for the row lock) and are read again, now under the lock.
+    const stale = lockedRows.filter((r) => !r.created && !r.fresh).map((r) => r.id);
+    const known = [...first.known];
+    if (stale.length > 0) {
+      const again = await tx.query<KnownRow>(
+        `select r.indicator_id as id, r.org_id, r.confidence, r.events, o.trust
+         from ipv4_reports r join organizations o on o.id = r.org_id where r.indicator_id = any($1::bigint[])`,
+        [stale],
+        { name: 'rampart_ipv4_ingest_reporters' },
+      );
+      known.push(...again.rows);
+    }
     const trustOf = new Map<number, number>();
     const reportersOf = new Map<number, Map<number, ReporterAggregate>>();
-    for (const r of known.rows) {
+    for (const r of known) {
       if (r.id === null) {
         trustOf.set(r.org_id, r.trust);
         continue;
@@ -163,18 +160,16 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
 
     const reportRows: unknown[] = [];
     const updates: Array<{ id: number; score: number; reanchor: boolean; members: number; events: number; sources: string[]; notes: string[] }> = [];
-    const createdByNetwork = new Map<string, boolean>();
+    const storedByNetwork = new Map<string, { created: boolean; ts: number }>();
     for (const network of networks) {
       const row = rowByNetwork.get(network)!;
-      const created = row.entry_ts === 0;
-      createdByNetwork.set(network, created);
       const reporters = reportersOf.get(row.id) ?? new Map<number, ReporterAggregate>();
-      const previousTs = created ? null : row.ts;
-      let reanchor = created;
+      const previousTs = row.created ? null : row.ts;
+      let reanchor = row.created;
       const entry = byNetwork.get(network)!;
       for (const c of entry.values()) {
         // The shared rule decides whether this report moves the clock; the second it moves to is
-        // the feed clock's, taken in the batch's last statement (anchorTs never moves backwards,
+        // the feed clock's, taken in the batch's first statement (anchorTs never moves backwards,
         // and the feed clock never runs behind an earlier anchor).
         if (!reanchor && rules.anchor(previousTs, [...reporters.keys()].map(String), String(c.orgId), Number.MAX_SAFE_INTEGER) !== previousTs) reanchor = true;
         const before = reporters.get(c.orgId);
@@ -187,6 +182,8 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
         reportRows.push({ id: row.id, org_id: c.orgId, confidence: c.confidence, events: c.events, ts: nowSeconds, sources: [...c.sources].sort() });
       }
       const aggregates = [...reporters.values()];
+      // A new row already carries its ts (>= clockTs); the same rule as the update below.
+      storedByNetwork.set(network, { created: row.created, ts: reanchor ? Math.max(row.ts, clockTs) : row.ts });
       updates.push({
         id: row.id,
         score: rules.score(aggregates),
@@ -198,18 +195,11 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
       });
     }
 
-    // One statement: the feed clock (locked only now, until the commit), the merged report rows
-    // and the indicators' new figures.
-    const last = await tx.query<{ feed_ts: number | null; rows: Array<{ network: string; ts: number }> }>(
-      `with clock as materialized (
-         -- Lock the current second first, then choose ts from the clock read after the lock (the
-         -- target list is projected once the lateral lock call has returned): ts >= locked second,
-         -- and a reader that did not yet see the lock read its clock before ts (Ipv4Store.completeBefore).
-         select floor(extract(epoch from clock_timestamp()))::bigint as ts
-         from (select floor(extract(epoch from clock_timestamp()))::bigint as s) as x
-         cross join lateral pg_advisory_xact_lock_shared($4::bigint * 4294967296 + x.s) as held
-         where $3::boolean
-       ), reports as (
+    // One statement: the merged report rows and the indicators' new figures. For a row inserted
+    // by this batch no indexed column changes (ts is already greatest(ts, clock), change_xid is
+    // this transaction's), so PostgreSQL can update it in place (HOT).
+    await tx.query(
+      `with reports as (
          insert into ipv4_reports (indicator_id, org_id, confidence, events, first_ts, last_ts, sources)
          select u.id, u.org_id, u.confidence, u.events, u.ts, u.ts, u.sources
          from jsonb_to_recordset($1::jsonb) as u(id bigint, org_id bigint, confidence double precision, events integer, ts bigint, sources text[])
@@ -219,31 +209,156 @@ export async function ingestIpv4Batch(db: Db, items: Ipv4ReportItem[], rules: In
            events = ipv4_reports.events + excluded.events,
            last_ts = excluded.last_ts,
            sources = array(select distinct s from unnest(ipv4_reports.sources || excluded.sources) as s order by s limit 32)
-       ), changed as (
-         update ipv4_indicators i set
-           score = u.score,
-           ts = case when u.reanchor then greatest(i.ts, (select ts from clock)) else i.ts end,
-           entry_ts = case when i.entry_ts = 0 then (select ts from clock) else i.entry_ts end,
-           members = u.members,
-           events = u.events,
-           sources = array(select distinct s from unnest(i.sources || u.sources) as s order by s limit 32),
-           notes = (i.notes || u.notes)[greatest(1, cardinality(i.notes || u.notes) - 19):],
-           updated_at = now()
-         from jsonb_to_recordset($2::jsonb) as u(id bigint, score integer, reanchor boolean, members integer, events integer, sources text[], notes text[])
-         where i.id = u.id
-         returning i.network::text as network, i.ts
        )
-       select (select ts from clock) as feed_ts, coalesce((select json_agg(json_build_object('network', network, 'ts', ts)) from changed), '[]'::json) as rows`,
-      [json(reportRows), json(updates), updates.some((u) => u.reanchor), IPV4_FEED_LOCK_CLASS],
+       update ipv4_indicators i set
+         score = u.score,
+         ts = case when u.reanchor then greatest(i.ts, $3::bigint) else i.ts end,
+         entry_ts = case when i.entry_ts = 0 then $3::bigint else i.entry_ts end,
+         members = u.members,
+         events = u.events,
+         sources = array(select distinct s from unnest(i.sources || u.sources) as s order by s limit 32),
+         notes = (i.notes || u.notes)[greatest(1, cardinality(i.notes || u.notes) - 19):],
+         updated_at = now()
+       from jsonb_to_recordset($2::jsonb) as u(id bigint, score integer, reanchor boolean, members integer, events integer, sources text[], notes text[])
+       where i.id = u.id`,
+      [json(reportRows), json(updates), clockTs],
       { name: 'rampart_ipv4_ingest_write' },
     );
-    const feedTs = last.rows[0]!.feed_ts;
-    const tsOf = new Map(last.rows[0]!.rows.map((r) => [r.network, Number(r.ts)]));
     for (const { item, idx } of reports) {
-      outcomes[idx] = { status: 'stored', created: createdByNetwork.get(item.network)!, indicatorTs: tsOf.get(item.network) ?? null };
+      const stored = storedByNetwork.get(item.network)!;
+      outcomes[idx] = { status: 'stored', created: stored.created, indicatorTs: stored.ts };
     }
-    return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs, decisions };
+    committing?.();
+    return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: updates.some((u) => u.reanchor) ? clockTs : null, decisions };
   });
+}
+
+interface LockedRows {
+  /** Refused items: index in the batch → the reserved range that covers them. */
+  reserved: Map<number, string>;
+  /** Every indicator row the batch reports on, locked until the commit. */
+  rows: LockedRow[];
+  /** The feed clock second taken (and locked) for the batch's ts; null when nothing is reported. */
+  clockTs: number | null;
+  /** Earlier reporters of the fresh held rows and the trust of the reporting organizations. */
+  known: KnownRow[];
+}
+
+/**
+ * The batch's first statement: finds reserved items, locks the held indicator rows (FOR UPDATE,
+ * in network order) and then inserts the missing ones (in network order), with ts and entry_ts
+ * from the feed clock, taken under a shared advisory lock on its second. A row inserted by
+ * another transaction after this statement's snapshot is neither locked nor inserted here (the
+ * insert waits for it and does nothing); such rows, and held rows deleted meanwhile, are taken
+ * by running the statement again for them, with the clock already taken.
+ *
+ * It also reads the earlier reporters of the held rows and the trust of the reporting
+ * organizations. Those are read in the statement's snapshot, taken before the row locks, so they
+ * are current only for a row whose locked (latest) version was written by a transaction that
+ * snapshot saw: every statement that changes an indicator's reports updates the indicator row in
+ * the same transaction, and that stamps it with its change_xid (migration 0009). Such rows are
+ * `fresh`; the reporters of the others are read again after this statement.
+ */
+interface LockAnswer {
+  reserved: Array<{ idx: number; range: string }>;
+  held: LockedRow[];
+  created: LockedRow[];
+  clock_ts: number | null;
+  reporters: KnownRow[];
+  trust: KnownRow[];
+}
+
+async function lockIndicators(tx: Transaction, items: Ipv4ReportItem[]): Promise<LockedRows> {
+  const reserved = new Map<number, string>();
+  const rows: LockedRow[] = [];
+  const known: KnownRow[] = [];
+  let clockTs: number | null = null;
+  const locked = new Set<string>();
+  let pending: Array<{ item: Ipv4ReportItem; idx: number }> = items.map((item, idx) => ({ item, idx }));
+  for (let attempt = 0; pending.length > 0; attempt++) {
+    if (attempt === 10) throw new Error('ipv4 ingest: indicator rows kept changing while the batch locked them');
+    const result: QueryResult<LockAnswer> = await tx.query<LockAnswer>(
+      `with u as materialized (
+         select * from jsonb_to_recordset($1::jsonb)
+           as u(idx integer, org_id bigint, network cidr, gid text, is_network boolean, ip_info jsonb, add_report boolean)
+       ), reserved as materialized (
+         select distinct on (u.idx) u.idx, r.value as range
+         from u
+         join organization_settings s on s.org_id = u.org_id
+         cross join lateral jsonb_array_elements_text(coalesce(s.document -> 'reserved_ips', '[]'::jsonb)) as r(value)
+         where r.value::inet && u.network::inet
+         order by u.idx, r.value
+       ), wanted as materialized (
+         select distinct on (u.network) u.gid, u.network, u.is_network, u.ip_info
+         from u
+         where u.add_report and not exists (select 1 from reserved x where x.idx = u.idx)
+         order by u.network, u.idx
+       ), held as materialized (
+         select i.id, i.network, i.ts,
+           coalesce(pg_visible_in_snapshot(i.change_xid, pg_current_snapshot()), true) as fresh
+         from ipv4_indicators i
+         where i.network = any (array(select w.network from wanted w))
+         order by i.network
+         for update of i
+       ), clock as materialized (
+         -- The second is locked first, then ts is read from the clock (the target list is
+         -- projected once the lateral lock call has returned): ts >= locked second, and a reader
+         -- that did not yet see the lock read its clock before ts (Ipv4Store.completeBefore).
+         select $2::bigint as ts
+         where $2::bigint is not null
+         union all
+         select floor(extract(epoch from clock_timestamp()))::bigint
+         from (select floor(extract(epoch from clock_timestamp()))::bigint as s) as x
+         cross join lateral pg_advisory_xact_lock_shared($3::bigint * 4294967296 + x.s) as lock
+         where $2::bigint is null and exists (select 1 from wanted)
+       ), created as (
+         -- The held rows are all locked (the array below is computed once, before the first
+         -- insert), then the missing ones are inserted.
+         insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, ip_info)
+         select w.gid, w.network, w.is_network, 1, (select ts from clock), (select ts from clock), w.ip_info
+         from wanted w
+         where w.network <> all (array(select h.network from held h))
+         order by w.network
+         on conflict (network) do nothing
+         returning id, network, ts, entry_ts
+       )
+       select
+         (select coalesce(json_agg(json_build_object('idx', idx, 'range', range)), '[]'::json) from reserved) as reserved,
+         (select coalesce(json_agg(json_build_object('id', id, 'network', network::text, 'ts', ts, 'created', false, 'fresh', fresh)), '[]'::json) from held) as held,
+         (select coalesce(json_agg(json_build_object('id', id, 'network', network::text, 'ts', ts, 'created', true, 'fresh', false)), '[]'::json) from created) as created,
+         (select ts from clock) as clock_ts,
+         (select coalesce(json_agg(json_build_object('id', r.indicator_id, 'org_id', r.org_id, 'confidence', r.confidence, 'events', r.events, 'trust', o.trust)), '[]'::json)
+          from held h join ipv4_reports r on r.indicator_id = h.id join organizations o on o.id = r.org_id where h.fresh) as reporters,
+         (select coalesce(json_agg(json_build_object('id', null, 'org_id', o.id, 'trust', o.trust)), '[]'::json)
+          from organizations o where o.id = any (array(select u.org_id from u where u.add_report))) as trust`,
+      [
+        json(
+          pending.map(({ item, idx }) => ({
+            idx,
+            org_id: item.orgId,
+            network: item.network,
+            gid: item.gid,
+            is_network: item.isNetwork,
+            ip_info: item.ipInfo,
+            add_report: item.addReport,
+          })),
+        ),
+        clockTs,
+        IPV4_FEED_LOCK_CLASS,
+      ],
+      { name: 'rampart_ipv4_ingest_lock' },
+    );
+    const answer = result.rows[0]!;
+    for (const x of answer.reserved) reserved.set(x.idx, x.range);
+    if (answer.clock_ts !== null) clockTs ??= Number(answer.clock_ts);
+    for (const row of [...answer.held, ...answer.created]) {
+      rows.push({ id: Number(row.id), network: row.network, ts: Number(row.ts), created: row.created, fresh: row.fresh });
+      locked.add(row.network);
+    }
+    known.push(...answer.reporters, ...answer.trust);
+    pending = pending.filter(({ item, idx }) => item.addReport && !reserved.has(idx) && !locked.has(item.network));
+  }
+  return { reserved, rows, clockTs, known };
 }
 
 async function upsertDecisions(tx: Transaction, items: Ipv4ReportItem[]): Promise<IngestResult['decisions']> {
