@@ -16,7 +16,10 @@ export interface ReportBatcherOptions {
   log: FastifyBaseLogger;
   /** Most reports per transaction. */
   maxBatch?: number;
-  /** Transactions in flight at once (PGlite has one connection: 1). */
+  /**
+   * Transactions in flight at once (PGlite has one connection: 1). At most one of them runs its
+   * statements; the others are committing (waiting for their WAL flush).
+   */
   maxInFlight?: number;
 }
 
@@ -27,14 +30,19 @@ interface Pending {
 }
 
 /**
- * Group commit for `POST /ips`. Requests that arrive while a transaction is running wait for the
- * next one, so under load one commit (and one turn on the feed clock) serves many reports,
- * while a lone report is written at once. Each caller's promise settles only after its batch
- * committed: a 2xx is never sent for a report that is not durable.
+ * Group commit for `POST /ips`. Requests that arrive while a transaction is running its
+ * statements wait for the next one, so under load one commit (and one turn on the feed clock)
+ * serves many reports, while a lone report is written at once. One batch at a time runs its
+ * statements: the next starts when the previous one only has its COMMIT left, so batches grow to
+ * the number of requests waiting, and a batch's WAL flush overlaps the next batch's work. Each
+ * caller's promise settles only after its batch committed: a 2xx is never sent for a report that
+ * is not durable.
  */
 export class ReportBatcher {
   private queue: Pending[] = [];
   private inFlight = 0;
+  /** A batch is running its statements (not yet committing). */
+  private working = false;
   private readonly maxBatch: number;
   private readonly maxInFlight: number;
 
@@ -51,25 +59,34 @@ export class ReportBatcher {
   }
 
   private drain(): void {
-    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+    while (!this.working && this.inFlight < this.maxInFlight && this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
       this.inFlight += 1;
-      void this.run(batch).finally(() => {
-        this.inFlight -= 1;
+      this.working = true;
+      let committing = false;
+      const release = () => {
+        if (committing) return;
+        committing = true;
+        this.working = false;
         this.drain();
+      };
+      void this.run(batch, release).finally(() => {
+        this.inFlight -= 1;
+        if (committing) this.drain();
+        else release();
       });
     }
   }
 
-  private async run(batch: Pending[]): Promise<void> {
+  private async run(batch: Pending[], committing: () => void): Promise<void> {
     let result;
     try {
-      result = await ingestIpv4Batch(this.options.db, batch.map((p) => p.item), V32_INGEST_RULES, Math.floor(Date.now() / 1000));
+      result = await ingestIpv4Batch(this.options.db, batch.map((p) => p.item), V32_INGEST_RULES, Math.floor(Date.now() / 1000), committing);
     } catch (err) {
       if (batch.length > 1) {
         // One failing report (or a deadlock victim) must not fail its neighbours: each alone.
         this.options.log.warn({ err, reports: batch.length }, 'ipv4 report batch failed, retrying one by one');
-        for (const p of batch) await this.run([p]);
+        for (const p of batch) await this.run([p], committing);
         return;
       }
       this.options.log.error({ err }, 'ipv4 report failed');
