@@ -4,12 +4,14 @@
  * string twin (named on each), which the list tests compare byte for byte.
  */
 
-/** Octet n's decimal digits at [4n, 4n + length), the length at 4n + 3. */
-const OCTETS = new Uint8Array(256 * 4);
-for (let n = 0; n < 256; n++) {
+/** Below this, a number's digits come from a table: octets, scores and most counts. */
+const SMALL = 1024;
+/** The decimal digits of n < SMALL at [8n, 8n + length), the length at 8n + 7. */
+const DIGITS = new Uint8Array(SMALL * 8);
+for (let n = 0; n < SMALL; n++) {
   const text = String(n);
-  for (let k = 0; k < text.length; k++) OCTETS[n * 4 + k] = text.charCodeAt(k);
-  OCTETS[n * 4 + 3] = text.length;
+  for (let k = 0; k < text.length; k++) DIGITS[n * 8 + k] = text.charCodeAt(k);
+  DIGITS[n * 8 + 7] = text.length;
 }
 
 /** "00".."99" as byte pairs. */
@@ -60,9 +62,19 @@ export class ByteWriter {
   }
 
   bytes(b: Uint8Array): void {
-    this.reserve(b.length);
-    this.buf.set(b, this.pos);
-    this.pos += b.length;
+    this.range(b, 0, b.length);
+  }
+
+  /** Bytes start..end of `src`. */
+  range(src: Uint8Array, start: number, end: number): void {
+    const n = end - start;
+    this.reserve(n);
+    const buf = this.buf;
+    const p = this.pos;
+    // A short copy by hand is several times cheaper than TypedArray#set.
+    if (n > 32) buf.set(src.subarray(start, end), p);
+    else for (let k = 0; k < n; k++) buf[p + k] = src[start + k]!;
+    this.pos = p + n;
   }
 
   /** Text of any characters, as UTF-8. */
@@ -78,8 +90,8 @@ export class ByteWriter {
       this.buf[this.pos++] = 45;
       n = -n;
     }
-    if (n < 10) {
-      this.buf[this.pos++] = 48 + n;
+    if (n < SMALL) {
+      this.small(n);
       return;
     }
     let digits = 0;
@@ -93,20 +105,29 @@ export class ByteWriter {
     }
   }
 
+  /** The digits of an integer 0 <= n < SMALL, room already reserved. */
+  private small(n: number): void {
+    const o = n * 8;
+    const len = DIGITS[o + 7]!;
+    const buf = this.buf;
+    const p = this.pos;
+    buf[p] = DIGITS[o]!;
+    if (len > 1) buf[p + 1] = DIGITS[o + 1]!;
+    if (len > 2) buf[p + 2] = DIGITS[o + 2]!;
+    if (len > 3) buf[p + 3] = DIGITS[o + 3]!;
+    this.pos = p + len;
+  }
+
   /** Dotted decimal of an unsigned 32-bit address (`networkText` of the mirror, for a /32). */
   address(addr: number): void {
     this.reserve(15);
-    const buf = this.buf;
-    let p = this.pos;
-    for (let shift = 24; shift >= 0; shift -= 8) {
-      const o = ((addr >>> shift) & 255) * 4;
-      const len = OCTETS[o + 3]!;
-      buf[p++] = OCTETS[o]!;
-      if (len > 1) buf[p++] = OCTETS[o + 1]!;
-      if (len > 2) buf[p++] = OCTETS[o + 2]!;
-      if (shift > 0) buf[p++] = 46;
-    }
-    this.pos = p;
+    this.small(addr >>> 24);
+    this.buf[this.pos++] = 46;
+    this.small((addr >>> 16) & 255);
+    this.buf[this.pos++] = 46;
+    this.small((addr >>> 8) & 255);
+    this.buf[this.pos++] = 46;
+    this.small(addr & 255);
   }
 
   /** A /32 as the bare address, a network as address/len (`displayIp` of the lists). */
@@ -129,8 +150,9 @@ export class ByteWriter {
     }
     const n = scaled - whole < 0.5 ? whole : whole + 1;
     const units = Math.floor(n / 100);
-    this.int(units);
-    this.reserve(3);
+    this.reserve(20);
+    if (units < SMALL) this.small(units);
+    else this.int(units);
     const cents = (n - units * 100) * 2;
     this.buf[this.pos++] = 46;
     this.buf[this.pos++] = PAIRS[cents]!;
@@ -151,12 +173,15 @@ export class ByteWriter {
     this.reserve(24);
     const buf = this.buf;
     let p = this.pos;
-    this.dayText.copy(buf, p);
+    const day = this.dayText;
+    for (let k = 0; k < 11; k++) buf[p + k] = day[k]!;
     p += 11;
     const r = seconds - d * 86_400;
-    const h = Math.floor(r / 3600) * 2;
-    const m = Math.floor((r % 3600) / 60) * 2;
-    const s = (r % 60) * 2;
+    const hours = (r / 3600) | 0;
+    const minutes = ((r - hours * 3600) / 60) | 0;
+    const h = hours * 2;
+    const m = minutes * 2;
+    const s = (r - hours * 3600 - minutes * 60) * 2;
     buf[p++] = PAIRS[h]!;
     buf[p++] = PAIRS[h + 1]!;
     buf[p++] = 58;

