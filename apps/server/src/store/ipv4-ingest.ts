@@ -74,9 +74,9 @@ const json = (value: unknown) => JSON.stringify(value);
 
 /**
  * Stores a batch of IPv4 reports in ONE transaction, so the whole batch costs one commit (one
- * WAL flush), in four round trips whatever its size (one more with decisions, one more when a held row changed
- * while the batch waited for its lock). Lock order, the same
- * in every batch, keeps batches on several connections or replicas free of deadlocks: held
+ * WAL flush), in four round trips whatever its size (one more with decisions, one more when a
+ * held row changed while the batch waited for its lock). Lock order, the same in every batch,
+ * keeps batches on several connections or replicas free of deadlocks: held
  * indicator rows by network, then new indicator rows by network, then decisions by (org,
  * network), then report rows. The indicator row lock is taken before the reporters are read, so
  * two batches never score one indicator from a stale set of reporters. Reserved addresses are
@@ -86,8 +86,7 @@ const json = (value: unknown) => JSON.stringify(value);
  * Each indicator row gets ONE new version per batch whose index entries change (six indexes,
  * the GiST on network among them): held rows are locked with FOR UPDATE rather than touched by
  * a dummy update, and new rows are inserted with their final `ts`, `entry_ts` and `change_xid`,
- * so the update that writes their figures changes no indexed column and can be a HOT update
- * (migration 0010 leaves room on each page for it).
+ * so the update that writes their figures changes no indexed column and can be a HOT update.
  *
  * A batch that reports holds a SHARED advisory lock on the second of its `ts` from the first
  * statement to the commit (feed readers see it in pg_locks and stop before that second), so
