@@ -10,7 +10,7 @@ import {
   type MirrorDecisionRow,
   type MirrorSince,
 } from '../store/ipv4-list-mirror.ts';
-import type { Ipv4ListFilter, Ipv4ListRow } from '../store/ipv4.ts';
+import type { Ipv4ListFilter } from '../store/ipv4.ts';
 import { liveScore } from '@rampart/scoring';
 import type { Enrichment } from './enrichment.ts';
 import { ipv4CidrRange } from './enrichment/ipv4.ts';
@@ -91,16 +91,6 @@ function parseCidr(network: string): { addr: number; len: number } | null {
   return { addr: r.start, len: slash < 0 ? 32 : Number(network.slice(slash + 1)) };
 }
 
-const OCTETS = Array.from({ length: 256 }, (_, i) => String(i));
-
-function addressText(addr: number): string {
-  return `${OCTETS[addr >>> 24]}.${OCTETS[(addr >>> 16) & 255]}.${OCTETS[(addr >>> 8) & 255]}.${OCTETS[addr & 255]}`;
-}
-
-export function networkText(addr: number, len: number): string {
-  return `${addressText(addr)}/${len}`;
-}
-
 /** The columns, in id order; `n` rows are used, the arrays may be longer (room to grow). */
 interface Columns {
   n: number;
@@ -159,23 +149,21 @@ interface PackedRow {
 export type OfflineFacts = Pick<Enrichment, 'asnOfNumber' | 'cdnOfNumber'>;
 
 /**
- * Interned values, each with the CSV bytes it is written as, the bytes side by side in one
- * arena (value k at [ends[k - 1], ends[k])): copying from it stays within a few cache lines.
+ * Interned CSV texts, written side by side in one arena (text k at [ends[k - 1], ends[k])):
+ * copying from it stays within a few cache lines.
  */
-class CsvInterned<V> {
-  readonly values: V[] = [];
+class CsvInterned {
   private arena = new Uint8Array(1024);
   private ends = new Uint32Array(64);
   private readonly index = new Map<string, number>();
 
-  /** Index of the value under `key`, added (with its CSV text) the first time. */
-  intern(key: string, value: () => V, csv: () => string): number {
-    let k = this.index.get(key);
+  /** Index of `csv`, added the first time. */
+  intern(csv: string): number {
+    let k = this.index.get(csv);
     if (k === undefined) {
-      k = this.values.length;
-      this.values.push(value());
-      this.add(k, Buffer.from(csv()));
-      this.index.set(key, k);
+      k = this.index.size;
+      this.add(k, Buffer.from(csv));
+      this.index.set(csv, k);
     }
     return k;
   }
@@ -258,11 +246,11 @@ export class Ipv4Mirror {
    * Interned AS facts (index 0: none) as the CSV reads them: ip_info's, each missing one taken
    * from the offline data, so a list never looks an address up; written `AS name,ASN`.
    */
-  private readonly asFacts = new CsvInterned<Record<string, string> | null>();
+  private readonly asFacts = new CsvInterned();
   /** The AS facts index of each offline entry, for rows without ip_info. */
   private readonly offlineAs = new Map<object, number>();
   /** CDN names (index 0: none), written `CDN,Reverse,IS_CDN`. */
-  private readonly cdnNames = new CsvInterned<string>();
+  private readonly cdnNames = new CsvInterned();
   private since: MirrorSince = { xmax: '0', xip: [] };
   private epoch = '';
   private stateValue: MirrorState = 'idle';
@@ -276,8 +264,8 @@ export class Ipv4Mirror {
     private readonly offline: OfflineFacts,
     private readonly log?: MirrorLog,
   ) {
-    this.asFacts.intern('', () => null, () => ',');
-    this.cdnNames.intern('', () => '', () => ',,false');
+    this.asFacts.intern(',');
+    this.cdnNames.intern(',,false');
   }
 
   get state(): MirrorState {
@@ -377,12 +365,7 @@ export class Ipv4Mirror {
   }
 
   private internAs(asName: string, asn: string): number {
-    if (!asName && !asn) return 0;
-    return this.asFacts.intern(
-      `${asName}\u0000${asn}`,
-      () => ({ as_name: asName, asn }),
-      () => `${csvField(asName)},${asn}`,
-    );
+    return this.asFacts.intern(`${csvField(asName)},${asn}`);
   }
 
   /** The AS facts of a row (`csvLine` of routes/ips/lists.ts): ip_info's, else the offline entry's. */
@@ -403,7 +386,7 @@ export class Ipv4Mirror {
   private cdnOf(addr: number): number {
     const name = this.offline.cdnOfNumber(addr);
     if (!name) return 0;
-    const k = this.cdnNames.intern(name, () => name, () => `${csvField(name)},,true`);
+    const k = this.cdnNames.intern(`${csvField(name)},,true`);
     // The column holds 16 bits: a mirror that cannot tell its CDNs apart fails over to SQL.
     if (k > 0xffff) throw new Error('more CDN names than the ipv4 list mirror holds: lists read SQL');
     return k;
@@ -650,32 +633,6 @@ export class Ipv4Mirror {
     const [start, end] = this.span(after, upTo);
     for (let i = this.nextListed(plan, start, end); i < end; i = this.nextListed(plan, i + 1, end)) v.add(c.id[i]!, c.updated[i]!);
     return v.text();
-  }
-
-  /** `Ipv4Store.listRows` over the mirror (ip_info holds only the AS facts the CSV reads). */
-  rows(plan: MirrorPlan, after: number | null, upTo: number | null, limit: number, columns: 'all' | 'address'): Ipv4ListRow[] {
-    const c = this.cols;
-    const out: Ipv4ListRow[] = [];
-    const [start, end] = this.span(after, upTo);
-    for (let i = this.nextListed(plan, start, end); i < end && out.length < limit; i = this.nextListed(plan, i + 1, end)) {
-      const network = networkText(c.addr[i]!, c.len[i]!);
-      if (columns === 'address') {
-        out.push({ id: c.id[i]!, network } as Ipv4ListRow);
-        continue;
-      }
-      const u = c.updated[i]!;
-      out.push({
-        id: c.id[i]!,
-        network,
-        score: c.score[i]!,
-        ts: c.ts[i]!,
-        members: c.members[i]!,
-        events: c.events[i]!,
-        updated: (u - (((u % 1e6) + 1e6) % 1e6)) / 1e6,
-        ip_info: this.asFacts.values[c.as[i]!]!,
-      });
-    }
-    return out;
   }
 
   /**

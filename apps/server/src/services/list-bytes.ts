@@ -118,7 +118,7 @@ export class ByteWriter {
     this.pos = p + len;
   }
 
-  /** Dotted decimal of an unsigned 32-bit address (`networkText` of the mirror, for a /32). */
+  /** Dotted decimal of an unsigned 32-bit address. */
   address(addr: number): void {
     this.reserve(15);
     this.small(addr >>> 24);

@@ -48,7 +48,8 @@ function mirrorSource(store: Store, mirror: Ipv4Mirror, plan: MirrorPlan, filter
   const sql = sqlSource(store, filter, columns);
   let known: { after: number | null; upTo: number | null; version: string } | null = null;
   return {
-    rows: (after, upTo, limit) => (mirror.ready ? Promise.resolve(mirror.rows(plan, after, upTo, limit, columns)) : sql.rows(after, upTo, limit)),
+    // Only once `text` gave up (the mirror is not ready): the rest of the list comes from SQL.
+    rows: sql.rows,
     async boundary(after, n) {
       if (!mirror.ready) return sql.boundary(after, n);
       const b = mirror.boundary(plan, after, n);
