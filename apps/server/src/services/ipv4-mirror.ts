@@ -14,7 +14,7 @@ import type { Ipv4ListFilter } from '../store/ipv4.ts';
 import { liveScore } from '@rampart/scoring';
 import type { Enrichment } from './enrichment.ts';
 import { ipv4CidrRange } from './enrichment/ipv4.ts';
-import { ByteWriter } from './list-bytes.ts';
+import { ByteWriter, floorSeconds } from './list-bytes.ts';
 import { csvField } from './text-list.ts';
 
 /**
@@ -149,12 +149,13 @@ interface PackedRow {
 export type OfflineFacts = Pick<Enrichment, 'asnOfNumber' | 'cdnOfNumber'>;
 
 /**
- * Interned CSV texts, written side by side in one arena (text k at [ends[k - 1], ends[k])):
- * copying from it stays within a few cache lines.
+ * Interned CSV texts, written side by side in one arena: copying from it stays within a few
+ * cache lines.
  */
 class CsvInterned {
   private arena = new Uint8Array(1024);
-  private ends = new Uint32Array(64);
+  /** Text k at [bounds[2k], bounds[2k + 1]). */
+  private bounds = new Uint32Array(128);
   private readonly index = new Map<string, number>();
 
   /** Index of `csv`, added the first time. */
@@ -169,16 +170,17 @@ class CsvInterned {
   }
 
   private add(k: number, bytes: Uint8Array): void {
-    const start = k === 0 ? 0 : this.ends[k - 1]!;
-    if (k >= this.ends.length) this.ends = grow(this.ends, k + 1);
+    const start = k === 0 ? 0 : this.bounds[2 * k - 1]!;
+    if (2 * k + 2 > this.bounds.length) this.bounds = grow(this.bounds, 2 * k + 2);
     if (start + bytes.length > this.arena.length) this.arena = grow(this.arena, start + bytes.length);
     this.arena.set(bytes, start);
-    this.ends[k] = start + bytes.length;
+    this.bounds[2 * k] = start;
+    this.bounds[2 * k + 1] = start + bytes.length;
   }
 
-  /** Writes value k's CSV bytes. */
+  /** Writes text k. */
   write(w: ByteWriter, k: number): void {
-    w.range(this.arena, k === 0 ? 0 : this.ends[k - 1]!, this.ends[k]!);
+    w.range(this.arena, this.bounds[2 * k]!, this.bounds[2 * k + 1]!);
   }
 }
 
@@ -694,8 +696,7 @@ export class Ipv4Mirror {
       w.byte(44);
       w.int(c.events[i]!);
       w.byte(44);
-      const u = c.updated[i]!;
-      w.isoSeconds((u - (((u % 1e6) + 1e6) % 1e6)) / 1e6);
+      w.isoSeconds(floorSeconds(c.updated[i]!));
       w.byte(44);
       asFacts.write(w, c.as[i]!);
       w.byte(44);

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { liveScore } from '@rampart/scoring';
-import { ByteWriter } from './list-bytes.ts';
+import { ByteWriter, floorSeconds } from './list-bytes.ts';
 
 /** What `write` puts into a fresh writer, as text. */
 function written(write: (w: ByteWriter) => void, capacity = 4): string {
@@ -45,6 +45,18 @@ describe('ByteWriter writes the bytes of its string twins', () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+
+  it('floorSeconds rounds epoch microseconds down exactly, at every boundary', () => {
+    const exact = (micros: number) => {
+      const b = BigInt(micros);
+      const q = b / 1_000_000n;
+      return Number(b < 0n && q * 1_000_000n !== b ? q - 1n : q);
+    };
+    fc.assert(fc.property(fc.integer({ min: -(2 ** 52), max: 2 ** 53 - 1 }), (u) => floorSeconds(u) === exact(u)), { numRuns: 20_000 });
+    for (const s of [0, 1, 1_795_000_000, -1, 2 ** 33]) {
+      for (const u of [s * 1e6 - 1, s * 1e6, s * 1e6 + 1, s * 1e6 + 999_999]) expect(floorSeconds(u), String(u)).toBe(exact(u));
+    }
   });
 
   it('int, address and network are String, dotted decimal and displayIp', () => {

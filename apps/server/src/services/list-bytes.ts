@@ -24,6 +24,12 @@ for (let n = 0; n < 100; n++) {
 /** Past 9999-12-31 toISOString writes six-digit years: those (and negatives) take the slow path. */
 const ISO_FAST_LIMIT = 253_402_300_800;
 
+/** Whole seconds of epoch microseconds, rounded down (exactly: the quotient is corrected, not trusted). */
+export function floorSeconds(micros: number): number {
+  const s = Math.floor(micros / 1e6);
+  return s * 1e6 > micros ? s - 1 : (s + 1) * 1e6 <= micros ? s + 1 : s;
+}
+
 /** A growable byte buffer with decimal, address and date writers. */
 export class ByteWriter {
   private buf: Buffer;
