@@ -30,6 +30,8 @@ export function floorSeconds(micros: number): number {
   return s * 1e6 > micros ? s - 1 : (s + 1) * 1e6 <= micros ? s + 1 : s;
 }
 
+const EMPTY = Buffer.alloc(0);
+
 /** A growable byte buffer with decimal, address and date writers. */
 export class ByteWriter {
   private buf: Buffer;
@@ -49,7 +51,7 @@ export class ByteWriter {
   /** Makes room for `n` more bytes. */
   reserve(n: number): void {
     if (this.pos + n <= this.buf.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n));
+    const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n, 256));
     this.buf.copy(grown, 0, 0, this.pos);
     this.buf = grown;
   }
@@ -57,7 +59,8 @@ export class ByteWriter {
   /** The bytes written so far, and a fresh start (the writer keeps no reference to them). */
   take(): Buffer {
     const out = this.buf.subarray(0, this.pos);
-    this.buf = Buffer.allocUnsafe(this.buf.length);
+    // The next write allocates again: most writers are taken once and dropped.
+    this.buf = EMPTY;
     this.pos = 0;
     return out;
   }
