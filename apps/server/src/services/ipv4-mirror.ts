@@ -211,7 +211,7 @@ function readRow(view: DataView, at: number, out: PackedRow): void {
   out.updated = view.getInt32(at + 34) * TWO_32 + view.getUint32(at + 38) + PG_EPOCH_MICROS;
 }
 
-/** A page of a list as the mirror computed it: the same figures `Ipv4Store.listBoundary` returns. */
+/** A page of a list as the mirror computed it: the figures `Ipv4Store.listBoundary` returns. */
 export interface MirrorPage {
   last: number | null;
   more: boolean;
@@ -615,19 +615,6 @@ export class Ipv4Mirror {
     return end;
   }
 
-  /** `Ipv4Store.listBoundary` over the mirror: the n-th listed id after `after`, more, version. */
-  boundary(plan: MirrorPlan, after: number | null, n: number): MirrorPage {
-    const c = this.cols;
-    const v = new VersionSum();
-    let [i, end] = this.span(after, null);
-    let last: number | null = null;
-    for (i = this.nextListed(plan, i, end); i < end && v.count < n; i = this.nextListed(plan, i + 1, end)) {
-      last = c.id[i]!;
-      v.add(last, c.updated[i]!);
-    }
-    return { last, more: i < end, version: v.text() };
-  }
-
   /** `Ipv4Store.listVersion` over the mirror. */
   version(plan: MirrorPlan, after: number | null, upTo: number | null): string {
     const c = this.cols;
@@ -644,13 +631,12 @@ export class Ipv4Mirror {
    */
   addressText(plan: MirrorPlan, after: number | null, upTo: number | null, limit: number, format: 'lines' | 'comma', first: boolean): MirrorText {
     const [start, end] = this.span(after, upTo);
-    const { text, last, count } = this.writeAddresses(plan, start, end, limit, format, first, null);
-    return { text, last, count };
+    return this.writeAddresses(plan, start, end, limit, format, first, null);
   }
 
   /**
-   * A whole page of an address list in one pass: what `boundary(plan, after, n)`, `version` of
-   * that page and `addressText` of it give, the text starting a response.
+   * A whole page of an address list in one pass: its last id, whether more follow and its
+   * version (what `Ipv4Store.listBoundary` gives), with its text, starting a response.
    */
   addressPage(plan: MirrorPlan, after: number | null, n: number, format: 'lines' | 'comma'): MirrorPage & { text: Buffer } {
     const [start, end] = this.span(after, null);

@@ -78,7 +78,8 @@ describe('ByteWriter writes the bytes of its string twins', () => {
     }
     const first = w.take();
     expect(first.toString('utf8')).toBe(parts.join(''));
-    w.bytes(Buffer.from('next'));
+    const next = Buffer.from('a next b');
+    w.range(next, 2, 6);
     expect(w.take().toString()).toBe('next');
     // The first piece is not overwritten by later writes.
     expect(first.toString('utf8')).toBe(parts.join(''));

@@ -70,10 +70,6 @@ export class ByteWriter {
     this.buf[this.pos++] = c;
   }
 
-  bytes(b: Uint8Array): void {
-    this.range(b, 0, b.length);
-  }
-
   /** Bytes start..end of `src`. */
   range(src: Uint8Array, start: number, end: number): void {
     const n = end - start;

@@ -243,6 +243,16 @@ interface LockedRows {
   known: KnownRow[];
 }
 
+/** The first statement's answer, as JSON columns. */
+interface LockAnswer {
+  reserved: Array<{ idx: number; range: string }>;
+  held: LockedRow[];
+  created: LockedRow[];
+  clock_ts: number | null;
+  reporters: KnownRow[];
+  trust: KnownRow[];
+}
+
 /**
  * The batch's first statement: finds reserved items, locks the held indicator rows (FOR UPDATE,
  * in network order) and then inserts the missing ones (in network order), with ts and entry_ts
@@ -258,15 +268,6 @@ interface LockedRows {
  * the same transaction, and that stamps it with its change_xid (migration 0009). Such rows are
  * `fresh`; the reporters of the others are read again after this statement.
  */
-interface LockAnswer {
-  reserved: Array<{ idx: number; range: string }>;
-  held: LockedRow[];
-  created: LockedRow[];
-  clock_ts: number | null;
-  reporters: KnownRow[];
-  trust: KnownRow[];
-}
-
 async function lockIndicators(tx: Transaction, items: Ipv4ReportItem[]): Promise<LockedRows> {
   const reserved = new Map<number, string>();
   const rows: LockedRow[] = [];

@@ -46,20 +46,11 @@ function sqlSource(store: Store, filter: Ipv4ListFilter, columns: 'all' | 'addre
  */
 function mirrorSource(store: Store, mirror: Ipv4Mirror, plan: MirrorPlan, filter: Ipv4ListFilter, columns: 'all' | 'address'): TextListSource<Ipv4ListRow, number> {
   const sql = sqlSource(store, filter, columns);
-  let known: { after: number | null; upTo: number | null; version: string } | null = null;
   return {
-    // Only once `text` gave up (the mirror is not ready): the rest of the list comes from SQL.
+    // Rows and page bounds are read only once `text` or `page` gave up (the mirror is not ready).
     rows: sql.rows,
-    async boundary(after, n) {
-      if (!mirror.ready) return sql.boundary(after, n);
-      const b = mirror.boundary(plan, after, n);
-      known = { after, upTo: b.last, version: b.version };
-      return { last: b.last, more: b.more };
-    },
-    async version(after, upTo) {
-      if (known && known.after === after && known.upTo === upTo) return known.version;
-      return mirror.ready ? mirror.version(plan, after, upTo) : sql.version(after, upTo);
-    },
+    boundary: sql.boundary,
+    version: async (after, upTo) => (mirror.ready ? mirror.version(plan, after, upTo) : sql.version(after, upTo)),
     key: (row) => row.id,
     text: async (after, upTo, limit, format, first) => {
       if (!mirror.ready) return null;
