@@ -40,3 +40,5 @@ constant.get('/static/:name', (request, reply) => {
 await constant.listen({ host: '127.0.0.1', port: 0 });
 const port = (s) => s.server.address().port;
 process.stdout.write(`${JSON.stringify({ app: port(app), constant: port(constant), readers, contributors, staticDir })}\n`);
+// A profiled server (BENCH_CPU_PROF) must exit normally on SIGTERM for Node to write its profile.
+if (process.env.BENCH_CPU_PROF) process.on('SIGTERM', () => process.exit(0));

@@ -16,10 +16,13 @@
  *   npx tsx bench/ipv4.ts [--n 1000000] [--duration 5] [--connections 32] [--walk-seconds 30] [--fresh]
  *                         [--only lookup,ingest,flat,ipv4,walk]
  *   --only runs just the named parts (printed, results file not written): for working on one of them.
+ *   Each load run also prints the CPU time per request of the server, the client and PostgreSQL
+ *   (from /proc), which says which side bounds it on this machine.
+ *   BENCH_CPU_PROF=<dir> runs the server with --cpu-prof and writes its profile into <dir> at the end.
  *   DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres).
  */
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,13 +56,67 @@ interface Run {
   p50: number;
   p99: number;
   bad: number;
+  cpu: CpuPerRequest;
+}
+
+/** CPU time per request (µs) of each side of a load run, and the share of the machine left idle. */
+interface CpuPerRequest {
+  server: number;
+  client: number;
+  postgres: number;
+  idlePercent: number;
+}
+
+/** The serving child process (control plane and constant route), set once it runs. */
+let serverPid = 0;
+
+/** utime + stime of one process, in clock ticks (all its threads). */
+function processTicks(pid: number | 'self'): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0; // gone meanwhile
+  }
+}
+
+/** Ticks of the server, this process (the autocannon client), every PostgreSQL process, and the machine. */
+function cpuSnapshot(): { server: number; client: number; postgres: number; busy: number; all: number } {
+  let postgres = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') postgres += processTicks(Number(pid));
+    } catch {
+      // exited while listed
+    }
+  }
+  const machine = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  const idle = machine[3]! + machine[4]!;
+  const all = machine.reduce((a, b) => a + b, 0);
+  return { server: processTicks(serverPid), client: processTicks('self'), postgres, busy: all - idle, all };
 }
 
 async function load(label: string, opts: autocannon.Options): Promise<Run> {
+  const before = cpuSnapshot();
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...opts });
-  const run = { label, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors };
-  console.log(`${label}: ${Math.round(run.rps).toLocaleString('en')} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, non-2xx + errors ${run.bad}`);
+  const after = cpuSnapshot();
+  // Ticks are 1/100 s (USER_HZ); over seconds of load the 10 ms grain is below 1%.
+  const perRequest = (ticks: number) => (ticks * 10_000) / Math.max(1, result.requests.total);
+  const cpu = {
+    server: perRequest(after.server - before.server),
+    client: perRequest(after.client - before.client),
+    postgres: perRequest(after.postgres - before.postgres),
+    idlePercent: 100 * (1 - (after.busy - before.busy) / Math.max(1, after.all - before.all)),
+  };
+  const run = { label, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors, cpu };
+  console.log(`${label}: ${Math.round(run.rps).toLocaleString('en')} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, non-2xx + errors ${run.bad}; ${cpuText(cpu)}`);
   return run;
+}
+
+function cpuText(cpu: CpuPerRequest): string {
+  return `CPU per request: server ${Math.round(cpu.server)} µs, client ${Math.round(cpu.client)} µs, PostgreSQL ${Math.round(cpu.postgres)} µs; machine ${Math.round(cpu.idlePercent)}% idle`;
 }
 
 /** Peak resident set of a process while `work` runs (sampled every 20 ms from /proc). */
@@ -217,7 +274,7 @@ async function main(): Promise<void> {
   await generateIpv4(SERVER_URL, N, args.includes('--fresh'));
   buildServerBundle();
   const serveEnv = { url: benchDbUrl(SERVER_URL, N).url, orgGids: Array.from({ length: KEYS }, (_, o) => `RMP-GID-BENCH${(o * 6) % BENCH_ORGS}`), free: process.env.BENCH_FREE === '1' };
-  const child = spawn(process.execPath, [join(here, '_ipv4-serve.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_SERVE: JSON.stringify(serveEnv) } });
+  const child = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), join(here, '_ipv4-serve.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_SERVE: JSON.stringify(serveEnv) } });
   const ready = await new Promise<Ready>((resolve, reject) => {
     let buffer = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -228,6 +285,7 @@ async function main(): Promise<void> {
     child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
   });
   const pid = child.pid!;
+  serverPid = pid;
   try {
     const appUrl = `http://127.0.0.1:${ready.app}`;
     const held = Array.from({ length: 5000 }, (_, k) => `/api/v1/ips/${benchIp(1 + Math.floor(((k * 2_654_435_761) % 4_294_967_296) / 4_294_967_296 * N))}`);
@@ -262,9 +320,15 @@ async function main(): Promise<void> {
       '',
       '## Look-ups and ingestion',
       '',
-      '| route | req/s | p50 ms | p99 ms | ratio to constant | non-2xx + errors |',
-      '|---|---|---|---|---|---|',
-      ...[base, lookup, ingest].map((x) => `| ${x.label} | ${Math.round(x.rps).toLocaleString('en')} | ${x.p50} | ${x.p99} | ${x === base ? '1.00' : ratio(x)} | ${x.bad} |`),
+      '| route | req/s | p50 ms | p99 ms | ratio to constant | non-2xx + errors | CPU µs/request: server | client | PostgreSQL | machine idle |',
+      '|---|---|---|---|---|---|---|---|---|---|',
+      ...[base, lookup, ingest].map(
+        (x) =>
+          `| ${x.label} | ${Math.round(x.rps).toLocaleString('en')} | ${x.p50} | ${x.p99} | ${x === base ? '1.00' : ratio(x)} | ${x.bad} | ${Math.round(x.cpu.server)} | ${Math.round(x.cpu.client)} | ${Math.round(x.cpu.postgres)} | ${Math.round(x.cpu.idlePercent)}% |`,
+      ),
+      '',
+      'CPU µs/request: user + system time from /proc over the run, divided by the requests answered: the serving process (control plane and',
+      'constant route), the autocannon client (the bench process) and every PostgreSQL process; machine idle is from /proc/stat.',
       '',
       `- GET /ips/{ip}: ratio ${ratio(lookup)} (target >= 0.5: ${lookup.rps / base.rps >= 0.5 ? 'met' : 'missed'}).`,
       `- POST /ips: ${Math.round(ingest.rps).toLocaleString('en')} reports/s acknowledged after commit (target >= 5,000/s: ${ingest.rps >= 5000 ? 'met' : 'missed'}).`,
