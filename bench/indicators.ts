@@ -20,6 +20,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { CPU_COLUMNS, CPU_NOTE, cpuCells, cpuPerRequest, cpuSnapshot, cpuText, type CpuPerRequest } from './_cpu.ts';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { buildServerBundle, serverBundle } from './_server-bundle.ts';
@@ -141,10 +142,15 @@ interface Run {
   p99: number;
   non2xx: number;
   errors: number;
+  cpu: CpuPerRequest;
 }
+
+/** The serving child process (control plane and constant route), set once it runs. */
+let serverPid = 0;
 
 async function load(label: string, url: string, paths: string[], headers: Record<string, string>): Promise<Run> {
   let i = 0;
+  const before = cpuSnapshot(serverPid);
   const result = await autocannon({
     url,
     connections: CONNECTIONS,
@@ -152,8 +158,9 @@ async function load(label: string, url: string, paths: string[], headers: Record
     headers,
     requests: [{ setupRequest: (req: { path: string }) => ({ ...req, path: paths[i++ % paths.length]! }) }],
   });
-  const run = { label, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
-  console.log(`${label}: ${Math.round(run.rps).toLocaleString('en')} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, non-2xx ${run.non2xx}, errors ${run.errors}`);
+  const cpu = cpuPerRequest(before, cpuSnapshot(serverPid), result.requests.total);
+  const run = { label, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors, cpu };
+  console.log(`${label}: ${Math.round(run.rps).toLocaleString('en')} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, non-2xx ${run.non2xx}, errors ${run.errors}; ${cpuText(cpu)}`);
   return run;
 }
 
@@ -170,6 +177,7 @@ async function main(): Promise<void> {
     });
     child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
   });
+  serverPid = child.pid!;
   try {
     // Request paths from the generator's own seeds, spread over the whole key range.
     const pick = (n: number, count: number) => Array.from({ length: count }, (_, k) => 1 + Math.floor(((k * 2_654_435_761) % 4_294_967_296) / 4_294_967_296 * n));
@@ -186,16 +194,18 @@ async function main(): Promise<void> {
     const main = await load('GET /files/{digest}', `http://127.0.0.1:${ready.app}`, mainPaths, auth);
     const deep = await load('GET /files/{digest}?deep_scan=YES (archive)', `http://127.0.0.1:${ready.app}`, deepPaths, auth);
     const ratio = (r: Run) => r.rps / base.rps;
-    const rows = [base, version, main, deep].map((r) => `| ${r.label} | ${Math.round(r.rps).toLocaleString('en')} | ${r.p50} | ${r.p99} | ${r === base ? '1.00' : ratio(r).toFixed(2)} | ${r.non2xx + r.errors} |`);
+    const rows = [base, version, main, deep].map((r) => `| ${r.label} | ${Math.round(r.rps).toLocaleString('en')} | ${r.p50} | ${r.p99} | ${r === base ? '1.00' : ratio(r).toFixed(2)} | ${r.non2xx + r.errors} | ${cpuCells(r.cpu)} |`);
     const md = [
       '# File digest look-ups (bench/indicators.ts)',
       '',
       `Run ${new Date().toISOString()}, Node ${process.version}, PostgreSQL, scale ${SCALE}: ${ARCHIVE.toLocaleString('en')} archived digests, ${MAIN.toLocaleString('en')} files in the main store, ${NAMED.toLocaleString('en')} domains and ${NAMED.toLocaleString('en')} URLs.`,
       `autocannon, ${CONNECTIONS} connections, ${DURATION} s per row, client and server on the same 2-core machine; the control plane with auth, coins and rate limiting on.`,
       '',
-      '| route | req/s | p50 ms | p99 ms | ratio to constant | non-2xx + errors |',
-      '|---|---|---|---|---|---|',
+      `| route | req/s | p50 ms | p99 ms | ratio to constant | non-2xx + errors | ${CPU_COLUMNS} |`,
+      '|---|---|---|---|---|---|---|---|---|---|',
       ...rows,
+      '',
+      CPU_NOTE,
       '',
       `Target: ratio >= 0.5. Main store ${ratio(main) >= 0.5 ? 'meets' : 'misses'} it (${ratio(main).toFixed(2)}), deep scan ${ratio(deep) >= 0.5 ? 'meets' : 'misses'} it (${ratio(deep).toFixed(2)}).`,
       '',

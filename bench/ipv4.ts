@@ -22,13 +22,14 @@
  *   DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres).
  */
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { BENCH_ORGS, benchDbUrl, benchIp, generateIpv4 } from './gen-ipv4.ts';
 import { buildServerBundle } from './_server-bundle.ts';
+import { CPU_COLUMNS, CPU_NOTE, cpuCells, cpuPerRequest, cpuSnapshot, cpuText, type CpuPerRequest } from './_cpu.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -50,6 +51,9 @@ interface Ready {
   staticDir: string;
 }
 
+/** The serving child process (control plane and constant route), set once it runs. */
+let serverPid = 0;
+
 interface Run {
   label: string;
   rps: number;
@@ -59,65 +63,15 @@ interface Run {
   cpu: CpuPerRequest;
 }
 
-/** CPU time per request (µs) of each side of a load run, and the share of the machine left idle. */
-interface CpuPerRequest {
-  server: number;
-  client: number;
-  postgres: number;
-  idlePercent: number;
-}
-
-/** The serving child process (control plane and constant route), set once it runs. */
-let serverPid = 0;
-
-/** utime + stime of one process, in clock ticks (all its threads). */
-function processTicks(pid: number | 'self'): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return 0; // gone meanwhile
-  }
-}
-
-/** Ticks of the server, this process (the autocannon client), every PostgreSQL process, and the machine. */
-function cpuSnapshot(): { server: number; client: number; postgres: number; busy: number; all: number } {
-  let postgres = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') postgres += processTicks(Number(pid));
-    } catch {
-      // exited while listed
-    }
-  }
-  const machine = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
-  const idle = machine[3]! + machine[4]!;
-  const all = machine.reduce((a, b) => a + b, 0);
-  return { server: processTicks(serverPid), client: processTicks('self'), postgres, busy: all - idle, all };
-}
-
 async function load(label: string, opts: autocannon.Options): Promise<Run> {
-  const before = cpuSnapshot();
+  const before = cpuSnapshot(serverPid);
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...opts });
-  const after = cpuSnapshot();
-  // Ticks are 1/100 s (USER_HZ); over seconds of load the 10 ms grain is below 1%.
-  const perRequest = (ticks: number) => (ticks * 10_000) / Math.max(1, result.requests.total);
-  const cpu = {
-    server: perRequest(after.server - before.server),
-    client: perRequest(after.client - before.client),
-    postgres: perRequest(after.postgres - before.postgres),
-    idlePercent: 100 * (1 - (after.busy - before.busy) / Math.max(1, after.all - before.all)),
-  };
+  const cpu = cpuPerRequest(before, cpuSnapshot(serverPid), result.requests.total);
   const run = { label, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors, cpu };
   console.log(`${label}: ${Math.round(run.rps).toLocaleString('en')} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, non-2xx + errors ${run.bad}; ${cpuText(cpu)}`);
   return run;
 }
 
-function cpuText(cpu: CpuPerRequest): string {
-  return `CPU per request: server ${Math.round(cpu.server)} µs, client ${Math.round(cpu.client)} µs, PostgreSQL ${Math.round(cpu.postgres)} µs; machine ${Math.round(cpu.idlePercent)}% idle`;
-}
 
 /** Peak resident set of a process while `work` runs (sampled every 20 ms from /proc). */
 async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; peakMb: number; startMb: number }> {
@@ -152,7 +106,7 @@ async function download(url: string, headers: Record<string, string>, file: stri
     bytes += chunk.byteLength;
     if (!out.write(chunk)) await new Promise((r) => out.once('drain', r));
   }
-  await new Promise((r) => out.end(r));
+  await new Promise<void>((r) => out.end(() => r()));
   return { seconds: (performance.now() - t0) / 1000, bytes, next: res.headers.get('next_page') };
 }
 
@@ -320,15 +274,14 @@ async function main(): Promise<void> {
       '',
       '## Look-ups and ingestion',
       '',
-      '| route | req/s | p50 ms | p99 ms | ratio to constant | non-2xx + errors | CPU µs/request: server | client | PostgreSQL | machine idle |',
+      `| route | req/s | p50 ms | p99 ms | ratio to constant | non-2xx + errors | ${CPU_COLUMNS} |`,
       '|---|---|---|---|---|---|---|---|---|---|',
       ...[base, lookup, ingest].map(
         (x) =>
-          `| ${x.label} | ${Math.round(x.rps).toLocaleString('en')} | ${x.p50} | ${x.p99} | ${x === base ? '1.00' : ratio(x)} | ${x.bad} | ${Math.round(x.cpu.server)} | ${Math.round(x.cpu.client)} | ${Math.round(x.cpu.postgres)} | ${Math.round(x.cpu.idlePercent)}% |`,
+          `| ${x.label} | ${Math.round(x.rps).toLocaleString('en')} | ${x.p50} | ${x.p99} | ${x === base ? '1.00' : ratio(x)} | ${x.bad} | ${cpuCells(x.cpu)} |`,
       ),
       '',
-      'CPU µs/request: user + system time from /proc over the run, divided by the requests answered: the serving process (control plane and',
-      'constant route), the autocannon client (the bench process) and every PostgreSQL process; machine idle is from /proc/stat.',
+      CPU_NOTE,
       '',
       `- GET /ips/{ip}: ratio ${ratio(lookup)} (target >= 0.5: ${lookup.rps / base.rps >= 0.5 ? 'met' : 'missed'}).`,
       `- POST /ips: ${Math.round(ingest.rps).toLocaleString('en')} reports/s acknowledged after commit (target >= 5,000/s: ${ingest.rps >= 5000 ? 'met' : 'missed'}).`,
