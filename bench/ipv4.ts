@@ -211,8 +211,9 @@ async function partial(ready: Ready, pid: number, appUrl: string, lookupRequest:
     const base = await load('constant fastify route', { url: `http://127.0.0.1:${ready.constant}/const` });
     if (part('lookup')) {
       await autocannon({ url: appUrl, connections: CONNECTIONS, amount: 3000, requests: [{ setupRequest: lookupRequest as never }] });
+      const floor = await load('GET /healthz (this server: hooks, no key, no database)', { url: `${appUrl}/healthz` });
       const lookup = await load('GET /ips/{ip}', { url: appUrl, requests: [{ setupRequest: lookupRequest as never }] });
-      console.log(`  ratio ${(lookup.rps / base.rps).toFixed(3)}`);
+      console.log(`  ratio ${(lookup.rps / base.rps).toFixed(3)} (healthz ${(floor.rps / base.rps).toFixed(3)})`);
     }
     if (part('ingest')) await load('POST /ips', { url: appUrl, requests: [{ setupRequest: reportRequests(ready) as never }] });
   }
@@ -254,6 +255,9 @@ async function main(): Promise<void> {
     }
     await autocannon({ url: appUrl, connections: CONNECTIONS, amount: 3000, requests: [{ setupRequest: lookupRequest }] });
     const base = await load('constant fastify route', { url: `http://127.0.0.1:${ready.constant}/const` });
+    // The floor of this server's request path: its global hooks (rate limit, metrics, logger,
+    // text guard) and a response schema, with no key, no coins and no database.
+    const floor = await load('GET /healthz (this server: hooks, no key, no database)', { url: `${appUrl}/healthz` });
     const lookup = await load('GET /ips/{ip}', { url: appUrl, requests: [{ setupRequest: lookupRequest }] });
 
     const reportRequest = reportRequests(ready);
@@ -276,7 +280,7 @@ async function main(): Promise<void> {
       '',
       `| route | req/s | p50 ms | p99 ms | ratio to constant | non-2xx + errors | ${CPU_COLUMNS} |`,
       '|---|---|---|---|---|---|---|---|---|---|',
-      ...[base, lookup, ingest].map(
+      ...[base, floor, lookup, ingest].map(
         (x) =>
           `| ${x.label} | ${Math.round(x.rps).toLocaleString('en')} | ${x.p50} | ${x.p99} | ${x === base ? '1.00' : ratio(x)} | ${x.bad} | ${cpuCells(x.cpu)} |`,
       ),
