@@ -1,0 +1,88 @@
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.ts';
+import { testConfig } from '../src/config.ts';
+import { openStore, type Store } from '../src/store/index.ts';
+import { seedOrg, type TestOrg } from './support/app.ts';
+
+/**
+ * Log lines as the control plane writes them: every line is one JSON object, a request's lines
+ * carry its `reqId` (the per-request child logger appends it to its bindings itself, app.ts), and
+ * secrets are redacted wherever they sit in a logged object.
+ */
+describe('request logs', () => {
+  let store: Store;
+  let app: FastifyInstance;
+  let acme: TestOrg;
+  const raw: string[] = [];
+  const lines = () => raw.join('').split('\n').filter((l) => l !== '');
+  const records = () => lines().map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  beforeAll(async () => {
+    store = await openStore({});
+    const logStream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        raw.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    app = await buildApp({ config: testConfig({ authCacheSeconds: 0, logLevel: 'info' }), store, ipv4Mirror: null, logStream });
+    app.get('/log-secrets', { config: { rampart: { auth: 'public' } } }, async (request) => {
+      request.log.info(
+        { settings: { password: 'hunter2', router_password: 'r0uter', cdn_waf_x_auth_key: 'cdn-key' }, aws: { secretAccessKey: 'aws-secret' }, config: { databaseUrl: 'postgres://u:pw@db/x' }, note: 'kept' },
+        'settings saved',
+      );
+      return { ok: true };
+    });
+    app.get('/quiet', { config: { rampart: { auth: 'public' } }, logLevel: 'warn' }, async (request) => {
+      request.log.info('not written');
+      request.log.warn('written');
+      return { ok: true };
+    });
+    await app.ready();
+    acme = await seedOrg(store);
+  });
+
+  afterAll(async () => {
+    await app.close();
+    await store.close();
+  });
+
+  it('gives every line of one request the same reqId, and each request its own', async () => {
+    raw.length = 0;
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'GET', url: '/api/v1/me', headers: { authorization: acme.keys.reader } })).statusCode).toBe(200);
+    const logged = records();
+    const incoming = logged.filter((r) => r.msg === 'incoming request');
+    const completed = logged.filter((r) => r.msg === 'request completed');
+    expect(incoming.map((r) => (r.req as { url: string }).url)).toEqual(['/healthz', '/api/v1/me']);
+    expect(completed).toHaveLength(2);
+    for (const r of [...incoming, ...completed]) expect(r.reqId).toMatch(/^req-[0-9a-z]+$/);
+    expect(completed.map((r) => r.reqId)).toEqual(incoming.map((r) => r.reqId));
+    expect(incoming[0]!.reqId).not.toBe(incoming[1]!.reqId);
+    // The binding appears once, in the place pino puts bindings (before the message's own fields).
+    for (const line of lines()) expect(line.match(/"reqId":/g) ?? []).toHaveLength(1);
+  });
+
+  it('redacts secrets logged through a request logger and keeps the rest', async () => {
+    raw.length = 0;
+    expect((await app.inject({ method: 'GET', url: '/log-secrets' })).statusCode).toBe(200);
+    const text = raw.join('');
+    for (const secret of ['hunter2', 'r0uter', 'cdn-key', 'aws-secret', 'u:pw@db']) expect(text).not.toContain(secret);
+    const saved = records().find((r) => r.msg === 'settings saved')!;
+    expect(saved.reqId).toMatch(/^req-/);
+    expect(saved.settings).toEqual({ password: '[redacted]', router_password: '[redacted]', cdn_waf_x_auth_key: '[redacted]' });
+    expect(saved.aws).toEqual({ secretAccessKey: '[redacted]' });
+    expect(saved.config).toEqual({ databaseUrl: '[redacted]' });
+    expect(saved.note).toBe('kept');
+  });
+
+  it('keeps a route-level log level, with the reqId', async () => {
+    raw.length = 0;
+    expect((await app.inject({ method: 'GET', url: '/quiet' })).statusCode).toBe(200);
+    const logged = records();
+    expect(logged.map((r) => r.msg)).toEqual(['written']);
+    expect(logged[0]!.reqId).toMatch(/^req-/);
+  });
+});

@@ -1,0 +1,72 @@
+/**
+ * The per-request child logger (app.ts `requestLogger`) against pino's own `child({ reqId })`, the
+ * baseline, in the same run: CPU per child on the control plane's logger (level info, the
+ * redaction paths of REDACT_PATHS). Rounds alternate between the two; medians count. Also checks
+ * that both write the same line. Writes bench/results/request-logger.md.
+ *
+ *   npx tsx bench/request-logger.ts [--children 200000] [--rounds 7]
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { pino, type Logger } from 'pino';
+import { REDACT_PATHS, requestLogger } from '../apps/server/src/app.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: number) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : fallback);
+const CHILDREN = flag('children', 200_000);
+const ROUNDS = flag('rounds', 7);
+
+let lastLine = '';
+const sink = new Writable({
+  write(chunk: Buffer, _encoding, done) {
+    lastLine = chunk.toString('utf8');
+    done();
+  },
+});
+const logger = pino({ level: 'info', redact: { paths: REDACT_PATHS, censor: '[redacted]' } }, sink);
+
+const variants: Record<string, (reqId: string) => Logger> = {
+  'pino child({ reqId })': (reqId) => logger.child({ reqId }),
+  'requestLogger (app.ts)': (reqId) => requestLogger(logger, { reqId }, {}) as Logger,
+};
+
+// Same output first: the line each child writes, with a secret that must be redacted.
+const lines = Object.values(variants).map((make) => {
+  make('req-7').info({ settings: { password: 'hunter2' } }, 'hello');
+  return lastLine.replace(/"time":\d+,/, '');
+});
+if (lines[0] !== lines[1]) throw new Error(`the lines differ:\n${lines[0]}\n${lines[1]}`);
+
+const samples: Record<string, number[]> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
+let keep = 0;
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, make] of Object.entries(variants)) {
+    const t0 = process.cpuUsage();
+    for (let i = 0; i < CHILDREN; i++) if (make(`req-${i.toString(36)}`)) keep += 1;
+    const d = process.cpuUsage(t0);
+    samples[name]!.push(((d.user + d.system) * 1000) / CHILDREN);
+  }
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const [base, ours] = Object.keys(variants).map((k) => median(samples[k]!)) as [number, number];
+const md = [
+  '# Per-request child logger (bench/request-logger.ts)',
+  '',
+  `Run ${new Date().toISOString()}, Node ${process.version}, pino ${pino.version}; ${CHILDREN.toLocaleString('en')} children per round, ${ROUNDS} rounds each, alternating (${keep} made).`,
+  '',
+  '| child logger | ns CPU per child (median) | ratio to baseline |',
+  '|---|---|---|',
+  `| pino child({ reqId }) (baseline) | ${Math.round(base)} | 1.00 |`,
+  `| requestLogger (app.ts) | ${Math.round(ours)} | ${(ours / base).toFixed(2)} |`,
+  '',
+  'Both write the same line (checked above, with a secret redacted). Fastify makes one child per request.',
+  '',
+  `Command: \`npx tsx bench/request-logger.ts --children ${CHILDREN} --rounds ${ROUNDS}\``,
+  '',
+].join('\n');
+console.log(md);
+mkdirSync(join(here, 'results'), { recursive: true });
+writeFileSync(join(here, 'results', 'request-logger.md'), md);
