@@ -72,7 +72,6 @@ async function load(label: string, opts: autocannon.Options): Promise<Run> {
   return run;
 }
 
-
 /** Peak resident set of a process while `work` runs (sampled every 20 ms from /proc). */
 async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; peakMb: number; startMb: number }> {
   let peak = 0;

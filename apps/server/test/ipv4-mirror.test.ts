@@ -186,6 +186,7 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
     const forOther = (await walk(mirrorApp, other.keys.reader, '/ipv4/1')).map((p) => p.body).join('').split('\n');
     expect(forOther).toContain('198.51.100.0/24');
   });
+
   it.each(['/ipv4/1', '/ipv4/1?format=LIST', '/flat/2?list=YES'])('%s reads the page bounds from SQL when the mirror stops being ready after the request chose it', async (path) => {
     const own = new Ipv4Mirror(store.db, createEnrichment());
     const ownApp = await buildApp({ config: testConfig({ authCacheSeconds: 0 }), store, ipv4Mirror: own });
