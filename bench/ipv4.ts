@@ -72,6 +72,46 @@ async function load(label: string, opts: autocannon.Options): Promise<Run> {
   return run;
 }
 
+interface BatchFigures {
+  batches: number;
+  /** Mean reports per batch. */
+  size: number;
+  /** Mean milliseconds per batch in each phase. */
+  begin: number;
+  lock: number;
+  write: number;
+  commit: number;
+}
+
+/** The report batches' histograms of the server's /metrics, as sums and counts. */
+async function ingestCounters(appUrl: string): Promise<Record<string, number>> {
+  const body = await (await fetch(`${appUrl}/metrics`)).text();
+  const out: Record<string, number> = {};
+  for (const m of body.matchAll(/^(rampart_ipv4_ingest_batch_\w+?_(?:sum|count))(?:\{phase="(\w+)"\})? (\S+)$/gm)) out[`${m[1]}${m[2] ? `:${m[2]}` : ''}`] = Number(m[3]);
+  return out;
+}
+
+/**
+ * What the report batches of a run did, from the server's own metrics: batches run their
+ * statements one at a time, so reports per batch / (begin + lock + write) bounds reports per second.
+ */
+async function ingestBatches(appUrl: string, work: () => Promise<Run>): Promise<{ run: Run; batches: BatchFigures }> {
+  const before = await ingestCounters(appUrl);
+  const run = await work();
+  const after = await ingestCounters(appUrl);
+  const delta = (key: string) => (after[key] ?? 0) - (before[key] ?? 0);
+  const batches = delta('rampart_ipv4_ingest_batch_reports_count');
+  const phase = (name: string) => (1000 * delta(`rampart_ipv4_ingest_batch_phase_seconds_sum:${name}`)) / batches;
+  const figures = { batches, size: delta('rampart_ipv4_ingest_batch_reports_sum') / batches, begin: phase('begin'), lock: phase('lock'), write: phase('write'), commit: phase('commit') };
+  console.log(`  ${batchText(figures)}`);
+  return { run, batches: figures };
+}
+
+function batchText(b: BatchFigures): string {
+  const serial = b.begin + b.lock + b.write;
+  return `${b.batches.toLocaleString('en')} batches of ${b.size.toFixed(1)} reports; ms per batch: begin ${b.begin.toFixed(2)}, lock ${b.lock.toFixed(2)}, write ${b.write.toFixed(2)} (one batch at a time: ${serial.toFixed(2)} ms, at most ${Math.round((1000 * b.size) / serial).toLocaleString('en')} reports/s), commit ${b.commit.toFixed(2)} (overlaps the next batch)`;
+}
+
 /** Peak resident set of a process while `work` runs (sampled every 20 ms from /proc). */
 async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; peakMb: number; startMb: number }> {
   let peak = 0;
@@ -214,7 +254,7 @@ async function partial(ready: Ready, pid: number, appUrl: string, lookupRequest:
       const lookup = await load('GET /ips/{ip}', { url: appUrl, requests: [{ setupRequest: lookupRequest as never }] });
       console.log(`  ratio ${(lookup.rps / base.rps).toFixed(3)} (healthz ${(floor.rps / base.rps).toFixed(3)})`);
     }
-    if (part('ingest')) await load('POST /ips', { url: appUrl, requests: [{ setupRequest: reportRequests(ready) as never }] });
+    if (part('ingest')) await ingestBatches(appUrl, () => load('POST /ips', { url: appUrl, requests: [{ setupRequest: reportRequests(ready) as never }] }));
   }
   if (part('flat')) await streamList(ready, pid, 'GET /flat/2 (CSV, one response)', '/api/v1/flat/2', false, 'flat.csv');
   if (part('ipv4')) await streamList(ready, pid, 'GET /ipv4/1 (all pages via next_page)', '/api/v1/ipv4/1', true, 'ipv4.txt');
@@ -260,7 +300,7 @@ async function main(): Promise<void> {
     const lookup = await load('GET /ips/{ip}', { url: appUrl, requests: [{ setupRequest: lookupRequest }] });
 
     const reportRequest = reportRequests(ready);
-    const ingest = await load('POST /ips', { url: appUrl, requests: [{ setupRequest: reportRequest }] });
+    const { run: ingest, batches } = await ingestBatches(appUrl, () => load('POST /ips', { url: appUrl, requests: [{ setupRequest: reportRequest }] }));
 
     const flat = await streamList(ready, pid, 'GET /flat/2 (CSV, one response)', '/api/v1/flat/2', false, 'flat.csv');
     const ipv4 = await streamList(ready, pid, 'GET /ipv4/1 (all pages via next_page)', '/api/v1/ipv4/1', true, 'ipv4.txt');
@@ -288,6 +328,7 @@ async function main(): Promise<void> {
       '',
       `- GET /ips/{ip}: ratio ${ratio(lookup)} (target >= 0.5: ${lookup.rps / base.rps >= 0.5 ? 'met' : 'missed'}).`,
       `- POST /ips: ${Math.round(ingest.rps).toLocaleString('en')} reports/s acknowledged after commit (target >= 5,000/s: ${ingest.rps >= 5000 ? 'met' : 'missed'}).`,
+      `  Its batches, from the server's /metrics: ${batchText(batches)}.`,
       '',
       '## Plain-text lists',
       '',

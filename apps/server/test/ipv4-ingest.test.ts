@@ -3,7 +3,7 @@ import { OrganizationConfig } from '@rampart/contracts';
 import { scoreV32 } from '@rampart/scoring';
 import pino from 'pino';
 import { eventBus } from '../src/services/events.ts';
-import { ReportBatcher, V32_INGEST_RULES } from '../src/services/ipv4-ingest.ts';
+import { ReportBatcher, V32_INGEST_RULES, type BatchTiming } from '../src/services/ipv4-ingest.ts';
 import type { Store } from '../src/store/index.ts';
 import { ingestIpv4Batch, type Ipv4ReportItem } from '../src/store/ipv4-ingest.ts';
 import { driverCases } from './support/databases.ts';
@@ -135,5 +135,20 @@ describe.each(driverCases())('ingestIpv4Batch on $name', (driver) => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
     const row = (await store.db.query<{ members: number }>(`select members from ipv4_indicators where network = '203.0.113.51/32'`)).rows[0];
     expect(row).toEqual({ members: 2 });
+  });
+
+  it('ReportBatcher times each committed batch: its size and begin, lock, write and commit, which add up to its time', async () => {
+    const timings: BatchTiming[] = [];
+    const batcher = new ReportBatcher({ db: store.db, events: eventBus(store.db), log: pino({ level: 'silent' }), maxInFlight: 1, observe: (t) => timings.push(t) });
+    const started = performance.now();
+    // The first submit runs alone; the next three queue behind it and form one batch.
+    await Promise.all(['203.0.113.60/32', '203.0.113.61/32', '203.0.113.62/32', '203.0.113.63/32'].map((n) => batcher.submit(item(a, n))));
+    const elapsed = (performance.now() - started) / 1000;
+    expect(timings.map((t) => t.reports)).toEqual([1, 3]);
+    for (const t of timings) {
+      for (const phase of [t.begin, t.lock, t.write, t.commit]) expect(phase).toBeGreaterThan(0);
+    }
+    const total = timings.reduce((sum, t) => sum + t.begin + t.lock + t.write + t.commit, 0);
+    expect(total).toBeLessThanOrEqual(elapsed);
   });
 });

@@ -209,6 +209,25 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
     expect(liveScore(row.score, 0)).toBeGreaterThan(0);
   });
 
+  it('shows each stored batch in /metrics: its reports and the time of its begin, lock, write and commit', async () => {
+    const sample = (body: string, series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(body)?.[1] ?? 'NaN');
+    const read = async () => {
+      const body = (await app.inject('/metrics')).body;
+      return {
+        batches: sample(body, 'rampart_ipv4_ingest_batch_reports_count'),
+        reports: sample(body, 'rampart_ipv4_ingest_batch_reports_sum'),
+        phases: ['begin', 'lock', 'write', 'commit'].map((phase) => sample(body, `rampart_ipv4_ingest_batch_phase_seconds_count{phase="${phase}"}`)),
+      };
+    };
+    const before = await read();
+    // One after the other: each report is a batch of its own.
+    for (const ip of ['192.0.2.130', '192.0.2.131', '192.0.2.131']) expect((await report(a.keys.contributor, { ip, confidence: 1, source: 's' })).statusCode).toBeLessThan(300);
+    const after = await read();
+    expect(after.batches - before.batches).toBe(3);
+    expect(after.reports - before.reports).toBe(3);
+    expect(after.phases.map((n, i) => n - before.phases[i]!)).toEqual([3, 3, 3, 3]);
+  });
+
   it('publishes feed_changed and decision_changed after the commit', async () => {
     const events: PlatformEvent[] = [];
     const unsubscribe = await eventBus(store.db).subscribe((e) => events.push(e));

@@ -2,11 +2,16 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../store/index.ts';
+import type { BatchTiming } from '../services/ipv4-ingest.ts';
 
 export interface Metrics {
   registry: Registry;
   coinDebits: Counter<'kind'>;
+  /** One committed `POST /ips` / `PUT /ips/{ip}` batch (services/ipv4-ingest.ts ReportBatcher). */
+  ipv4IngestBatch(timing: BatchTiming): void;
 }
+
+const INGEST_PHASES = ['begin', 'lock', 'write', 'commit'] as const;
 
 /** One registry per app instance, so several apps in one process (tests) do not collide. */
 export function createMetrics(store: Store): Metrics {
@@ -25,7 +30,30 @@ export function createMetrics(store: Store): Metrics {
       this.set({ state: 'waiting' }, s.waiting);
     },
   });
-  return { registry, coinDebits };
+  // Reports per transaction and where a batch's time goes: the batches run their statements one
+  // at a time, so begin + lock + write per batch bounds the reports per second a replica stores.
+  const batchReports = new Histogram({
+    name: 'rampart_ipv4_ingest_batch_reports',
+    help: 'IPv4 reports and decisions stored per transaction (group commit)',
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+    registers: [registry],
+  });
+  const batchPhase = new Histogram({
+    name: 'rampart_ipv4_ingest_batch_phase_seconds',
+    help: 'Time an IPv4 report batch spends per phase: begin (connection and BEGIN), lock (first statement), write (the rest up to COMMIT), commit',
+    labelNames: ['phase'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [registry],
+  });
+  const phases = INGEST_PHASES.map((phase) => batchPhase.labels({ phase }));
+  return {
+    registry,
+    coinDebits,
+    ipv4IngestBatch(timing) {
+      batchReports.observe(timing.reports);
+      INGEST_PHASES.forEach((phase, i) => phases[i]!.observe(timing[phase]));
+    },
+  };
 }
 
 export const metricsPlugin = fp<{ metrics: Metrics }>(async (app: FastifyInstance, { metrics }) => {

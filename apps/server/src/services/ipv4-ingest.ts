@@ -4,6 +4,18 @@ import type { Db } from '../store/index.ts';
 import { ingestIpv4Batch, type IngestRules, type Ipv4ReportItem, type Ipv4ReportOutcome } from '../store/ipv4-ingest.ts';
 import type { EventBus } from './events.ts';
 
+/** Where a batch's time goes (seconds) and how many reports it carried. */
+export interface BatchTiming {
+  reports: number;
+  /** Taking a connection and opening the transaction. */
+  begin: number;
+  /** The first statement: reserved items, row locks, new rows, earlier reporters. */
+  lock: number;
+  /** Everything after it up to the COMMIT: decisions, scoring, the write statement. */
+  write: number;
+  commit: number;
+}
+
 /** Scoring v3.2 as the write path applies it. */
 export const V32_INGEST_RULES: IngestRules = {
   score: (aggregates) => scoreV32(aggregates.map((a) => ({ orgTrust: a.trust, confidence: a.confidence, events: a.events }))).s0,
@@ -21,6 +33,8 @@ export interface ReportBatcherOptions {
    * statements; the others are committing (waiting for their WAL flush).
    */
   maxInFlight?: number;
+  /** Called with each committed batch's timing (the metrics of /metrics). */
+  observe?: (timing: BatchTiming) => void;
 }
 
 interface Pending {
@@ -80,8 +94,16 @@ export class ReportBatcher {
 
   private async run(batch: Pending[], committing: () => void): Promise<void> {
     let result;
+    const marks = { start: performance.now(), begun: 0, locked: 0, committing: 0 };
     try {
-      result = await ingestIpv4Batch(this.options.db, batch.map((p) => p.item), V32_INGEST_RULES, Math.floor(Date.now() / 1000), committing);
+      result = await ingestIpv4Batch(this.options.db, batch.map((p) => p.item), V32_INGEST_RULES, Math.floor(Date.now() / 1000), {
+        begun: () => (marks.begun = performance.now()),
+        locked: () => (marks.locked = performance.now()),
+        committing: () => {
+          marks.committing = performance.now();
+          committing();
+        },
+      });
     } catch (err) {
       if (batch.length > 1) {
         // One failing report (or a deadlock victim) must not fail its neighbours: each alone.
@@ -94,6 +116,16 @@ export class ReportBatcher {
       return;
     }
     batch.forEach((p, i) => p.resolve(result.outcomes[i]!));
+    if (this.options.observe) {
+      const ms = (a: number, b: number) => Math.max(0, b - a) / 1000;
+      this.options.observe({
+        reports: batch.length,
+        begin: ms(marks.start, marks.begun),
+        lock: ms(marks.begun, marks.locked),
+        write: ms(marks.locked, marks.committing),
+        commit: ms(marks.committing, performance.now()),
+      });
+    }
     // Notifications after the commit: a listener that reads at once sees the change.
     const { events } = this.options;
     const publishes: Array<Promise<void>> = [];

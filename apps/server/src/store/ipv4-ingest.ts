@@ -97,12 +97,13 @@ export async function ingestIpv4Batch(
   items: Ipv4ReportItem[],
   rules: IngestRules,
   nowSeconds: number,
-  /** Called once every statement ran, when only the COMMIT is left (the batcher starts the next batch then). */
-  committing?: () => void,
+  progress: IngestProgress = {},
 ): Promise<IngestResult> {
   return db.transaction(async (tx) => {
+    progress.begun?.();
     const outcomes: Array<Ipv4ReportOutcome | undefined> = new Array(items.length);
     const first = await lockIndicators(tx, items);
+    progress.locked?.();
     const { reserved, rows: lockedRows, clockTs } = first;
     for (const [idx, range] of reserved) outcomes[idx] = { status: 'reserved', range };
     const accepted = items.map((item, idx) => ({ item, idx })).filter(({ idx }) => !reserved.has(idx));
@@ -111,7 +112,7 @@ export async function ingestIpv4Batch(
     const reports = accepted.filter(({ item }) => item.addReport);
     for (const { item, idx } of accepted) if (!item.addReport) outcomes[idx] = { status: 'stored', created: false, indicatorTs: null };
     if (reports.length === 0) {
-      committing?.();
+      progress.committing?.();
       return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: null, decisions };
     }
     if (clockTs === null) throw new Error('ipv4 ingest: the feed clock was not taken for a batch with reports');
@@ -227,9 +228,19 @@ export async function ingestIpv4Batch(
       const stored = storedByNetwork.get(item.network)!;
       outcomes[idx] = { status: 'stored', created: stored.created, indicatorTs: stored.ts };
     }
-    committing?.();
+    progress.committing?.();
     return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: updates.some((u) => u.reanchor) ? clockTs : null, decisions };
   });
+}
+
+/** Where a batch has got to, for the batcher's scheduling and its phase timings. */
+export interface IngestProgress {
+  /** The transaction is open (its connection taken, BEGIN answered). */
+  begun?(): void;
+  /** The first statement answered: rows locked or inserted, reserved items found. */
+  locked?(): void;
+  /** Every statement ran and only the COMMIT is left (the batcher starts the next batch then). */
+  committing?(): void;
 }
 
 interface LockedRows {

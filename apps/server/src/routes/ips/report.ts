@@ -29,7 +29,7 @@ function fieldError(path: string, message: string): ApiError {
 
 /** `POST /ips`: a report of an address or network, optionally with the caller's decision. */
 export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
-  const batcher = new ReportBatcher({ db: context.store.db, events: context.events, log: app.log });
+  const batcher = new ReportBatcher({ db: context.store.db, events: context.events, log: app.log, observe: context.metrics.ipv4IngestBatch });
 
   app.post(
     '/ips',
