@@ -22,12 +22,15 @@ export interface CpuTicks {
   all: number;
 }
 
-/** utime + stime of one process (all its threads), in clock ticks; 0 once it is gone. */
-function processTicks(pid: number | 'self'): number {
+/**
+ * utime + stime of one process (all its threads), in clock ticks; 0 once it is gone. With
+ * `reaped`, also the time of its children that exited and were waited for (cutime + cstime).
+ */
+function processTicks(pid: number | 'self', reaped = false): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
+    return Number(fields[11]) + Number(fields[12]) + (reaped ? Number(fields[13]) + Number(fields[14]) : 0);
   } catch {
     return 0;
   }
@@ -38,7 +41,9 @@ export function cpuSnapshot(serverPid: number): CpuTicks {
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') postgres += processTicks(Number(pid));
+      // A backend that exits during the run (a pool closing an idle connection) hands its time to
+      // the postmaster's reaped-children counters: counting those keeps the sum from going back.
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') postgres += processTicks(Number(pid), true);
     } catch {
       // exited while listed
     }

@@ -336,6 +336,8 @@ async function main(): Promise<void> {
       '|---|---|---|---|---|---|---|---|---|---|---|',
       ...[flat, ipv4].map((x) => `| ${x.label} | ${x.requests} | ${x.lines.toLocaleString('en')} | ${(x.bytes / 1e6).toFixed(1)} | ${x.seconds.toFixed(2)} | ${mbps(x.bytes, x.seconds)} | ${x.staticSeconds.toFixed(3)} | ${(x.seconds / x.staticSeconds).toFixed(1)}x | ${x.staticPagesSeconds === null ? '—' : x.staticPagesSeconds.toFixed(3)} | ${x.staticPagesSeconds === null ? '—' : `${(x.seconds / x.staticPagesSeconds).toFixed(1)}x`} | ${x.startMb.toFixed(0)} → ${x.peakMb.toFixed(0)} |`),
       '',
+      `Server RSS while streaming: peak ${Math.max(flat.peakMb, ipv4.peakMb).toFixed(0)} MB (target < 300 MB: ${Math.max(flat.peakMb, ipv4.peakMb) < 300 ? 'met' : 'missed'}); streaming added at most ${Math.max(flat.peakMb - flat.startMb, ipv4.peakMb - ipv4.startMb).toFixed(0)} MB to what the look-up and ingestion runs before it left (${flat.startMb.toFixed(0)} MB).`,
+      '',
       'Target: ratio <= 3x the static file, RSS < 300 MB while streaming. /ipv4 serves at most 10,000 lines a page (spec 8), so it is also',
       'compared with the same pages as static files fetched one by one: a request\'s fixed cost then weighs on both sides.',
       '',
