@@ -117,13 +117,13 @@ export class ReportBatcher {
     }
     batch.forEach((p, i) => p.resolve(result.outcomes[i]!));
     if (this.options.observe) {
-      const ms = (a: number, b: number) => Math.max(0, b - a) / 1000;
+      const seconds = (from: number, to: number) => (to - from) / 1000;
       this.options.observe({
         reports: batch.length,
-        begin: ms(marks.start, marks.begun),
-        lock: ms(marks.begun, marks.locked),
-        write: ms(marks.locked, marks.committing),
-        commit: ms(marks.committing, performance.now()),
+        begin: seconds(marks.start, marks.begun),
+        lock: seconds(marks.begun, marks.locked),
+        write: seconds(marks.locked, marks.committing),
+        commit: seconds(marks.committing, performance.now()),
       });
     }
     // Notifications after the commit: a listener that reads at once sees the change.
