@@ -31,8 +31,18 @@ await app.listen({ host: '127.0.0.1', port: 0 });
 // Lists are measured warm: the list mirror loads in the background at start (SQL until then).
 await ipv4Mirror.start();
 const staticDir = mkdtempSync(join(tmpdir(), 'rampart-bench-ipv4-'));
+// A look-up's own answer (status, body, headers), served by the constant server for every
+// look-up path: the most any look-up implementation could do under this client (the ceiling row).
+const [{ network }] = (await store.db.query('select network::text from ipv4_indicators order by id limit 1')).rows;
+const sample = await app.inject({ method: 'GET', url: `/api/v1/ips/${network.replace(/\/32$/, '')}`, headers: { authorization: readers[0] } });
+const sampleHeaders = Object.fromEntries(
+  Object.entries(sample.headers).filter(([name]) => !['connection', 'keep-alive', 'date', 'content-length', 'transfer-encoding'].includes(name)),
+);
 const constant = Fastify();
 constant.get('/const', async () => ({ ok: true }));
+constant.get('/api/v1/ips/:ip', (_request, reply) => {
+  reply.code(sample.statusCode).headers(sampleHeaders).send(sample.body);
+});
 constant.get('/static/:name', (request, reply) => {
   const path = join(staticDir, request.params.name.replaceAll(/[^\w.-]/g, ''));
   reply.type('text/plain; charset=utf-8').header('content-length', statSync(path).size).send(createReadStream(path));
