@@ -51,6 +51,9 @@ interface Ready {
   staticDir: string;
 }
 
+/** The constant server of the serving child (constant route, static files, the ceiling row's look-up bytes). */
+const constantUrl = (ready: Ready) => `http://127.0.0.1:${ready.constant}`;
+
 /** The serving child process (control plane and constant route), set once it runs. */
 let serverPid = 0;
 
@@ -185,7 +188,7 @@ async function streamList(ready: Ready, pid: number, label: string, path: string
   // The same bytes from a static file, twice (first read warms the page cache); the faster counts.
   const statics = [];
   const copy = join(tmpdir(), `${file}.copy`);
-  for (let i = 0; i < 2; i++) statics.push((await download(`http://127.0.0.1:${ready.constant}/static/${file}`, {}, copy, false)).seconds);
+  for (let i = 0; i < 2; i++) statics.push((await download(`${constantUrl(ready)}/static/${file}`, {}, copy, false)).seconds);
   // A paged list is also compared with its pages as static files, fetched as the pages were: a
   // request's fixed cost (HTTP, fetch) is paid per page by both sides.
   let staticPagesSeconds: number | null = null;
@@ -199,7 +202,7 @@ async function streamList(ready: Ready, pid: number, label: string, path: string
     const runs = [];
     for (let i = 0; i < 2; i++) {
       let s = 0;
-      for (let k = 0; k < result.sizes.length; k++) s += (await download(`http://127.0.0.1:${ready.constant}/static/${file}.p${k}`, {}, copy, k > 0)).seconds;
+      for (let k = 0; k < result.sizes.length; k++) s += (await download(`${constantUrl(ready)}/static/${file}.p${k}`, {}, copy, k > 0)).seconds;
       runs.push(s);
     }
     staticPagesSeconds = Math.min(...runs);
@@ -245,8 +248,6 @@ function reportRequests(ready: Ready) {
 }
 
 const CEILING_LABEL = 'GET /ips/{ip} bytes served as a constant (same client requests)';
-const constantUrl = (ready: Ready) => `http://127.0.0.1:${ready.constant}`;
-
 /** `--only`: the named parts, printed only. */
 async function partial(ready: Ready, pid: number, appUrl: string, lookupRequest: (req: { path: string; headers?: Record<string, string> }) => object): Promise<void> {
   if (part('lookup') || part('ingest')) {

@@ -195,9 +195,10 @@ export async function ingestIpv4Batch(
       });
     }
 
-    // One statement: the merged report rows and the indicators' new figures. For a row inserted
-    // by this batch no indexed column changes (ts is already greatest(ts, clock), change_xid is
-    // this transaction's), so PostgreSQL can update it in place (HOT).
+    // One statement: the merged report rows and the indicators' new figures (entry_ts was set
+    // when the row was inserted). For a row inserted by this batch no indexed column changes (ts
+    // is already greatest(ts, clock), change_xid is this transaction's), so PostgreSQL can update
+    // it in place (HOT).
     await tx.query(
       `with reports as (
          insert into ipv4_reports (indicator_id, org_id, confidence, events, first_ts, last_ts, sources)
@@ -213,7 +214,6 @@ export async function ingestIpv4Batch(
        update ipv4_indicators i set
          score = u.score,
          ts = case when u.reanchor then greatest(i.ts, $3::bigint) else i.ts end,
-         entry_ts = case when i.entry_ts = 0 then $3::bigint else i.entry_ts end,
          members = u.members,
          events = u.events,
          sources = array(select distinct s from unnest(i.sources || u.sources) as s order by s limit 32),
@@ -331,7 +331,7 @@ async function lockIndicators(tx: Transaction, items: Ipv4ReportItem[]): Promise
          where w.network <> all (array(select h.network from held h))
          order by w.network
          on conflict (network) do nothing
-         returning id, network, ts, entry_ts
+         returning id, network, ts
        )
        select
          (select coalesce(json_agg(json_build_object('idx', idx, 'range', range)), '[]'::json) from reserved) as reserved,
