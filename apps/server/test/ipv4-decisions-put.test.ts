@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ipv4Page } from '@rampart/contracts';
+import { reanchoredScore } from '@rampart/scoring';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
@@ -23,22 +24,38 @@ describe.each(driverCases())('PUT /ips/{ip} (decision only) on $name', (driver) 
   });
 
   const lookup = async (ip: string, key: string) => Ipv4Page.parse((await app.inject({ url: `/api/v1/ips/${ip}`, headers: { authorization: key } })).json()).body[0];
+  /** Waits until the clock has passed second `ts`, so the next change takes a later second. */
+  const nextSecond = async (ts: number) => {
+    while (Math.floor(Date.now() / 1000) <= ts) await new Promise((r) => setTimeout(r, 20));
+  };
   const put = (ip: string, key: string, payload: Record<string, unknown>) => app.inject({ method: 'PUT', url: `/api/v1/ips/${encodeURIComponent(ip)}`, headers: { authorization: key }, payload });
 
-  it('sets, limits and clears the decision without touching the score, the reports or other organizations', async () => {
+  it('sets, limits and clears the decision, delivering the record again to the deciding organization only', async () => {
     expect((await app.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: acme.keys.contributor }, payload: { ip: '203.0.113.9', confidence: 0.9, source: 'ssh' } })).statusCode).toBe(201);
     const before = (await lookup('203.0.113.9', acme.keys.reader))!;
+    await nextSecond(before.ts);
     const ttl = Math.floor(Date.now() / 1000) + 3600;
     expect((await put('203.0.113.9', acme.keys.contributor, { decision: 1, ttl })).statusCode).toBe(200);
     const blacklisted = (await lookup('203.0.113.9', acme.keys.reader))!;
-    expect(blacklisted).toMatchObject({ decision: 1, ttl, score: before.score, ts: before.ts });
+    // A newer ts (the feed moves), and the live score at that second as the new anchor.
+    expect(blacklisted.ts).toBeGreaterThan(before.ts);
+    expect(blacklisted).toMatchObject({ decision: 1, ttl, score: reanchoredScore(before.score, blacklisted.ts - before.ts), gid: before.gid });
     expect(blacklisted.info?.events ?? null).toBe(before.info?.events ?? null);
-    expect((await lookup('203.0.113.9', other.keys.reader))!).toMatchObject({ decision: -1, ttl: null });
+    // Another organization's view is untouched.
+    expect((await lookup('203.0.113.9', other.keys.reader))!).toMatchObject({ decision: null, ttl: null, ts: before.ts, score: before.score });
 
+    await nextSecond(blacklisted.ts);
     expect((await put('203.0.113.9', acme.keys.contributor, { decision: '0' })).statusCode).toBe(200);
-    expect((await lookup('203.0.113.9', acme.keys.reader))!).toMatchObject({ decision: 0, ttl: null, score: before.score });
+    const whitelisted = (await lookup('203.0.113.9', acme.keys.reader))!;
+    expect(whitelisted.ts).toBeGreaterThan(blacklisted.ts);
+    expect(whitelisted).toMatchObject({ decision: 0, ttl: null, score: reanchoredScore(blacklisted.score, whitelisted.ts - blacklisted.ts) });
+    await nextSecond(whitelisted.ts);
     expect((await put('203.0.113.9', acme.keys.contributor, { decision: -1 })).statusCode).toBe(200);
-    expect((await lookup('203.0.113.9', acme.keys.reader))!).toMatchObject({ decision: -1, ttl: null, score: before.score });
+    const cleared = (await lookup('203.0.113.9', acme.keys.reader))!;
+    expect(cleared.ts).toBeGreaterThan(whitelisted.ts);
+    expect(cleared).toMatchObject({ decision: null, ttl: null });
+    const counts = await store.db.query<{ n: number }>(`select count(*)::int as n from ipv4_reports r join ipv4_indicators i on i.id = r.indicator_id where i.network = '203.0.113.9/32'`);
+    expect(counts.rows[0]!.n).toBe(1);
   });
 
   it('takes a URL-encoded network and refuses bad input, readers and reserved addresses', async () => {

@@ -78,15 +78,27 @@ describe.each(driverCases())('ingestIpv4Batch on $name', (driver) => {
     expect((await store.db.query(`select 1 from ipv4_indicators where network = '198.51.100.0/24'`)).rows).toEqual([]);
   });
 
-  it('keeps the anchor on a repeat by a known organization and moves it for a new one', async () => {
+  it('moves the anchor for a new organization and for a changed score, and keeps it on a repeat that changes nothing', async () => {
     const first = await ingestIpv4Batch(store.db, [item(a, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_000);
     expect(first.outcomes[0]).toMatchObject({ status: 'stored', created: true, indicatorTs: first.feedTs });
     // Age the indicator by 100 s, as if it had been reported earlier.
     const aged = first.feedTs! - 100;
     await store.db.query(`update ipv4_indicators set ts = $1 where network = '203.0.113.9/32'`, [aged]);
-    const repeat = await ingestIpv4Batch(store.db, [item(a, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_100);
+    // A repeat raises the score (events 1 -> 2): the record is delivered again, re-anchored.
+    const raised = await ingestIpv4Batch(store.db, [item(a, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_100);
+    expect(raised.feedTs).toBeGreaterThanOrEqual(first.feedTs!);
+    expect(raised.outcomes[0]).toEqual({ status: 'stored', created: false, indicatorTs: raised.feedTs });
+    // Saturate the organization's events: its repeats no longer change the score.
+    const id = (await store.db.query<{ id: number }>(`select id from ipv4_indicators where network = '203.0.113.9/32'`)).rows[0]!.id;
+    await store.db.query(`update ipv4_reports set events = 1000000 where indicator_id = $1`, [id]);
+    const saturated = await ingestIpv4Batch(store.db, [item(a, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_150);
+    const settled = (await store.db.query<{ ts: number; score: number }>(`select ts, score from ipv4_indicators where id = $1`, [id])).rows[0]!;
+    await store.db.query(`update ipv4_indicators set ts = $1 where id = $2`, [aged, id]);
+    const repeat = await ingestIpv4Batch(store.db, [item(a, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_160);
+    expect(saturated.feedTs).not.toBeNull();
     expect(repeat.feedTs).toBeNull();
     expect(repeat.outcomes[0]).toEqual({ status: 'stored', created: false, indicatorTs: aged });
+    expect((await store.db.query<{ score: number }>(`select score from ipv4_indicators where id = $1`, [id])).rows[0]!.score).toBe(settled.score);
     const other = await ingestIpv4Batch(store.db, [item(b, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_200);
     expect(other.feedTs).toBeGreaterThanOrEqual(first.feedTs!);
     expect(other.outcomes[0]).toEqual({ status: 'stored', created: false, indicatorTs: other.feedTs });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrganizationConfig } from '@rampart/contracts';
-import { isBlocked, liveScore, scoreV32, secondsUntilBelow, type Decision } from '@rampart/scoring';
+import { isBlocked, liveScore, scoreV32, lastSecondAtOrAbove, type Decision } from '@rampart/scoring';
 import { createEnrichment } from '../src/services/enrichment.ts';
 import { ipv4ListFilter, reservedRangeOf, type Ipv4Policy } from '../src/services/ipv4-policy.ts';
 import type { Store } from '../src/store/index.ts';
@@ -211,13 +211,17 @@ describe.each(driverCases())('IPv4 decisions, look-ups and lists on $name', (dri
     expect(byIp.get('100.64.0.4')).toEqual({ decision: 1, ttl: now + 86_400 });
     expect(byIp.get('100.64.0.5')).toEqual({ decision: 0, ttl: null });
     expect(byIp.get('100.64.0.6')).toEqual({ decision: 0, ttl: null });
-    expect(byIp.get('100.64.0.8')).toEqual({ decision: -1, ttl: null });
-    expect(byIp.get('100.64.0.9')).toEqual({ decision: 1, ttl: now + Math.floor(secondsUntilBelow(30, 20)) });
-    expect(byIp.get('100.64.0.10')).toEqual({ decision: -1, ttl: null });
+    // No decision applies: null, never -1 (existing clients read any non-null value as a decision).
+    expect(byIp.get('100.64.0.8')).toEqual({ decision: null, ttl: null });
+    // The blocking rule holds until the last second the live score is >= the rule's score; ttl is the second after.
+    expect(byIp.get('100.64.0.9')).toEqual({ decision: 1, ttl: now + lastSecondAtOrAbove(30, 20) + 1 });
+    expect(liveScore(30, lastSecondAtOrAbove(30, 20))).toBeGreaterThanOrEqual(20);
+    expect(liveScore(30, lastSecondAtOrAbove(30, 20) + 1)).toBeLessThan(20);
+    expect(byIp.get('100.64.0.10')).toEqual({ decision: null, ttl: null });
     expect(byIp.get('100.64.2.5')).toEqual({ decision: 0, ttl: null });
-    expect(byIp.get('100.64.0.1')).toEqual({ decision: -1, ttl: null });
+    expect(byIp.get('100.64.0.1')).toEqual({ decision: null, ttl: null });
     const otherPage = (await get(other.keys.reader, '/ips?ts=0&page_size=1000')).json();
-    expect(otherPage.body.every((r: { decision: number }) => r.decision === -1)).toBe(true);
+    expect(otherPage.body.every((r: { decision: number | null }) => r.decision === null)).toBe(true);
 
     for (const ip of ['100.64.0.4', '100.64.0.5', '100.64.0.6', '100.64.0.9']) {
       const res = await get(acme.keys.reader, `/ips/${ip}`);

@@ -77,14 +77,16 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
     expect(Math.abs(row!.ts - Date.now() / 1000)).toBeLessThan(5);
   });
 
-  it('merges repeats of one organization (events counted, latest confidence kept) without moving the decay clock', async () => {
+  it('merges repeats of one organization (events counted, latest confidence kept), re-anchoring the record when its score changed', async () => {
     const before = (await held('198.51.100.7/32'))!;
     await waitForNextSecond(before.ts);
     const res = await report(a.keys.contributor, { ip: '198.51.100.7', confidence: 0.5, source: 'waf' });
     expect(res.statusCode).toBe(200);
     expect(await reportRow('198.51.100.7/32', a.org.id)).toEqual({ confidence: 0.5, events: 2 });
     const after = (await held('198.51.100.7/32'))!;
-    expect(after).toMatchObject({ id: before.id, ts: before.ts, entry_ts: before.entry_ts, members: 1, events: 2, sources: ['ssh', 'waf'] });
+    expect(after).toMatchObject({ id: before.id, entry_ts: before.entry_ts, members: 1, events: 2, sources: ['ssh', 'waf'] });
+    // The score changed, so every follower must receive the record again (decisions.md).
+    expect(after.ts).toBeGreaterThan(before.ts);
     expect(after.score).toBe(scoreV32([{ orgTrust: 0.9, confidence: 0.5, events: 2 }]).s0);
     const count = await store.db.query<{ n: number }>('select count(*)::int as n from ipv4_reports where org_id = $1', [a.org.id]);
     expect(count.rows[0]!.n).toBe(1);

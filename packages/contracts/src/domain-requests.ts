@@ -9,7 +9,7 @@ export const DomainLookupQuery = z.object({ explain: ExplainFlag });
 export type DomainLookupQuery = z.infer<typeof DomainLookupQuery>;
 
 /** Body of PUT /domains/{domain_name} and PUT /urls/{url}. */
-export const DecisionBody = z.object({ decision: DecisionInput.prefault(-1) });
+export const DecisionBody = z.object({ decision: DecisionInput });
 export type DecisionBody = z.infer<typeof DecisionBody>;
 
 export const DomainsScoreParams = ScoreListParams;

@@ -52,8 +52,8 @@ describe('domain endpoints', () => {
     expect(DomainLookupQuery.parse({})).toEqual({ explain: 'no' });
   });
 
-  it('PUT decision: integer -1..1, default -1, numeric strings accepted', () => {
-    expect(DecisionBody.parse({})).toEqual({ decision: -1 });
+  it('PUT decision: integer -1..1, required (a body without it is 400, like /files), numeric strings accepted', () => {
+    expect(ok(DecisionBody, {})).toBe(false);
     expect(DecisionBody.parse({ decision: '1' })).toEqual({ decision: 1 });
     expect(DecisionBody.parse({ decision: 0 })).toEqual({ decision: 0 });
     expect(ok(DecisionBody, { decision: -2 })).toBe(false);

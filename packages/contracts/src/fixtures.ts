@@ -50,7 +50,7 @@ export const sampleIpv4Record = {
   elk_entry_ts: '2024-05-29T16:53:20.000Z',
   delay: 0,
   dec: 418.27,
-  decision: -1,
+  decision: null,
   ttl: null,
 };
 
@@ -78,6 +78,7 @@ const indicatorFields = {
   elk_ts: '2024-05-31T16:08:37.000Z',
   elk_entry_ts: '2024-05-29T16:53:20.000Z',
   entry_ts: 1717000000,
+  decision: null,
 };
 
 export const sampleFileRecord = {

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import {
   Count,
-  DecisionValue,
   DomainName,
   EpochSeconds,
   IndicatorUrl,
@@ -44,6 +43,13 @@ export const IpRecordInfo = z.object({
 });
 export type IpRecordInfo = z.infer<typeof IpRecordInfo>;
 
+/**
+ * A decision as records carry it (decisions.md, Compatibility): existing clients read any present,
+ * non-null value as "a decision exists", so "none" is null, never -1 (requests keep -1 as "clear").
+ */
+export const AppliedDecision = z.literal([0, 1]).nullable();
+export type AppliedDecision = z.infer<typeof AppliedDecision>;
+
 /** Spec 2.3; `full=no` omits ip_info, info, elk_ts and elk_entry_ts. */
 export const Ipv4Record = z
   .object({
@@ -59,7 +65,9 @@ export const Ipv4Record = z
     elk_entry_ts: IsoTimestamp.optional(),
     delay: z.int().min(0).describe('Seconds by which the caller organization sees new indicators late'),
     dec: z.number().describe('Live (decayed) score now'),
-    decision: DecisionValue.describe("The caller organization's decision: -1 none, 0 never block, 1 block until ttl"),
+    decision: AppliedDecision.describe(
+      "The decision that applies for the caller organization: 0 never block, 1 block until ttl, null none (block when the live score reaches the threshold)",
+    ),
     ttl: EpochSeconds.nullable().describe('Epoch seconds until which decision 1 holds; null without limit'),
     explain: ScoreExplanation.optional(),
   })
@@ -75,7 +83,7 @@ const indicatorShape = {
   elk_ts: IsoTimestamp,
   elk_entry_ts: IsoTimestamp,
   entry_ts: EpochSeconds,
-  decision: DecisionValue.optional().describe("The caller organization's decision: -1 follow the score, 0 whitelist, 1 blacklist"),
+  decision: AppliedDecision.describe("The caller organization's decision: 0 whitelist, 1 blacklist, null none (follow the score)"),
   explain: ScoreExplanation.optional(),
 };
 

@@ -58,3 +58,30 @@ export function secondsUntilBelow(s0: number, threshold: number): number {
   const hours = 2.5 * s0 + (s0 / 3) * Math.log(s0 / threshold - 1);
   return hours > 0 ? hours * 3600 : 0;
 }
+
+/**
+ * The last whole second after time zero at which the live score of s0 is still >= threshold:
+ * the largest integer e >= 0 with liveScore(s0, e) >= threshold, -1 when there is none,
+ * Infinity when there is no last one (threshold <= 0). Computed with liveScore itself, so a
+ * consumer that compares liveScore with the threshold and one that compares elapsed seconds
+ * with this figure agree to the second (the closed form alone can be off by one).
+ */
+export function lastSecondAtOrAbove(s0: number, threshold: number): number {
+  if (liveScore(s0, 0) < threshold) return -1;
+  const until = secondsUntilBelow(s0, threshold);
+  if (!Number.isFinite(until)) return Infinity;
+  let e = Math.max(0, Math.floor(until));
+  while (e > 0 && liveScore(s0, e) < threshold) e -= 1;
+  while (liveScore(s0, e + 1) >= threshold) e += 1;
+  return e;
+}
+
+/**
+ * The score a record is re-anchored with when it is delivered again at a later `ts` without a
+ * report (a decision or a setting of one organization changed): its live score at that second,
+ * as a whole score 1..1000. From then on the record decays from this new anchor, which keeps it
+ * alive longer than its old anchor would have (README, "Re-delivery and decay").
+ */
+export function reanchoredScore(s0: number, secondsElapsed: number): number {
+  return Math.min(1000, Math.max(1, Math.round(liveScore(s0, secondsElapsed))));
+}

@@ -1,4 +1,4 @@
-export { liveScore, secondsUntilBelow, EVAL_JS, EXEC_PYTHON } from './decay.ts';
+export { liveScore, secondsUntilBelow, lastSecondAtOrAbove, reanchoredScore, EVAL_JS, EXEC_PYTHON } from './decay.ts';
 export { bandOf, DEFAULT_BANDS } from './bands.ts';
 export type { BandName, BandRange, Bands } from './bands.ts';
 export { isBlocked } from './decision.ts';

@@ -127,20 +127,24 @@ function unit(value: number): number {
 }
 
 /**
- * The decay clock (the record's `ts`) after a report. It moves to the report's time only when
- * the reporting organization had not reported this indicator before, so one organization
- * repeating itself cannot keep an indicator fresh. It never moves backwards: a late report from
- * a new organization keeps the later anchor, which also keeps `ts`-paging clients consistent.
- * previousAnchorTs null means the indicator is new.
+ * The decay clock (the record's `ts`) after a report. It moves to the report's time when the
+ * indicator is new, when the reporting organization had not reported it before, or when the
+ * report changed the score (`scores`): a record whose score changed is delivered again, and its
+ * `(ts, score)` pair is the anchor every consumer computes the live score from (decisions.md).
+ * One organization repeating itself moves it only while its repeats still raise the score, which
+ * stops at the single-organization ceiling, so repeats alone cannot keep an indicator fresh
+ * forever. It never moves backwards: a late report keeps the later anchor, which also keeps
+ * `ts`-paging clients consistent. previousAnchorTs null means the indicator is new.
  */
 export function anchorTs(
   previousAnchorTs: number | null,
   previousReporterOrgs: ReadonlySet<string> | readonly string[],
   reportOrgId: string,
   reportTs: number,
+  scores?: { before: number; after: number },
 ): number {
   if (previousAnchorTs === null) return reportTs;
-  if (hasOrg(previousReporterOrgs, reportOrgId)) return previousAnchorTs;
+  if (hasOrg(previousReporterOrgs, reportOrgId) && (!scores || scores.before === scores.after)) return previousAnchorTs;
   return Math.max(previousAnchorTs, reportTs);
 }
 

@@ -8,7 +8,8 @@ import type { Db } from '../store/index.ts';
 export type PlatformEvent =
   | { type: 'settings_changed'; org_id: number; subject: 'organization' | 'agent'; gaid?: string; version: number }
   | { type: 'decision_changed'; org_id: number; kind: 'ipv4' | 'file' | 'domain' | 'url'; indicator: string; decision: -1 | 0 | 1; ttl: number | null }
-  | { type: 'feed_changed'; org_id: null; kind: 'ipv4' | 'file' | 'domain' | 'url'; ts: number }
+  /** Records moved in the feeds (org_id: of one organization's view only; every agent re-reads, which is harmless). */
+  | { type: 'feed_changed'; org_id: number | null; kind: 'ipv4' | 'file' | 'domain' | 'url'; ts: number }
   /** An agent's key was revoked (token_id) or the agent deactivated (no token_id): drop its live connections. */
   | { type: 'agent_revoked'; org_id: number; gaid: string; token_id?: string };
 

@@ -33,7 +33,8 @@ function shared(row: NamedRow | FileRow) {
     elk_ts: isoMillis(row.ts),
     elk_entry_ts: isoMillis(row.entry_ts),
     entry_ts: row.entry_ts,
-    decision: (row.decision ?? -1) as -1 | 0 | 1,
+    // null, not -1, when none applies (decisions.md, Compatibility).
+    decision: row.decision === 0 || row.decision === 1 ? row.decision : null,
   };
 }
 

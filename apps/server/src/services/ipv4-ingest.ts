@@ -1,4 +1,4 @@
-import { anchorTs, scoreV32 } from '@rampart/scoring';
+import { anchorTs, reanchoredScore, scoreV32 } from '@rampart/scoring';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../store/index.ts';
 import { ingestIpv4Batch, type IngestRules, type Ipv4ReportItem, type Ipv4ReportOutcome } from '../store/ipv4-ingest.ts';
@@ -19,7 +19,8 @@ export interface BatchTiming {
 /** Scoring v3.2 as the write path applies it. */
 export const V32_INGEST_RULES: IngestRules = {
   score: (aggregates) => scoreV32(aggregates.map((a) => ({ orgTrust: a.trust, confidence: a.confidence, events: a.events }))).s0,
-  anchor: (previousTs, previousOrgs, orgId, reportTs) => anchorTs(previousTs, previousOrgs, orgId, reportTs),
+  anchor: (previousTs, previousOrgs, orgId, reportTs, scores) => anchorTs(previousTs, previousOrgs, orgId, reportTs, scores),
+  reanchoredScore,
 };
 
 export interface ReportBatcherOptions {

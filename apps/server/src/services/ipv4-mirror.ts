@@ -2,10 +2,12 @@ import type { Db } from '../store/db.ts';
 import {
   mirrorChangesSince,
   mirrorChunk,
+  mirrorAnchors,
   mirrorDecisions,
   mirrorSnapshot,
   ROW_BYTES,
   type AsInfoRow,
+  type MirrorAnchorRow,
   type MirrorChanges,
   type MirrorDecisionRow,
   type MirrorSince,
@@ -81,6 +83,12 @@ class OrgDecisions {
       return undefined;
     };
   }
+}
+
+/** An organization's (ts, score) for one indicator (migration 0011). */
+interface Anchor {
+  ts: number;
+  score: number;
 }
 
 /** Parses canonical IPv4 CIDR text ("a.b.c.d/n"). */
@@ -224,6 +232,8 @@ export interface MirrorPlan {
   cutoffs: Float64Array;
   ranges: Array<{ start: number; end: number }>;
   decision: ((addr: number, len: number) => MirrorDecision | undefined) | null;
+  /** The organization's anchors by indicator id (ts, score), in force while newer than the row's ts. */
+  anchors: Map<number, Anchor> | null;
 }
 
 export type MirrorState = 'idle' | 'loading' | 'ready' | 'failed' | 'closed';
@@ -244,6 +254,7 @@ export interface MirrorLog {
 export class Ipv4Mirror {
   private cols: Columns = emptyColumns(0);
   private readonly orgs = new Map<number, OrgDecisions>();
+  private readonly anchors = new Map<number, Map<number, Anchor>>();
   /**
    * Interned AS facts (index 0: none) as the CSV reads them: ip_info's, each missing one taken
    * from the offline data, so a list never looks an address up; written `AS name,ASN`.
@@ -303,6 +314,7 @@ export class Ipv4Mirror {
     this.stateValue = 'closed';
     this.cols = emptyColumns(0);
     this.orgs.clear();
+    this.anchors.clear();
   }
 
   private async load(): Promise<void> {
@@ -314,6 +326,7 @@ export class Ipv4Mirror {
       const snap = await mirrorSnapshot(this.db);
       this.epoch = snap.epoch;
       const decisions = await mirrorDecisions(this.db);
+      const anchors = await mirrorAnchors(this.db);
       let cols = emptyColumns(snap.count + (snap.count >> 5) + 1024);
       let after = 0;
       for (;;) {
@@ -328,6 +341,8 @@ export class Ipv4Mirror {
       this.cols = this.trimmed(cols);
       this.orgs.clear();
       for (const d of decisions) this.setDecision(d);
+      this.anchors.clear();
+      this.setAnchors(anchors);
       this.since = snap.since;
       await this.applyChanges(await mirrorChangesSince(this.db, this.since));
       if (this.closed) return;
@@ -443,6 +458,14 @@ export class Ipv4Mirror {
     return i >= 0 && this.cols.id[i] === id ? i : -1;
   }
 
+  private setAnchors(rows: MirrorAnchorRow[]): void {
+    for (const [orgId, id, ts, score] of rows) {
+      let org = this.anchors.get(Number(orgId));
+      if (!org) this.anchors.set(Number(orgId), (org = new Map()));
+      org.set(Number(id), { ts: Number(ts), score: Number(score) });
+    }
+  }
+
   private setDecision(d: MirrorDecisionRow): void {
     const parsed = parseCidr(d.network);
     if (!parsed) throw new Error(`ipv4 decision network ${d.network} is not IPv4`);
@@ -498,6 +521,7 @@ export class Ipv4Mirror {
       else this.orgs.get(Number(orgId))?.delete(network!);
     }
     for (const d of changes.decisions ?? []) this.setDecision(d);
+    this.setAnchors(changes.anchors ?? []);
     if (gone.size > 0) this.remove(gone);
     if (changes.rows) this.upsert(changes.rows, changes.asInfo);
     this.since = changes.since;
@@ -568,7 +592,14 @@ export class Ipv4Mirror {
       else if (!cidr.includes(':')) return null; // not a network the mirror understands: SQL decides
     }
     const org = filter.hasDecisions ? this.orgs.get(filter.orgId) : undefined;
-    return { now: filter.now, cutoffs: Float64Array.from(filter.cutoffs), ranges, decision: org && org.byNetwork.size > 0 ? org.lookup() : null };
+    const anchors = this.anchors.get(filter.orgId);
+    return {
+      now: filter.now,
+      cutoffs: Float64Array.from(filter.cutoffs),
+      ranges,
+      decision: org && org.byNetwork.size > 0 ? org.lookup() : null,
+      anchors: anchors && anchors.size > 0 ? anchors : null,
+    };
   }
 
   /** Position range (after, upTo] of ids. */
@@ -582,7 +613,7 @@ export class Ipv4Mirror {
    */
   private nextListed(plan: MirrorPlan, i: number, end: number): number {
     const c = this.cols;
-    const { cutoffs, ranges, decision, now } = plan;
+    const { cutoffs, ranges, decision, now, anchors } = plan;
     const nr = ranges.length;
     const ts = c.ts;
     const score = c.score;
@@ -608,6 +639,13 @@ export class Ipv4Mirror {
             if (d.decision === 0) continue;
             if (d.decision === 1 && (d.ttl === null || d.ttl > now)) return i;
           }
+        }
+      }
+      if (anchors) {
+        const a = anchors.get(c.id[i]!);
+        if (a && a.ts > ts[i]!) {
+          if (a.ts >= cutoffs[a.score - 1]!) return i;
+          continue;
         }
       }
       if (ts[i]! >= cutoffs[score[i]! - 1]!) return i;
@@ -676,7 +714,8 @@ export class Ipv4Mirror {
     for (let i = this.nextListed(plan, start, end); i < end && count < limit; i = this.nextListed(plan, i + 1, end)) {
       w.network(c.addr[i]!, c.len[i]!);
       w.byte(44);
-      w.fixed2(liveScore(c.score[i]!, plan.now - c.ts[i]!));
+      const a = plan.anchors?.get(c.id[i]!);
+      w.fixed2(a && a.ts > c.ts[i]! ? liveScore(a.score, plan.now - a.ts) : liveScore(c.score[i]!, plan.now - c.ts[i]!));
       w.byte(44);
       w.int(c.members[i]!);
       w.byte(44);

@@ -1,6 +1,7 @@
-import { isBlocked, liveScore, secondsUntilBelow, type BlockReason, type Decision } from '@rampart/scoring';
+import { isBlocked, lastSecondAtOrAbove, liveScore, type BlockReason } from '@rampart/scoring';
 import type { Store } from '../store/index.ts';
 import type { Ipv4ListFilter } from '../store/ipv4.ts';
+import type { PolicyChangeScope } from '../store/ipv4-ingest.ts';
 import { ipv4CidrRange } from './enrichment/ipv4.ts';
 
 /** What an organization's settings say about blocking IPv4 indicators. */
@@ -24,13 +25,30 @@ export async function loadIpv4Policy(store: Store, orgId: number): Promise<Ipv4P
   return policy;
 }
 
-function ipv4Policy(orgId: number, document: { reserved_ips: string[]; blocking_roule?: { score: number; tags: string[] } | null | undefined }): Ipv4Policy {
+/** What of an organization document the IPv4 policy reads. */
+type PolicyDocument = { reserved_ips: string[]; blocking_roule?: { score: number; tags: string[] } | null | undefined };
+
+function ipv4Policy(orgId: number, document: PolicyDocument): Ipv4Policy {
   const ranges = document.reserved_ips.flatMap((cidr) => {
     const r = ipv4CidrRange(cidr);
     return r ? [r] : [];
   });
   const rule = document.blocking_roule && document.blocking_roule.tags.length > 0 ? { score: document.blocking_roule.score, tags: [...document.blocking_roule.tags] } : null;
   return { orgId, reserved: [...document.reserved_ips], ranges, rule };
+}
+
+/**
+ * Which held records an organization's settings change re-delivers to it (decisions.md): those
+ * overlapping a reserved range added or removed, and, when the blocking rule changed, those
+ * carrying one of its tags before or after.
+ */
+export function policyChangeScope(before: PolicyDocument, after: PolicyDocument): PolicyChangeScope {
+  const was = ipv4Policy(0, before);
+  const is = ipv4Policy(0, after);
+  const ranges = [...was.reserved.filter((r) => !is.reserved.includes(r)), ...is.reserved.filter((r) => !was.reserved.includes(r))].filter((r) => ipv4CidrRange(r) !== null);
+  const ruleChanged = JSON.stringify(was.rule) !== JSON.stringify(is.rule);
+  const ruleTags = ruleChanged ? [...new Set([...(was.rule?.tags ?? []), ...(is.rule?.tags ?? [])])] : [];
+  return { ranges, ruleTags };
 }
 
 /** The reserved range a network overlaps, or null. */
@@ -52,22 +70,27 @@ interface DecidableRow {
 }
 
 export interface RecordDecision {
-  decision: Decision;
+  /** 0 or 1 when a decision applies for the caller; null when the score alone decides. */
+  decision: 0 | 1 | null;
   ttl: number | null;
   reason: BlockReason;
 }
 
 /**
- * The `decision`/`ttl` an IPv4 record carries for the caller: the shared precedence
- * (`isBlocked`) evaluated without a score threshold, which only the consumer knows. Reserved and
- * whitelisted records say 0, a running blacklist says 1 until its ttl, a matching blocking rule
- * says 1 until the live score falls below the rule's score; otherwise -1 (follow the score).
+ * The `decision`/`ttl` an IPv4 record carries for the caller (decisions.md, Compatibility): the
+ * shared precedence (`isBlocked`) reduced to what a client that knows only its threshold can
+ * follow. Reserved and whitelisted records say 0. A running blacklist says 1 until its ttl; a
+ * matching blocking rule says 1 until the last second its live score is still >= the rule's
+ * score (ttl is the first second after it); both together say 1 until the later of the two
+ * (both block from now on, so their union ends at the later end). Otherwise null: block when
+ * live score >= threshold. `ts`/`score` are the record's anchor as the caller sees it.
  * Indicators carry no tags of their own yet, so the rule's tags match report sources too.
  */
 export function recordDecision(row: DecidableRow, policy: Ipv4Policy, now: number): RecordDecision {
+  const decision = row.decision === 0 || row.decision === 1 ? row.decision : -1;
   const verdict = isBlocked({
     reserved: reservedRangeOf(policy, row.network) !== null,
-    decision: (row.decision ?? -1) as Decision,
+    decision,
     ttl: row.ttl,
     now,
     liveScore: liveScore(row.score, now - row.ts),
@@ -75,17 +98,26 @@ export function recordDecision(row: DecidableRow, policy: Ipv4Policy, now: numbe
     blockingRule: policy.rule,
     tags: [...row.tags, ...row.sources],
   });
-  switch (verdict.reason) {
-    case 'reserved':
-    case 'whitelist':
-      return { decision: 0, ttl: null, reason: verdict.reason };
-    case 'blacklist':
-      return { decision: 1, ttl: row.ttl, reason: verdict.reason };
-    case 'blocking_rule':
-      return { decision: 1, ttl: row.ts + Math.floor(secondsUntilBelow(row.score, policy.rule!.score)), reason: verdict.reason };
-    default:
-      return { decision: -1, ttl: null, reason: verdict.reason };
+  if (verdict.reason === 'reserved' || verdict.reason === 'whitelist') return { decision: 0, ttl: null, reason: verdict.reason };
+  const ruleEnd = verdict.reason === 'blocking_rule' || (verdict.reason === 'blacklist' && row.ttl !== null && ruleMatches(row, policy)) ? ruleTtl(row, policy) : null;
+  if (verdict.reason === 'blacklist') {
+    const ttl = row.ttl === null ? null : ruleEnd === null ? row.ttl : ruleEnd === Infinity ? null : Math.max(row.ttl, ruleEnd);
+    return { decision: 1, ttl, reason: verdict.reason };
   }
+  if (verdict.reason === 'blocking_rule') return { decision: 1, ttl: ruleEnd === Infinity ? null : ruleEnd, reason: verdict.reason };
+  return { decision: null, ttl: null, reason: verdict.reason };
+}
+
+function ruleMatches(row: DecidableRow, policy: Ipv4Policy): boolean {
+  if (!policy.rule) return false;
+  const tags = [...row.tags, ...row.sources];
+  return policy.rule.tags.some((t) => tags.includes(t));
+}
+
+/** First second at which the blocking rule no longer holds (-1 + ts + 1 when it never held). */
+function ruleTtl(row: DecidableRow, policy: Ipv4Policy): number {
+  const last = lastSecondAtOrAbove(row.score, policy.rule!.score);
+  return last === Infinity ? Infinity : row.ts + last + 1;
 }
 
 /** Larger than any ts: no row qualifies. */
@@ -99,20 +131,8 @@ const NEVER = Number.MAX_SAFE_INTEGER;
 export function liveCutoffs(threshold: number, now: number): number[] {
   const out = new Array<number>(1000);
   for (let s0 = 1; s0 <= 1000; s0++) {
-    if (liveScore(s0, 0) < threshold) {
-      out[s0 - 1] = NEVER;
-      continue;
-    }
-    const until = secondsUntilBelow(s0, threshold);
-    if (!Number.isFinite(until)) {
-      out[s0 - 1] = -NEVER;
-      continue;
-    }
-    // Largest whole elapsed second that still qualifies (the live score falls with time).
-    let e = Math.max(0, Math.floor(until));
-    while (e > 0 && liveScore(s0, e) < threshold) e -= 1;
-    while (liveScore(s0, e + 1) >= threshold) e += 1;
-    out[s0 - 1] = now - e;
+    const last = lastSecondAtOrAbove(s0, threshold);
+    out[s0 - 1] = last < 0 ? NEVER : last === Infinity ? -NEVER : now - last;
   }
   return out;
 }

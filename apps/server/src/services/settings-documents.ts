@@ -8,6 +8,9 @@ import {
   type SettingsHistoryEntry,
 } from '@rampart/contracts';
 import type { AuditEntry, Store } from '../store/index.ts';
+import { anchorPolicyChange } from '../store/ipv4-ingest.ts';
+import { V32_INGEST_RULES } from './ipv4-ingest.ts';
+import { policyChangeScope } from './ipv4-policy.ts';
 import type { EventBus, PlatformEvent } from './events.ts';
 
 /*
@@ -64,8 +67,18 @@ export async function replaceOrganizationSettings(
   deps: SettingsDeps,
   input: { orgId: number; document: OrganizationConfig; changedBy: string },
 ): Promise<Versioned<OrganizationConfig>> {
-  const replaced = await deps.store.settings.replaceOrganization(input.orgId, (current) => mergeMaskedSecrets(input.document, current), input.changedBy);
+  let redelivered = 0;
+  const replaced = await deps.store.settings.replaceOrganization(
+    input.orgId,
+    (current) => mergeMaskedSecrets(input.document, current),
+    input.changedBy,
+    // Records whose blocking the change alters reach the organization's followers again, in the same transaction.
+    async (tx, before, after) => {
+      redelivered = await anchorPolicyChange(tx, input.orgId, policyChangeScope(before, after), V32_INGEST_RULES);
+    },
+  );
   await publish(deps, { type: 'settings_changed', org_id: input.orgId, subject: 'organization', version: replaced.version });
+  if (redelivered > 0) await publish(deps, { type: 'feed_changed', org_id: input.orgId, kind: 'ipv4', ts: Math.floor(Date.now() / 1000) });
   return { document: maskSecrets(replaced.document), version: replaced.version };
 }
 

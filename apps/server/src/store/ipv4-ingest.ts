@@ -33,7 +33,9 @@ export interface ReporterAggregate {
 /** The business rules the write path needs (scoring v3.2), given by the service layer. */
 export interface IngestRules {
   score(aggregates: ReporterAggregate[]): number;
-  anchor(previousTs: number | null, previousOrgs: string[], orgId: string, reportTs: number): number;
+  anchor(previousTs: number | null, previousOrgs: string[], orgId: string, reportTs: number, scores?: { before: number; after: number }): number;
+  /** The score of a record delivered again `elapsed` seconds after its anchor, without a report. */
+  reanchoredScore(s0: number, elapsed: number): number;
 }
 
 export interface IngestResult {
@@ -55,6 +57,10 @@ interface LockedRow {
   id: number;
   network: string;
   ts: number;
+  /** s0 before the batch (1 for a row the batch inserted). */
+  score: number;
+  /** Report sources before the batch (blocking rules match them). */
+  sources: string[];
   /** Inserted by this batch. */
   created: boolean;
   /** Held, and last written by a transaction the lock statement's snapshot saw: its reporters came with it. */
@@ -109,11 +115,15 @@ export async function ingestIpv4Batch(
     const accepted = items.map((item, idx) => ({ item, idx })).filter(({ idx }) => !reserved.has(idx));
 
     const decisions = await upsertDecisions(tx, accepted.map(({ item }) => item));
+    if (decisions.length > 0) {
+      if (clockTs === null) throw new Error('ipv4 ingest: the feed clock was not taken for a batch with decisions');
+      await anchorDecided(tx, decisions, clockTs, rules);
+    }
     const reports = accepted.filter(({ item }) => item.addReport);
     for (const { item, idx } of accepted) if (!item.addReport) outcomes[idx] = { status: 'stored', created: false, indicatorTs: null };
     if (reports.length === 0) {
       progress.committing?.();
-      return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: null, decisions };
+      return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: decisions.length > 0 ? clockTs : null, decisions };
     }
     if (clockTs === null) throw new Error('ipv4 ingest: the feed clock was not taken for a batch with reports');
 
@@ -165,13 +175,9 @@ export async function ingestIpv4Batch(
       const row = rowByNetwork.get(network)!;
       const reporters = reportersOf.get(row.id) ?? new Map<number, ReporterAggregate>();
       const previousTs = row.created ? null : row.ts;
-      let reanchor = row.created;
+      const previousOrgs = [...reporters.keys()].map(String);
       const entry = byNetwork.get(network)!;
       for (const c of entry.values()) {
-        // The shared rule decides whether this report moves the clock; the second it moves to is
-        // the feed clock's, taken in the batch's first statement (anchorTs never moves backwards,
-        // and the feed clock never runs behind an earlier anchor).
-        if (!reanchor && rules.anchor(previousTs, [...reporters.keys()].map(String), String(c.orgId), Number.MAX_SAFE_INTEGER) !== previousTs) reanchor = true;
         const before = reporters.get(c.orgId);
         reporters.set(c.orgId, {
           orgId: c.orgId,
@@ -182,11 +188,22 @@ export async function ingestIpv4Batch(
         reportRows.push({ id: row.id, org_id: c.orgId, confidence: c.confidence, events: c.events, ts: nowSeconds, sources: [...c.sources].sort() });
       }
       const aggregates = [...reporters.values()];
+      const score = rules.score(aggregates);
+      // The shared rule decides whether the batch moves the clock (a new indicator, a new
+      // reporting organization, a changed score); the second it moves to is the feed clock's,
+      // taken in the batch's first statement (anchorTs never moves backwards, and the feed clock
+      // never runs behind an earlier anchor).
+      const scores = { before: row.score, after: score };
+      const reanchor =
+        row.created ||
+        [...entry.keys()].some((org) => rules.anchor(previousTs, previousOrgs, String(org), Number.MAX_SAFE_INTEGER, scores) !== previousTs) ||
+        // A new source can make an organization's blocking rule match: that too is delivered.
+        [...entry.values()].some((c) => c.sources.some((source) => !row.sources.includes(source)));
       // A new row already carries its ts (>= clockTs); the same rule as the update below.
       storedByNetwork.set(network, { created: row.created, ts: reanchor ? Math.max(row.ts, clockTs) : row.ts });
       updates.push({
         id: row.id,
-        score: rules.score(aggregates),
+        score,
         reanchor,
         members: aggregates.length,
         events: aggregates.reduce((sum, a) => sum + a.events, 0),
@@ -229,7 +246,7 @@ export async function ingestIpv4Batch(
       outcomes[idx] = { status: 'stored', created: stored.created, indicatorTs: stored.ts };
     }
     progress.committing?.();
-    return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: updates.some((u) => u.reanchor) ? clockTs : null, decisions };
+    return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: updates.some((u) => u.reanchor) || decisions.length > 0 ? clockTs : null, decisions };
   });
 }
 
@@ -305,7 +322,7 @@ async function lockIndicators(tx: Transaction, items: Ipv4ReportItem[]): Promise
          where u.add_report and not exists (select 1 from reserved x where x.idx = u.idx)
          order by u.network, u.idx
        ), held as materialized (
-         select i.id, i.network, i.ts,
+         select i.id, i.network, i.ts, i.score, i.sources,
            coalesce(pg_visible_in_snapshot(i.change_xid, pg_current_snapshot()), true) as fresh
          from ipv4_indicators i
          where i.network = any (array(select w.network from wanted w))
@@ -321,7 +338,7 @@ async function lockIndicators(tx: Transaction, items: Ipv4ReportItem[]): Promise
          select floor(extract(epoch from clock_timestamp()))::bigint
          from (select floor(extract(epoch from clock_timestamp()))::bigint as s) as x
          cross join lateral pg_advisory_xact_lock_shared($3::bigint * 4294967296 + x.s) as lock
-         where $2::bigint is null and exists (select 1 from wanted)
+         where $2::bigint is null and (exists (select 1 from wanted) or $4::boolean)
        ), created as (
          -- The held rows are all locked (the array below is computed once, before the first
          -- insert), then the missing ones are inserted.
@@ -335,8 +352,8 @@ async function lockIndicators(tx: Transaction, items: Ipv4ReportItem[]): Promise
        )
        select
          (select coalesce(json_agg(json_build_object('idx', idx, 'range', range)), '[]'::json) from reserved) as reserved,
-         (select coalesce(json_agg(json_build_object('id', id, 'network', network::text, 'ts', ts, 'created', false, 'fresh', fresh)), '[]'::json) from held) as held,
-         (select coalesce(json_agg(json_build_object('id', id, 'network', network::text, 'ts', ts, 'created', true, 'fresh', false)), '[]'::json) from created) as created,
+         (select coalesce(json_agg(json_build_object('id', id, 'network', network::text, 'ts', ts, 'score', score, 'sources', sources, 'created', false, 'fresh', fresh)), '[]'::json) from held) as held,
+         (select coalesce(json_agg(json_build_object('id', id, 'network', network::text, 'ts', ts, 'score', 1, 'sources', '{}'::text[], 'created', true, 'fresh', false)), '[]'::json) from created) as created,
          (select ts from clock) as clock_ts,
          (select coalesce(json_agg(json_build_object('id', r.indicator_id, 'org_id', r.org_id, 'confidence', r.confidence, 'events', r.events, 'trust', o.trust)), '[]'::json)
           from held h join ipv4_reports r on r.indicator_id = h.id join organizations o on o.id = r.org_id where h.fresh) as reporters,
@@ -356,6 +373,8 @@ async function lockIndicators(tx: Transaction, items: Ipv4ReportItem[]): Promise
         ),
         clockTs,
         IPV4_FEED_LOCK_CLASS,
+        // Decisions re-deliver the records they cover (migration 0011) at the batch's second.
+        items.some((item) => item.decision !== null),
       ],
       { name: 'rampart_ipv4_ingest_lock' },
     );
@@ -363,7 +382,7 @@ async function lockIndicators(tx: Transaction, items: Ipv4ReportItem[]): Promise
     for (const x of answer.reserved) reserved.set(x.idx, x.range);
     if (answer.clock_ts !== null) clockTs ??= Number(answer.clock_ts);
     for (const row of [...answer.held, ...answer.created]) {
-      rows.push({ id: Number(row.id), network: row.network, ts: Number(row.ts), created: row.created, fresh: row.fresh });
+      rows.push({ id: Number(row.id), network: row.network, ts: Number(row.ts), score: Number(row.score), sources: row.sources, created: row.created, fresh: row.fresh });
       locked.add(row.network);
     }
     known.push(...answer.reporters, ...answer.trust);
@@ -389,4 +408,85 @@ async function upsertDecisions(tx: Transaction, items: Ipv4ReportItem[]): Promis
     [json(rows.map((r) => ({ org_id: r.orgId, network: r.network, decision: r.decision, ttl: r.ttl })))],
   );
   return rows;
+}
+
+/**
+ * Delivers again, to the deciding organization only, every held record a decision covers
+ * (`network <<= decision`): an anchor row (migration 0011) at the batch's second carrying the
+ * live score there, computed from the pair that organization saw until now. A record the batch
+ * also reports and re-anchors for everyone gets the same second, and its own pair wins.
+ */
+export async function anchorDecided(tx: Transaction, decisions: IngestResult['decisions'], clockTs: number, rules: Pick<IngestRules, 'reanchoredScore'>): Promise<number> {
+  const covered = await tx.query<{ org_id: number; id: number; ts: number; score: number }>(
+    `select distinct on (d.org_id, i.id) d.org_id, i.id, coalesce(a.ts, i.ts) as ts, coalesce(a.score, i.score) as score
+     from jsonb_to_recordset($1::jsonb) as d(org_id bigint, network cidr)
+     join ipv4_indicators i on i.network <<= d.network
+     left join ipv4_org_anchors a on a.org_id = d.org_id and a.indicator_id = i.id and a.ts > i.ts
+     order by d.org_id, i.id`,
+    [json(decisions.map((d) => ({ org_id: d.orgId, network: d.network })))],
+  );
+  return writeAnchors(tx, covered.rows, clockTs, rules);
+}
+
+/** Upserts anchors at `clockTs` for rows given with the (ts, score) their organization saw; in key order. */
+export async function writeAnchors(
+  tx: Transaction,
+  rows: Array<{ org_id: number; id: number; ts: number; score: number }>,
+  clockTs: number,
+  rules: Pick<IngestRules, 'reanchoredScore'>,
+): Promise<number> {
+  const anchors = rows
+    .filter((r) => Number(r.ts) < clockTs)
+    .map((r) => ({ org_id: Number(r.org_id), id: Number(r.id), score: rules.reanchoredScore(r.score, clockTs - Number(r.ts)) }));
+  if (anchors.length === 0) return 0;
+  await tx.query(
+    `insert into ipv4_org_anchors (org_id, indicator_id, ts, score)
+     select u.org_id, u.id, $2, u.score from jsonb_to_recordset($1::jsonb) as u(org_id bigint, id bigint, score integer)
+     order by u.org_id, u.id
+     on conflict (org_id, indicator_id) do update set ts = excluded.ts, score = excluded.score`,
+    [json(anchors), clockTs],
+  );
+  return anchors.length;
+}
+
+/**
+ * A second for records written outside a report batch (the same protocol as the batch's first
+ * statement): a shared advisory lock on the current second, held until the transaction ends, then
+ * the clock read again, so feed readers stop before it until this transaction commits.
+ */
+export async function takeIpv4FeedSecond(tx: Transaction): Promise<number> {
+  const res = await tx.query<{ ts: number }>(
+    `select floor(extract(epoch from clock_timestamp()))::bigint as ts
+     from (select floor(extract(epoch from clock_timestamp()))::bigint as s) as x
+     cross join lateral pg_advisory_xact_lock_shared($1::bigint * 4294967296 + x.s) as lock`,
+    [IPV4_FEED_LOCK_CLASS],
+  );
+  return Number(res.rows[0]!.ts);
+}
+
+/** The held records an organization's policy change touches (services decide which). */
+export interface PolicyChangeScope {
+  /** Reserved ranges added or removed: records overlapping one of them. */
+  ranges: string[];
+  /** Tags of the blocking rule before or after, when it changed: records carrying one (as tag or source). */
+  ruleTags: string[];
+}
+
+/**
+ * Delivers again, to `orgId` only, every held record its policy change touches (migration 0011),
+ * inside the transaction that changes the policy. Returns how many records it re-anchored.
+ */
+export async function anchorPolicyChange(tx: Transaction, orgId: number, scope: PolicyChangeScope, rules: Pick<IngestRules, 'reanchoredScore'>): Promise<number> {
+  if (scope.ranges.length === 0 && scope.ruleTags.length === 0) return 0;
+  const clockTs = await takeIpv4FeedSecond(tx);
+  const touched = await tx.query<{ org_id: number; id: number; ts: number; score: number }>(
+    `select $1::bigint as org_id, i.id, coalesce(a.ts, i.ts) as ts, coalesce(a.score, i.score) as score
+     from ipv4_indicators i
+     left join ipv4_org_anchors a on a.org_id = $1 and a.indicator_id = i.id and a.ts > i.ts
+     where (cardinality($2::text[]) > 0 and i.network::inet && any($2::text[]::inet[]))
+        or (cardinality($3::text[]) > 0 and (i.tags && $3::text[] or i.sources && $3::text[]))
+     order by i.id`,
+    [orgId, scope.ranges, scope.ruleTags],
+  );
+  return writeAnchors(tx, touched.rows, clockTs, rules);
 }

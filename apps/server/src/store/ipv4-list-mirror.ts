@@ -52,10 +52,14 @@ const SINCE_NOW = `pg_snapshot_xmax(pg_current_snapshot())::text as xmax,
 /** Rows of alias `t` written by a transaction MirrorSince ($1, $2) had not seen. */
 const UNSEEN = (t: string) => `(${t}.change_xid >= $1::xid8 or ${t}.change_xid = any($2::xid8[]))`;
 
+/** An organization's anchor of an indicator (migration 0011): [org_id, indicator_id, ts, score]. */
+export type MirrorAnchorRow = [number, number, number, number];
+
 export interface MirrorChanges extends PackedRows {
   /** What the statement's snapshot had not seen: the next catch-up starts there. */
   since: MirrorSince;
   decisions: MirrorDecisionRow[] | null;
+  anchors: MirrorAnchorRow[] | null;
   /** [kind, indicator_id, org_id, network]: see ipv4_list_deletions. */
   deleted: Array<[number, number | null, number | null, string | null]> | null;
 }
@@ -88,6 +92,14 @@ export async function mirrorChunk(db: Db, after: number, limit: number): Promise
   return { count: r.count, last: r.last === null ? null : Number(r.last), rows: bytes(r.rows), asInfo: r.as_info };
 }
 
+const ANCHOR_JSON = `json_build_array(a.org_id, a.indicator_id, a.ts, a.score)`;
+
+/** Every anchor of every organization. */
+export async function mirrorAnchors(db: Db): Promise<MirrorAnchorRow[]> {
+  const res = await db.query<{ a: MirrorAnchorRow[] | null }>(`select json_agg(${ANCHOR_JSON}) as a from ipv4_org_anchors a`);
+  return res.rows[0]!.a ?? [];
+}
+
 /** Every decision of every organization. */
 export async function mirrorDecisions(db: Db): Promise<MirrorDecisionRow[]> {
   const res = await db.query<{ d: MirrorDecisionRow }>(`select ${DECISION_JSON} as d from ipv4_decisions d`);
@@ -100,9 +112,12 @@ export async function mirrorDecisions(db: Db): Promise<MirrorDecisionRow[]> {
  * snapshot has not seen in turn.
  */
 export async function mirrorChangesSince(db: Db, since: MirrorSince): Promise<MirrorChanges> {
-  const res = await db.query<MirrorSince & { rows: unknown; as_info: AsInfoRow[] | null; decisions: MirrorDecisionRow[] | null; deleted: MirrorChanges['deleted'] }>(
+  const res = await db.query<
+    MirrorSince & { rows: unknown; as_info: AsInfoRow[] | null; decisions: MirrorDecisionRow[] | null; anchors: MirrorAnchorRow[] | null; deleted: MirrorChanges['deleted'] }
+  >(
     `select ${SINCE_NOW}, c.rows, c.as_info,
        (select json_agg(${DECISION_JSON}) from ipv4_decisions d where ${UNSEEN('d')}) as decisions,
+       (select json_agg(${ANCHOR_JSON}) from ipv4_org_anchors a where ${UNSEEN('a')}) as anchors,
        (select json_agg(json_build_array(x.kind, x.indicator_id, x.org_id, x.network::text)) from ipv4_list_deletions x where ${UNSEEN('x')}) as deleted
      from (select string_agg(${PACKED}, ''::bytea) as rows, ${AS_INFO} as as_info
            from ipv4_indicators i where ${UNSEEN('i')}) c`,
@@ -111,5 +126,5 @@ export async function mirrorChangesSince(db: Db, since: MirrorSince): Promise<Mi
     { name: 'ipv4_mirror_changes' },
   );
   const r = res.rows[0]!;
-  return { since: { xmax: r.xmax, xip: r.xip }, rows: bytes(r.rows), asInfo: r.as_info, decisions: r.decisions, deleted: r.deleted };
+  return { since: { xmax: r.xmax, xip: r.xip }, rows: bytes(r.rows), asInfo: r.as_info, decisions: r.decisions, anchors: r.anchors, deleted: r.deleted };
 }

@@ -5,7 +5,7 @@ import { LookupBatcher } from './lookup-batcher.ts';
 /**
  * `Ipv4Store.holding` for many (organization, address) pairs in one statement: for each pair,
  * the records holding the address (the address itself and every network containing it), most
- * specific first, each with that organization's most specific decision. `k` is the pair's
+ * specific first, each with that organization's anchor (migration 0011) and most specific decision. `k` is the pair's
  * 1-based position.
  *
  * `limit 33` drops nothing (networks are unique, and an address lies in one network of each
@@ -13,12 +13,14 @@ import { LookupBatcher } from './lookup-batcher.ts';
  * each, for want of statistics on `>>=`) from crossing jit_above_cost, whose compilation took
  * 5-8 ms per batch of 32 where the statement itself takes 0.5 ms.
  */
-const HOLDING_MANY = `select q.k::integer as k, i.id, i.gid, i.network::text as network, i.is_network, i.score, i.ts, i.entry_ts,
+const HOLDING_MANY = `select q.k::integer as k, i.id, i.gid, i.network::text as network, i.is_network,
+  coalesce(a.score, i.score) as score, coalesce(a.ts, i.ts) as ts, i.entry_ts,
   i.members, i.events, i.sources, i.notes, i.tags, i.ip_info, d.decision, d.ttl
   from unnest($1::bigint[], $2::cidr[]) with ordinality as q(org_id, net, k)
   cross join lateral (
     select * from ipv4_indicators h where h.network >>= q.net limit 33
   ) i
+  left join ipv4_org_anchors a on a.org_id = q.org_id and a.indicator_id = i.id and a.ts > i.ts
   left join lateral (
     select decision, ttl from ipv4_decisions
     where org_id = q.org_id and network >>= i.network

@@ -24,14 +24,40 @@ export interface Ipv4Row {
   ttl: number | null;
 }
 
-const SELECT = `select i.id, i.gid, i.network::text as network, i.is_network, i.score, i.ts, i.entry_ts, i.members,
-  i.events, i.sources, i.notes, i.tags, i.ip_info, d.decision, d.ttl
+/**
+ * The record as organization $1 sees it: its anchor (migration 0011) replaces the indicator's own
+ * (ts, score) while it is newer, and its most specific decision is joined.
+ */
+const SELECT = `select i.id, i.gid, i.network::text as network, i.is_network, coalesce(a.score, i.score) as score,
+  coalesce(a.ts, i.ts) as ts, i.entry_ts, i.members, i.events, i.sources, i.notes, i.tags, i.ip_info, d.decision, d.ttl
   from ipv4_indicators i
+  left join ipv4_org_anchors a on a.org_id = $1 and a.indicator_id = i.id and a.ts > i.ts
   left join lateral (
     select decision, ttl from ipv4_decisions
     where org_id = $1 and network >>= i.network
     order by masklen(network) desc limit 1
   ) d on true`;
+
+/**
+ * Ids and effective `ts` of organization $1's feed rows matching `cond` (over `ts` and `id`):
+ * indicators whose own pair is in force, and the organization's newer anchors. Each branch reads
+ * its (ts, id) index in order; `limit` bounds both.
+ */
+function feedKeys(cond: (ts: string, id: string) => string, limit: string): string {
+  return `select k.id, k.ts from (
+    (select i.id, i.ts from ipv4_indicators i
+     where ${cond('i.ts', 'i.id')}
+       and not exists (select 1 from ipv4_org_anchors x where x.org_id = $1 and x.indicator_id = i.id and x.ts > i.ts)
+     order by i.ts, i.id limit ${limit})
+    union all
+    (select x.indicator_id, x.ts from ipv4_org_anchors x join ipv4_indicators i on i.id = x.indicator_id
+     where x.org_id = $1 and ${cond('x.ts', 'x.indicator_id')} and x.ts > i.ts
+     order by x.ts, x.indicator_id limit ${limit})
+  ) k order by k.ts, k.id limit ${limit}`;
+}
+
+const FEED_PAGE = `${SELECT} join (${feedKeys((ts) => `${ts} > $2 and ${ts} < $3`, '$4')}) k on k.id = i.id order by k.ts, k.id`;
+const FEED_GROUP_REST = `${SELECT} join (${feedKeys((ts, id) => `${ts} = $2 and ${id} > $3`, 'all')}) k on k.id = i.id order by k.id`;
 
 export class Ipv4Store {
   constructor(private readonly db: Db) {}
@@ -63,11 +89,11 @@ export class Ipv4Store {
   async feedPage(orgId: number, since: number, pageSize: number, delaySeconds: number): Promise<Ipv4Row[]> {
     const complete = await this.completeBefore();
     const upper = Math.min(complete, complete - delaySeconds + 1);
-    const page = await this.db.query<Ipv4Row>(`${SELECT} where i.ts > $2 and i.ts < $3 order by i.ts, i.id limit $4`, [orgId, since, upper, pageSize]);
+    const page = await this.db.query<Ipv4Row>(FEED_PAGE, [orgId, since, upper, pageSize]);
     const rows = page.rows;
     const last = rows.at(-1);
     if (rows.length === pageSize && last) {
-      const rest = await this.db.query<Ipv4Row>(`${SELECT} where i.ts = $2 and i.id > $3 order by i.id`, [orgId, last.ts, last.id]);
+      const rest = await this.db.query<Ipv4Row>(FEED_GROUP_REST, [orgId, last.ts, last.id]);
       rows.push(...rest.rows);
     }
     return rows;
@@ -105,7 +131,7 @@ export class Ipv4Store {
     const select =
       columns === 'address'
         ? 'i.id, i.network::text as network'
-        : 'i.id, i.network::text as network, i.score, i.ts, i.members, i.events, floor(extract(epoch from i.updated_at))::bigint as updated, i.ip_info';
+        : 'i.id, i.network::text as network, coalesce(a.score, i.score) as score, coalesce(a.ts, i.ts) as ts, i.members, i.events, floor(extract(epoch from i.updated_at))::bigint as updated, i.ip_info';
     const res = await this.db.query<Ipv4ListRow>(
       `select ${select} from ipv4_indicators i ${where} order by i.id limit ${Number(limit)}`,
       params,
@@ -194,14 +220,18 @@ function listWhere(f: Ipv4ListFilter, after: number | null, upTo: number | null,
   if (after !== null) conditions.push(`i.id > ${p(after)}`);
   if (upTo !== null) conditions.push(`i.id <= ${p(upTo)}`);
   if (f.reserved.length > 0) conditions.push(`not (i.network::inet && any(${p(f.reserved)}::inet[]))`);
-  const byScore = [`i.ts >= (${p(f.cutoffs)}::bigint[])[i.score]`];
+  // The organization's anchor (migration 0011) replaces the row's (ts, score) while newer.
+  const anchors = `left join ipv4_org_anchors a on a.org_id = ${p(f.orgId)} and a.indicator_id = i.id and a.ts > i.ts`;
+  const ts = 'coalesce(a.ts, i.ts)';
+  const score = 'coalesce(a.score, i.score)';
+  const byScore = [`${ts} >= (${p(f.cutoffs)}::bigint[])[${score}]`];
   if (f.rule && f.rule.tags.length > 0) {
     const tags = p(f.rule.tags);
-    byScore.push(`((i.tags && ${tags}::text[] or i.sources && ${tags}::text[]) and i.ts >= (${p(f.rule.cutoffs)}::bigint[])[i.score])`);
+    byScore.push(`((i.tags && ${tags}::text[] or i.sources && ${tags}::text[]) and ${ts} >= (${p(f.rule.cutoffs)}::bigint[])[${score}])`);
   }
-  let join = '';
+  let join = anchors;
   if (f.hasDecisions) {
-    join = `left join lateral (
+    join += ` left join lateral (
       select decision, ttl from ipv4_decisions
       where org_id = ${p(f.orgId)} and network >>= i.network
       order by masklen(network) desc limit 1

@@ -1,5 +1,5 @@
 import { OrganizationConfig } from '@rampart/contracts';
-import type { Db, Queryable } from './db.ts';
+import type { Db, Queryable, Transaction } from './db.ts';
 
 export interface AuditEntry {
   id: number;
@@ -90,9 +90,10 @@ export class SettingsStore {
     orgId: number,
     build: (current: OrganizationConfig) => OrganizationConfig,
     changedBy: string,
+    alsoInTransaction?: (tx: Transaction, before: OrganizationConfig, after: OrganizationConfig) => Promise<void>,
   ): Promise<{ document: OrganizationConfig; version: number }> {
     try {
-      return await this.replaceOrganizationTx(orgId, build, changedBy);
+      return await this.replaceOrganizationTx(orgId, build, changedBy, alsoInTransaction);
     } finally {
       this.forget(orgId);
     }
@@ -102,6 +103,7 @@ export class SettingsStore {
     orgId: number,
     build: (current: OrganizationConfig) => OrganizationConfig,
     changedBy: string,
+    alsoInTransaction?: (tx: Transaction, before: OrganizationConfig, after: OrganizationConfig) => Promise<void>,
   ): Promise<{ document: OrganizationConfig; version: number }> {
     return this.db.transaction(async (tx) => {
       // Locks the row (or, before the first save, the organization) against a concurrent replace.
@@ -117,6 +119,7 @@ export class SettingsStore {
       );
       const version = res.rows[0]!.version;
       await recordAudit(tx, { orgId, subject: 'organization', version, changedBy, fields: changedPaths(current.document, document) });
+      await alsoInTransaction?.(tx, current.document, document);
       return { document, version };
     });
   }

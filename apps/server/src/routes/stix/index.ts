@@ -23,7 +23,7 @@ async function factsFor(context: AppContext, orgId: number, id: string): Promise
     const decided = recordDecision(row, policy, Math.floor(Date.now() / 1000));
     const value = row.network.endsWith('/32') ? row.network.slice(0, -3) : row.network;
     // The IPv4 precedence decides for the caller: reserved and whitelisted records say 0.
-    const decision = decided.decision;
+    const decision = decided.decision ?? -1;
     return { subject: { kind: 'ipv4', value, isNetwork: row.is_network }, score: row.score, entryTs: row.entry_ts, ts: row.ts, members: row.members, events: row.events, tags: row.tags, decision };
   }
   if (DIGEST.test(id)) {
