@@ -99,7 +99,7 @@ describe.each(driverCases())('domains and URLs on $name', (driver) => {
       elk_ts: new Date(record.ts * 1000).toISOString(),
       elk_entry_ts: new Date(record.ts * 1000).toISOString(),
       entry_ts: record.ts,
-      decision: -1,
+      decision: null,
     });
     expect((await store.db.query("select count(*)::int as n from domain_indicators where value like '%bcher%'")).rows).toEqual([{ n: 1 }]);
     expect((await get(acme.keys.reader, '/domains/xn--bcher-kva.example.')).json().domain).toBe('xn--bcher-kva.example');
@@ -122,13 +122,22 @@ describe.each(driverCases())('domains and URLs on $name', (driver) => {
     expect((await get(acme.keys.reader, `/urls/${encodeURIComponent('HTTPS://XN--BCHER-KVA.EXAMPLE:443/a%20b#x')}`)).json().url).toBe('https://xn--bcher-kva.example/a%20b');
   });
 
-  it('re-anchors only when another organization reports, and explains the score', async () => {
+  it('re-anchors when another organization reports or the score changes, and explains the score', async () => {
     await send('POST', acme.keys.contributor, '/domains', { domain: 'anchor.example', confidence: 0.8 });
     const first = (await get(acme.keys.reader, '/domains/anchor.example')).json();
-    await bumpFeedClock(store, 30);
+    const bumped = await bumpFeedClock(store, 30);
     await send('POST', acme.keys.contributor, '/domains', { domain: 'anchor.example', confidence: 0.6, tags: ['late'] });
     const repeat = (await get(acme.keys.reader, '/domains/anchor.example')).json();
-    expect(repeat).toMatchObject({ ts: first.ts, entry_ts: first.ts, total_reports: 2, total_members: 1, score: s0([0.9, 0.6, 2]), tags: ['late'] });
+    // The repeat changed the score: the record is delivered again, anchored at a new ts.
+    expect(repeat).toMatchObject({ ts: bumped, entry_ts: first.ts, total_reports: 2, total_members: 1, score: s0([0.9, 0.6, 2]), tags: ['late'] });
+    // A repeat that leaves the score as it is (same confidence and, once saturated, same events) keeps the anchor.
+    await store.db.query(`update domain_reports set events = 1000000 where indicator_id = (select id from domain_indicators where value = 'anchor.example')`);
+    await send('POST', acme.keys.contributor, '/domains', { domain: 'anchor.example', confidence: 0.6 });
+    const saturated = (await get(acme.keys.reader, '/domains/anchor.example')).json();
+    await bumpFeedClock(store, 30);
+    await send('POST', acme.keys.contributor, '/domains', { domain: 'anchor.example', confidence: 0.6 });
+    expect((await get(acme.keys.reader, '/domains/anchor.example')).json()).toMatchObject({ ts: saturated.ts, score: saturated.score });
+    await store.db.query(`update domain_reports set events = 2 where indicator_id = (select id from domain_indicators where value = 'anchor.example')`);
     const later = await bumpFeedClock(store, 30);
     await send('POST', globex.keys.contributor, '/domains', { domain: 'anchor.example', confidence: 1 });
     const res = await get(globex.keys.reader, '/domains/anchor.example?explain=yes');
@@ -153,6 +162,9 @@ describe.each(driverCases())('domains and URLs on $name', (driver) => {
     }
   });
 
+  /** Moves the feed clock past every ts written so far, so the feed serves them (a later writer would). */
+  const waitFeedSettled = () => bumpFeedClock(store, 1);
+
   it("applies each organization's decision identically to look-ups and feeds, and publishes decision_changed", async () => {
     await send('POST', globex.keys.contributor, '/domains', { domain: 'decided.example', confidence: 0.2 });
     await send('POST', globex.keys.contributor, '/urls', { url: 'http://decided.example/x', confidence: 0.2 });
@@ -169,16 +181,25 @@ describe.each(driverCases())('domains and URLs on $name', (driver) => {
     const urlsOf = async (org: TestOrg) => UrlPage.parse((await get(org.keys.reader, '/urls?ts=0&page_size=1999')).json()).body.map((r) => r.url);
     expect((await get(acme.keys.reader, '/domains/decided.example')).json().decision).toBe(0);
     expect((await get(acme.keys.reader, `/urls/${encodeURIComponent('http://decided.example/x')}`)).json().decision).toBe(0);
-    expect(await domainsOf(acme)).not.toContain('decided.example');
-    expect(await urlsOf(acme)).not.toContain('http://decided.example/x');
-    expect(await domainsOf(globex)).toContain('decided.example');
-    expect(await urlsOf(globex)).toContain('http://decided.example/x');
-    // The decision body defaults to -1 (follow the score).
-    expect((await send('PUT', acme.keys.contributor, '/domains/decided.example', {})).statusCode).toBe(200);
-    expect((await get(acme.keys.reader, '/domains/decided.example')).json().decision).toBe(-1);
-    expect(await domainsOf(acme)).toContain('decided.example');
+    // Whitelisted records come again in the deciding organization's feed, carrying decision 0, so a follower learns of it.
+    const decidedIn = async (org: TestOrg) => {
+      const d = DomainPage.parse((await get(org.keys.reader, '/domains?ts=0&page_size=1999')).json()).body.find((r) => r.domain === 'decided.example');
+      const u = UrlPage.parse((await get(org.keys.reader, '/urls?ts=0&page_size=1999')).json()).body.find((r) => r.url === 'http://decided.example/x');
+      return [d?.decision, u?.decision];
+    };
+    await waitFeedSettled();
+    expect(await decidedIn(acme)).toEqual([0, 0]);
+    expect(await decidedIn(globex)).toEqual([null, null]);
+    // A body without decision is 400, like /files.
+    const missing = await send('PUT', acme.keys.contributor, '/domains/decided.example', {});
+    expect(missing.statusCode).toBe(400);
+    expect(errorPaths(missing)).toEqual(['body.decision']);
+    expect((await send('PUT', acme.keys.contributor, '/domains/decided.example', { decision: -1 })).statusCode).toBe(200);
+    expect((await get(acme.keys.reader, '/domains/decided.example')).json().decision).toBeNull();
     expect((await send('PUT', acme.keys.contributor, '/urls/' + encodeURIComponent('http://decided.example/x'), { decision: 1 })).statusCode).toBe(200);
     expect((await get(acme.keys.reader, `/urls/${encodeURIComponent('http://decided.example/x')}`)).json().decision).toBe(1);
+    await waitFeedSettled();
+    expect(await decidedIn(acme)).toEqual([null, 1]);
     const deadline = Date.now() + 5000;
     const decisions = () => heard.filter((e) => e.type === 'decision_changed');
     while (decisions().length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

@@ -105,7 +105,7 @@ describe.each(driverCases())('files on $name', (driver) => {
     expect((await post(key, { file_type: 'application/pdf', md5: d.md5, confidence: 1 })).statusCode).toBe(200);
   });
 
-  it('stores a report durably, merges repeats by the same organization and re-anchors only on another organization', async () => {
+  it('stores a report durably, merges repeats by the same organization and re-anchors when the score changes or another organization reports', async () => {
     const d = digests('merge');
     const first = await post(acme.keys.contributor, { md5: d.md5, file_type: 'application/vnd.microsoft.portable-executable', file_name: 'invoice.exe', tags: ['emotet'], confidence: 0.9, file_bytes: Buffer.from('MZ\x90\x00').toString('base64') });
     expect(first.statusCode).toBe(200);
@@ -125,15 +125,15 @@ describe.each(driverCases())('files on $name', (driver) => {
       elk_ts: new Date(r1.ts * 1000).toISOString(),
       elk_entry_ts: new Date(r1.ts * 1000).toISOString(),
       entry_ts: r1.ts,
-      decision: -1,
+      decision: null,
     });
     expect(Math.abs(r1.ts - Date.now() / 1000)).toBeLessThan(120);
 
-    // Same organization, later clock: events and confidence change, the anchor does not.
-    await bumpFeedClock(store, 50);
+    // Same organization, later clock: events and confidence change the score, so the record is anchored again.
+    const bumped = await bumpFeedClock(store, 50);
     expect((await post(acme.keys.contributor, { md5: d.md5, sha1: d.sha1, file_type: 'application/vnd.microsoft.portable-executable', tags: ['loader', 'emotet'], confidence: 0.5 })).statusCode).toBe(200);
     const r2 = (await get(acme.keys.reader, `/files/${d.sha1}`)).json();
-    expect(r2).toMatchObject({ md5: d.md5.toUpperCase(), sha1: d.sha1.toUpperCase(), sha256: '', ts: r1.ts, entry_ts: r1.ts, total_reports: 2, total_members: 1, tags: ['emotet', 'loader'], file_name: 'invoice.exe', score: s0([0.8, 0.5, 2]) });
+    expect(r2).toMatchObject({ md5: d.md5.toUpperCase(), sha1: d.sha1.toUpperCase(), sha256: '', ts: bumped, entry_ts: r1.ts, total_reports: 2, total_members: 1, tags: ['emotet', 'loader'], file_name: 'invoice.exe', score: s0([0.8, 0.5, 2]) });
 
     // Another organization: the anchor moves to the feed clock, entry_ts stays.
     const later = await bumpFeedClock(store, 100);
@@ -185,7 +185,7 @@ describe.each(driverCases())('files on $name', (driver) => {
     expect(deep.headers['x-coins-cost']).toBe('6');
     expect(deep.json()).toEqual({
       md5: d.md5.toUpperCase(), sha1: d.sha1.toUpperCase(), sha256: d.sha256.toUpperCase(), file_bytes: null, file_type: 'application/x-executable', file_name: 'kinsing',
-      score: 640, ts: 1_600_000_000, total_reports: 1, total_members: 1, tags: [], elk_ts: '2020-09-13T12:26:40.000Z', elk_entry_ts: '2020-09-13T12:26:40.000Z', entry_ts: 1_600_000_000, decision: -1,
+      score: 640, ts: 1_600_000_000, total_reports: 1, total_members: 1, tags: [], elk_ts: '2020-09-13T12:26:40.000Z', elk_entry_ts: '2020-09-13T12:26:40.000Z', entry_ts: 1_600_000_000, decision: null,
     });
     const missing = await get(acme.keys.reader, `/files/${'cd'.repeat(20)}?deep_scan=YES`);
     expect(missing.statusCode).toBe(404);
@@ -218,17 +218,27 @@ describe.each(driverCases())('files on $name', (driver) => {
     expect(whitelist.statusCode).toBe(200);
     expect(whitelist.body).toBe('');
     expect((await get(acme.keys.reader, `/files/${d.sha256}`)).json().decision).toBe(0);
-    expect((await get(globex.keys.reader, `/files/${d.sha256}`)).json().decision).toBe(-1);
-    const feedSha = async (org: TestOrg, query = '') => ((await get(org.keys.reader, `/files?ts=0&page_size=1999${query}`)).json() as FilePage).body.map((r) => r.sha256);
-    expect(await feedSha(acme)).not.toContain(d.sha256.toUpperCase());
-    expect(await feedSha(globex)).toContain(d.sha256.toUpperCase());
+    expect((await get(globex.keys.reader, `/files/${d.sha256}`)).json().decision).toBeNull();
+    const feedSha = async (org: TestOrg, query = '') => {
+      await bumpFeedClock(store, 1);
+      return ((await get(org.keys.reader, `/files?ts=0&page_size=1999${query}`)).json() as FilePage).body.map((r) => r.sha256);
+    };
+    const feedDecision = async (org: TestOrg) => {
+      await bumpFeedClock(store, 1);
+      return ((await get(org.keys.reader, `/files?ts=0&page_size=1999`)).json() as FilePage).body.find((r) => r.sha256 === d.sha256.toUpperCase())?.decision;
+    };
+    // The whitelist reaches the deciding organization's feed as decision 0 (a follower must learn of it); the other's is untouched.
+    expect(await feedDecision(acme)).toBe(0);
+    expect(await feedDecision(globex)).toBeNull();
+    expect(await feedSha(acme, '&min_score=999')).toEqual([d.sha256.toUpperCase()]);
     // Blacklisted: passes any min_score; the score alone would not.
     await put(acme.keys.contributor, d.sha256, 1);
     expect((await get(acme.keys.reader, `/files/${d.md5}`)).json().decision).toBe(1);
     expect(await feedSha(acme, '&min_score=999')).toEqual([d.sha256.toUpperCase()]);
     expect(await feedSha(globex, '&min_score=999')).toEqual([]);
     await put(acme.keys.contributor, d.sha256, -1);
-    expect((await get(acme.keys.reader, `/files/${d.md5}`)).json().decision).toBe(-1);
+    expect((await get(acme.keys.reader, `/files/${d.md5}`)).json().decision).toBeNull();
+    expect(await feedSha(acme, '&min_score=999')).toEqual([]);
     const deadline = Date.now() + 5000;
     while (heard.filter((e) => e.type === 'decision_changed').length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     await unsubscribe();

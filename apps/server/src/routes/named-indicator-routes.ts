@@ -1,3 +1,4 @@
+import { reanchoredScore } from '@rampart/scoring';
 import type { FastifyRequest } from 'fastify';
 import type { ScoreExplanation } from '@rampart/contracts';
 import type { AppContext } from '../context.ts';
@@ -19,13 +20,14 @@ function storeOf(context: AppContext, kind: Kind) {
 export async function reportNamed(context: AppContext, request: FastifyRequest, kind: Kind, value: string, body: { confidence: number; tags?: string[] | undefined }) {
   const principal = principalOf(request);
   const outcome = await storeOf(context, kind).report({ orgId: principal.org.id, value, confidence: body.confidence, tags: body.tags, nowTs: nowSeconds() }, v32Scorer);
-  if (outcome.newReporter) await context.events.publish({ type: 'feed_changed', org_id: null, kind, ts: outcome.ts });
+  if (outcome.moved) await context.events.publish({ type: 'feed_changed', org_id: null, kind, ts: outcome.ts });
 }
 
 export async function decideNamed(context: AppContext, request: FastifyRequest, kind: Kind, value: string, decision: number) {
   const principal = principalOf(request);
   const d = decision as -1 | 0 | 1;
-  await storeOf(context, kind).setDecision(principal.org.id, value, d);
+  await storeOf(context, kind).setDecision(principal.org.id, value, d, reanchoredScore);
+  await context.events.publish({ type: 'feed_changed', org_id: principal.org.id, kind, ts: nowSeconds() });
   await context.events.publish({ type: 'decision_changed', org_id: principal.org.id, kind, indicator: value, decision: d, ttl: null });
 }
 

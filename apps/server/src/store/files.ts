@@ -3,7 +3,11 @@ import type { Db, Queryable } from './db.ts';
 import {
   completeBefore,
   decisionsVersion,
-  groupedPage,
+  anchoredPage,
+  anchorForOrg,
+  anchorJoin,
+  EFFECTIVE,
+  type Effective,
   listBoundary,
   listVersion,
   scoreListSql,
@@ -77,16 +81,17 @@ export interface ArchivedFile {
 }
 
 const hexCol = (c: DigestKind, alias = 'i') => `upper(encode(${alias}.${c}, 'hex')) as ${c}`;
-export const COLUMNS = `i.id, ${hexCol('md5')}, ${hexCol('sha1')}, ${hexCol('sha256')}, i.file_type, i.file_name, i.score, i.ts,
+const columns = (e: Effective) => `i.id, ${hexCol('md5')}, ${hexCol('sha1')}, ${hexCol('sha256')}, i.file_type, i.file_name, ${e.score} as score, ${e.ts} as ts,
   i.entry_ts, i.members, i.events, i.tags, d.decision`;
+/** The archive has no anchors: its rows' own pairs. */
+export const COLUMNS = columns({ ts: 'i.ts', score: 'i.score' });
 // A decision names one digest; when several digests of a file carry one, the latest wins.
 const DECISION_JOIN = `left join lateral (
     select decision from file_decisions
     where org_id = $1 and digest in (i.md5, i.sha1, i.sha256)
     order by updated_at desc limit 1
   ) d on true`;
-const SELECT = `select ${COLUMNS} from file_indicators i ${DECISION_JOIN}`;
-const SELECT_WITH_BYTES = `select ${COLUMNS}, i.file_bytes from file_indicators i ${DECISION_JOIN}`;
+const SELECT_WITH_BYTES = `select ${columns(EFFECTIVE)}, i.file_bytes from file_indicators i ${DECISION_JOIN} ${anchorJoin('file', '$1')}`;
 
 function bytes(hex: string | undefined): Buffer | null {
   return hex === undefined ? null : Buffer.from(hex, 'hex');
@@ -113,7 +118,12 @@ export class FileStore {
           });
         }
       }
-      const merged = await mergeReport(tx, 'file', { indicatorId: row.id, currentTs: row.ts, orgId: input.orgId, confidence: input.confidence, nowTs: input.nowTs }, scorer);
+      const merged = await mergeReport(
+        tx,
+        'file',
+        { indicatorId: row.id, currentTs: Number(row.ts), currentScore: row.score, orgId: input.orgId, confidence: input.confidence, nowTs: input.nowTs },
+        scorer,
+      );
       await tx.query(
         `update file_indicators set score = $2, ts = $3, members = $4, events = $5, tags = $6,
            md5 = coalesce(md5, $7), sha1 = coalesce(sha1, $8), sha256 = coalesce(sha256, $9),
@@ -123,14 +133,14 @@ export class FileStore {
         [row.id, merged.score, merged.ts, merged.members, merged.events, mergeTags(row.tags, input.tags), given.md5, given.sha1, given.sha256,
           input.fileType, input.fileName ?? null, input.fileBytes ?? null],
       );
-      return { indicatorId: row.id, ts: merged.ts, newReporter: merged.newReporter, score: merged.score };
+      return { indicatorId: row.id, ts: merged.ts, newReporter: merged.newReporter, moved: merged.moved, score: merged.score };
     });
   }
 
   private async lockOrCreate(tx: Queryable, given: Record<DigestKind, Buffer | null>, fileType: string) {
-    type Locked = { id: number; ts: number; tags: string[]; md5: Uint8Array | null; sha1: Uint8Array | null; sha256: Uint8Array | null };
+    type Locked = { id: number; ts: number; score: number; tags: string[]; md5: Uint8Array | null; sha1: Uint8Array | null; sha256: Uint8Array | null };
     const find = () =>
-      tx.query<Locked>('select id, ts, tags, md5, sha1, sha256 from file_indicators where md5 = $1 or sha1 = $2 or sha256 = $3 order by id for update', [
+      tx.query<Locked>('select id, ts, score, tags, md5, sha1, sha256 from file_indicators where md5 = $1 or sha1 = $2 or sha256 = $3 order by id for update', [
         given.md5,
         given.sha1,
         given.sha256,
@@ -151,12 +161,18 @@ export class FileStore {
     return found.rows[0]!;
   }
 
-  async setDecision(orgId: number, digestHex: string, decision: -1 | 0 | 1): Promise<void> {
-    await this.db.query(
-      `insert into file_decisions (org_id, digest, decision) values ($1, $2, $3)
-       on conflict (org_id, digest) do update set decision = excluded.decision, updated_at = now()`,
-      [orgId, Buffer.from(digestHex, 'hex'), decision],
-    );
+  /** The organization's decision on a digest; the file carrying it is delivered again to that organization. */
+  async setDecision(orgId: number, digestHex: string, decision: -1 | 0 | 1, reanchor: (s0: number, elapsed: number) => number): Promise<void> {
+    const digest = Buffer.from(digestHex, 'hex');
+    await this.db.transaction(async (tx) => {
+      await tx.query(
+        `insert into file_decisions (org_id, digest, decision) values ($1, $2, $3)
+         on conflict (org_id, digest) do update set decision = excluded.decision, updated_at = now()`,
+        [orgId, digest, decision],
+      );
+      const held = await tx.query<{ id: number }>(`select id from file_indicators where ${digestKind(digestHex)} = $1`, [digest]);
+      if (held.rows[0]) await anchorForOrg(tx, 'file', orgId, held.rows[0].id, reanchor);
+    });
   }
 
   async byDigest(orgId: number, digestHex: string): Promise<FileRow | undefined> {
@@ -180,14 +196,15 @@ export class FileStore {
   }
 
   /**
-   * A feed page for one organization. `minScore` applies the decision precedence: whitelisted
-   * files never pass, blacklisted files always do, the rest by s0.
+   * A feed page for one organization over the pairs it sees. `minScore` applies the decision
+   * precedence: blacklisted files always pass, the rest by s0; whitelisted files pass too (with
+   * decision 0), so a follower learns of the whitelist.
    */
   async feedPage(orgId: number, since: number, pageSize: number, delaySeconds: number, filter: FileFeedFilter): Promise<FileRow[]> {
     const complete = await completeBefore(this.db);
     const upper = Math.min(complete, complete - delaySeconds + 1);
     const params: unknown[] = [orgId, filter.minScore];
-    const where = ['coalesce(d.decision, -1) <> 0', '(d.decision = 1 or i.score >= $2)'];
+    const where: string[] = [];
     if (filter.fileType !== undefined) {
       params.push(filter.fileType);
       where.push(`i.file_type = $${params.length}`);
@@ -200,11 +217,16 @@ export class FileStore {
       params.push(filter.tags);
       where.push(`i.tags && $${params.length}::text[]`);
     }
-    return groupedPage<FileRow>(this.db, SELECT, where.join(' and '), params, { since, upper, pageSize });
+    return anchoredPage<FileRow>(
+      this.db,
+      'file',
+      { columns, joins: DECISION_JOIN, where: (e) => [`(d.decision in (0, 1) or ${e.score} >= $2)`, ...where], params },
+      { since, upper, pageSize },
+    );
   }
 
   private listSql(filter: ScoreListFilter, digest: DigestKind, after: number | null, upTo: number | null, params: unknown[]) {
-    const sql = scoreListSql(DECISION_JOIN.replace('org_id = $1', 'org_id = $ORG'), filter, after, upTo, params);
+    const sql = scoreListSql('file', DECISION_JOIN.replace('org_id = $1', 'org_id = $ORG'), filter, after, upTo, params);
     return { join: sql.join, where: `${sql.where} and i.${digest} is not null` };
   }
 

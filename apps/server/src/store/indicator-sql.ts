@@ -1,3 +1,4 @@
+import { anchorTs } from '@rampart/scoring';
 import type { Queryable } from './db.ts';
 
 /** What one reporting organization contributes to an indicator's score. */
@@ -15,8 +16,10 @@ export interface ReportOutcome {
   indicatorId: number;
   /** The record's `ts` after the report. */
   ts: number;
-  /** True when the reporting organization had not reported this indicator before (ts moved). */
+  /** True when the reporting organization had not reported this indicator before. */
   newReporter: boolean;
+  /** True when the record's `ts` moved: it is delivered again to every follower. */
+  moved: boolean;
   score: number;
 }
 
@@ -53,24 +56,97 @@ export async function takeFeedTs(tx: Queryable): Promise<number> {
 
 /** Table names per kind: constants, never input, so they may appear in SQL text. */
 export const TABLES = {
-  file: { indicators: 'file_indicators', reports: 'file_reports', decisions: 'file_decisions' },
-  domain: { indicators: 'domain_indicators', reports: 'domain_reports', decisions: 'domain_decisions' },
-  url: { indicators: 'url_indicators', reports: 'url_reports', decisions: 'url_decisions' },
+  file: { indicators: 'file_indicators', reports: 'file_reports', decisions: 'file_decisions', anchors: 'file_org_anchors' },
+  domain: { indicators: 'domain_indicators', reports: 'domain_reports', decisions: 'domain_decisions', anchors: 'domain_org_anchors' },
+  url: { indicators: 'url_indicators', reports: 'url_reports', decisions: 'url_decisions', anchors: 'url_org_anchors' },
 } as const;
+
+/** Where a row's effective (ts, score) comes from: its own columns or the organization's anchor `a`. */
+export interface Effective {
+  ts: string;
+  score: string;
+}
+const OWN: Effective = { ts: 'i.ts', score: 'i.score' };
+const ANCHORED: Effective = { ts: 'a.ts', score: 'a.score' };
+/** With ANCHOR_JOIN: the pair in force for the organization (migration 0011). */
+export const EFFECTIVE: Effective = { ts: 'coalesce(a.ts, i.ts)', score: 'coalesce(a.score, i.score)' };
+
+/** Joins alias `a`: the organization's anchor of row `i` while it is newer than the row's own pair. */
+export function anchorJoin(kind: IndicatorKind, org: string): string {
+  return `left join ${TABLES[kind].anchors} a on a.org_id = ${org} and a.indicator_id = i.id and a.ts > i.ts`;
+}
+
+/**
+ * A feed page of organization $1 over its effective (ts, score) pairs (migration 0011): rows
+ * whose own pair is in force and rows the organization's newer anchors re-deliver, each branch
+ * read in (ts, id) order, merged. `columns` and `where` are given the branch's pair; `joins` may
+ * reference `i` (never `a`). The page never splits a group that shares one `ts`.
+ */
+export async function anchoredPage<T extends { ts: number; id: number }>(
+  db: Queryable,
+  kind: IndicatorKind,
+  q: { columns: (e: Effective) => string; joins: string; where: (e: Effective) => string[]; params: unknown[] },
+  range: { since: number; upper: number; pageSize: number },
+): Promise<T[]> {
+  const t = TABLES[kind];
+  const n = q.params.length;
+  const sql = (cond: (ts: string, id: string) => string, limit: string) => {
+    const extra = (e: Effective) => q.where(e).map((w) => ` and ${w}`).join('');
+    return `select * from (
+      (select ${q.columns(OWN)} from ${t.indicators} i ${q.joins}
+       where ${cond('i.ts', 'i.id')} and not exists (select 1 from ${t.anchors} x where x.org_id = $1 and x.indicator_id = i.id and x.ts > i.ts)${extra(OWN)}
+       order by i.ts, i.id limit ${limit})
+      union all
+      (select ${q.columns(ANCHORED)} from ${t.anchors} a join ${t.indicators} i on i.id = a.indicator_id ${q.joins}
+       where a.org_id = $1 and ${cond('a.ts', 'a.indicator_id')} and a.ts > i.ts${extra(ANCHORED)}
+       order by a.ts, a.indicator_id limit ${limit})
+    ) page order by ts, id limit ${limit}`;
+  };
+  const page = await db.query<T>(sql((ts) => `${ts} > $${n + 1} and ${ts} < $${n + 2}`, `$${n + 3}`), [...q.params, range.since, range.upper, range.pageSize]);
+  const rows = page.rows;
+  const last = rows.at(-1);
+  if (rows.length === range.pageSize && last) {
+    const rest = await db.query<T>(sql((ts, id) => `${ts} = $${n + 1} and ${id} > $${n + 2}`, 'all'), [...q.params, last.ts, last.id]);
+    rows.push(...rest.rows);
+  }
+  return rows;
+}
+
+/**
+ * Delivers one indicator again to one organization whose decision on it changed (migration
+ * 0011): an anchor at a new feed second carrying the live score there, from the pair the
+ * organization saw until now. Runs in the caller's transaction, after its other locks.
+ */
+export async function anchorForOrg(tx: Queryable, kind: IndicatorKind, orgId: number, indicatorId: number, reanchor: (s0: number, elapsed: number) => number): Promise<void> {
+  const t = TABLES[kind];
+  const seen = await tx.query<{ ts: number; score: number }>(
+    `select ${EFFECTIVE.ts} as ts, ${EFFECTIVE.score} as score from ${t.indicators} i ${anchorJoin(kind, '$1')} where i.id = $2 for share of i`,
+    [orgId, indicatorId],
+  );
+  const row = seen.rows[0];
+  if (!row) return;
+  const ts = await takeFeedTs(tx);
+  if (ts <= Number(row.ts)) return;
+  await tx.query(
+    `insert into ${t.anchors} (org_id, indicator_id, ts, score) values ($1, $2, $3, $4)
+     on conflict (org_id, indicator_id) do update set ts = excluded.ts, score = excluded.score`,
+    [orgId, indicatorId, ts, reanchor(Number(row.score), ts - Number(row.ts))],
+  );
+}
 export type IndicatorKind = keyof typeof TABLES;
 
 /**
  * Merges one report into (indicator, organization) and rescores the indicator: repeats count
- * events and keep the latest confidence; only a first report by an organization moves `ts`
- * (the decay anchor and feed cursor). Runs inside the caller's transaction, which already holds
+ * events and keep the latest confidence; a first report by an organization, or one that changes
+ * the score, moves `ts` (the decay anchor and feed cursor). Runs inside the caller's transaction, which already holds
  * the indicator row's lock.
  */
 export async function mergeReport(
   tx: Queryable,
   kind: IndicatorKind,
-  input: { indicatorId: number; currentTs: number; orgId: number; confidence: number; nowTs: number },
+  input: { indicatorId: number; currentTs: number; currentScore: number; orgId: number; confidence: number; nowTs: number },
   scorer: Scorer,
-): Promise<{ ts: number; newReporter: boolean; score: number; members: number; events: number }> {
+): Promise<{ ts: number; newReporter: boolean; moved: boolean; score: number; members: number; events: number }> {
   const t = TABLES[kind];
   const upsert = await tx.query<{ first: boolean }>(
     `insert into ${t.reports} (indicator_id, org_id, confidence, events, first_ts, last_ts)
@@ -83,8 +159,13 @@ export async function mergeReport(
   const aggregates = await reportAggregates(tx, kind, input.indicatorId);
   const score = scorer(aggregates);
   const newReporter = upsert.rows[0]!.first;
-  const ts = newReporter ? await takeFeedTs(tx) : input.currentTs;
-  return { ts, newReporter, score, members: aggregates.length, events: aggregates.reduce((n, a) => n + a.events, 0) };
+  // The shared rule (anchorTs): a new reporter or a changed score delivers the record again.
+  const moves = anchorTs(input.currentTs === 0 ? null : input.currentTs, newReporter ? [] : [String(input.orgId)], String(input.orgId), Number.MAX_SAFE_INTEGER, {
+    before: input.currentScore,
+    after: score,
+  }) !== input.currentTs;
+  const ts = moves ? await takeFeedTs(tx) : input.currentTs;
+  return { ts, newReporter, moved: moves, score, members: aggregates.length, events: aggregates.reduce((n, a) => n + a.events, 0) };
 }
 
 export async function reportAggregates(db: Queryable, kind: IndicatorKind, indicatorId: number): Promise<ReportAggregate[]> {
@@ -141,13 +222,14 @@ export interface ScoreListFilter {
  * ranges): whitelist never listed > blacklist always listed > live score >= threshold.
  * `decisionJoin` must expose `d.decision`. Only parameters are added to `params`.
  */
-export function scoreListSql(decisionJoin: string, f: ScoreListFilter, after: number | null, upTo: number | null, params: unknown[]): { join: string; where: string } {
+export function scoreListSql(kind: IndicatorKind, decisionJoin: string, f: ScoreListFilter, after: number | null, upTo: number | null, params: unknown[]): { join: string; where: string } {
   const p = (value: unknown) => {
     params.push(value);
     return `$${params.length}`;
   };
-  const join = decisionJoin.replaceAll('$ORG', p(f.orgId));
-  const conditions = ['coalesce(d.decision, -1) <> 0', `(d.decision = 1 or i.ts >= (${p(f.cutoffs)}::bigint[])[i.score])`];
+  const org = p(f.orgId);
+  const join = `${decisionJoin.replaceAll('$ORG', org)} ${anchorJoin(kind, org)}`;
+  const conditions = ['coalesce(d.decision, -1) <> 0', `(d.decision = 1 or ${EFFECTIVE.ts} >= (${p(f.cutoffs)}::bigint[])[${EFFECTIVE.score}])`];
   if (after !== null) conditions.push(`i.id > ${p(after)}`);
   if (upTo !== null) conditions.push(`i.id <= ${p(upTo)}`);
   return { join, where: `where ${conditions.join(' and ')}` };
@@ -163,7 +245,7 @@ export async function listBoundary(db: Queryable, from: string, sql: { join: str
 /** Count, id sum and latest ts of the listed rows: moves when the entries do. */
 export async function listVersion(db: Queryable, from: string, sql: { join: string; where: string }, params: unknown[]): Promise<string> {
   const res = await db.query<{ n: number; s: string; t: string }>(
-    `select count(*)::bigint as n, coalesce(sum(i.id), 0)::text as s, coalesce(max(i.ts), 0)::text as t from ${from} i ${sql.join} ${sql.where}`,
+    `select count(*)::bigint as n, coalesce(sum(i.id), 0)::text as s, coalesce(max(${EFFECTIVE.ts}), 0)::text as t from ${from} i ${sql.join} ${sql.where}`,
     params,
   );
   const r = res.rows[0]!;

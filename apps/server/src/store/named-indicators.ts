@@ -2,7 +2,11 @@ import type { Db } from './db.ts';
 import {
   completeBefore,
   decisionsVersion,
-  groupedPage,
+  anchoredPage,
+  anchorForOrg,
+  anchorJoin,
+  EFFECTIVE,
+  type Effective,
   listBoundary,
   listVersion,
   scoreListSql,
@@ -46,15 +50,16 @@ export interface NamedReport {
 export class NamedIndicatorStore {
   private readonly t: (typeof TABLES)['domain' | 'url'];
   private readonly select: string;
+  private readonly decisionJoin: string;
+  private readonly columns = (e: Effective) => `i.id, i.value, ${e.score} as score, ${e.ts} as ts, i.entry_ts, i.members, i.events, i.tags, d.decision`;
 
   constructor(
     private readonly db: Db,
     private readonly kind: 'domain' | 'url',
   ) {
     this.t = TABLES[kind];
-    this.select = `select i.id, i.value, i.score, i.ts, i.entry_ts, i.members, i.events, i.tags, d.decision
-      from ${this.t.indicators} i
-      left join ${this.t.decisions} d on d.org_id = $1 and d.value = i.value`;
+    this.decisionJoin = `left join ${this.t.decisions} d on d.org_id = $1 and d.value = i.value`;
+    this.select = `select ${this.columns(EFFECTIVE)} from ${this.t.indicators} i ${this.decisionJoin} ${anchorJoin(kind, '$1')}`;
   }
 
   /** Merges a report and commits before returning: the caller acknowledges only after this. */
@@ -62,26 +67,38 @@ export class NamedIndicatorStore {
     const t = this.t;
     return this.db.transaction(async (tx) => {
       await tx.query(`insert into ${t.indicators} (value, score, ts, entry_ts) values ($1, 1, 0, 0) on conflict (value) do nothing`, [input.value]);
-      const locked = await tx.query<{ id: number; ts: number; tags: string[] }>(`select id, ts, tags from ${t.indicators} where value = $1 for update`, [input.value]);
+      const locked = await tx.query<{ id: number; ts: number; score: number; tags: string[] }>(`select id, ts, score, tags from ${t.indicators} where value = $1 for update`, [input.value]);
       const row = locked.rows[0]!;
-      const merged = await mergeReport(tx, this.kind, { indicatorId: row.id, currentTs: row.ts, orgId: input.orgId, confidence: input.confidence, nowTs: input.nowTs }, scorer);
+      const merged = await mergeReport(
+        tx,
+        this.kind,
+        { indicatorId: row.id, currentTs: Number(row.ts), currentScore: row.score, orgId: input.orgId, confidence: input.confidence, nowTs: input.nowTs },
+        scorer,
+      );
       await tx.query(
         `update ${t.indicators} set score = $2, ts = $3, members = $4, events = $5, tags = $6,
            entry_ts = case when entry_ts = 0 then $3 else entry_ts end
          where id = $1`,
         [row.id, merged.score, merged.ts, merged.members, merged.events, mergeTags(row.tags, input.tags)],
       );
-      return { indicatorId: row.id, ts: merged.ts, newReporter: merged.newReporter, score: merged.score };
+      return { indicatorId: row.id, ts: merged.ts, newReporter: merged.newReporter, moved: merged.moved, score: merged.score };
     });
   }
 
-  /** The organization's decision on a value, whether or not it is an indicator yet. */
-  async setDecision(orgId: number, value: string, decision: -1 | 0 | 1): Promise<void> {
-    await this.db.query(
-      `insert into ${this.t.decisions} (org_id, value, decision) values ($1, $2, $3)
-       on conflict (org_id, value) do update set decision = excluded.decision, updated_at = now()`,
-      [orgId, value, decision],
-    );
+  /**
+   * The organization's decision on a value, whether or not it is an indicator yet; a held
+   * indicator is delivered again to that organization (anchorForOrg) in the same transaction.
+   */
+  async setDecision(orgId: number, value: string, decision: -1 | 0 | 1, reanchor: (s0: number, elapsed: number) => number): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.query(
+        `insert into ${this.t.decisions} (org_id, value, decision) values ($1, $2, $3)
+         on conflict (org_id, value) do update set decision = excluded.decision, updated_at = now()`,
+        [orgId, value, decision],
+      );
+      const held = await tx.query<{ id: number }>(`select id from ${this.t.indicators} where value = $1`, [value]);
+      if (held.rows[0]) await anchorForOrg(tx, this.kind, orgId, held.rows[0].id, reanchor);
+    });
   }
 
   async byValue(orgId: number, value: string): Promise<NamedRow | undefined> {
@@ -94,17 +111,17 @@ export class NamedIndicatorStore {
   }
 
   /**
-   * A feed page for one organization: its whitelisted indicators are left out (they never
-   * block), and only records at least `delaySeconds` old are served.
+   * A feed page for one organization over the pairs it sees (whitelisted records included, with
+   * decision 0, so a follower learns of the whitelist); only records at least `delaySeconds` old.
    */
   async feedPage(orgId: number, since: number, pageSize: number, delaySeconds: number): Promise<NamedRow[]> {
     const complete = await completeBefore(this.db);
     const upper = Math.min(complete, complete - delaySeconds + 1);
-    return groupedPage<NamedRow>(this.db, this.select, 'coalesce(d.decision, -1) <> 0', [orgId], { since, upper, pageSize });
+    return anchoredPage<NamedRow>(this.db, this.kind, { columns: this.columns, joins: this.decisionJoin, where: () => [], params: [orgId] }, { since, upper, pageSize });
   }
 
   private listSql(filter: ScoreListFilter, after: number | null, upTo: number | null, params: unknown[]) {
-    return scoreListSql(`left join ${this.t.decisions} d on d.org_id = $ORG and d.value = i.value`, filter, after, upTo, params);
+    return scoreListSql(this.kind, `left join ${this.t.decisions} d on d.org_id = $ORG and d.value = i.value`, filter, after, upTo, params);
   }
 
   /** Rows of the score list with after < id <= upTo, by id (see scoreListSql for the precedence). */

@@ -1,3 +1,4 @@
+import { reanchoredScore } from '@rampart/scoring';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import {
   ApiError,
@@ -55,7 +56,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
         },
         v32Scorer,
       );
-      if (outcome.newReporter) await context.events.publish({ type: 'feed_changed', org_id: null, kind: 'file', ts: outcome.ts });
+      if (outcome.moved) await context.events.publish({ type: 'feed_changed', org_id: null, kind: 'file', ts: outcome.ts });
       return reply.status(200).send(NO_BODY);
     },
   );
@@ -70,7 +71,8 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
       const principal = principalOf(request);
       const digest = request.params.digest.toUpperCase();
       const decision = request.body.decision as -1 | 0 | 1;
-      await store.files.setDecision(principal.org.id, digest, decision);
+      await store.files.setDecision(principal.org.id, digest, decision, reanchoredScore);
+      await context.events.publish({ type: 'feed_changed', org_id: principal.org.id, kind: 'file', ts: Math.floor(Date.now() / 1000) });
       await context.events.publish({ type: 'decision_changed', org_id: principal.org.id, kind: 'file', indicator: digest, decision, ttl: null });
       return reply.status(200).send(NO_BODY);
     },
