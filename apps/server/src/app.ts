@@ -66,6 +66,12 @@ export function requestLogger(logger: FastifyBaseLogger, bindings: { reqId?: unk
   return child;
 }
 
+/** A deployment's failed-authentication budgets, as each of its replicas enforces them. */
+function authFailureBudgets(config: AppConfig) {
+  const share = (n: number) => Math.max(1, Math.floor(n / config.rateLimitReplicas));
+  return { perAddress: share(config.authFailuresPerAddress), perKey: share(config.authFailuresPerKey), lockSeconds: config.authLockoutSeconds };
+}
+
 /** The control plane as a fastify instance that does not listen (tests use `inject`). */
 export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
@@ -102,7 +108,7 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
   await app.register(textGuardPlugin);
   await app.register(swagger, openapiDocument(config));
   await app.register(rateLimit, {
-    max: config.rateLimitPerMinute,
+    max: Math.max(1, Math.floor(config.rateLimitPerMinute / config.rateLimitReplicas)),
     timeWindow: 60_000,
     keyGenerator: (request) => {
       const credential = credentialFrom(request.headers.authorization);
@@ -113,7 +119,7 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     errorResponseBuilder: (_request, ctx) => new ApiError('rate_limited', `rate limit of ${ctx.max} requests per minute exceeded; retry in ${Math.ceil(ctx.ttl / 1000)} s`),
   });
   await app.register(metricsPlugin, { metrics });
-  await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds, agentTokenSecret: config.agentTokenSecret });
+  await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds, agentTokenSecret: config.agentTokenSecret, failures: authFailureBudgets(config) });
   await app.register(coinsPlugin, { store, prices: config.coinPrices, debits: metrics.coinDebits, leaseMax: config.coinLeaseMax ?? DEFAULT_LEASE.max });
   await app.register(healthRoutes, { context });
   await app.register(apiRoutes, { prefix: API_BASE, context });
