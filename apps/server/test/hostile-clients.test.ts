@@ -1,10 +1,34 @@
+import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLE } from '@rampart/contracts';
 import type { Store } from '../src/store/index.ts';
 import { createApiKey, createUser } from '../src/services/admin.ts';
+import { AGENT_KEY_ROUTES } from '../src/plugins/agent-routes.ts';
+import { registerAgent } from './support/agents.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+
+/** The rows of the README's table of agent key routes. */
+function readmeAgentRoutes(): { method: string; url: string; use: string }[] {
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  const table = /<!-- agent-key-routes -->\n([\s\S]*?)<!-- \/agent-key-routes -->/.exec(readme);
+  if (!table) throw new Error('README has no agent-key-routes table');
+  return table[1]!
+    .trim()
+    .split('\n')
+    .slice(2)
+    .map((row) => {
+      const [method, url, use] = row.split(' | ').map((cell) => cell.replace(/^\|\s*|\s*\|$/g, '').trim());
+      return { method: method!.replaceAll('`', ''), url: url!.replaceAll('`', ''), use: use! };
+    });
+}
+
+describe('agent key routes', () => {
+  it('are the README table, row for row', () => {
+    expect(readmeAgentRoutes()).toEqual(AGENT_KEY_ROUTES.map((r) => ({ ...r })));
+  });
+});
 
 /** Issue 18, the HTTP side: what a hostile or broken client can make the server do. */
 describe.each(driverCases())('hostile clients on $name', (driver) => {
@@ -62,6 +86,38 @@ describe.each(driverCases())('hostile clients on $name', (driver) => {
     const agentStatuses: number[] = [];
     for (let i = 0; i < 6; i += 1) agentStatuses.push((await ips(jwt, '203.0.113.6')).statusCode);
     expect(agentStatuses).toEqual([401, 401, 401, 401, 401, 429]);
+  });
+
+  it('opens only the allow-listed routes to an agent key, and they all exist', async () => {
+    for (const route of AGENT_KEY_ROUTES) expect(app.hasRoute({ method: route.method, url: route.url }), `${route.method} ${route.url}`).toBe(true);
+    const agent = await registerAgent(app, acme.keys.admin);
+    const headers = { authorization: agent.token };
+    const forbidden = ['/me', '/files?ts=0', '/domains?ts=0', '/urls?ts=0', '/flat/500', '/files/score/500?digest=SHA256', '/domains/score/500?protocol=HTTP', '/urls/score/500', '/domains/example.org', '/info/cdn/list', '/agents', '/keys'];
+    for (const url of forbidden) {
+      const res = await app.inject({ url: `/api/v1${url}`, headers });
+      expect(res.statusCode, url).toBe(403);
+      expect(res.json().type, url).toBe('https://rampart.dev/problems/forbidden');
+    }
+    for (const url of ['/ips?ts=0', '/ipv4/500', '/ips/192.0.2.1', `/agents/${agent.gaid}/config`]) {
+      expect((await app.inject({ url: `/api/v1${url}`, headers })).statusCode, url).toBe(200);
+    }
+  });
+
+  it('refuses an organization decision in an agent key report with 403, and takes the report without one', async () => {
+    const agent = await registerAgent(app, acme.keys.admin);
+    const headers = { authorization: agent.token };
+    const report = { ip: '198.51.100.99', confidence: 0.9, source: 'ssh' };
+    const future = Math.floor(Date.now() / 1000) + 3600;
+    for (const extra of [{ decision: 0 }, { decision: '0' }, { decision: 1, ttl: future }, { decision: -1 }]) {
+      const res = await app.inject({ method: 'POST', url: '/api/v1/ips', headers, payload: { ...report, ...extra } });
+      expect(res.statusCode, JSON.stringify(extra)).toBe(403);
+      expect(res.json().detail).toMatch(/decision/);
+    }
+    const lookup = await app.inject({ url: '/api/v1/ips/198.51.100.99', headers: { authorization: acme.keys.reader } });
+    expect(lookup.json().body).toEqual([]);
+    expect((await app.inject({ method: 'POST', url: '/api/v1/ips', headers, payload: report })).statusCode).toBe(201);
+    const after = await app.inject({ url: '/api/v1/ips/198.51.100.99', headers: { authorization: acme.keys.reader } });
+    expect([0, 1]).not.toContain(after.json().body[0].decision);
   });
 
   it('keeps /healthz and /readyz outside the request rate limit', async () => {

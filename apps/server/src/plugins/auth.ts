@@ -5,6 +5,7 @@ import type { Store, Organization, UserRow } from '../store/index.ts';
 import { credentialFrom, parseApiKey, secretMatches } from '../services/api-keys.ts';
 import { AuthFailureGuard } from '../services/auth-failures.ts';
 import { agentTokenCodec, agentTokenSecret, type AgentTokenCodec } from '../services/agent-tokens.ts';
+import { agentKeyMayCall } from './agent-routes.ts';
 import { agentCredential, verifyAgentToken, type AgentIdentity, type AgentVerifier } from './agent-auth.ts';
 
 /**
@@ -134,9 +135,11 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
         failed(request);
         throw err;
       });
-      // Agent keys open only the routes that declare themselves agent routes; those scope
-      // what they return to the calling agent, so the route's minimum user role does not apply.
-      if (!options.agent) throw new ApiError('forbidden', 'an agent key may call only feeds, reports, check-ins, its own settings and the sync channel');
+      // Agent keys open only the routes of AGENT_KEY_ROUTES; those scope what they return to the
+      // calling agent, so the route's minimum user role does not apply.
+      if (!agentKeyMayCall(request.method, request.routeOptions.url)) {
+        throw new ApiError('forbidden', 'an agent key may call only its feed and list, reports, feedback, its own settings and the sync channel');
+      }
       request.principal = principal;
       return;
     }
