@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROLE } from '@rampart/contracts';
+import { REPORTED_PLUGIN_NAMES, ROLE } from '@rampart/contracts';
 import type { Store } from '../src/store/index.ts';
 import { createApiKey, createUser } from '../src/services/admin.ts';
 import { AGENT_KEY_ROUTES } from '../src/plugins/agent-routes.ts';
@@ -118,6 +118,27 @@ describe.each(driverCases())('hostile clients on $name', (driver) => {
     expect((await app.inject({ method: 'POST', url: '/api/v1/ips', headers, payload: report })).statusCode).toBe(201);
     const after = await app.inject({ url: '/api/v1/ips/198.51.100.99', headers: { authorization: acme.keys.reader } });
     expect([0, 1]).not.toContain(after.json().body[0].decision);
+  });
+
+  it('takes feedback only under known plugin names, so an agent record stays small', async () => {
+    const agent = await registerAgent(app, acme.keys.admin);
+    const feedback = (plugin: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/api/v1/agents/feedback',
+        headers: { authorization: agent.token },
+        payload: { agid: agent.gaid, plugin, hostname: 'h'.repeat(255), code: 'c'.repeat(256), score_threshold: 500, blacklist: 7 },
+      });
+    for (let i = 0; i < 200; i += 1) {
+      const res = await feedback(`plugin-${i}-${'x'.repeat(100)}`);
+      expect(res.statusCode).toBe(400);
+      expect(res.json().errors.map((e: { path: string }) => e.path)).toEqual(['body.plugin']);
+    }
+    for (const plugin of REPORTED_PLUGIN_NAMES) for (let i = 0; i < 3; i += 1) expect((await feedback(plugin)).statusCode, plugin).toBe(200);
+    const listed = (await app.inject({ url: '/api/v1/agents', headers: { authorization: acme.keys.admin } })).json() as { gaid: string }[];
+    const record = listed.find((a) => a.gaid === agent.gaid);
+    expect(Object.keys((record as unknown as { enforced: object }).enforced).sort()).toEqual([...REPORTED_PLUGIN_NAMES].sort());
+    expect(JSON.stringify(record).length).toBeLessThan(16 * 1024);
   });
 
   it('keeps /healthz and /readyz outside the request rate limit', async () => {
