@@ -47,6 +47,9 @@ export const REDACT_PATHS = [
   '*.cdn_waf_x_auth_key',
   '*.router_password',
   'config.databaseUrl',
+  // Node's HTTP parser errors carry the request's raw bytes (its headers, a key among them);
+  // fastify logs them at trace level when a request does not parse.
+  'err.rawPacket',
 ];
 
 /**
