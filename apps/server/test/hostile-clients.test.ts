@@ -141,6 +141,21 @@ describe.each(driverCases())('hostile clients on $name', (driver) => {
     expect(JSON.stringify(record).length).toBeLessThan(16 * 1024);
   });
 
+  it('lets an admin revoke keys of roles up to its own, never an operator\'s (403)', async () => {
+    const operator = await createUser(store, { orgGid: acme.org.gid, username: 'operator.hostile@example.org', role: ROLE.operator });
+    const opKey = await createApiKey(store, { username: operator.username });
+    const contributor = await createUser(store, { orgGid: acme.org.gid, username: 'contrib.hostile@example.org', role: ROLE.contributor });
+    const contribKey = await createApiKey(store, { username: contributor.username });
+    const revoke = (keyId: string, authorization: string) => app.inject({ method: 'DELETE', url: `/api/v1/keys/${keyId}`, headers: { authorization }, remoteAddress: '192.0.2.80' });
+    const refused = await revoke(opKey.keyId, acme.keys.admin);
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().detail).toMatch(/higher role/);
+    expect((await ips(opKey.key, '192.0.2.81')).statusCode).toBe(200);
+    expect((await revoke(contribKey.keyId, acme.keys.admin)).statusCode).toBe(200);
+    expect((await revoke(opKey.keyId, opKey.key)).statusCode).toBe(200);
+    expect((await ips(opKey.key, '192.0.2.82')).statusCode).toBe(401);
+  });
+
   it('keeps /healthz and /readyz outside the request rate limit', async () => {
     const limited = await testApp(store, { rateLimitPerMinute: 2 });
     try {
