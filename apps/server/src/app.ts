@@ -11,6 +11,7 @@ import type { Store } from './store/index.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { agentCredential } from './plugins/agent-auth.ts';
 import { coinsPlugin } from './plugins/coins.ts';
+import { listStreamsPlugin } from './plugins/list-streams.ts';
 import { DEFAULT_LEASE } from './services/coin-ledger.ts';
 import { errorsPlugin, frameworkErrorHandler } from './plugins/errors.ts';
 import { textGuardPlugin } from './plugins/text-guard.ts';
@@ -124,6 +125,7 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
   await app.register(metricsPlugin, { metrics });
   await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds, agentTokenSecret: config.agentTokenSecret, failures: authFailureBudgets(config) });
   await app.register(coinsPlugin, { store, prices: config.coinPrices, debits: metrics.coinDebits, leaseMax: config.coinLeaseMax ?? DEFAULT_LEASE.max });
+  await app.register(listStreamsPlugin, { perKey: config.listStreamsPerKey, sendTimeoutMs: config.listSendTimeoutSeconds * 1000 });
   await app.register(healthRoutes, { context });
   await app.register(apiRoutes, { prefix: API_BASE, context });
   await app.register(consoleRoutes);

@@ -43,6 +43,8 @@ export const ServerConfig = z.object({
   AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).default(10),
   AUTH_FAILURES_PER_KEY: z.coerce.number().int().min(1).default(30),
   AUTH_LOCKOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  LIST_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(1000).default(4),
+  LIST_SEND_TIMEOUT_SECONDS: z.coerce.number().min(1).max(86_400).default(600),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
   AUTH_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(5),
   PG_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
@@ -74,6 +76,10 @@ export interface AppConfig {
   authFailuresPerKey: number;
   /** First lock-out; repeated lock-outs double it, up to an hour. */
   authLockoutSeconds: number;
+  /** List responses (priced `list`) one key may have in flight on a replica. */
+  listStreamsPerKey: number;
+  /** Seconds a list response may take to reach the socket before its connection is closed. */
+  listSendTimeoutSeconds: number;
   bodyLimitBytes: number;
   authCacheSeconds: number;
   pgPoolMax: number;
@@ -116,6 +122,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     authFailuresPerAddress: e.AUTH_FAILURES_PER_ADDRESS,
     authFailuresPerKey: e.AUTH_FAILURES_PER_KEY,
     authLockoutSeconds: e.AUTH_LOCKOUT_SECONDS,
+    listStreamsPerKey: e.LIST_STREAMS_PER_KEY,
+    listSendTimeoutSeconds: e.LIST_SEND_TIMEOUT_SECONDS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     authCacheSeconds: e.AUTH_CACHE_SECONDS,
     pgPoolMax: e.PG_POOL_MAX,
