@@ -82,6 +82,7 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     logger: { level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, ...(logStream ? { stream: logStream } : {}) },
     childLoggerFactory: (logger, bindings, options) => requestLogger(logger, bindings, options),
     bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
     // 10,000-line lists and the docs page are large; keep-alive clients (firewalls) poll often.
     keepAliveTimeout: 65_000,
     // A URL-encoded 2048-character URL indicator can triple in length as a path parameter.

@@ -56,6 +56,8 @@ describe.each(driverCases())('hostile clients on $name', (driver) => {
     const user = await createUser(store, { orgGid: acme.org.gid, username: 'guessed@example.org', role: ROLE.reader });
     const { key, keyId } = await createApiKey(store, { username: user.username });
     const forged = `rmp_${keyId}_${'A'.repeat(43)}`;
+    // A key verified before, from anywhere, is known good.
+    expect((await ips(acme.keys.reader, '192.0.2.9')).statusCode).toBe(200);
     const statuses: number[] = [];
     for (let i = 0; i < 50; i += 1) statuses.push((await ips(forged, '192.0.2.10')).statusCode);
     expect(statuses.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
@@ -66,9 +68,14 @@ describe.each(driverCases())('hostile clients on $name', (driver) => {
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
     // Only the attempts before the lock-out reached the store.
     expect((await store.users.byUsername(user.username))?.unsuccessful_login).toBe(5);
-    // The locked address is refused even with a valid key; other addresses are not.
-    expect((await ips(key, '192.0.2.10')).statusCode).toBe(429);
-    expect((await ips(key, '192.0.2.11')).statusCode).toBe(200);
+    // The locked address is refused a key this replica never read, valid or not, but not one known
+    // good (others behind the same NAT or proxy; the guessed key's owner); other addresses are not locked.
+    const fresh = await createApiKey(store, { username: user.username });
+    expect((await ips(fresh.key, '192.0.2.10')).statusCode).toBe(429);
+    expect((await ips(acme.keys.reader, '192.0.2.10')).statusCode).toBe(200);
+    expect((await ips(key, '192.0.2.10')).statusCode).toBe(200);
+    expect((await ips(fresh.key, '192.0.2.11')).statusCode).toBe(200);
+    expect((await ips(fresh.key, '192.0.2.10')).statusCode).toBe(200);
   });
 
   it('locks a key id out across addresses, but never its owner', async () => {
@@ -158,6 +165,18 @@ describe.each(driverCases())('hostile clients on $name', (driver) => {
     expect((await revoke(contribKey.keyId, acme.keys.admin)).statusCode).toBe(200);
     expect((await revoke(opKey.keyId, opKey.key)).statusCode).toBe(200);
     expect((await ips(opKey.key, '192.0.2.82')).statusCode).toBe(401);
+  });
+
+  it('counts the client behind a trusted proxy by X-Forwarded-For', async () => {
+    const proxied = await testApp(store, { trustProxy: ['192.0.2.200'], authFailuresPerAddress: 2 });
+    try {
+      const send = (client: string) =>
+        proxied.inject({ url: '/api/v1/ips', headers: { authorization: `rmp_${'2'.repeat(12)}_${'F'.repeat(43)}`, 'x-forwarded-for': client }, remoteAddress: '192.0.2.200' });
+      expect([(await send('203.0.113.20')).statusCode, (await send('203.0.113.20')).statusCode, (await send('203.0.113.20')).statusCode]).toEqual([401, 401, 429]);
+      expect((await send('203.0.113.21')).statusCode).toBe(401);
+    } finally {
+      await proxied.close();
+    }
   });
 
   it('keeps /healthz and /readyz outside the request rate limit', async () => {

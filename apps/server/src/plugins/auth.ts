@@ -57,7 +57,18 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
   const limits = { lockMs: failures.lockSeconds * 1000, maxLockMs: MAX_LOCK_MS, windowMs: FAILURE_WINDOW_MS, maxSubjects: 100_000 };
   const addresses = new AuthFailureGuard({ ...limits, budget: failures.perAddress });
   const keyIds = new AuthFailureGuard({ ...limits, budget: failures.perKey });
-  /** Stored secret hash of key ids that failed lately: their owner passes a key-id lock-out. */
+  /**
+   * Stored secret hash of key ids seen lately (verified or failed): a key's own secret, checked
+   * against it without store work, passes the lock-outs, so that neither guessing at a key id nor
+   * failing from a shared address (NAT, proxy) locks out users whose keys are known good.
+   */
+  const knownHashes = new Map<string, string>();
+  function remember(keyId: string, hash: string | undefined) {
+    knownHashes.delete(keyId);
+    if (hash === undefined) return;
+    knownHashes.set(keyId, hash);
+    if (knownHashes.size > 50_000) knownHashes.delete(knownHashes.keys().next().value!);
+  }
   const failedKeyHashes = new Map<string, string>();
 
   /** 429 with Retry-After when the subject is locked out; nothing else is done for the request. */
@@ -85,14 +96,17 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     const now = Date.now();
     const cached = cache.get(credential);
     if (cached && cached.until > now) return cached.principal;
-    refuseIfLocked(addresses, request.ip, reply, 'address');
     const parsed = parseApiKey(credential);
     // Malformed or missing keys cost no store work: refused while locked out, but not counted.
-    if (!parsed) throw new ApiError('unauthorized', 'the API key is malformed');
-    // A locked key id still opens to its own secret (compared with the hash its last failure
-    // read), so whoever guesses at a key id cannot lock its owner out.
-    const knownHash = failedKeyHashes.get(parsed.keyId);
-    if (!knownHash || !secretMatches(parsed.secret, knownHash)) refuseIfLocked(keyIds, parsed.keyId, reply, 'key id');
+    if (!parsed) {
+      refuseIfLocked(addresses, request.ip, reply, 'address');
+      throw new ApiError('unauthorized', 'the API key is malformed');
+    }
+    const known = knownHashes.get(parsed.keyId);
+    if (!known || !secretMatches(parsed.secret, known)) {
+      refuseIfLocked(addresses, request.ip, reply, 'address');
+      refuseIfLocked(keyIds, parsed.keyId, reply, 'key id');
+    }
     const found = await store.keys.principal(parsed.keyId);
     if (!found) {
       failed(request);
@@ -100,13 +114,12 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     }
     if (found.key.revoked_at || !secretMatches(parsed.secret, found.key.secret_hash)) {
       failed(request, parsed.keyId);
-      failedKeyHashes.delete(parsed.keyId);
-      failedKeyHashes.set(parsed.keyId, found.key.secret_hash);
-      if (failedKeyHashes.size > 10_000) failedKeyHashes.delete(failedKeyHashes.keys().next().value!);
+      remember(parsed.keyId, found.key.revoked_at ? undefined : found.key.secret_hash);
       await store.users.countFailedLogin(found.user.id);
       request.log.warn({ keyId: parsed.keyId, revoked: Boolean(found.key.revoked_at) }, 'rejected API key');
       throw new ApiError('unauthorized', found.key.revoked_at ? 'the API key was revoked' : 'unknown API key');
     }
+    remember(parsed.keyId, found.key.secret_hash);
     const principal: Principal = { kind: 'user', keyId: parsed.keyId, user: found.user, org: found.org };
     if (cacheSeconds > 0) {
       if (cache.size > 10_000) cache.clear();
