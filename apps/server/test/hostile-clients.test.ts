@@ -97,6 +97,12 @@ describe.each(driverCases())('hostile clients on $name', (driver) => {
     const agentStatuses: number[] = [];
     for (let i = 0; i < 6; i += 1) agentStatuses.push((await ips(jwt, '203.0.113.6')).statusCode);
     expect(agentStatuses).toEqual([401, 401, 401, 401, 401, 429]);
+    // An agent key verified before passes the locked address; one never verified does not.
+    const known = await registerAgent(app, acme.keys.admin);
+    const fresh = await registerAgent(app, acme.keys.admin);
+    expect((await ips(known.token, '203.0.113.7')).statusCode).toBe(200);
+    expect((await ips(known.token, '203.0.113.6')).statusCode).toBe(200);
+    expect((await ips(fresh.token, '203.0.113.6')).statusCode).toBe(429);
   });
 
   it('opens only the allow-listed routes to an agent key, and they all exist', async () => {

@@ -69,7 +69,8 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     knownHashes.set(keyId, hash);
     if (knownHashes.size > 50_000) knownHashes.delete(knownHashes.keys().next().value!);
   }
-  const failedKeyHashes = new Map<string, string>();
+  /** Agent keys verified lately: like known key hashes, they pass an address lock-out. */
+  const knownAgentKeys = new Set<string>();
 
   /** 429 with Retry-After when the subject is locked out; nothing else is done for the request. */
   function refuseIfLocked(guard: AuthFailureGuard, subject: string, reply: FastifyReply, what: string) {
@@ -143,11 +144,14 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     if (request.routeOptions.url?.startsWith(`${API_BASE}/docs`)) return;
     const agentKey = agentCredential(request);
     if (agentKey) {
-      refuseIfLocked(addresses, request.ip, reply, 'address');
+      if (!knownAgentKeys.has(agentKey.token)) refuseIfLocked(addresses, request.ip, reply, 'address');
       const principal = await verifyAgentToken({ store, codec: agentTokens, cache: agentCache, cacheSeconds }, agentKey).catch((err: unknown) => {
+        knownAgentKeys.delete(agentKey.token);
         failed(request);
         throw err;
       });
+      if (knownAgentKeys.size >= 10_000) knownAgentKeys.clear();
+      knownAgentKeys.add(agentKey.token);
       // Agent keys open only the routes of AGENT_KEY_ROUTES; those scope what they return to the
       // calling agent, so the route's minimum user role does not apply.
       if (!agentKeyMayCall(request.method, request.routeOptions.url)) {
