@@ -11,6 +11,7 @@ import type { Store } from './store/index.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { agentCredential } from './plugins/agent-auth.ts';
 import { coinsPlugin } from './plugins/coins.ts';
+import { listStreamsPlugin } from './plugins/list-streams.ts';
 import { DEFAULT_LEASE } from './services/coin-ledger.ts';
 import { errorsPlugin, frameworkErrorHandler } from './plugins/errors.ts';
 import { textGuardPlugin } from './plugins/text-guard.ts';
@@ -47,6 +48,9 @@ export const REDACT_PATHS = [
   '*.cdn_waf_x_auth_key',
   '*.router_password',
   'config.databaseUrl',
+  // Node's HTTP parser errors carry the request's raw bytes (its headers, a key among them);
+  // fastify logs them at trace level when a request does not parse.
+  'err.rawPacket',
 ];
 
 /**
@@ -66,12 +70,19 @@ export function requestLogger(logger: FastifyBaseLogger, bindings: { reqId?: unk
   return child;
 }
 
+/** A deployment's failed-authentication budgets, as each of its replicas enforces them. */
+function authFailureBudgets(config: AppConfig) {
+  const share = (n: number) => Math.max(1, Math.floor(n / config.rateLimitReplicas));
+  return { perAddress: share(config.authFailuresPerAddress), perKey: share(config.authFailuresPerKey), lockSeconds: config.authLockoutSeconds };
+}
+
 /** The control plane as a fastify instance that does not listen (tests use `inject`). */
 export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: { level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, ...(logStream ? { stream: logStream } : {}) },
     childLoggerFactory: (logger, bindings, options) => requestLogger(logger, bindings, options),
     bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
     // 10,000-line lists and the docs page are large; keep-alive clients (firewalls) poll often.
     keepAliveTimeout: 65_000,
     // A URL-encoded 2048-character URL indicator can triple in length as a path parameter.
@@ -102,7 +113,7 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
   await app.register(textGuardPlugin);
   await app.register(swagger, openapiDocument(config));
   await app.register(rateLimit, {
-    max: config.rateLimitPerMinute,
+    max: Math.max(1, Math.floor(config.rateLimitPerMinute / config.rateLimitReplicas)),
     timeWindow: 60_000,
     keyGenerator: (request) => {
       const credential = credentialFrom(request.headers.authorization);
@@ -113,8 +124,9 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     errorResponseBuilder: (_request, ctx) => new ApiError('rate_limited', `rate limit of ${ctx.max} requests per minute exceeded; retry in ${Math.ceil(ctx.ttl / 1000)} s`),
   });
   await app.register(metricsPlugin, { metrics });
-  await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds, agentTokenSecret: config.agentTokenSecret });
+  await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds, agentTokenSecret: config.agentTokenSecret, failures: authFailureBudgets(config) });
   await app.register(coinsPlugin, { store, prices: config.coinPrices, debits: metrics.coinDebits, leaseMax: config.coinLeaseMax ?? DEFAULT_LEASE.max });
+  await app.register(listStreamsPlugin, { perKey: config.listStreamsPerKey, sendTimeoutMs: config.listSendTimeoutSeconds * 1000 });
   await app.register(healthRoutes, { context });
   await app.register(apiRoutes, { prefix: API_BASE, context });
   await app.register(consoleRoutes);

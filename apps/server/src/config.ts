@@ -29,6 +29,9 @@ const jsonObject = z.string().transform((text, ctx) => {
 
 const flag = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 
+/** fastify's trustProxy: which peers' X-Forwarded-For names the client (limits count that client). */
+export type TrustProxy = boolean | string[];
+
 export const ServerConfig = z.object({
   DATABASE_URL: z.string().min(1).optional(),
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -39,6 +42,17 @@ export const ServerConfig = z.object({
   COIN_PRICES: jsonObject.pipe(CoinPrices.partial()).optional(),
   COIN_LEASE_MAX: z.coerce.number().int().min(0).max(1_000_000).default(1024),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
+  RATE_LIMIT_REPLICAS: z.coerce.number().int().min(1).max(1000).default(1),
+  AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).default(10),
+  AUTH_FAILURES_PER_KEY: z.coerce.number().int().min(1).default(30),
+  AUTH_LOCKOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(true|false|[0-9a-fA-F.:/]+(,[0-9a-fA-F.:/]+)*)$/, 'true, false or comma-separated proxy addresses/CIDRs')
+    .transform((v): TrustProxy => (v === 'true' ? true : v === 'false' ? false : v.split(',')))
+    .default(false),
+  LIST_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(1000).default(4),
+  LIST_SEND_TIMEOUT_SECONDS: z.coerce.number().min(1).max(86_400).default(600),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
   AUTH_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(5),
   PG_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
@@ -61,7 +75,21 @@ export interface AppConfig {
   coinPrices: CoinPrices;
   /** Most coins a replica takes from an organization's balance at once (0: every charge is a statement). See CoinLedger. */
   coinLeaseMax?: number;
+  /** Requests per minute per key (per address without one), for the whole deployment. */
   rateLimitPerMinute: number;
+  /** Replicas sharing the budgets: each replica enforces budget / replicas (README, Rate limits). */
+  rateLimitReplicas: number;
+  /** Failed authentications per address, and per API key id, within 10 minutes before a lock-out. */
+  authFailuresPerAddress: number;
+  authFailuresPerKey: number;
+  /** First lock-out; repeated lock-outs double it, up to an hour. */
+  authLockoutSeconds: number;
+  /** Proxies whose X-Forwarded-For is believed (fastify trustProxy); false: the peer is the client. */
+  trustProxy: TrustProxy;
+  /** List responses (priced `list`) one key may have in flight on a replica. */
+  listStreamsPerKey: number;
+  /** Seconds a list response may take to reach the socket before its connection is closed. */
+  listSendTimeoutSeconds: number;
   bodyLimitBytes: number;
   authCacheSeconds: number;
   pgPoolMax: number;
@@ -100,6 +128,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     coinPrices: CoinPrices.parse(e.COIN_PRICES ?? {}),
     coinLeaseMax: e.COIN_LEASE_MAX,
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    rateLimitReplicas: e.RATE_LIMIT_REPLICAS,
+    authFailuresPerAddress: e.AUTH_FAILURES_PER_ADDRESS,
+    authFailuresPerKey: e.AUTH_FAILURES_PER_KEY,
+    authLockoutSeconds: e.AUTH_LOCKOUT_SECONDS,
+    trustProxy: e.TRUST_PROXY,
+    listStreamsPerKey: e.LIST_STREAMS_PER_KEY,
+    listSendTimeoutSeconds: e.LIST_SEND_TIMEOUT_SECONDS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     authCacheSeconds: e.AUTH_CACHE_SECONDS,
     pgPoolMax: e.PG_POOL_MAX,

@@ -2,6 +2,7 @@ import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import { ROLE } from '@rampart/contracts';
 import type { AppConfig } from './config.ts';
+import { AGENT_KEY_ROUTES } from './plugins/agent-routes.ts';
 
 const ROLE_TEXT = [
   `Roles (\`role\` in the user object): ${ROLE.reader} reader (feeds, look-ups, tools);`,
@@ -9,6 +10,8 @@ const ROLE_TEXT = [
   `(+ organization and agent settings, agents, secure VPN, API keys); ${ROLE.operator} alliance operator`,
   '(creates organizations, sets trust, grants coins).',
 ].join(' ');
+
+const AGENT_KEY_TEXT = `Agent keys (JWT, issued per agent) may call only ${AGENT_KEY_ROUTES.map((r) => `\`${r.method} ${r.url}\``).join(', ')}; anything else is 403.`;
 
 /** The OpenAPI 3.1 document is generated from the route schemas, which are the contracts. */
 export function openapiDocument(config: AppConfig): FastifyDynamicSwaggerOptions {
@@ -23,6 +26,8 @@ export function openapiDocument(config: AppConfig): FastifyDynamicSwaggerOptions
           'Every error is `application/problem+json` (RFC 9457).',
           'Priced requests answer with `X-Coins-Cost` and `X-Coins-Remaining`; 402 when the balance is too small.',
           ROLE_TEXT,
+          AGENT_KEY_TEXT,
+          'Failed authentications, requests per key and list responses in flight per key are limited: 429 with `Retry-After`.',
         ].join('\n\n'),
       },
       // Paths carry the full `/api/v1/...` prefix, so the server is the origin alone.

@@ -28,6 +28,9 @@ const vpnServer = generateWireGuardKeyPair();
 const base = testConfig().tools;
 const appOptions: Partial<AppConfig> = {
   rateLimitPerMinute: 1_000_000,
+  // The isolation cases send forged and foreign keys by the hundred from one address.
+  authFailuresPerAddress: 1_000_000,
+  authFailuresPerKey: 1_000_000,
   bodyLimitBytes: 256 * 1024,
   tools: { ...base, vpn: { ...base.vpn, pool: '10.98.0.0/20', endpoint: 'vpn.example.org:51820', serverPublicKey: vpnServer.publicKey, dns: ['10.98.0.1'] } },
 };

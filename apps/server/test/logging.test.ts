@@ -1,3 +1,4 @@
+import { connect, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -84,5 +85,44 @@ describe('request logs', () => {
     const logged = records();
     expect(logged.map((r) => r.msg)).toEqual(['written']);
     expect(logged[0]!.reqId).toMatch(/^req-/);
+  });
+});
+
+describe('trace logs of malformed requests', () => {
+  it('never carry the raw request bytes (a key sent with them)', async () => {
+    const store = await openStore({});
+    const raw: string[] = [];
+    const logStream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        raw.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    const app = await buildApp({ config: testConfig({ logLevel: 'trace' }), store, ipv4Mirror: null, logStream });
+    try {
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = app.server.address() as AddressInfo;
+      const secret = `rmp_0123456789ab_${'S'.repeat(43)}`;
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => undefined);
+      socket.write(`GET /api/v1/ips HTTP/1.1\r\nHost: x\r\nAuthorization: ${secret}\r\nBad Header Line\r\n\r\n`);
+      const deadline = Date.now() + 10_000;
+      let line: string | undefined;
+      while (!line && Date.now() < deadline) {
+        line = raw.join('').split('\n').find((l) => l.includes('"client error"'));
+        if (!line) await new Promise((resolve) => setImmediate(resolve));
+      }
+      socket.destroy();
+      expect(line).toBeDefined();
+      const err = (JSON.parse(line!) as { err: Record<string, unknown> }).err;
+      expect(err.code).toMatch(/^HPE_/);
+      expect(err.rawPacket).toBe('[redacted]');
+      const bytes = Buffer.from(secret).toJSON().data.join(',');
+      expect(raw.join('')).not.toContain(secret);
+      expect(raw.join('')).not.toContain(bytes);
+    } finally {
+      await app.close();
+      await store.close();
+    }
   });
 });

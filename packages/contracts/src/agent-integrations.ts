@@ -104,3 +104,12 @@ export type IdsLabel = keyof typeof IdsEntries;
 export type IpsLabel = keyof typeof IpsEntries;
 export const IDS_LABELS = Object.keys(IdsEntries) as IdsLabel[];
 export const IPS_LABELS = Object.keys(IpsEntries) as IpsLabel[];
+
+/**
+ * Names an agent reports enforcement under (feedback `plugin`, sync `state` plugins): a label of
+ * section 2.11 (`ips` or `ids`), `dry_run` (rampart-agent's enforcer that only writes what it would
+ * block), `agent` (the agent itself, e.g. while `running` is `no`) or `all` (its total). A closed
+ * set, so that an agent's record holds at most one entry per name.
+ */
+export const REPORTED_PLUGIN_NAMES: readonly [string, ...string[]] = ['agent', 'all', 'dry_run', ...new Set<string>([...IPS_LABELS, ...IDS_LABELS])];
+export const ReportedPlugin = z.enum(REPORTED_PLUGIN_NAMES).describe('An integration label of the agent configuration (ips or ids), `agent` or `all`');

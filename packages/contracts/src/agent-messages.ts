@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ReportedPlugin } from './agent-integrations.ts';
 import { AgentId, numberLike } from './primitives.ts';
 
 export const AgentRegisterResponse = z
@@ -20,7 +21,7 @@ const MAX_FEEDBACK_ENTRIES = 200_000;
 export const AgentFeedbackBody = z
   .object({
     agid: z.string().min(1).max(256).describe('The gaid of the agent'),
-    plugin: z.string().min(1).max(128).describe('Enforcement integration that ran'),
+    plugin: ReportedPlugin,
     hostname: z.string().max(255).optional(),
     code: z.union([z.number(), z.string().max(256)]).optional().describe('Outcome code of the run'),
     score_threshold: numberLike(z.int().min(0).max(1000)).optional(),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AgentSettingsDocument } from './agent-config.ts';
+import { ReportedPlugin } from './agent-integrations.ts';
 import { OrganizationConfig } from './org-config.ts';
 
 /*
@@ -60,7 +61,7 @@ export const SyncState = z.object({
   version: z.string().max(64).optional(),
   hostname: z.string().max(255).optional(),
   enforced: z.int().min(0).describe('Number of addresses/networks enforced'),
-  plugins: z.array(z.object({ plugin: z.string().max(128), enforced: z.int().min(0), healthy: z.boolean() })).max(64).default([]),
+  plugins: z.array(z.object({ plugin: ReportedPlugin, enforced: z.int().min(0), healthy: z.boolean() })).max(64).default([]),
 });
 
 // Heartbeats go both ways: either side may send `ping`; the other answers `pong` with its nonce.

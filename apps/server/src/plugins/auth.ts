@@ -1,9 +1,11 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { API_BASE, ApiError, ROLE } from '@rampart/contracts';
 import type { Store, Organization, UserRow } from '../store/index.ts';
 import { credentialFrom, parseApiKey, secretMatches } from '../services/api-keys.ts';
+import { AuthFailureGuard } from '../services/auth-failures.ts';
 import { agentTokenCodec, agentTokenSecret, type AgentTokenCodec } from '../services/agent-tokens.ts';
+import { agentKeyMayCall } from './agent-routes.ts';
 import { agentCredential, verifyAgentToken, type AgentIdentity, type AgentVerifier } from './agent-auth.ts';
 
 /**
@@ -35,7 +37,12 @@ export interface AuthOptions {
   cacheSeconds: number;
   /** Agent key signing secret; when unset, the store's shared random secret. */
   agentTokenSecret?: string | undefined;
+  /** Failed authentications a replica allows per address and per API key id before locking them out. */
+  failures: { perAddress: number; perKey: number; lockSeconds: number };
 }
+
+const FAILURE_WINDOW_MS = 10 * 60_000;
+const MAX_LOCK_MS = 60 * 60_000;
 
 /** Caller of a route that requires a key: the principal is always set there. */
 export function principalOf(request: FastifyRequest): Principal {
@@ -45,26 +52,75 @@ export function principalOf(request: FastifyRequest): Principal {
 
 const LAST_USED_WRITE_MS = 60_000;
 
-export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, cacheSeconds, agentTokenSecret: configured }) => {
+export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, cacheSeconds, agentTokenSecret: configured, failures }) => {
   const cache = new Map<string, { principal: Principal; until: number }>();
+  const limits = { lockMs: failures.lockSeconds * 1000, maxLockMs: MAX_LOCK_MS, windowMs: FAILURE_WINDOW_MS, maxSubjects: 100_000 };
+  const addresses = new AuthFailureGuard({ ...limits, budget: failures.perAddress });
+  const keyIds = new AuthFailureGuard({ ...limits, budget: failures.perKey });
+  /**
+   * Stored secret hash of key ids seen lately (verified or failed): a key's own secret, checked
+   * against it without store work, passes the lock-outs, so that neither guessing at a key id nor
+   * failing from a shared address (NAT, proxy) locks out users whose keys are known good.
+   */
+  const knownHashes = new Map<string, string>();
+  function remember(keyId: string, hash: string | undefined) {
+    knownHashes.delete(keyId);
+    if (hash === undefined) return;
+    knownHashes.set(keyId, hash);
+    if (knownHashes.size > 50_000) knownHashes.delete(knownHashes.keys().next().value!);
+  }
+  /** Agent keys verified lately: like known key hashes, they pass an address lock-out. */
+  const knownAgentKeys = new Set<string>();
+
+  /** 429 with Retry-After when the subject is locked out; nothing else is done for the request. */
+  function refuseIfLocked(guard: AuthFailureGuard, subject: string, reply: FastifyReply, what: string) {
+    const ms = guard.lockedFor(subject);
+    if (ms === 0) return;
+    const seconds = Math.ceil(ms / 1000);
+    void reply.header('retry-after', String(seconds));
+    throw new ApiError('rate_limited', `too many failed authentications from this ${what}; retry in ${seconds} s`);
+  }
+
+  function failed(request: FastifyRequest, keyId?: string) {
+    const locked = addresses.fail(request.ip);
+    const keyLocked = keyId ? keyIds.fail(keyId) : 0;
+    // One line when a lock-out starts; the refused attempts that follow log nothing.
+    if (locked || keyLocked) request.log.warn({ ip: request.ip, keyId, lockSeconds: Math.ceil(Math.max(locked, keyLocked) / 1000) }, 'authentication lock-out');
+  }
+
   const agentTokens = agentTokenCodec(await agentTokenSecret(configured, store));
   app.decorate('agentTokens', agentTokens);
   const agentCache: AgentVerifier['cache'] = new Map();
   const lastUsedWrite = new Map<string, number>();
 
-  async function verify(credential: string, request: FastifyRequest): Promise<Principal> {
+  async function verify(credential: string, request: FastifyRequest, reply: FastifyReply): Promise<Principal> {
     const now = Date.now();
     const cached = cache.get(credential);
     if (cached && cached.until > now) return cached.principal;
     const parsed = parseApiKey(credential);
-    if (!parsed) throw new ApiError('unauthorized', 'the API key is malformed');
+    // Malformed or missing keys cost no store work: refused while locked out, but not counted.
+    if (!parsed) {
+      refuseIfLocked(addresses, request.ip, reply, 'address');
+      throw new ApiError('unauthorized', 'the API key is malformed');
+    }
+    const known = knownHashes.get(parsed.keyId);
+    if (!known || !secretMatches(parsed.secret, known)) {
+      refuseIfLocked(addresses, request.ip, reply, 'address');
+      refuseIfLocked(keyIds, parsed.keyId, reply, 'key id');
+    }
     const found = await store.keys.principal(parsed.keyId);
-    if (!found) throw new ApiError('unauthorized', 'unknown API key');
+    if (!found) {
+      failed(request);
+      throw new ApiError('unauthorized', 'unknown API key');
+    }
     if (found.key.revoked_at || !secretMatches(parsed.secret, found.key.secret_hash)) {
+      failed(request, parsed.keyId);
+      remember(parsed.keyId, found.key.revoked_at ? undefined : found.key.secret_hash);
       await store.users.countFailedLogin(found.user.id);
       request.log.warn({ keyId: parsed.keyId, revoked: Boolean(found.key.revoked_at) }, 'rejected API key');
       throw new ApiError('unauthorized', found.key.revoked_at ? 'the API key was revoked' : 'unknown API key');
     }
+    remember(parsed.keyId, found.key.secret_hash);
     const principal: Principal = { kind: 'user', keyId: parsed.keyId, user: found.user, org: found.org };
     if (cacheSeconds > 0) {
       if (cache.size > 10_000) cache.clear();
@@ -81,23 +137,35 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
   }
 
   app.decorateRequest('principal', null);
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     const options = request.routeOptions.config.rampart ?? {};
     if (options.auth === 'public') return;
     // The documentation page (swagger-ui registers its own routes) is readable without a key.
     if (request.routeOptions.url?.startsWith(`${API_BASE}/docs`)) return;
     const agentKey = agentCredential(request);
     if (agentKey) {
-      const principal = await verifyAgentToken({ store, codec: agentTokens, cache: agentCache, cacheSeconds }, agentKey);
-      // Agent keys open only the routes that declare themselves agent routes; those scope
-      // what they return to the calling agent, so the route's minimum user role does not apply.
-      if (!options.agent) throw new ApiError('forbidden', 'an agent key may call only feeds, reports, check-ins, its own settings and the sync channel');
+      if (!knownAgentKeys.has(agentKey.token)) refuseIfLocked(addresses, request.ip, reply, 'address');
+      const principal = await verifyAgentToken({ store, codec: agentTokens, cache: agentCache, cacheSeconds }, agentKey).catch((err: unknown) => {
+        knownAgentKeys.delete(agentKey.token);
+        failed(request);
+        throw err;
+      });
+      if (knownAgentKeys.size >= 10_000) knownAgentKeys.clear();
+      knownAgentKeys.add(agentKey.token);
+      // Agent keys open only the routes of AGENT_KEY_ROUTES; those scope what they return to the
+      // calling agent, so the route's minimum user role does not apply.
+      if (!agentKeyMayCall(request.method, request.routeOptions.url)) {
+        throw new ApiError('forbidden', 'an agent key may call only its feed and list, reports, feedback, its own settings and the sync channel');
+      }
       request.principal = principal;
       return;
     }
     const credential = credentialFrom(request.headers.authorization);
-    if (!credential) throw new ApiError('unauthorized', 'send an API key in the Authorization header');
-    const principal = await verify(credential, request);
+    if (!credential) {
+      refuseIfLocked(addresses, request.ip, reply, 'address');
+      throw new ApiError('unauthorized', 'send an API key in the Authorization header');
+    }
+    const principal = await verify(credential, request, reply);
     const minRole = options.minRole ?? ROLE.reader;
     if (principal.user.role < minRole) {
       throw new ApiError('forbidden', `this operation needs role ${minRole} or higher; the key's role is ${principal.user.role}`);

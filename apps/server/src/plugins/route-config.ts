@@ -6,8 +6,6 @@ export interface RouteOptions {
   auth?: 'public' | 'key';
   /** Lowest role allowed (1 reader, 2 contributor, 3 admin, 9 operator). Default 1. */
   minRole?: number;
-  /** Agent tokens may call this route (feeds, reports, check-in, own settings). */
-  agent?: boolean;
   /** The coin price kind charged when the request succeeds. */
   coin?: CoinKind;
 }

@@ -6,7 +6,8 @@ const Health = z.object({ status: z.enum(['ok', 'unavailable']), store: z.enum([
 
 /** Probes outside the API: liveness (process answers) and readiness (store answers). */
 export const healthRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
-  const publicRoute = { rampart: { auth: 'public' as const } };
+  // Probes never count against, nor wait for, the request rate limit.
+  const publicRoute = { rampart: { auth: 'public' as const }, rateLimit: false as const };
   app.get('/healthz', { config: publicRoute, schema: { hide: true, response: { 200: Health } } }, async () => ({ status: 'ok' as const }));
   app.get('/readyz', { config: publicRoute, schema: { hide: true, response: { 200: Health, 503: Health } } }, async (request, reply) => {
     try {

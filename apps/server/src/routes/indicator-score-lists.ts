@@ -22,7 +22,7 @@ function filterFor(orgId: number, minScore: number, now: number): ScoreListFilte
 
 export const indicatorScoreListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
   const { store } = context;
-  const config = { rampart: { minRole: ROLE.reader, agent: true, coin: 'list' as const } };
+  const config = { rampart: { minRole: ROLE.reader, coin: 'list' as const } };
 
   app.get(
     '/files/score/:min_score',

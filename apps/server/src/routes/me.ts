@@ -6,7 +6,7 @@ import { userObject } from '../services/envelope.ts';
 
 /** `GET /me`: who the credential is, and the organization's current coin balance (free). */
 export const meRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
-  app.get('/me', { config: { rampart: { agent: true } }, schema: { tags: ['tools'], summary: 'The caller, its organization and coin balance', response: { 200: MeResponse } } }, async (request) => {
+  app.get('/me', { schema: { tags: ['tools'], summary: 'The caller, its organization and coin balance', response: { 200: MeResponse } } }, async (request) => {
     const principal = principalOf(request);
     // Fresh from the store: the principal may come from the auth cache, the balance must not.
     const stored = await context.store.orgs.byId(principal.org.id);

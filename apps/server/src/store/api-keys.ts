@@ -61,16 +61,24 @@ export class ApiKeyStore {
     return res.rows;
   }
 
-  /** Revokes a key only when it belongs to a user of `orgId` (an admin cannot reach other organizations). */
-  async revokeInOrg(keyId: string, orgId: number): Promise<'revoked' | 'already' | 'unknown'> {
-    const res = await this.db.query<{ revoked_now: boolean }>(
-      `update api_keys k set revoked_at = coalesce(k.revoked_at, now())
-       from users u where u.id = k.user_id and u.org_id = $2 and k.key_id = $1
-       returning (k.revoked_at = now()) as revoked_now`,
-      [keyId, orgId],
+  /**
+   * Revokes a key only when it belongs to a user of `orgId` (an admin cannot reach other
+   * organizations) whose role is at most `maxRole` (an admin cannot revoke an operator's key).
+   */
+  async revokeInOrg(keyId: string, orgId: number, maxRole: number): Promise<'revoked' | 'already' | 'unknown' | 'higher_role'> {
+    const res = await this.db.query<{ allowed: boolean; revoked_now: boolean | null }>(
+      `with target as (
+         select k.id, u.role <= $3 as allowed from api_keys k join users u on u.id = k.user_id where k.key_id = $1 and u.org_id = $2
+       ), done as (
+         update api_keys k set revoked_at = coalesce(k.revoked_at, now()) from target t where k.id = t.id and t.allowed
+         returning (k.revoked_at = now()) as revoked_now
+       )
+       select t.allowed, d.revoked_now from target t left join done d on true`,
+      [keyId, orgId, maxRole],
     );
     const row = res.rows[0];
     if (!row) return 'unknown';
+    if (!row.allowed) return 'higher_role';
     return row.revoked_now ? 'revoked' : 'already';
   }
 }

@@ -36,7 +36,6 @@ export const agentSyncRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
   app.route({
     method: 'GET',
     url: '/agents/sync',
-    config: { rampart: { agent: true } },
     schema: {
       tags: ['agents'],
       summary: 'Live sync channel for agents: WebSocket upgrade, agent key only (messages: ServerSyncMessage / AgentSyncMessage)',

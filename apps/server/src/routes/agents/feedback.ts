@@ -13,7 +13,7 @@ export const agentFeedbackRoute: FastifyPluginAsyncZod<{ context: AppContext }> 
   app.post(
     '/agents/feedback',
     {
-      config: { rampart: { minRole: ROLE.contributor, agent: true } },
+      config: { rampart: { minRole: ROLE.contributor } },
       schema: {
         tags: ['agents'],
         summary: 'Agent feedback after an enforcement run (check-in)',

@@ -16,7 +16,7 @@ export const agentSettingsRoutes: FastifyPluginAsyncZod<{ context: AppContext }>
   app.get(
     '/agents/:agid/config',
     {
-      config: { rampart: { minRole: ROLE.admin, agent: true } },
+      config: { rampart: { minRole: ROLE.admin } },
       schema: {
         tags: ['agents'],
         summary: 'The agent settings document (admins: secrets masked; the agent itself: unmasked)',

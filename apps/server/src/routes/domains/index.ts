@@ -36,7 +36,7 @@ export const domainsRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = asy
   app.get(
     '/domains',
     {
-      config: { rampart: { minRole: ROLE.reader, agent: true, coin: 'feed' } },
+      config: { rampart: { minRole: ROLE.reader, coin: 'feed' } },
       schema: { tags: ['domains'], summary: 'Domain feed page: records with ts strictly greater than ts, ordered by (ts, id)', querystring: DomainsFeedQuery, response: { 200: DomainPage } },
       serializerCompiler: plainJson,
     },
@@ -49,7 +49,7 @@ export const domainsRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = asy
   app.get(
     '/domains/:domain_name',
     {
-      config: { rampart: { minRole: ROLE.reader, agent: true, coin: 'lookup' } },
+      config: { rampart: { minRole: ROLE.reader, coin: 'lookup' } },
       schema: { tags: ['domains'], summary: 'Look up a domain', params: DomainParams, querystring: DomainLookupQuery, response: { 200: DomainRecord } },
       serializerCompiler: plainJson,
     },

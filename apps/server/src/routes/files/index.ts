@@ -81,7 +81,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
   app.get(
     '/files',
     {
-      config: { rampart: { minRole: ROLE.reader, agent: true, coin: 'feed' } },
+      config: { rampart: { minRole: ROLE.reader, coin: 'feed' } },
       schema: {
         tags: ['files'],
         summary: 'File feed page: records with ts strictly greater than ts, ordered by (ts, id)',
@@ -110,7 +110,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
   app.get(
     '/files/:digest',
     {
-      config: { rampart: { minRole: ROLE.reader, agent: true, coin: 'lookup' } },
+      config: { rampart: { minRole: ROLE.reader, coin: 'lookup' } },
       schema: { tags: ['files'], summary: 'Look up a file by MD5, SHA1 or SHA256 (any case)', params: DigestParams, querystring: FileLookupQuery, response: { 200: FileRecord } },
       serializerCompiler: plainJson,
     },

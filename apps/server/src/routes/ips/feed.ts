@@ -55,7 +55,7 @@ export const ipsFeedRoute: FastifyPluginAsyncZod<{ context: AppContext }> = asyn
   app.get(
     '/ips',
     {
-      config: { rampart: { minRole: ROLE.reader, agent: true, coin: 'feed' } },
+      config: { rampart: { minRole: ROLE.reader, coin: 'feed' } },
       schema: {
         tags: ['ipv4'],
         summary: 'IPv4 feed page: records with ts strictly greater than ts, ordered by (ts, id)',

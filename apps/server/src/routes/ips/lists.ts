@@ -131,7 +131,7 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
   app.get(
     '/ipv4/:min_score',
     {
-      config: { rampart: { coin: 'list', agent: true } },
+      config: { rampart: { coin: 'list' } },
       schema: {
         tags: ['ipv4'],
         summary: 'Addresses whose live score (v3.2, now) reaches min_score after decisions; 10,000 per page, next page in the next_page header',

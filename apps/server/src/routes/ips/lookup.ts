@@ -20,7 +20,7 @@ export const ipsLookupRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
   app.get(
     '/ips/:ipv4',
     {
-      config: { rampart: { coin: 'lookup', agent: true } },
+      config: { rampart: { coin: 'lookup' } },
       schema: {
         tags: ['ipv4'],
         summary: 'Look up one IPv4 address: its record and the held networks containing it (explain=yes adds the score components)',

@@ -34,7 +34,7 @@ export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
   app.post(
     '/ips',
     {
-      config: { rampart: { minRole: ROLE.contributor, coin: 'report', agent: true } },
+      config: { rampart: { minRole: ROLE.contributor, coin: 'report' } },
       schema: {
         tags: ['ipv4'],
         summary: 'Report a suspicious IPv4 address or network (200 merged into a held indicator, 201 new indicator)',
@@ -51,6 +51,10 @@ export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
       const principal = principalOf(request);
       const body = request.body;
       const now = Math.floor(Date.now() / 1000);
+      // Decisions are the organization's (a whitelist unblocks for every member): never an edge host's.
+      if (principal.agent && (request.decisionGiven || body.ttl !== undefined)) {
+        throw new ApiError('forbidden', 'an agent key reports without decision or ttl: decisions belong to the organization (use a contributor key)');
+      }
       if (body.ttl !== undefined && body.decision !== 1) throw fieldError('body.ttl', 'a ttl applies only to decision 1');
       if (body.ttl !== undefined && body.ttl <= now) throw fieldError('body.ttl', `must lie in the future (now is ${now})`);
       const { network, isNetwork, first } = canonicalNetwork(body.ip);

@@ -46,8 +46,10 @@ export const keyRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
     '/keys/:key_id',
     { config: admin, schema: { tags: ['keys'], summary: 'Revoke an API key', params: KeyIdParams, response: { 200: z.object({ key_id: z.string(), revoked: z.literal(true) }) } } },
     async (request) => {
-      const outcome = await store.keys.revokeInOrg(request.params.key_id, principalOf(request).org.id);
+      const caller = principalOf(request);
+      const outcome = await store.keys.revokeInOrg(request.params.key_id, caller.org.id, caller.user.role);
       if (outcome === 'unknown') throw new ApiError('not_found', `no key ${request.params.key_id} in your organization`);
+      if (outcome === 'higher_role') throw new ApiError('forbidden', "the key belongs to a user with a higher role than yours; only that role can revoke it");
       return { key_id: request.params.key_id, revoked: true as const };
     },
   );

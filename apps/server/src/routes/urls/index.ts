@@ -36,7 +36,7 @@ export const urlsRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async 
   app.get(
     '/urls',
     {
-      config: { rampart: { minRole: ROLE.reader, agent: true, coin: 'feed' } },
+      config: { rampart: { minRole: ROLE.reader, coin: 'feed' } },
       schema: { tags: ['urls'], summary: 'URL feed page: records with ts strictly greater than ts, ordered by (ts, id)', querystring: UrlsFeedQuery, response: { 200: UrlPage } },
       serializerCompiler: plainJson,
     },
@@ -49,7 +49,7 @@ export const urlsRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async 
   app.get(
     '/urls/:url',
     {
-      config: { rampart: { minRole: ROLE.reader, agent: true, coin: 'lookup' } },
+      config: { rampart: { minRole: ROLE.reader, coin: 'lookup' } },
       schema: { tags: ['urls'], summary: 'Look up a URL (URL-encoded in the path)', params: UrlParams, querystring: UrlLookupQuery, response: { 200: UrlRecord } },
       serializerCompiler: plainJson,
     },
