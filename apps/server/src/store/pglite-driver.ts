@@ -62,6 +62,9 @@ export async function openPglite(dataDir: string | undefined): Promise<Db> {
       });
     },
     stats: () => ({ total: 1, idle: waiting === 0 ? 1 : 0, waiting }),
+    // In-process: notifications cannot be lost and there is no connection to lose.
+    health: () => ({ listening: true }),
+    onConnection: () => () => {},
     close: () => serialize(() => pglite.close()),
   };
 }
