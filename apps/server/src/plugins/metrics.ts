@@ -34,6 +34,18 @@ export function createMetrics(store: Store): Metrics {
   });
   // Reports per transaction and where a batch's time goes: the batches run their statements one
   // at a time, so begin + lock + write per batch bounds the reports per second a replica stores.
+  new Counter({
+    name: 'rampart_store_fsyncs_total',
+    help: 'fsync(2) calls of the embedded store (PGlite on disk): each commit syncs its WAL',
+    registers: [registry],
+    collect() {
+      const syncs = store.db.stats().syncs;
+      if (syncs !== undefined) {
+        this.reset();
+        this.inc(syncs);
+      }
+    },
+  });
   // A replica whose LISTEN session is down serves requests but no live events (/readyz is 503).
   new Gauge({
     name: 'rampart_store_listener_up',

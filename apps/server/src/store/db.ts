@@ -66,7 +66,7 @@ export interface Db extends Queryable {
   listen(channel: string, handler: NotificationHandler): Promise<() => Promise<void>>;
   notify(channel: string, payload: string): Promise<void>;
   /** Pool figures for metrics. */
-  stats(): { total: number; idle: number; waiting: number };
+  stats(): { total: number; idle: number; waiting: number; /** fsync(2) calls of the embedded store on disk. */ syncs?: number };
   health(): StoreHealth;
   /** Subscribes to connection state changes (logs, metrics); returns the unsubscribe. */
   onConnection(handler: (event: ConnectionEvent) => void): () => void;

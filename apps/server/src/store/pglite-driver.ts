@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Db, NotificationHandler, QueryResult, Transaction } from './db.ts';
+import { DurableNodeFS, durableStartParams } from './pglite-durable-fs.ts';
 
 /**
  * The embedded default store. PGlite holds one connection, so every statement is
@@ -9,7 +10,9 @@ import type { Db, NotificationHandler, QueryResult, Transaction } from './db.ts'
  */
 export async function openPglite(dataDir: string | undefined): Promise<Db> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const pglite = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+  // On disk, an acknowledged commit is on disk (pglite-durable-fs.ts); in memory (tests) there is nothing to sync.
+  const fs = dataDir ? new DurableNodeFS(dataDir) : undefined;
+  const pglite = fs ? await PGlite.create({ fs, startParams: durableStartParams(PGlite.defaultStartParams) }) : await PGlite.create();
   const handlers = new Map<string, Set<NotificationHandler>>();
   let chain: Promise<unknown> = Promise.resolve();
   let waiting = 0;
@@ -61,7 +64,7 @@ export async function openPglite(dataDir: string | undefined): Promise<Db> {
         for (const h of handlers.get(channel) ?? []) h(payload);
       });
     },
-    stats: () => ({ total: 1, idle: waiting === 0 ? 1 : 0, waiting }),
+    stats: () => ({ total: 1, idle: waiting === 0 ? 1 : 0, waiting, ...(fs ? { syncs: fs.syncs } : {}) }),
     // In-process: notifications cannot be lost and there is no connection to lose.
     health: () => ({ listening: true }),
     onConnection: () => () => {},
