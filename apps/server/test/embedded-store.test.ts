@@ -1,9 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openStore } from '../src/store/index.ts';
-import { exited, startServerProcess } from './support/server-process.ts';
+import { loadConfig } from '../src/config.ts';
+import { DataDirLockedError, openStore } from '../src/store/index.ts';
+import { embeddedEnv, exited, serverDir, startServerProcess } from './support/server-process.ts';
 
 /*
  * The embedded store (PGlite) on disk: what it promises about durability, exclusive use of its
@@ -64,5 +66,72 @@ describe('embedded store durability', { timeout: 180_000 }, () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+/** `npx rampart …` as an operator runs it, from the repository root. */
+function cli(dataDir: string, ...args: string[]) {
+  return spawnSync(process.execPath, [join(serverDir, 'bin/rampart.js'), ...args], { cwd: join(serverDir, '../..'), env: embeddedEnv(dataDir), encoding: 'utf8' });
+}
+
+describe('one process per data directory', { timeout: 180_000 }, () => {
+  it('refuses the CLI while the server runs, saying how to do it instead, and the server is unharmed', async () => {
+    const dataDir = join(tempDir(), 'data');
+    const server = await startServerProcess(dataDir, { expectDemo: true });
+    try {
+      const lock = JSON.parse(readFileSync(join(dataDir, 'rampart.lock'), 'utf8')) as { pid: number; owner: string };
+      expect(lock).toMatchObject({ pid: server.child.pid, owner: 'server' });
+      const r = cli(dataDir, 'key', 'create', '--username', 'admin@demo.rampart.local');
+      expect(r.status).toBe(3);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain(`${dataDir} is in use by the Rampart server (pid ${server.child.pid})`);
+      expect(r.stderr).toContain('stop the server first');
+      expect(r.stderr).toContain('POST /api/v1/keys');
+      // What the CLI could not do, the API does.
+      const created = await fetch(`${server.base}/keys`, { method: 'POST', headers: { authorization: server.demoKey!, 'content-type': 'application/json' }, body: JSON.stringify({ label: 'instead of the CLI' }) });
+      expect(created.status).toBe(201);
+      const key = ((await created.json()) as { key: string }).key;
+      expect((await fetch(`${server.base}/me`, { headers: { authorization: key } })).status).toBe(200);
+    } finally {
+      server.child.kill('SIGTERM');
+      expect(await exited(server.child)).toBe(0);
+    }
+    // A clean stop releases the lock: the CLI now works on the same directory.
+    expect(existsSync(join(dataDir, 'rampart.lock'))).toBe(false);
+    const r = cli(dataDir, 'key', 'create', '--username', 'admin@demo.rampart.local');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+
+  it('refuses to start the server while the rampart command holds the directory', async () => {
+    const dataDir = join(tempDir(), 'data');
+    // The CLI's own way in: openStore with owner 'cli', held for as long as a command runs.
+    const store = await openStore({ dataDir, owner: 'cli' });
+    try {
+      await expect(openStore({ dataDir, owner: 'cli' })).rejects.toBeInstanceOf(DataDirLockedError);
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: serverDir, env: embeddedEnv(dataDir, { PORT: '0' }), stdio: ['ignore', 'pipe', 'pipe'] });
+      let err = '';
+      child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+      expect(await exited(child)).toBe(3);
+      expect(err).toContain(`rampart server failed to start: ${dataDir} is in use by the rampart command (pid ${process.pid})`);
+    } finally {
+      await store.close();
+    }
+    expect(existsSync(join(dataDir, 'rampart.lock'))).toBe(false);
+  });
+
+  it('takes over a stale lock whose process is gone', async () => {
+    const dataDir = join(tempDir(), 'data');
+    mkdirSync(dataDir, { recursive: true });
+    const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+    writeFileSync(join(dataDir, 'rampart.lock'), JSON.stringify({ pid: Number(gone.stdout), owner: 'server' }));
+    const store = await openStore({ dataDir, owner: 'cli' });
+    await store.close();
+  });
+
+  it('resolves DATA_DIR from the server package, whatever the working directory (npm start, npm run rampart, npx rampart)', () => {
+    expect(loadConfig({}).dataDir).toBe(join(serverDir, 'data'));
+    expect(loadConfig({ DATA_DIR: './elsewhere' }).dataDir).toBe(join(serverDir, 'elsewhere'));
+    expect(loadConfig({ DATA_DIR: '/var/lib/rampart' }).dataDir).toBe('/var/lib/rampart');
   });
 });

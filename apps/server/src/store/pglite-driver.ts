@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Db, NotificationHandler, QueryResult, Transaction } from './db.ts';
+import { lockDataDir, type LockOwner } from './data-dir-lock.ts';
 import { DurableNodeFS, durableStartParams } from './pglite-durable-fs.ts';
 
 /**
@@ -8,11 +9,29 @@ import { DurableNodeFS, durableStartParams } from './pglite-durable-fs.ts';
  * serialized through one promise chain; a transaction holds the chain until it ends.
  * Notifications stay in-process: one PGlite belongs to exactly one server process.
  */
-export async function openPglite(dataDir: string | undefined): Promise<Db> {
+export interface PgliteOptions {
+  /**
+   * false starts PGlite as it ships (fsync off, no fsync in its file system): only for
+   * bench/pglite-ingest.ts, which measures what durability costs. Never configurable.
+   */
+  durable?: boolean;
+  /** Recorded in the data directory's lock, for the message another process gets. */
+  owner?: LockOwner;
+}
+
+export async function openPglite(dataDir: string | undefined, options: PgliteOptions = {}): Promise<Db> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
+  // One process per data directory (data-dir-lock.ts); taken before PGlite touches a file.
+  const unlock = dataDir ? lockDataDir(dataDir, options.owner ?? 'server') : () => {};
   // On disk, an acknowledged commit is on disk (pglite-durable-fs.ts); in memory (tests) there is nothing to sync.
-  const fs = dataDir ? new DurableNodeFS(dataDir) : undefined;
-  const pglite = fs ? await PGlite.create({ fs, startParams: durableStartParams(PGlite.defaultStartParams) }) : await PGlite.create();
+  const fs = dataDir && options.durable !== false ? new DurableNodeFS(dataDir) : undefined;
+  let pglite: PGlite;
+  try {
+    pglite = fs ? await PGlite.create({ fs, startParams: durableStartParams(PGlite.defaultStartParams) }) : dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+  } catch (err) {
+    unlock();
+    throw err;
+  }
   const handlers = new Map<string, Set<NotificationHandler>>();
   let chain: Promise<unknown> = Promise.resolve();
   let waiting = 0;
@@ -68,6 +87,13 @@ export async function openPglite(dataDir: string | undefined): Promise<Db> {
     // In-process: notifications cannot be lost and there is no connection to lose.
     health: () => ({ listening: true }),
     onConnection: () => () => {},
-    close: () => serialize(() => pglite.close()),
+    close: () =>
+      serialize(async () => {
+        try {
+          await pglite.close();
+        } finally {
+          unlock();
+        }
+      }),
   };
 }
