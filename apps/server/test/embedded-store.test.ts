@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -133,5 +133,43 @@ describe('one process per data directory', { timeout: 180_000 }, () => {
     expect(loadConfig({}).dataDir).toBe(join(serverDir, 'data'));
     expect(loadConfig({ DATA_DIR: './elsewhere' }).dataDir).toBe(join(serverDir, 'elsewhere'));
     expect(loadConfig({ DATA_DIR: '/var/lib/rampart' }).dataDir).toBe('/var/lib/rampart');
+  });
+});
+
+/** Every directory and file under `dir` (itself included) with its permission bits, as octal text. */
+function modes(dir: string): Map<string, { dir: boolean; mode: string }> {
+  const out = new Map<string, { dir: boolean; mode: string }>([[dir, { dir: true, mode: (statSync(dir).mode & 0o777).toString(8) }]]);
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    const path = join(entry.parentPath, entry.name);
+    if (entry.isDirectory() || entry.isFile()) out.set(path, { dir: entry.isDirectory(), mode: (statSync(path).mode & 0o777).toString(8) });
+  }
+  return out;
+}
+
+describe('private by default', { timeout: 180_000 }, () => {
+  it('keeps the data directory 0700 and its files 0600: existing ones fixed at open, new ones created so, whatever the umask', async () => {
+    const dataDir = join(tempDir(), 'data');
+    const umask = process.umask(0);
+    try {
+      let store = await openStore({ dataDir });
+      await store.close();
+      // A store as it was before: world-writable, as PGlite left it under a permissive umask.
+      for (const [path, m] of modes(dataDir)) chmodSync(path, m.dir ? 0o777 : 0o666);
+      process.umask(0);
+      store = await openStore({ dataDir });
+      try {
+        // New relation files and WAL written after the store opened.
+        await store.db.exec('create table permission_probe (x int); insert into permission_probe values (1);');
+        const all = modes(dataDir);
+        expect(all.size).toBeGreaterThan(100);
+        expect(all.get(join(dataDir, 'rampart.lock'))).toEqual({ dir: false, mode: '600' });
+        const wrong = [...all].filter(([, m]) => m.mode !== (m.dir ? '700' : '600'));
+        expect(wrong).toEqual([]);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      process.umask(umask);
+    }
   });
 });

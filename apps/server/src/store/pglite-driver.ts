@@ -2,7 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Db, NotificationHandler, QueryResult, Transaction } from './db.ts';
 import { lockDataDir, type LockOwner } from './data-dir-lock.ts';
-import { DurableNodeFS, durableStartParams } from './pglite-durable-fs.ts';
+import { makePrivate, restrictUmask } from './data-dir-permissions.ts';
+import { StoreNodeFS, durableStartParams } from './pglite-node-fs.ts';
 
 /**
  * The embedded default store. PGlite holds one connection, so every statement is
@@ -20,11 +21,15 @@ export interface PgliteOptions {
 }
 
 export async function openPglite(dataDir: string | undefined, options: PgliteOptions = {}): Promise<Db> {
-  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  if (dataDir) {
+    restrictUmask();
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  }
   // One process per data directory (data-dir-lock.ts); taken before PGlite touches a file.
   const unlock = dataDir ? lockDataDir(dataDir, options.owner ?? 'server') : () => {};
-  // On disk, an acknowledged commit is on disk (pglite-durable-fs.ts); in memory (tests) there is nothing to sync.
-  const fs = dataDir && options.durable !== false ? new DurableNodeFS(dataDir) : undefined;
+  if (dataDir) makePrivate(dataDir);
+  // On disk, an acknowledged commit is on disk (pglite-node-fs.ts); in memory (tests) there is nothing to sync.
+  const fs = dataDir && options.durable !== false ? new StoreNodeFS(dataDir) : undefined;
   let pglite: PGlite;
   try {
     pglite = fs ? await PGlite.create({ fs, startParams: durableStartParams(PGlite.defaultStartParams) }) : dataDir ? await PGlite.create(dataDir) : await PGlite.create();
