@@ -8,6 +8,7 @@ import { API_BASE, ApiError } from '@rampart/contracts';
 import type { AppConfig } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { Store } from './store/index.ts';
+import type { ConnectionEvent } from './store/db.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { agentCredential } from './plugins/agent-auth.ts';
 import { coinsPlugin } from './plugins/coins.ts';
@@ -76,6 +77,20 @@ function authFailureBudgets(config: AppConfig) {
   return { perAddress: share(config.authFailuresPerAddress), perKey: share(config.authFailuresPerKey), lockSeconds: config.authLockoutSeconds };
 }
 
+/**
+ * One line per state change of a store connection role, never one per failed request. When the
+ * listener is back, notifications sent while it was down are lost: cached organization settings
+ * are dropped so that none outlives a change this replica did not hear about.
+ */
+function logConnectionEvent(log: FastifyBaseLogger, event: ConnectionEvent, store: Store): void {
+  if (event.state === 'lost') log.error({ err: event.err, role: event.role }, 'store connection lost; reconnecting');
+  else if (event.state === 'retry_failed') log.warn({ err: event.err, role: event.role, attempt: event.attempt, next_delay_ms: event.nextDelayMs }, 'store reconnection failed');
+  else {
+    log.info({ role: event.role, down_ms: event.downMs }, 'store connection restored');
+    if (event.role === 'listener') store.settings.forget();
+  }
+}
+
 /** The control plane as a fastify instance that does not listen (tests use `inject`). */
 export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
@@ -94,6 +109,9 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
   app.setSerializerCompiler(serializerCompiler);
 
   const metrics = createMetrics(store);
+  app.addHook('onClose', async () => metrics.close());
+  const stopLoggingConnections = store.db.onConnection((event) => logConnectionEvent(app.log, event, store));
+  app.addHook('onClose', async () => stopLoggingConnections());
   const enrichment = createEnrichment({ dataDir: config.dataDir });
   const context: AppContext = { config, store, metrics, buildDate: buildDate(), events: eventBus(store.db), cursors: cursorCodec(config.cursorSecret ?? (await store.secrets.get('list_cursor'))), enrichment, ipv4Mirror: ipv4Mirror === undefined ? new Ipv4Mirror(store.db, enrichment, app.log) : ipv4Mirror };
 

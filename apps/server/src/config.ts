@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { TOOLS_ENV, toolsConfig, type ToolsConfig } from './config-tools.ts';
+import { resolve } from 'node:path';
+import { serverPath } from './paths.ts';
 
 /** Coin price per endpoint kind; a request of a kind priced 0 is free. */
 export const CoinPrices = z
@@ -122,7 +124,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl: e.DATABASE_URL,
     host: e.HOST,
     port: e.PORT,
-    dataDir: e.DATA_DIR,
+    // Relative to the server package (apps/server), wherever the process started: `npm start`,
+    // `npm run rampart` and `npx rampart` from the repository root all open the same store.
+    dataDir: resolve(serverPath(), e.DATA_DIR),
     logLevel: e.LOG_LEVEL,
     publicUrl: e.PUBLIC_URL,
     coinPrices: CoinPrices.parse(e.COIN_PRICES ?? {}),

@@ -2,11 +2,11 @@ import type { AddressInfo } from 'node:net';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { bootstrapDemo } from './services/admin.ts';
-import { openStore } from './store/index.ts';
+import { DataDirLockedError, openStore } from './store/index.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.pgPoolMax });
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.pgPoolMax, owner: 'server' });
   const app = await buildApp({ config, store });
   // Created before listening so that no request sees a half-made demo organization.
   const demo = config.demo ? await bootstrapDemo(store) : undefined;
@@ -51,6 +51,10 @@ main().catch((err: unknown) => {
   if (err instanceof ConfigError) {
     process.stderr.write(`${err.message}\n`);
     process.exit(2);
+  }
+  if (err instanceof DataDirLockedError) {
+    process.stderr.write(`rampart server failed to start: ${err.message}; the embedded store takes one process at a time: wait for it to finish or stop it, then start the server again\n`);
+    process.exit(3);
   }
   process.stderr.write(`rampart server failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);

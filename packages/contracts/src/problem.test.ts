@@ -21,6 +21,7 @@ describe('error catalog', () => {
       internal: 500,
       not_implemented: 501,
       bad_gateway: 502,
+      store_unavailable: 503,
       upstream_timeout: 504,
     });
   });

@@ -20,6 +20,7 @@ export const ERROR_CATALOG = {
   internal: { status: 500, title: 'Internal error' },
   not_implemented: { status: 501, title: 'Not implemented' },
   bad_gateway: { status: 502, title: 'Bad gateway' },
+  store_unavailable: { status: 503, title: 'Store unavailable' },
   upstream_timeout: { status: 504, title: 'Upstream timeout' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

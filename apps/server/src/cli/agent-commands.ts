@@ -18,7 +18,7 @@ function days(value: string): number {
 
 async function withStore<T>(fn: (store: Store) => Promise<T>): Promise<void> {
   const config = loadConfig();
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, owner: 'cli' });
   try {
     process.stdout.write(`${JSON.stringify(await fn(store), null, 2)}\n`);
   } catch (err) {

@@ -43,7 +43,7 @@ export function archiveRow(row: CsvRow): ArchivedFile | string {
 
 export async function importArchive(file: string): Promise<{ imported: number; rejected: number; errors: string[] }> {
   const config = loadConfig();
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, owner: 'cli' });
   const result = { imported: 0, rejected: 0, errors: [] as string[] };
   let batch: ArchivedFile[] = [];
   const flush = async () => {

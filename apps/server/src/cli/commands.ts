@@ -68,6 +68,7 @@ export async function run(c: Command): Promise<void> {
     databaseUrl: needsFreshDb ? undefined : config.databaseUrl,
     dataDir: needsFreshDb ? undefined : config.dataDir,
     migrate: c.cmd !== 'migrate',
+    owner: 'cli',
   });
   try {
     await execute(store, c);

@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { run } from './commands.ts';
+import { DataDirLockedError } from '../store/index.ts';
 import { registerAgentCommands } from './agent-commands.ts';
 import { registerArchiveCommands } from './archive-commands.ts';
 
@@ -90,6 +91,12 @@ try {
   const code = (err as { exitCode?: number }).exitCode;
   // commander has already printed its own message (help, usage errors).
   if (typeof code === 'number') process.exit(code);
+  if (err instanceof DataDirLockedError && err.holder.owner === 'server') {
+    process.stderr.write(
+      `rampart: ${err.message}. The embedded store takes one process at a time: stop the server first, or do this through its API with an admin key (e.g. POST /api/v1/keys to create an API key).\n`,
+    );
+    process.exit(3);
+  }
   process.stderr.write(`rampart: ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 }

@@ -2,6 +2,10 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { ApiError, ERROR_CATALOG, PROBLEM_BASE, type ErrorCode } from '@rampart/contracts';
+import { StoreUnavailableError } from '../store/db.ts';
+
+/** What a client is told to wait while the database is unreachable (the listener retries within 5 s). */
+export const STORE_RETRY_AFTER_SECONDS = 5;
 
 interface FieldError {
   path: string;
@@ -54,6 +58,11 @@ export function frameworkErrorHandler(error: FastifyError, request: FastifyReque
 
 export const errorsPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof StoreUnavailableError || error.cause instanceof StoreUnavailableError) {
+      // Logged once per outage by the store's connection events, not once per request.
+      reply.header('retry-after', String(STORE_RETRY_AFTER_SECONDS));
+      return sendProblem(reply, request, 'store_unavailable', 'the database is not reachable; retry later');
+    }
     if (error instanceof ApiError) {
       if (error.status >= 500) request.log.error({ err: error }, 'request failed');
       return sendProblem(reply, request, error.code, error.detail, { ...(error.errors ? { errors: error.errors } : {}), ...(error.extra ?? {}) });

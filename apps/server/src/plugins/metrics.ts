@@ -7,6 +7,8 @@ import type { BatchTiming } from '../services/ipv4-ingest.ts';
 export interface Metrics {
   registry: Registry;
   coinDebits: Counter<'kind'>;
+  /** Stops observing the store. */
+  close(): void;
   /** One committed `POST /ips` / `PUT /ips/{ip}` batch (services/ipv4-ingest.ts ReportBatcher). */
   ipv4IngestBatch(timing: BatchTiming): void;
 }
@@ -32,6 +34,34 @@ export function createMetrics(store: Store): Metrics {
   });
   // Reports per transaction and where a batch's time goes: the batches run their statements one
   // at a time, so begin + lock + write per batch bounds the reports per second a replica stores.
+  new Counter({
+    name: 'rampart_store_fsyncs_total',
+    help: 'fsync(2) calls of the embedded store (PGlite on disk): each commit syncs its WAL',
+    registers: [registry],
+    collect() {
+      const syncs = store.db.stats().syncs;
+      if (syncs !== undefined) {
+        this.reset();
+        this.inc(syncs);
+      }
+    },
+  });
+  // A replica whose LISTEN session is down serves requests but no live events (/readyz is 503).
+  new Gauge({
+    name: 'rampart_store_listener_up',
+    help: '1 while live events can arrive (PostgreSQL LISTEN session open; always 1 on PGlite)',
+    registers: [registry],
+    collect() {
+      this.set(store.db.health().listening ? 1 : 0);
+    },
+  });
+  const connectionEvents = new Counter({
+    name: 'rampart_store_connection_events_total',
+    help: 'Store connection state changes by role (pool, listener): lost, retry_failed, restored',
+    labelNames: ['role', 'state'],
+    registers: [registry],
+  });
+  const stopCounting = store.db.onConnection((event) => connectionEvents.inc({ role: event.role, state: event.state }));
   const batchReports = new Histogram({
     name: 'rampart_ipv4_ingest_batch_reports',
     help: 'IPv4 reports and decisions stored per transaction (group commit)',
@@ -49,6 +79,7 @@ export function createMetrics(store: Store): Metrics {
   return {
     registry,
     coinDebits,
+    close: stopCounting,
     ipv4IngestBatch(timing) {
       batchReports.observe(timing.reports);
       INGEST_PHASES.forEach((phase, i) => phases[i]!.observe(timing[phase]));

@@ -117,11 +117,11 @@ export async function refreshCdnRanges(options: CdnRefreshOptions): Promise<CdnR
     note: `Refreshed by \`rampart cdn refresh\` on ${date}: ${refreshed.length ? refreshed.join(', ') : 'no provider'} fetched from the published lists; the others kept the ranges of the previous file (${current.date}).`,
     providers,
   };
-  mkdirSync(options.dataDir, { recursive: true });
+  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const file = join(options.dataDir, CDN_FILE_NAME);
   // Written beside and renamed: a server starting meanwhile reads the old or the new file, never half.
   const temp = `${file}.${process.pid}.tmp`;
-  writeFileSync(temp, `${JSON.stringify(next, null, 2)}\n`);
+  writeFileSync(temp, `${JSON.stringify(next, null, 2)}\n`, { mode: 0o600 });
   renameSync(temp, file);
   return { file, date, providers: outcomes };
 }

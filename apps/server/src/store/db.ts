@@ -27,6 +27,35 @@ export interface Transaction extends Queryable {
 
 export type NotificationHandler = (payload: string) => void;
 
+/**
+ * A store connection role: `pool` serves queries and transactions; `listener` is the one
+ * session that holds LISTEN (PostgreSQL only).
+ */
+export type ConnectionRole = 'pool' | 'listener';
+
+/**
+ * A change of a connection role's state. `lost` once when it goes down, `retry_failed` for every
+ * reconnection attempt that failed (with the delay before the next), `restored` once when it is
+ * back (with how long it was down). Drivers report; the app logs and counts.
+ */
+export type ConnectionEvent =
+  | { role: ConnectionRole; state: 'lost'; err?: unknown }
+  | { role: ConnectionRole; state: 'retry_failed'; attempt: number; nextDelayMs: number; err?: unknown }
+  | { role: ConnectionRole; state: 'restored'; downMs: number };
+
+export interface StoreHealth {
+  /** Whether live events can arrive: false while PostgreSQL's LISTEN session is down. */
+  listening: boolean;
+}
+
+/** The database cannot be reached (down, restarting, refusing connections); worth retrying. */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  constructor(options?: { cause?: unknown }) {
+    super('the database is not reachable', options);
+  }
+}
+
 export interface Db extends Queryable {
   readonly kind: 'postgres' | 'pglite';
   /** Runs a script of several statements (migrations only; no parameters). */
@@ -37,6 +66,9 @@ export interface Db extends Queryable {
   listen(channel: string, handler: NotificationHandler): Promise<() => Promise<void>>;
   notify(channel: string, payload: string): Promise<void>;
   /** Pool figures for metrics. */
-  stats(): { total: number; idle: number; waiting: number };
+  stats(): { total: number; idle: number; waiting: number; /** fsync(2) calls of the embedded store on disk. */ syncs?: number };
+  health(): StoreHealth;
+  /** Subscribes to connection state changes (logs, metrics); returns the unsubscribe. */
+  onConnection(handler: (event: ConnectionEvent) => void): () => void;
   close(): Promise<void>;
 }

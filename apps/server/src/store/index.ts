@@ -2,6 +2,7 @@ import type { Db } from './db.ts';
 import { migrate } from './migrate.ts';
 import { openPglite } from './pglite-driver.ts';
 import { openPostgres } from './pg-driver.ts';
+import type { LockOwner } from './data-dir-lock.ts';
 import { OrganizationStore } from './organizations.ts';
 import { UserStore } from './users.ts';
 import { ApiKeyStore } from './api-keys.ts';
@@ -25,6 +26,7 @@ export type { NamedRow } from './named-indicators.ts';
 export type { VpnLicenseRow } from './vpn.ts';
 export type { ReportAggregate, Scorer } from './indicator-sql.ts';
 export { changedPaths } from './settings.ts';
+export { DataDirLockedError, type LockOwner } from './data-dir-lock.ts';
 export { migrate, loadMigrations } from './migrate.ts';
 
 export interface Store {
@@ -66,13 +68,15 @@ export interface OpenStoreOptions {
   dataDir?: string | undefined;
   poolMax?: number;
   migrate?: boolean;
+  /** Who opens an embedded store (its data directory's lock says so to whoever else tries). */
+  owner?: LockOwner;
 }
 
 /** PostgreSQL when a URL is given, otherwise the embedded PGlite under dataDir (in memory without one). */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const db = options.databaseUrl
     ? await openPostgres({ connectionString: options.databaseUrl, ...(options.poolMax ? { max: options.poolMax } : {}) })
-    : await openPglite(options.dataDir);
+    : await openPglite(options.dataDir, options.owner ? { owner: options.owner } : {});
   if (options.migrate !== false) await migrate(db);
   return storeOver(db);
 }

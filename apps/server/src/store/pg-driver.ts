@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Db, NotificationHandler, QueryOptions, QueryResult, Transaction } from './db.ts';
+import { StoreUnavailableError, type ConnectionEvent, type ConnectionRole, type Db, type NotificationHandler, type QueryOptions, type QueryResult, type Transaction } from './db.ts';
 
 const INT8_OID = 20;
 const NUMERIC_OID = 1700;
@@ -15,94 +15,195 @@ const types = {
 export interface PgDriverOptions {
   connectionString: string;
   max?: number;
+  /** Listener reconnection back-off: first delay and cap (defaults 100 ms and 5 s). */
+  retryMinMs?: number;
+  retryMaxMs?: number;
+}
+
+/** A connection that cannot be made within this is a failure (503), never a request that hangs. */
+const CONNECT_TIMEOUT_MS = 5_000;
+
+/** SQLSTATEs that say the server, not the statement, is the problem (class 08, shutdown, crash, too many clients). */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/**
+ * Whether an error raised by pg means "the database cannot be reached". PostgreSQL's own errors
+ * carry a SQLSTATE; socket errors carry an errno code; pg's connection-level errors
+ * (terminated connection, connect timeout, client no longer queryable) are plain Errors without
+ * a code. Only errors that come out of pg calls are classified here.
+ */
+export function isUnavailable(err: unknown): boolean {
+  if (err instanceof pg.DatabaseError) return err.code !== undefined && (err.code.startsWith('08') || UNAVAILABLE_SQLSTATES.has(err.code));
+  if (!(err instanceof Error)) return false;
+  const code = (err as NodeJS.ErrnoException).code;
+  if (typeof code === 'string') return UNAVAILABLE_ERRNOS.has(code);
+  return Object.getPrototypeOf(err) === Error.prototype;
 }
 
 export async function openPostgres(options: PgDriverOptions): Promise<Db> {
-  const pool = new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 10, types });
+  const retryMinMs = options.retryMinMs ?? 100;
+  const retryMaxMs = options.retryMaxMs ?? 5_000;
+  const pool = new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 10, types, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
   // Idle-client errors (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   await pool.query('select 1');
 
-  // LISTEN needs one session that stays open. When PostgreSQL drops it (restart, failover,
-  // idle timeout, pg_terminate_backend), it is reopened with back-off and every channel is
-  // listened to again, so a replica never goes deaf silently.
+  const observers = new Set<(event: ConnectionEvent) => void>();
+  const emit = (event: ConnectionEvent) => {
+    for (const o of observers) o(event);
+  };
+
+  // The pool reconnects on demand: every query while PostgreSQL is down tries a new connection
+  // (and fails fast as StoreUnavailableError, a 503 with Retry-After); the first that succeeds
+  // restores it. Only the transitions are reported.
+  const down = new Map<ConnectionRole, number>();
+  function wentDown(role: ConnectionRole, err?: unknown) {
+    if (down.has(role)) return;
+    down.set(role, Date.now());
+    emit({ role, state: 'lost', err });
+  }
+  function cameBack(role: ConnectionRole) {
+    const since = down.get(role);
+    if (since === undefined) return;
+    down.delete(role);
+    emit({ role, state: 'restored', downMs: Date.now() - since });
+  }
+  /** Runs one pg call of the pool role: unavailable errors become StoreUnavailableError. */
+  async function viaPool<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      const result = await call();
+      if (down.size > 0) cameBack('pool');
+      return result;
+    } catch (err) {
+      if (!isUnavailable(err)) throw err;
+      wentDown('pool', err);
+      throw new StoreUnavailableError({ cause: err });
+    }
+  }
+
+  // LISTEN needs one session that stays open. When PostgreSQL drops it (restart, failover, idle
+  // timeout, pg_terminate_backend), it is reopened in the background with capped exponential
+  // back-off, forever, and every channel is listened to again, so a replica never goes deaf
+  // silently. health().listening is false in between (/readyz answers 503).
   let listener: pg.Client | undefined;
   let connecting: Promise<pg.Client> | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let attempt = 0;
   let closed = false;
-  let retryMs = 100;
   const handlers = new Map<string, Set<NotificationHandler>>();
 
-  function lost(client: pg.Client) {
+  function lost(client: pg.Client, err?: unknown) {
+    // Events of a client that is no longer (or never became) the listener change nothing.
     if (listener !== client) return;
     listener = undefined;
     client.removeAllListeners('notification');
     void client.end().catch(() => {});
-    if (closed || handlers.size === 0) return;
-    const wait = retryMs;
-    retryMs = Math.min(retryMs * 2, 10_000);
-    setTimeout(() => {
-      if (!closed) ensureListener().catch(() => lost(client));
-    }, wait).unref();
+    if (closed) return;
+    wentDown('listener', err);
+    scheduleReconnect();
+  }
+
+  function scheduleReconnect() {
+    if (closed || retryTimer || connecting || listener) return;
+    const delay = Math.min(retryMaxMs, retryMinMs * 2 ** Math.min(attempt, 16));
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      ensureListener().catch(() => {});
+    }, delay);
+    retryTimer.unref();
   }
 
   async function connectListener(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: options.connectionString, types });
-    client.on('error', () => lost(client));
+    const client = new pg.Client({ connectionString: options.connectionString, types, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+    client.on('error', (err) => lost(client, err));
     client.on('end', () => lost(client));
     client.on('notification', (msg) => {
       for (const h of handlers.get(msg.channel) ?? []) h(msg.payload ?? '');
     });
-    await client.connect();
+    try {
+      await client.connect();
+      for (const channel of handlers.keys()) await client.query(`listen ${channel}`);
+    } catch (err) {
+      client.removeAllListeners('notification');
+      void client.end().catch(() => {});
+      throw err;
+    }
+    if (closed) {
+      void client.end().catch(() => {});
+      throw new StoreUnavailableError();
+    }
     listener = client;
-    for (const channel of handlers.keys()) await client.query(`listen ${channel}`);
-    retryMs = 100;
+    attempt = 0;
+    cameBack('listener');
     return client;
   }
 
-  async function ensureListener(): Promise<pg.Client> {
-    if (listener) return listener;
-    connecting ??= connectListener().finally(() => {
-      connecting = undefined;
-    });
+  /** The open listener, or one connection attempt; a failed attempt schedules the next. */
+  function ensureListener(): Promise<pg.Client> {
+    if (listener) return Promise.resolve(listener);
+    connecting ??= connectListener()
+      .catch((err: unknown) => {
+        attempt += 1;
+        wentDown('listener', err);
+        connecting = undefined;
+        scheduleReconnect();
+        emit({ role: 'listener', state: 'retry_failed', attempt, nextDelayMs: Math.min(retryMaxMs, retryMinMs * 2 ** Math.min(attempt, 16)), err });
+        throw new StoreUnavailableError({ cause: err });
+      })
+      .finally(() => {
+        connecting = undefined;
+      });
     return connecting;
   }
 
-  const query = async <T>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<T>> => {
-    const res = options?.name
-      ? await pool.query({ name: options.name, text: sql, values: params as unknown[] | undefined })
-      : await pool.query(sql, params as unknown[] | undefined);
-    return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
-  };
+  const query = <T>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<T>> =>
+    viaPool(async () => {
+      const res = options?.name
+        ? await pool.query({ name: options.name, text: sql, values: params as unknown[] | undefined })
+        : await pool.query(sql, params as unknown[] | undefined);
+      return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
+    });
 
   return {
     kind: 'postgres',
     query,
     async exec(sql) {
-      await pool.query(sql);
+      await viaPool(() => pool.query(sql));
     },
     async transaction(fn) {
-      const client = await pool.connect();
+      const client = await viaPool(() => pool.connect());
+      let broken: Error | undefined;
+      const run = async <R>(call: () => Promise<R>): Promise<R> => {
+        try {
+          return await viaPool(call);
+        } catch (err) {
+          if (err instanceof StoreUnavailableError) broken = err;
+          throw err;
+        }
+      };
       const tx: Transaction = {
         async query<T>(sql: string, params?: readonly unknown[], options?: QueryOptions) {
-          const res = options?.name
-            ? await client.query({ name: options.name, text: sql, values: params as unknown[] | undefined })
-            : await client.query(sql, params as unknown[] | undefined);
+          const res = await run(() =>
+            options?.name ? client.query({ name: options.name, text: sql, values: params as unknown[] | undefined }) : client.query(sql, params as unknown[] | undefined),
+          );
           return { rows: res.rows as T[], rowCount: res.rowCount ?? 0 };
         },
         async exec(sql: string) {
-          await client.query(sql);
+          await run(() => client.query(sql));
         },
       };
       try {
-        await client.query('begin');
+        await run(() => client.query('begin'));
         const result = await fn(tx);
-        await client.query('commit');
+        await run(() => client.query('commit'));
         return result;
       } catch (err) {
-        await client.query('rollback').catch(() => {});
+        if (!broken) await client.query('rollback').catch(() => {});
         throw err;
       } finally {
-        client.release();
+        // A connection that broke is destroyed, not handed to the next caller.
+        client.release(broken);
       }
     },
     async listen(channel, handler) {
@@ -111,11 +212,13 @@ export async function openPostgres(options: PgDriverOptions): Promise<Db> {
       if (!set) {
         set = new Set();
         handlers.set(channel, set);
-        const client = await ensureListener();
+        // Registered first: a listener (re)opened from now on issues LISTEN for it. If PostgreSQL
+        // is down now, the background reconnection picks the channel up when it is back.
+        const client = await ensureListener().catch(() => undefined);
         // LISTEN is idempotent: a listener opened just now may already have issued it.
-        await client.query(`listen ${channel}`);
+        if (client) await client.query(`listen ${channel}`).catch((err: unknown) => lost(client, err));
       } else {
-        await ensureListener();
+        await ensureListener().catch(() => undefined);
       }
       set.add(handler);
       return async () => {
@@ -123,13 +226,21 @@ export async function openPostgres(options: PgDriverOptions): Promise<Db> {
       };
     },
     async notify(channel, payload) {
-      await pool.query('select pg_notify($1, $2)', [channel, payload]);
+      await viaPool(() => pool.query('select pg_notify($1, $2)', [channel, payload]));
     },
     stats() {
       return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
     },
+    health() {
+      return { listening: handlers.size === 0 || listener !== undefined };
+    },
+    onConnection(handler) {
+      observers.add(handler);
+      return () => observers.delete(handler);
+    },
     async close() {
       closed = true;
+      clearTimeout(retryTimer);
       const client = listener;
       listener = undefined;
       await client?.end().catch(() => {});

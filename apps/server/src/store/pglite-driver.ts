@@ -1,15 +1,42 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Db, NotificationHandler, QueryResult, Transaction } from './db.ts';
+import { lockDataDir, type LockOwner } from './data-dir-lock.ts';
+import { makePrivate, restrictUmask } from './data-dir-permissions.ts';
+import { StoreNodeFS, durableStartParams } from './pglite-node-fs.ts';
 
 /**
  * The embedded default store. PGlite holds one connection, so every statement is
  * serialized through one promise chain; a transaction holds the chain until it ends.
  * Notifications stay in-process: one PGlite belongs to exactly one server process.
  */
-export async function openPglite(dataDir: string | undefined): Promise<Db> {
-  if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const pglite = dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+export interface PgliteOptions {
+  /**
+   * false starts PGlite as it ships (fsync off, no fsync in its file system): only for
+   * bench/pglite-ingest.ts, which measures what durability costs. Never configurable.
+   */
+  durable?: boolean;
+  /** Recorded in the data directory's lock, for the message another process gets. */
+  owner?: LockOwner;
+}
+
+export async function openPglite(dataDir: string | undefined, options: PgliteOptions = {}): Promise<Db> {
+  if (dataDir) {
+    restrictUmask();
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  }
+  // One process per data directory (data-dir-lock.ts); taken before PGlite touches a file.
+  const unlock = dataDir ? lockDataDir(dataDir, options.owner ?? 'server') : () => {};
+  if (dataDir) makePrivate(dataDir);
+  // On disk, an acknowledged commit is on disk (pglite-node-fs.ts); in memory (tests) there is nothing to sync.
+  const fs = dataDir && options.durable !== false ? new StoreNodeFS(dataDir) : undefined;
+  let pglite: PGlite;
+  try {
+    pglite = fs ? await PGlite.create({ fs, startParams: durableStartParams(PGlite.defaultStartParams) }) : dataDir ? await PGlite.create(dataDir) : await PGlite.create();
+  } catch (err) {
+    unlock();
+    throw err;
+  }
   const handlers = new Map<string, Set<NotificationHandler>>();
   let chain: Promise<unknown> = Promise.resolve();
   let waiting = 0;
@@ -61,7 +88,17 @@ export async function openPglite(dataDir: string | undefined): Promise<Db> {
         for (const h of handlers.get(channel) ?? []) h(payload);
       });
     },
-    stats: () => ({ total: 1, idle: waiting === 0 ? 1 : 0, waiting }),
-    close: () => serialize(() => pglite.close()),
+    stats: () => ({ total: 1, idle: waiting === 0 ? 1 : 0, waiting, ...(fs ? { syncs: fs.syncs } : {}) }),
+    // In-process: notifications cannot be lost and there is no connection to lose.
+    health: () => ({ listening: true }),
+    onConnection: () => () => {},
+    close: () =>
+      serialize(async () => {
+        try {
+          await pglite.close();
+        } finally {
+          unlock();
+        }
+      }),
   };
 }

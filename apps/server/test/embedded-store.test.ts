@@ -1,0 +1,175 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { DataDirLockedError, openStore } from '../src/store/index.ts';
+import { embeddedEnv, exited, serverDir, startServerProcess } from './support/server-process.ts';
+
+/*
+ * The embedded store (PGlite) on disk: what it promises about durability, exclusive use of its
+ * data directory and file permissions, proven on real files and real processes.
+ */
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'rampart-embedded-'));
+  dirs.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('embedded store durability', { timeout: 180_000 }, () => {
+  it('runs with fsync on and syncs the WAL to disk on every commit', async () => {
+    const store = await openStore({ dataDir: join(tempDir(), 'data') });
+    try {
+      expect((await store.db.query<{ fsync: string }>('show fsync')).rows[0]!.fsync).toBe('on');
+      expect((await store.db.query<{ synchronous_commit: string }>('show synchronous_commit')).rows[0]!.synchronous_commit).toBe('on');
+      // Emscripten's fdatasync never reaches the file system: the WAL must be synced with fsync().
+      expect((await store.db.query<{ wal_sync_method: string }>('show wal_sync_method')).rows[0]!.wal_sync_method).toBe('fsync');
+      const before = store.db.stats().syncs!;
+      for (let i = 0; i < 3; i += 1) await store.orgs.create({ gid: `RMP-GID-DURABLE${i}`, name: `Durable ${i}`, credits: 1, trust: 0.5 });
+      // Each acknowledged commit made at least one fsync(2) of a real file descriptor.
+      expect(store.db.stats().syncs! - before).toBeGreaterThanOrEqual(3);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('keeps every acknowledged report when the server is killed (SIGKILL) right after the acknowledgement', async () => {
+    const dataDir = join(tempDir(), 'data');
+    const server = await startServerProcess(dataDir, { expectDemo: true });
+    const sent: string[] = [];
+    try {
+      for (let i = 1; i <= 20; i += 1) {
+        const ip = `198.51.100.${i}`;
+        const res = await fetch(`${server.base}/ips`, {
+          method: 'POST',
+          headers: { authorization: server.demoKey!, 'content-type': 'application/json' },
+          body: JSON.stringify({ ip, confidence: 0.8, source: 'ssh' }),
+        });
+        expect(res.status).toBe(201);
+        sent.push(ip);
+      }
+    } finally {
+      // No shutdown, no checkpoint: the process dies between the last acknowledgement and the next write.
+      server.child.kill('SIGKILL');
+      await exited(server.child);
+    }
+    const store = await openStore({ dataDir });
+    try {
+      const { rows } = await store.db.query<{ ip: string }>('select distinct host(i.network) as ip from ipv4_reports r join ipv4_indicators i on i.id = r.indicator_id');
+      expect(rows.map((r) => r.ip).sort()).toEqual([...sent].sort());
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+/** `npx rampart …` as an operator runs it, from the repository root. */
+function cli(dataDir: string, ...args: string[]) {
+  return spawnSync(process.execPath, [join(serverDir, 'bin/rampart.js'), ...args], { cwd: join(serverDir, '../..'), env: embeddedEnv(dataDir), encoding: 'utf8' });
+}
+
+describe('one process per data directory', { timeout: 180_000 }, () => {
+  it('refuses the CLI while the server runs, saying how to do it instead, and the server is unharmed', async () => {
+    const dataDir = join(tempDir(), 'data');
+    const server = await startServerProcess(dataDir, { expectDemo: true });
+    try {
+      const lock = JSON.parse(readFileSync(join(dataDir, 'rampart.lock'), 'utf8')) as { pid: number; owner: string };
+      expect(lock).toMatchObject({ pid: server.child.pid, owner: 'server' });
+      const r = cli(dataDir, 'key', 'create', '--username', 'admin@demo.rampart.local');
+      expect(r.status).toBe(3);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain(`${dataDir} is in use by the Rampart server (pid ${server.child.pid})`);
+      expect(r.stderr).toContain('stop the server first');
+      expect(r.stderr).toContain('POST /api/v1/keys');
+      // What the CLI could not do, the API does.
+      const created = await fetch(`${server.base}/keys`, { method: 'POST', headers: { authorization: server.demoKey!, 'content-type': 'application/json' }, body: JSON.stringify({ label: 'instead of the CLI' }) });
+      expect(created.status).toBe(201);
+      const key = ((await created.json()) as { key: string }).key;
+      expect((await fetch(`${server.base}/me`, { headers: { authorization: key } })).status).toBe(200);
+    } finally {
+      server.child.kill('SIGTERM');
+      expect(await exited(server.child)).toBe(0);
+    }
+    // A clean stop releases the lock: the CLI now works on the same directory.
+    expect(existsSync(join(dataDir, 'rampart.lock'))).toBe(false);
+    const r = cli(dataDir, 'key', 'create', '--username', 'admin@demo.rampart.local');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+
+  it('refuses to start the server while the rampart command holds the directory', async () => {
+    const dataDir = join(tempDir(), 'data');
+    // The CLI's own way in: openStore with owner 'cli', held for as long as a command runs.
+    const store = await openStore({ dataDir, owner: 'cli' });
+    try {
+      await expect(openStore({ dataDir, owner: 'cli' })).rejects.toBeInstanceOf(DataDirLockedError);
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: serverDir, env: embeddedEnv(dataDir, { PORT: '0' }), stdio: ['ignore', 'pipe', 'pipe'] });
+      let err = '';
+      child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+      expect(await exited(child)).toBe(3);
+      expect(err).toContain(`rampart server failed to start: ${dataDir} is in use by the rampart command (pid ${process.pid})`);
+    } finally {
+      await store.close();
+    }
+    expect(existsSync(join(dataDir, 'rampart.lock'))).toBe(false);
+  });
+
+  it('takes over a stale lock whose process is gone', async () => {
+    const dataDir = join(tempDir(), 'data');
+    mkdirSync(dataDir, { recursive: true });
+    const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+    writeFileSync(join(dataDir, 'rampart.lock'), JSON.stringify({ pid: Number(gone.stdout), owner: 'server' }));
+    const store = await openStore({ dataDir, owner: 'cli' });
+    await store.close();
+  });
+
+  it('resolves DATA_DIR from the server package, whatever the working directory (npm start, npm run rampart, npx rampart)', () => {
+    expect(loadConfig({}).dataDir).toBe(join(serverDir, 'data'));
+    expect(loadConfig({ DATA_DIR: './elsewhere' }).dataDir).toBe(join(serverDir, 'elsewhere'));
+    expect(loadConfig({ DATA_DIR: '/var/lib/rampart' }).dataDir).toBe('/var/lib/rampart');
+  });
+});
+
+/** Every directory and file under `dir` (itself included) with its permission bits, as octal text. */
+function modes(dir: string): Map<string, { dir: boolean; mode: string }> {
+  const out = new Map<string, { dir: boolean; mode: string }>([[dir, { dir: true, mode: (statSync(dir).mode & 0o777).toString(8) }]]);
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    const path = join(entry.parentPath, entry.name);
+    if (entry.isDirectory() || entry.isFile()) out.set(path, { dir: entry.isDirectory(), mode: (statSync(path).mode & 0o777).toString(8) });
+  }
+  return out;
+}
+
+describe('private by default', { timeout: 180_000 }, () => {
+  it('keeps the data directory 0700 and its files 0600: existing ones fixed at open, new ones created so, whatever the umask', async () => {
+    const dataDir = join(tempDir(), 'data');
+    const umask = process.umask(0);
+    try {
+      let store = await openStore({ dataDir });
+      await store.close();
+      // A store as it was before: world-writable, as PGlite left it under a permissive umask.
+      for (const [path, m] of modes(dataDir)) chmodSync(path, m.dir ? 0o777 : 0o666);
+      process.umask(0);
+      store = await openStore({ dataDir });
+      try {
+        // New relation files and WAL written after the store opened.
+        await store.db.exec('create table permission_probe (x int); insert into permission_probe values (1);');
+        const all = modes(dataDir);
+        expect(all.size).toBeGreaterThan(100);
+        expect(all.get(join(dataDir, 'rampart.lock'))).toEqual({ dir: false, mode: '600' });
+        const wrong = [...all].filter(([, m]) => m.mode !== (m.dir ? '700' : '600'));
+        expect(wrong).toEqual([]);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      process.umask(umask);
+    }
+  });
+});
