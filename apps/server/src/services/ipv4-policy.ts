@@ -1,7 +1,7 @@
 import { isBlocked, liveScore, secondsUntilBelow, type BlockReason, type Decision } from '@rampart/scoring';
 import type { Store } from '../store/index.ts';
 import type { Ipv4ListFilter } from '../store/ipv4.ts';
-import { ipv4CidrRange } from './enrichment/ipv4.ts';
+import { parseIpv4 } from '@rampart/contracts';
 
 /** What an organization's settings say about blocking IPv4 indicators. */
 export interface Ipv4Policy {
@@ -26,7 +26,7 @@ export async function loadIpv4Policy(store: Store, orgId: number): Promise<Ipv4P
 
 function ipv4Policy(orgId: number, document: { reserved_ips: string[]; blocking_roule?: { score: number; tags: string[] } | null | undefined }): Ipv4Policy {
   const ranges = document.reserved_ips.flatMap((cidr) => {
-    const r = ipv4CidrRange(cidr);
+    const r = parseIpv4(cidr);
     return r ? [r] : [];
   });
   const rule = document.blocking_roule && document.blocking_roule.tags.length > 0 ? { score: document.blocking_roule.score, tags: [...document.blocking_roule.tags] } : null;
@@ -35,7 +35,7 @@ function ipv4Policy(orgId: number, document: { reserved_ips: string[]; blocking_
 
 /** The reserved range a network overlaps, or null. */
 export function reservedRangeOf(policy: Ipv4Policy, network: string): string | null {
-  const r = ipv4CidrRange(network);
+  const r = parseIpv4(network);
   if (!r) return null;
   const i = policy.ranges.findIndex((x) => x.start <= r.end && r.start <= x.end);
   return i < 0 ? null : policy.reserved[i]!;
