@@ -10,9 +10,11 @@ describe('planEnforcerSlots', () => {
     expect(steps(plan(false, { packet_filter: 'a' }), plan(false, { packet_filter: 'a' }))).toEqual([]);
   });
 
-  it('added: created, and handed the set while running', () => {
+  it('added: created, and handed the set while running; not running, it clears what a previous run left', () => {
     expect(steps(plan(true, {}), plan(true, { csv: 'c' }))).toEqual(['create csv', 'hand_over csv']);
-    expect(steps(plan(false, {}), plan(false, { csv: 'c' }))).toEqual(['create csv']);
+    expect(steps(plan(false, {}), plan(false, { csv: 'c' }))).toEqual(['create csv', 'withdraw csv']);
+    // An agent that starts with running = no.
+    expect(steps(plan(true, {}), plan(false, { csv: 'c' }))).toEqual(['create csv', 'withdraw csv']);
   });
 
   it('removed: withdraws what it placed, then closes', () => {
@@ -27,7 +29,12 @@ describe('planEnforcerSlots', () => {
       'create packet_filter',
       'hand_over packet_filter',
     ]);
-    expect(steps(plan(false, { packet_filter: 'x' }), plan(false, { packet_filter: 'y' }))).toEqual(['withdraw packet_filter', 'close packet_filter', 'create packet_filter']);
+    expect(steps(plan(false, { packet_filter: 'x' }), plan(false, { packet_filter: 'y' }))).toEqual([
+      'withdraw packet_filter',
+      'close packet_filter',
+      'create packet_filter',
+      'withdraw packet_filter',
+    ]);
   });
 
   it('running yes → no withdraws every slot; no → yes hands every slot the set again', () => {
@@ -38,6 +45,10 @@ describe('planEnforcerSlots', () => {
 
   it('running no → yes with a new slot creates it and hands it the set', () => {
     expect(steps(plan(false, { csv: 'c' }), plan(true, { csv: 'c', dry_run: 'd' }))).toEqual(['create dry_run', 'hand_over csv', 'hand_over dry_run']);
+  });
+
+  it('running yes → no with a changed slot: the old instance withdraws, the new one clears its target', () => {
+    expect(steps(plan(true, { csv: 'a' }), plan(false, { csv: 'b' }))).toEqual(['withdraw csv', 'close csv', 'create csv', 'withdraw csv']);
   });
 
   it('withdraws every old rule before creating anything, across slots', () => {

@@ -17,7 +17,10 @@ export interface SlotPlan {
 }
 
 export type SlotAction =
-  /** The live instance removes every rule it placed (it stays open). */
+  /**
+   * The instance removes every rule it placed (it stays open). After `create` (not running):
+   * the new instance clears what a previous run of the same configuration left in its target.
+   */
   | 'withdraw'
   /** The live instance is released; its rules, if any are left, stay where they are. */
   | 'close'
@@ -31,8 +34,15 @@ export interface SlotStep {
   action: SlotAction;
 }
 
-/** Phases run in this order over all slots: nothing is created before every old rule is gone. */
-const PHASES: readonly SlotAction[] = ['withdraw', 'close', 'create', 'hand_over'];
+/**
+ * Phases, run in this order over all slots: old instances withdraw, old instances close, new
+ * instances are created, then new or kept instances get the set (or, not running, clear their
+ * target). Nothing is created before every old rule is gone.
+ */
+const OLD_WITHDRAW = 0;
+const CLOSE = 1;
+const CREATE = 2;
+const SETTLE = 3;
 
 /**
  * The steps from `previous` to `next`, ordered by phase, then label. An unchanged slot under an
@@ -40,24 +50,32 @@ const PHASES: readonly SlotAction[] = ['withdraw', 'close', 'create', 'hand_over
  * a target (a label moved to another plugin on the same file) never withdraw a new instance's rules.
  */
 export function planEnforcerSlots(previous: SlotPlan, next: SlotPlan): SlotStep[] {
-  const steps: SlotStep[] = [];
+  const steps: (SlotStep & { phase: number })[] = [];
   const labels = [...new Set([...previous.slots.keys(), ...next.slots.keys()])].sort();
   for (const label of labels) {
     const before = previous.slots.get(label);
     const after = next.slots.get(label);
-    const add = (...actions: SlotAction[]) => actions.forEach((action) => steps.push({ label, action }));
+    const add = (phase: number, action: SlotAction) => steps.push({ label, action, phase });
+    // A new instance holds the set while running; otherwise it clears its target.
+    const settleNew = () => add(SETTLE, next.running ? 'hand_over' : 'withdraw');
     if (before === undefined) {
-      // Added (or its earlier creation failed): build it; it holds rules only while running.
-      add('create', ...(next.running ? (['hand_over'] as const) : []));
+      // Added, or its earlier creation failed.
+      add(CREATE, 'create');
+      settleNew();
     } else if (after === undefined) {
-      add('withdraw', 'close');
+      add(OLD_WITHDRAW, 'withdraw');
+      add(CLOSE, 'close');
     } else if (before !== after) {
-      add('withdraw', 'close', 'create', ...(next.running ? (['hand_over'] as const) : []));
+      add(OLD_WITHDRAW, 'withdraw');
+      add(CLOSE, 'close');
+      add(CREATE, 'create');
+      settleNew();
     } else if (previous.running && !next.running) {
-      add('withdraw');
+      add(OLD_WITHDRAW, 'withdraw');
     } else if (!previous.running && next.running) {
-      add('hand_over');
+      add(SETTLE, 'hand_over');
     }
   }
-  return steps.sort((a, b) => PHASES.indexOf(a.action) - PHASES.indexOf(b.action) || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0));
+  steps.sort((a, b) => a.phase - b.phase || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0));
+  return steps.map(({ label, action }) => ({ label, action }));
 }

@@ -172,6 +172,22 @@ export class Syncer {
     return drifted;
   }
 
+  /** Runs `task` between sync operations: enforcers may be swapped there (see EnforcerSlots). */
+  between<T>(task: () => Promise<T>): Promise<T> {
+    return this.exclusive(task);
+  }
+
+  /**
+   * `running = no` without touching the enforcers (the caller withdraws them): nothing is
+   * synced or enforced until `resume`. Call inside `between`.
+   */
+  pause(): void {
+    this.withdrawn = true;
+    clearTimeout(this.decayTimer);
+    this.deps.state.enforced = { keys: new Float64Array(0), ranks: new Uint16Array(0) };
+    this.deps.metrics.setSize.set(0);
+  }
+
   /** `running = no`: every enforcer withdraws what it placed; nothing is enforced until `resume`. */
   withdraw(): Promise<void> {
     return this.exclusive(async () => {
