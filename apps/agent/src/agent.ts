@@ -32,8 +32,6 @@ export interface AgentOptions {
   registry?: Registry;
   /** Overrides the sync-channel heartbeat (tests). */
   heartbeatMs?: number;
-  /** Back-off of a failed enforcer creation's retries (tests shorten it). */
-  enforcerRetry?: { baseMs: number; maxMs: number };
 }
 
 /**
@@ -103,7 +101,6 @@ export class Agent {
       metrics: this.metrics,
       serialize: (task) => this.syncer.between(task),
       onCreated: () => this.kick('incremental'),
-      ...(this.options.enforcerRetry ? { retry: this.options.enforcerRetry } : {}),
     });
     this.syncer = new Syncer({
       client: this.client,

@@ -16,10 +16,10 @@ import { createMetrics } from '../src/runtime/metrics.ts';
 
 const BLACKLISTED: BlockEntry[] = [{ cidr: '45.61.7.10/32', score: 900 }];
 
-async function until<T>(what: string, check: () => T | undefined | false, deadlineMs = 5_000): Promise<T> {
+async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, deadlineMs = 5_000): Promise<T> {
   const end = Date.now() + deadlineMs;
   for (;;) {
-    const value = check();
+    const value = await check();
     if (value) return value;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
@@ -121,6 +121,31 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
     await syncAll(s, BLACKLISTED);
     expect(s.health()).toEqual([{ label: 'dry_run', healthy: true, enforced: 0, cut: 0 }]);
     expect((await readDryRunFile(join(dir, 'flaky.json')))?.enforced).toEqual(['45.61.7.10/32']);
+  });
+
+  it('a retried creation while running = no clears its target instead of waiting for the set', async () => {
+    const file = join(dir, 'paused.json');
+    // What a previous run of the same configuration left behind.
+    const previous = await dryRunEnforcer.create(DryRunConfig.parse({ active: true, path: file }), { log: pino({ level: 'silent' }) });
+    await previous.sync(BLACKLISTED);
+    await previous.close();
+    let failures = 1;
+    const flaky: EnforcerDefinition<DryRunConfig> = {
+      ...dryRunEnforcer,
+      create: async (config, ctx) => {
+        if (failures-- > 0) throw new Error('backend unreachable');
+        return dryRunEnforcer.create(config, ctx);
+      },
+    };
+    const s = make();
+    await s.apply([dryRun('paused.json', flaky)], false);
+    expect(s.health()[0]).toMatchObject({ error: 'create_failed' });
+    const cleared = await until('the retried instance withdrawing', async () => {
+      const read = await readDryRunFile(file);
+      return read?.operations.at(-1)?.op === 'withdraw' && read;
+    });
+    expect(cleared.enforced).toEqual([]);
+    expect(created).toBe(0);
   });
 
   it('the back-off doubles up to its cap, and a slot no longer wanted stops being retried', async () => {

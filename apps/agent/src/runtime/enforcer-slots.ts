@@ -38,7 +38,7 @@ export interface EnforcerSlotsDeps {
   metrics: AgentMetrics;
   /** Runs a slot change between sync operations (the syncer's lock); `apply` callers hold it already. */
   serialize<T>(task: () => Promise<T>): Promise<T>;
-  /** A retried creation succeeded: the new instance waits for its set. */
+  /** A retried creation succeeded while running: the new instance waits for its set. */
   onCreated(): void;
   /** Back-off of retried creations: base doubled per failure, capped (defaults 5 s and 5 min). */
   retry?: { baseMs: number; maxMs: number };
@@ -146,7 +146,10 @@ export class EnforcerSlots {
       // A settings change since then replaced (or dropped) this failure: it is not ours to retry.
       if (this.closed || this.failed.get(failure.wanted.label) !== failure) return;
       this.failed.delete(failure.wanted.label);
-      if (await this.create(failure.wanted, failure.attempts)) this.deps.onCreated();
+      if (!(await this.create(failure.wanted, failure.attempts))) return;
+      // As the planner's steps for a new instance: hand over the set, or clear the target.
+      if (this.running) this.deps.onCreated();
+      else await this.run({ label: failure.wanted.label, action: 'withdraw' }, new Map(), 0);
     });
   }
 
