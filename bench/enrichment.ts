@@ -12,7 +12,7 @@ import ipaddr from 'ipaddr.js';
 import { createEnrichment } from '../apps/server/src/services/enrichment.ts';
 import { defaultAsnCsvPath, loadAsnIndex } from '../apps/server/src/services/enrichment/asn.ts';
 import { readCdnDataFile, SHIPPED_CDN_FILE } from '../apps/server/src/services/enrichment/cdn-data.ts';
-import { ipv4ToNumber, numberToIpv4 } from '../apps/server/src/services/enrichment/ipv4.ts';
+import { formatIpv4 as numberToIpv4, parseIpv4Address } from '@rampart/contracts';
 
 const rss = () => process.memoryUsage().rss / 1e6;
 const rssBefore = rss();
@@ -47,7 +47,7 @@ const cdnNaive = rate('cdnOf baseline (ipaddr.js match over every CIDR)', 100_00
 
 const table = loadAsnIndex(defaultAsnCsvPath()) as unknown as { starts: Uint32Array; ends: Uint32Array; values: unknown[] };
 const linearAsn = (ip: string) => {
-  const n = ipv4ToNumber(ip)!;
+  const n = parseIpv4Address(ip)!;
   for (let i = 0; i < table.starts.length; i++) if (table.starts[i]! <= n && n <= table.ends[i]!) return table.values[i];
   return null;
 };

@@ -11,6 +11,7 @@ import { REGISTRY, type Registry } from './registry.ts';
 import { pickKey, loadCredentials } from './runtime/credentials.ts';
 import { startOpsServer } from './runtime/http.ts';
 import { createMetrics, type AgentMetrics } from './runtime/metrics.ts';
+import { EnforcerSlots } from './runtime/enforcer-slots.ts';
 import { DetectionPipeline } from './runtime/pipeline.ts';
 import { Reporter } from './runtime/reporter.ts';
 import { Scheduler, cronForMinutes } from './runtime/scheduler.ts';
@@ -21,7 +22,7 @@ import { BlockState, type BlockPolicy } from './sync/block-state.ts';
 import { SyncChannel } from './sync/channel.ts';
 import { FeedStateFile } from './sync/feed-state.ts';
 import { NeverBlock, hostAddresses } from './sync/never-block.ts';
-import { Syncer, type ActiveEnforcer } from './sync/syncer.ts';
+import { Syncer } from './sync/syncer.ts';
 
 export const AGENT_VERSION = 'v0.1.0';
 
@@ -31,10 +32,6 @@ export interface AgentOptions {
   registry?: Registry;
   /** Overrides the sync-channel heartbeat (tests). */
   heartbeatMs?: number;
-}
-
-interface EnforcerSlot extends ActiveEnforcer {
-  fingerprint: string;
 }
 
 /**
@@ -56,7 +53,9 @@ export class Agent {
   private scheduler!: Scheduler;
   private channel: SyncChannel | undefined;
   private ops: Awaited<ReturnType<typeof startOpsServer>> | undefined;
-  private enforcers: EnforcerSlot[] = [];
+  private slots!: EnforcerSlots;
+  /** The enforcers of the last settings whose plugins could be planned. */
+  private planned: PlannedEnforcer[] = [];
   private controlPlaneAddresses: string[] = [];
   private applying: Promise<void> = Promise.resolve();
   private running = true;
@@ -97,11 +96,17 @@ export class Agent {
     this.controlPlaneAddresses = await resolveHost(new URL(file.controlPlaneUrl).hostname);
 
     this.state = new BlockState(this.buildNeverBlock(current));
+    this.slots = new EnforcerSlots({
+      log: this.log,
+      metrics: this.metrics,
+      serialize: (task) => this.syncer.between(task),
+      onCreated: () => this.kick('incremental'),
+    });
     this.syncer = new Syncer({
       client: this.client,
       state: this.state,
       feedState: new FeedStateFile(local.state_dir),
-      enforcers: () => this.enforcers,
+      enforcers: () => this.slots.live,
       policy: () => this.policy(),
       gaid: () => this.settings.current().settings.gaid,
       log: this.log.child({ component: 'sync' }),
@@ -168,7 +173,7 @@ export class Agent {
           state: () => ({
             version: AGENT_VERSION,
             enforced: this.state.enforced.keys.length,
-            plugins: this.enforcers.map((e) => ({ plugin: e.label, enforced: e.enforced ?? 0, healthy: !e.needsReplace })),
+            plugins: this.slots.health().map((e) => ({ plugin: e.label, enforced: e.enforced, healthy: e.healthy })),
           }),
         },
       });
@@ -262,24 +267,26 @@ export class Agent {
       } else resolved = planned.plan;
     }
     this.state.neverBlock = this.buildNeverBlock(next);
-    if (resolved) {
-      await this.applyEnforcers(resolved.enforcers);
-      await this.applySources(resolved);
-    }
-    this.scheduler.set(local.sync_cron ?? cronForMinutes(next.settings.sync_time), { name: 'sync', run: async () => this.kick('incremental') });
-
     const running = next.settings.running === 'yes';
-    if (running !== this.running) {
+    const wasRunning = this.running;
+    if (resolved) this.planned = resolved.enforcers;
+    if (running !== wasRunning) {
+      if (!running) this.log.warn({}, 'running = no: withdrawing rules, not enforcing or reporting');
+      else this.log.info({}, 'running = yes: enforcing and reporting again');
+    }
+    // One step between syncs: the syncer stops before rules are withdrawn and starts after
+    // the new instances exist, so no sync ever reaches an instance that is going away.
+    await this.syncer.between(async () => {
+      if (!running && wasRunning) this.syncer.pause();
+      await this.slots.apply(this.planned, running);
+      if (running && !wasRunning) this.syncer.resume();
+    });
+    if (resolved) await this.applySources(resolved);
+    this.scheduler.set(local.sync_cron ?? cronForMinutes(next.settings.sync_time), { name: 'sync', run: async () => this.kick('incremental') });
+    if (running !== wasRunning) {
       this.running = running;
       this.reporter?.setPaused(!running);
-      if (!running) {
-        this.log.warn({}, 'running = no: withdrawing rules, not enforcing or reporting');
-        await this.syncer.withdraw();
-      } else {
-        this.log.info({}, 'running = yes: enforcing and reporting again');
-        this.syncer.resume();
-        this.needFull = true;
-      }
+      if (running) this.needFull = true;
     }
     const policyChanged =
       previous &&
@@ -288,41 +295,6 @@ export class Agent {
         JSON.stringify(previous.organization) !== JSON.stringify(next.organization) ||
         previous.settings.running !== next.settings.running);
     if (previous && (policyChanged || resolved)) this.kick(policyChanged ? 'full' : 'incremental');
-  }
-
-  private async applyEnforcers(planned: PlannedEnforcer[]): Promise<void> {
-    const wanted = new Map(planned.map((p) => [p.label, { ...p, fingerprint: JSON.stringify([p.definition.name, p.config]) }]));
-    const keep: EnforcerSlot[] = [];
-    for (const slot of this.enforcers) {
-      const w = wanted.get(slot.label);
-      if (w && w.fingerprint === slot.fingerprint) {
-        keep.push(slot);
-        wanted.delete(slot.label);
-        continue;
-      }
-      // No longer configured (or configured differently): take its rules away, then let go.
-      try {
-        if (!w) await slot.enforcer.withdraw();
-        await slot.enforcer.close();
-      } catch (err) {
-        this.log.warn({ err, enforcer: slot.label }, 'enforcer did not close cleanly');
-      }
-      if (!w) {
-        this.metrics.enforcerEntries.remove({ enforcer: slot.label });
-        this.metrics.enforcerCut.remove({ enforcer: slot.label });
-      }
-    }
-    for (const p of wanted.values()) {
-      const log = this.log.child({ enforcer: p.label, plugin: p.definition.name });
-      try {
-        const enforcer = await p.definition.create(p.config, { log });
-        keep.push({ label: p.label, enforcer, needsReplace: true, fingerprint: p.fingerprint });
-      } catch (err) {
-        this.metrics.enforcerErrors.inc({ enforcer: p.label });
-        log.error({ err }, 'enforcer could not be created');
-      }
-    }
-    this.enforcers = keep;
   }
 
   private async applySources(plan: PluginPlan): Promise<void> {
@@ -346,7 +318,9 @@ export class Agent {
     const now = Math.floor(Date.now() / 1000);
     const lastSync = this.syncer?.lastSyncAt ?? 0;
     const stale = current.settings.sync_time * 60 * 3;
-    const healthy = !this.running || (lastSync > 0 && now - lastSync <= stale);
+    const enforcers = this.slots?.health() ?? [];
+    // A configured enforcer that could not be created is not enforcing: unhealthy until it is.
+    const healthy = (!this.running || (lastSync > 0 && now - lastSync <= stale)) && enforcers.every((e) => e.error === undefined);
     return {
       healthy,
       gaid: current.settings.gaid,
@@ -360,7 +334,7 @@ export class Agent {
       known_indicators: this.state?.table.size ?? 0,
       spool_depth: this.spool?.depth ?? 0,
       sources: this.supervisor?.labels ?? [],
-      enforcers: this.enforcers.map((e) => ({ label: e.label, healthy: !e.needsReplace, enforced: e.enforced ?? 0, cut: e.cut ?? 0 })),
+      enforcers,
       channel_connected: this.channel?.connected ?? false,
       memory_mb: memoryMb(),
     };
@@ -378,7 +352,7 @@ export class Agent {
     await this.reporter?.stop();
     await this.applying;
     await this.syncer?.stop().catch((err: unknown) => this.log.warn({ err }, 'feed state not saved'));
-    for (const e of this.enforcers) await e.enforcer.close().catch(() => undefined);
+    await this.slots?.close();
     await this.spool?.close();
     await this.ops?.close();
     this.log.info({}, 'agent stopped');

@@ -3,7 +3,7 @@ import { liveScore, secondsUntilBelow } from '@rampart/scoring';
 import { BlockState, diffKeySets, toEntries } from '../src/sync/block-state.ts';
 import { NeverBlock } from '../src/sync/never-block.ts';
 import { RecordTable } from '../src/sync/record-table.ts';
-import { cidrKey, keyCidr } from '../src/sync/ipv4.ts';
+import { ipv4Key as cidrKey, ipv4KeyCidr as keyCidr } from '@rampart/contracts';
 
 const none: { ownAddresses: string[]; controlPlane: string[]; reservedIps: string[]; allowList: string[] } = { ownAddresses: [], controlPlane: [], reservedIps: [], allowList: [] };
 const NOW = 1_800_000_000;
@@ -75,7 +75,7 @@ describe('block state', () => {
   it('trusts the server list for entries it cannot judge, until a newer record says otherwise', () => {
     const s = state();
     s.ingestRecord({ ip: '45.3.0.1', score: 80, ts: NOW, decision: -1, ttl: null }); // below threshold, but listed (blocking rule)
-    s.applyServerList([cidrKey('45.3.0.1')!, cidrKey('45.3.0.2')!], NOW);
+    s.applyServerList([cidrKey('45.3.0.1'), cidrKey('45.3.0.2')], NOW);
     const rule = { ...policy, blockingRule: { score: 50, tags: ['ssh'] } };
     expect(cidrs(s, NOW, rule)).toEqual(['45.3.0.1/32', '45.3.0.2/32']);
     s.ingestRecord({ ip: '45.3.0.1', score: 60, ts: NOW + 10, decision: -1, ttl: null });
@@ -86,7 +86,7 @@ describe('block state', () => {
   });
 
   it('diffs two sets by membership only', () => {
-    const k = (c: string) => cidrKey(c)!;
+    const k = (c: string) => cidrKey(c);
     const from = { keys: Float64Array.from([k('45.0.0.1'), k('45.0.0.2'), k('45.0.0.3')]), ranks: Uint16Array.from([1, 2, 3]) };
     const to = { keys: Float64Array.from([k('45.0.0.2'), k('45.0.0.3'), k('45.0.0.4')]), ranks: Uint16Array.from([9, 9, 9]) };
     expect(diffKeySets(from, to)).toEqual({ add: [{ cidr: '45.0.0.4/32', score: 9 }], remove: ['45.0.0.1/32'] });

@@ -39,10 +39,10 @@ describe('agent configuration', () => {
       proxy: 'MAYBE',
       ids: { ssh_log: { active: true, ssh_log_location: '' }, honeypot: { active: true } },
       ips: { dry_run: { active: true }, firewall_mgmt_a: { active: true }, csv: { active: false } },
-      local: { allow_list: ['not-an-ip'], metrics_port: 70000 },
+      local: { allow_list: ['not-an-ip', '198.51.100.0/24', '010.0.0.1', '10.0.0.0/08', '2001:db8::/32'], metrics_port: 70000 },
     };
     const first = validateAgentText(JSON.stringify(bad), {}, REGISTRY);
-    expect(first.problems.map((p) => p.path).sort()).toEqual(['api_jwt_key', 'control_plane_url', 'control_plane_url', 'local.allow_list.0', 'local.metrics_port', 'proxy', 'score_threshold']);
+    expect(first.problems.map((p) => p.path).sort()).toEqual(['api_jwt_key', 'control_plane_url', 'control_plane_url', 'local.allow_list.0', 'local.allow_list.2', 'local.allow_list.3', 'local.metrics_port', 'proxy', 'score_threshold']);
     // Plugin entries are checked once the document itself is valid.
     const second = validateAgentText(JSON.stringify({ ...base, ids: bad.ids, ips: bad.ips }), { AGENT_KEY: 'k' }, REGISTRY);
     expect(second.problems.map((p) => p.path).sort()).toEqual(['ids.honeypot', 'ids.ssh_log.ssh_log_location', 'ips.dry_run.path', 'ips.firewall_mgmt_a']);

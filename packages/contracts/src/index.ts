@@ -1,5 +1,6 @@
 export * from './constants.ts';
 export * from './primitives.ts';
+export * from './ipv4.ts';
 export * from './problem.ts';
 export * from './secrets.ts';
 export * from './user.ts';

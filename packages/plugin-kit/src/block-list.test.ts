@@ -4,7 +4,9 @@ import { BlockTable, canonicalCidr, cidrToListForm, keepTop, parseCidrLines, sor
 describe('block list helpers', () => {
   it('canonicalises IPv4 addresses and networks', () => {
     expect(canonicalCidr('203.0.113.7')).toBe('203.0.113.7/32');
-    expect(canonicalCidr(' 198.51.100.9/24 ')).toBe('198.51.100.0/24');
+    expect(canonicalCidr('198.51.100.9/24')).toBe('198.51.100.0/24');
+    // Blanks around an entry are refused like every other spelling outside the grammar.
+    expect(canonicalCidr(' 198.51.100.9/24 ')).toBeUndefined();
     expect(canonicalCidr('0.0.0.0/0')).toBe('0.0.0.0/0');
     expect(canonicalCidr('256.1.1.1')).toBeUndefined();
     expect(canonicalCidr('1.2.3.4/33')).toBeUndefined();

@@ -1,87 +1,25 @@
+import { canonicalIpv4Cidr, compareIpv4, ipv4Key, ipv4ListForm } from '@rampart/contracts';
 import type { BlockEntry, Diff } from './enforcer.ts';
 
 /*
- * Helpers every list-shaped enforcer needs: canonical IPv4 CIDRs, the capacity cut (keep the
+ * Helpers every list-shaped enforcer needs: canonical IPv4 CIDRs (the grammar is
+ * @rampart/contracts' IPv4 module, the one every side shares), the capacity cut (keep the
  * highest live scores) and an in-memory table of what an enforcer owns with its scores.
  */
 
-/**
- * Parses `a.b.c.d` or `a.b.c.d/n` (surrounding blanks allowed) without regex or allocation:
- * every list read-back and every desired set goes through here, 100,000 times per full sync.
- */
-function toInt(text: string): { value: number; prefix: number } | undefined {
-  let i = 0;
-  let end = text.length;
-  while (i < end && (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 9)) i++;
-  while (end > i && (text.charCodeAt(end - 1) === 32 || text.charCodeAt(end - 1) === 9 || text.charCodeAt(end - 1) === 13)) end--;
-  let value = 0;
-  for (let octet = 0; octet < 4; octet++) {
-    let n = 0;
-    let digits = 0;
-    while (i < end) {
-      const c = text.charCodeAt(i) - 48;
-      if (c < 0 || c > 9) break;
-      n = n * 10 + c;
-      i++;
-      if (++digits > 3) return undefined;
-    }
-    if (digits === 0 || n > 255) return undefined;
-    value = value * 256 + n;
-    if (octet < 3) {
-      if (text.charCodeAt(i) !== 46) return undefined;
-      i++;
-    }
-  }
-  let prefix = 32;
-  if (i < end) {
-    if (text.charCodeAt(i) !== 47) return undefined;
-    i++;
-    prefix = 0;
-    let digits = 0;
-    while (i < end) {
-      const c = text.charCodeAt(i) - 48;
-      if (c < 0 || c > 9) return undefined;
-      prefix = prefix * 10 + c;
-      i++;
-      if (++digits > 2) return undefined;
-    }
-    if (digits === 0 || prefix > 32) return undefined;
-  }
-  return { value, prefix };
-}
-
-function maskOf(prefix: number): number {
-  return prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
-}
-
-function fromInt(value: number): string {
-  return [value >>> 24, (value >>> 16) & 255, (value >>> 8) & 255, value & 255].join('.');
-}
-
 /** `203.0.113.7` → `203.0.113.7/32`, `198.51.100.9/24` → `198.51.100.0/24`; undefined if not IPv4. */
-export function canonicalCidr(text: string): string | undefined {
-  const parsed = toInt(text);
-  if (!parsed) return undefined;
-  return `${fromInt((parsed.value & maskOf(parsed.prefix)) >>> 0)}/${parsed.prefix}`;
-}
+export const canonicalCidr: (text: string) => string | undefined = canonicalIpv4Cidr;
 
 /** The form most list files use: a bare address for a /32, the CIDR otherwise. */
-export function cidrToListForm(cidr: string): string {
-  return cidr.endsWith('/32') ? cidr.slice(0, -3) : cidr;
-}
+export const cidrToListForm: (cidr: string) => string = ipv4ListForm;
 
 /** Numeric order (address, then prefix) so that read-backs compare exactly. */
-export function compareCidrs(a: string, b: string): number {
-  const x = toInt(a);
-  const y = toInt(b);
-  if (!x || !y) return a < b ? -1 : a > b ? 1 : 0;
-  return x.value - y.value || x.prefix - y.prefix;
-}
+export const compareCidrs: (a: string, b: string) => number = compareIpv4;
 
 /** Sort key: address × 64 + prefix, exact in a double; non-IPv4 text sorts last, by text. */
 function sortKey(cidr: string): number {
-  const parsed = toInt(cidr);
-  return parsed ? parsed.value * 64 + parsed.prefix : Number.MAX_SAFE_INTEGER;
+  const key = ipv4Key(cidr);
+  return key >= 0 ? key : Number.MAX_SAFE_INTEGER;
 }
 
 function byKey<T>(items: T[], cidrOf: (item: T) => string): T[] {

@@ -1,4 +1,4 @@
-import { canonicalIpv4Cidr, parseIpv4Cidr } from './ipv4-range.ts';
+import { canonicalIpv4Cidr, parseIpv4 } from '@rampart/contracts';
 import type { BlockEntry, Diff } from './enforcer.ts';
 
 /**
@@ -30,7 +30,7 @@ export class DesiredSet {
   apply(diff: Diff): void {
     this.invalid = 0;
     for (const raw of diff.remove) {
-      const cidr = canonicalIpv4Cidr(raw.trim());
+      const cidr = canonicalIpv4Cidr(raw);
       if (cidr) this.#scores.delete(cidr);
       else this.invalid += 1;
     }
@@ -59,7 +59,7 @@ export class DesiredSet {
   #addAll(entries: readonly BlockEntry[], fresh: boolean): void {
     const seen = fresh ? null : new Set<string>();
     for (const entry of entries) {
-      const cidr = canonicalIpv4Cidr(entry.cidr.trim());
+      const cidr = canonicalIpv4Cidr(entry.cidr);
       if (!cidr || !Number.isFinite(entry.score)) {
         this.invalid += 1;
         continue;
@@ -76,7 +76,7 @@ export class DesiredSet {
 export function selectWithinCapacity(entries: readonly BlockEntry[], capacity: number): { kept: BlockEntry[]; cut: number } {
   if (entries.length <= capacity) return { kept: [...entries], cut: 0 };
   const keyed = entries.map((entry) => {
-    const range = parseIpv4Cidr(entry.cidr);
+    const range = parseIpv4(entry.cidr);
     return { entry, start: range?.start ?? 0, prefix: range?.prefix ?? 0 };
   });
   keyed.sort((a, b) => b.entry.score - a.entry.score || a.start - b.start || a.prefix - b.prefix);

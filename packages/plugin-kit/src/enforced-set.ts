@@ -1,4 +1,4 @@
-import { canonicalIpv4Cidr } from './ipv4-range.ts';
+import { canonicalIpv4Cidr } from '@rampart/contracts';
 import { DesiredSet } from './desired-set.ts';
 import type { BlockEntry, Diff } from './enforcer.ts';
 
@@ -54,7 +54,7 @@ export class EnforcedSet {
     // Every CIDR the diff names, with whether it was enforced before.
     const touched = new Map<string, boolean>();
     const note = (raw: string) => {
-      const cidr = canonicalIpv4Cidr(raw.trim());
+      const cidr = canonicalIpv4Cidr(raw);
       if (cidr && !touched.has(cidr)) touched.set(cidr, this.has(cidr));
     };
     for (const raw of diff.remove) note(raw);

@@ -1,4 +1,5 @@
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIPv6 } from 'node:net';
+import { isIpv4Address } from '@rampart/contracts';
 
 /**
  * Canonical text of an address taken from a log line, or undefined when the text is not an
@@ -20,18 +21,16 @@ export function canonicalIp(text: string): string | undefined {
   return new URL(`http://[${zoneless}]/`).hostname.slice(1, -1);
 }
 
+/**
+ * The strict grammar (@rampart/contracts) after zero-padded octets of a log line are read as
+ * decimal: a normaliser in front of the one IPv4 parser, not a second grammar.
+ */
 function canonicalIpv4(text: string): string | undefined {
-  if (isIPv4(text)) return text;
+  if (isIpv4Address(text)) return text;
   const parts = text.split('.');
-  if (parts.length !== 4) return undefined;
-  const octets: number[] = [];
-  for (const part of parts) {
-    if (!/^\d{1,3}$/.test(part)) return undefined;
-    const n = Number(part);
-    if (n > 255) return undefined;
-    octets.push(n);
-  }
-  return octets.join('.');
+  if (parts.length !== 4 || !parts.every((part) => /^[0-9]{1,3}$/.test(part))) return undefined;
+  const unpadded = parts.map((part) => String(Number(part))).join('.');
+  return isIpv4Address(unpadded) ? unpadded : undefined;
 }
 
 /** True for an IPv4 or IPv6 address in any textual form `canonicalIp` accepts. */

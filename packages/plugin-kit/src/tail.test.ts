@@ -88,6 +88,32 @@ describe('tailFile on real files', () => {
     expect(lines).toEqual(['line 1', 'line 2', 'after 1', 'X'.repeat(40) + ' after 2']);
   });
 
+  it('loses no line when copy-truncates land right after the read that reached the end', async () => {
+    // Every round's file has the same length, so only the head tells the new file from the
+    // old one; each copy-truncate lands between the read that found the end and the next read.
+    const ROUNDS = 60;
+    const name = (round: number) => `round ${String(round).padStart(3, '0')}`;
+    const content = (round: number) => `${name(round)} first\n${name(round)} second\n`;
+    await writeFile(log, content(0));
+    let round = 0;
+    let endsAfterLastRound = 0;
+    const { lines, tail } = start({
+      startAt: 'beginning',
+      pollIntervalMs: 5,
+      afterRead: async (_position, bytesRead) => {
+        if (bytesRead !== 0) return;
+        if (round === ROUNDS - 1) return void (endsAfterLastRound += 1);
+        round += 1;
+        await copyFile(log, `${log}.1`);
+        await truncate(log, 0);
+        await appendFile(log, content(round));
+      },
+    });
+    await tail.ready;
+    await until(() => endsAfterLastRound > 0, 'the end of the last round', 30_000);
+    expect(lines).toEqual(Array.from({ length: ROUNDS }, (_, r) => [`${name(r)} first`, `${name(r)} second`]).flat());
+  });
+
   it('resumes from the persisted offset after a restart, without re-reading old lines', async () => {
     const offsets = fileOffsetStore(join(dir, 'state', 'offsets.json'));
     await writeFile(log, 'before start\n');

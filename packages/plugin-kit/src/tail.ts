@@ -19,6 +19,11 @@ export interface TailOptions {
   /** Safety net besides file-system events (and the only trigger on file systems without them). */
   pollIntervalMs?: number;
   log?: PluginLogger;
+  /**
+   * Test seam: awaited after every read of the file, with the position read at and the bytes
+   * it returned, so a test can land a writer's action (a copy-truncate) between two reads.
+   */
+  afterRead?(position: number, bytesRead: number): Promise<void> | void;
 }
 
 export interface Tail {
@@ -90,14 +95,23 @@ export function tailFile(options: TailOptions): Tail {
     if (lines.length > 0) options.onLines(lines, Date.now() / 1000);
   }
 
+  /**
+   * Reads from `readPos` to the end. The head fingerprint grows from the very bytes these reads
+   * return: a separate read of the head after the last one could see a file copy-truncated and
+   * rewritten in between, and the next cycle would then take the new file for the old one and
+   * skip its start.
+   */
   async function readToEnd(h: FileHandle): Promise<void> {
     const buf = Buffer.alloc(CHUNK);
     for (;;) {
       const { bytesRead } = await h.read(buf, 0, CHUNK, readPos);
+      await options.afterRead?.(readPos, bytesRead);
       if (bytesRead === 0) break;
+      // `head` covers the bytes before readPos (from openCurrent or earlier reads); a file
+      // drained from a stored offset has no head yet and keeps none.
+      if (readPos < HEAD_BYTES && head.length >= readPos * 2) head = head.slice(0, readPos * 2) + buf.toString('hex', 0, Math.min(bytesRead, HEAD_BYTES - readPos));
       emit(buf.subarray(0, bytesRead));
     }
-    if (head.length < HEAD_BYTES * 2) head = await readHead(h);
   }
 
   function restartAt(position: number): void {

@@ -1,3 +1,4 @@
+import { ipv4Key, ipv4KeyCidr } from '@rampart/contracts';
 import type { BlockEntry, Diff } from '@rampart/plugin-kit';
 
 /*
@@ -7,25 +8,13 @@ import type { BlockEntry, Diff } from '@rampart/plugin-kit';
  * Key = address * 64 + prefix length: exact in a double and sorts by address, then prefix.
  */
 
-const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:\/(\d{1,2}))?$/;
-
+/** The key of strict IPv4 text (@rampart/contracts' grammar), undefined when it is not IPv4. */
 export function cidrKey(text: string): number | undefined {
-  const m = IPV4.exec(text);
-  if (!m) return undefined;
-  const o = [Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4])];
-  if (o.some((x) => x > 255)) return undefined;
-  const prefix = m[5] === undefined ? 32 : Number(m[5]);
-  if (prefix > 32) return undefined;
-  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
-  const ip = (((o[0]! << 24) | (o[1]! << 16) | (o[2]! << 8) | o[3]!) & mask) >>> 0;
-  return ip * 64 + prefix;
+  const key = ipv4Key(text);
+  return key < 0 ? undefined : key;
 }
 
-export function keyCidr(key: number): string {
-  const prefix = key % 64;
-  const ip = (key - prefix) / 64;
-  return `${ip >>> 24}.${(ip >>> 16) & 255}.${(ip >>> 8) & 255}.${ip & 255}/${prefix}`;
-}
+export const keyCidr: (key: number) => string = ipv4KeyCidr;
 
 function writeDecimal(buf: Buffer, at: number, value: number): number {
   if (value >= 100) buf[at++] = 48 + Math.floor(value / 100);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { enforcerConformance } from '@rampart/plugin-kit/testing';
 import { DryRunConfig, dryRunEnforcer, readDryRunFile } from '../src/index.ts';
 
 const dirs: string[] = [];
@@ -65,6 +66,15 @@ describe('dry-run enforcer', () => {
     await again.apply({ add: [{ cidr: '203.0.113.2/32', score: 5 }], remove: [] });
     expect(await again.list()).toEqual(['203.0.113.1/32', '203.0.113.2/32']);
   });
+});
+
+// The enforcer that once took 010.0.0.1 for 10.0.0.1 while nft refused it: the same suite as
+// every other enforcer, against its file.
+enforcerConformance('dry-run', async ({ capacity }) => {
+  const dir = await mkdtemp(join(tmpdir(), 'dry-run-conformance-'));
+  const config = DryRunConfig.parse({ active: true, path: join(dir, 'dry-run.json'), ...(capacity === undefined ? {} : { capacity }) });
+  const enforcer = await dryRunEnforcer.create(config, { log: pino({ level: 'silent' }) });
+  return { enforcer, teardown: () => rm(dir, { recursive: true, force: true }) };
 });
 
 describe('README', () => {

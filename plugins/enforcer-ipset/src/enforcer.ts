@@ -1,5 +1,5 @@
+import { canonicalIpv4Cidr } from '@rampart/contracts';
 import {
-  canonicalIpv4Cidr,
   EnforcedSet,
   EnforcerCommandError,
   runArgv,

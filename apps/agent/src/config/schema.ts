@@ -1,11 +1,25 @@
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
+import { isIpv4 } from '@rampart/contracts';
 
-/** An IPv4/IPv6 address or CIDR (ipaddr.js decides, so the never-block list can parse it later). */
+/**
+ * IPv6 text only: ipaddr.js also takes IPv4 in inet_aton spellings (`010.0.0.1` is 8.0.0.1 to
+ * it), which the never-block list would then drop, so IPv4 is left to the shared strict grammar.
+ */
+function isIpv6OrNetwork(text: string): boolean {
+  if (!text.includes(':')) return false;
+  try {
+    return (text.includes('/') ? ipaddr.parseCIDR(text)[0] : ipaddr.parse(text)).kind() === 'ipv6';
+  } catch {
+    return false;
+  }
+}
+
+/** An IPv4/IPv6 address or CIDR, in a spelling the never-block list parses later. */
 export const AddressOrCidr = z
   .string()
   .max(64)
-  .refine((text) => ipaddr.isValid(text) || ipaddr.isValidCIDR(text), { message: 'not an IP address or CIDR' });
+  .refine((text) => isIpv4(text) || isIpv6OrNetwork(text), { message: 'not an IP address or CIDR' });
 
 /** Options that only make sense on this host; never sent to the control plane. */
 export const LocalOptions = z

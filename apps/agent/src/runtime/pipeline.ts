@@ -1,6 +1,6 @@
 import { FailPolicy, type Detection, type PluginLogger, type PolicyOptions } from '@rampart/plugin-kit';
 import type { NeverBlock } from '../sync/never-block.ts';
-import { parseIpv4Net } from '../sync/ipv4.ts';
+import { isIpv4 } from '@rampart/contracts';
 import type { AgentMetrics } from './metrics.ts';
 import type { Spool } from './spool.ts';
 
@@ -42,7 +42,7 @@ export class DetectionPipeline {
       metrics.detectionsIgnored.inc({ reason: 'not_running' });
       return;
     }
-    if (!parseIpv4Net(detection.ip)) {
+    if (!isIpv4(detection.ip)) {
       metrics.detectionsIgnored.inc({ reason: detection.ip.includes(':') ? 'ipv6' : 'invalid' });
       return;
     }

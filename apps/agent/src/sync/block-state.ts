@@ -1,7 +1,7 @@
 import type { BlockEntry, Diff } from '@rampart/plugin-kit';
 import { isBlocked, liveScore, secondsUntilBelow } from '@rampart/scoring';
 import { LISTED, RecordTable, UPDATED } from './record-table.ts';
-import { cidrKey, keyCidr, keyNet } from './ipv4.ts';
+import { ipv4Key, ipv4KeyCidr as keyCidr, ipv4KeyNet as keyNet } from '@rampart/contracts';
 import type { NeverBlock } from './never-block.ts';
 
 export interface BlockPolicy {
@@ -50,8 +50,8 @@ export class BlockState {
   constructor(public neverBlock: NeverBlock) {}
 
   ingestRecord(record: FeedRecordInput): boolean {
-    const key = cidrKey(record.ip);
-    if (key === undefined) return false;
+    const key = ipv4Key(record.ip);
+    if (key < 0) return false;
     const previous = this.table.get(key);
     this.table.set({
       key,
@@ -65,8 +65,8 @@ export class BlockState {
   }
 
   applyDecision(ip: string, decision: -1 | 0 | 1, ttl: number | null, now: number): boolean {
-    const key = cidrKey(ip);
-    if (key === undefined) return false;
+    const key = ipv4Key(ip);
+    if (key < 0) return false;
     const previous = this.table.get(key);
     if (!previous && decision !== 1) return true;
     this.table.set({

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { networkInterfaces } from 'node:os';
-import { parseIpv4Net, type Ipv4Net } from './ipv4.ts';
+import { parseIpv4, type Ipv4Net } from '@rampart/contracts';
 
 /** Why an address may never be blocked. */
 export type ProtectionReason = 'special_range' | 'own_address' | 'control_plane' | 'reserved_ip' | 'allow_list';
@@ -118,14 +118,14 @@ export class NeverBlock {
 }
 
 function parseAny(text: string): Ipv4Net | { v6: ipaddr.IPv6; prefix: number } | undefined {
-  const v4 = parseIpv4Net(text);
+  const v4 = parseIpv4(text);
   if (v4) return v4;
   try {
     if (text.includes('/')) {
       const [address, prefix] = ipaddr.parseCIDR(text);
       if (address.kind() === 'ipv6') {
         const v6 = address as ipaddr.IPv6;
-        if (v6.isIPv4MappedAddress()) return parseIpv4Net(`${v6.toIPv4Address().toString()}/${Math.max(0, prefix - 96)}`);
+        if (v6.isIPv4MappedAddress()) return parseIpv4(`${v6.toIPv4Address().toString()}/${Math.max(0, prefix - 96)}`);
         return { v6, prefix };
       }
       return undefined;
@@ -133,7 +133,7 @@ function parseAny(text: string): Ipv4Net | { v6: ipaddr.IPv6; prefix: number } |
     const address = ipaddr.parse(text);
     if (address.kind() === 'ipv6') {
       const v6 = address as ipaddr.IPv6;
-      if (v6.isIPv4MappedAddress()) return parseIpv4Net(v6.toIPv4Address().toString());
+      if (v6.isIPv4MappedAddress()) return parseIpv4(v6.toIPv4Address().toString());
       return { v6, prefix: 128 };
     }
   } catch {

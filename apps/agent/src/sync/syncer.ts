@@ -4,7 +4,7 @@ import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
 import type { AgentMetrics } from '../runtime/metrics.ts';
 import { BlockState, countRemovals, diffKeySets, toEntries, type BlockPolicy, type KeySet } from './block-state.ts';
 import type { BlockEntry, Diff, EnforceResult } from '@rampart/plugin-kit';
-import { cidrKey } from './ipv4.ts';
+import { ipv4Key } from '@rampart/contracts';
 import type { FeedStateFile } from './feed-state.ts';
 
 export interface ActiveEnforcer {
@@ -167,9 +167,25 @@ export class Syncer {
     const { keys } = this.deps.state.enforced;
     const live = await e.enforcer.list();
     const expected = Math.min(keys.length, e.enforcer.capacity);
-    const drifted = live.length !== expected || live.some((cidr) => !hasKey(keys, cidrKey(cidr)));
+    const drifted = live.length !== expected || live.some((cidr) => !hasKey(keys, ipv4Key(cidr)));
     if (drifted) this.record(e, await e.enforcer.sync(toEntries(this.deps.state.enforced)));
     return drifted;
+  }
+
+  /** Runs `task` between sync operations: enforcers may be swapped there (see EnforcerSlots). */
+  between<T>(task: () => Promise<T>): Promise<T> {
+    return this.exclusive(task);
+  }
+
+  /**
+   * `running = no` without touching the enforcers (the caller withdraws them): nothing is
+   * synced or enforced until `resume`. Call inside `between`.
+   */
+  pause(): void {
+    this.withdrawn = true;
+    clearTimeout(this.decayTimer);
+    this.deps.state.enforced = { keys: new Float64Array(0), ranks: new Uint16Array(0) };
+    this.deps.metrics.setSize.set(0);
   }
 
   /** `running = no`: every enforcer withdraws what it placed; nothing is enforced until `resume`. */
@@ -230,8 +246,8 @@ export class Syncer {
     // The whole list is read before anything changes: a failed page leaves the state untouched.
     for await (const page of client.ipv4List(threshold, { ...(g ? { agid: g } : {}), ...(plugin ? { plugin } : {}) })) {
       for (const item of page.items) {
-        const key = cidrKey(item);
-        if (key !== undefined) keys.push(key);
+        const key = ipv4Key(item);
+        if (key >= 0) keys.push(key);
       }
     }
     if (keys.length === 0 && state.enforced.keys.length > 0 && !(force || this.deps.options().forceSync)) {
@@ -347,8 +363,8 @@ export class Syncer {
 }
 
 /** Binary search in a sorted key array. */
-function hasKey(keys: Float64Array, key: number | undefined): boolean {
-  if (key === undefined) return false;
+function hasKey(keys: Float64Array, key: number): boolean {
+  if (key < 0) return false;
   let lo = 0;
   let hi = keys.length - 1;
   while (lo <= hi) {

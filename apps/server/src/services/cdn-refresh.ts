@@ -1,6 +1,7 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ipaddr from 'ipaddr.js';
+import { isIpv4 } from '@rampart/contracts';
 import { cdnFilePath, CDN_FILE_NAME } from './enrichment.ts';
 import { readCdnDataFile, type CdnDataFile, type CdnRefreshSource } from './enrichment/cdn-data.ts';
 
@@ -29,7 +30,9 @@ export interface CdnRefreshResult {
   providers: ProviderOutcome[];
 }
 
-const isRange = (value: string): boolean => ipaddr.isValidCIDR(value) || ipaddr.isValid(value);
+// IPv4 by the shared strict grammar (ipaddr.js reads 010.0.0.1 as octal, which the index would
+// then drop); ipaddr.js decides IPv6 only.
+const isRange = (value: string): boolean => isIpv4(value) || (value.includes(':') && (ipaddr.isValidCIDR(value) || ipaddr.isValid(value)));
 
 function strings(value: unknown): string[] {
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];

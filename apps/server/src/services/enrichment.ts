@@ -5,7 +5,7 @@ import type { CdnRecord, IpInfo } from '@rampart/contracts';
 import { defaultAsnCsvPath, loadAsnIndex, type AsnEntry } from './enrichment/asn.ts';
 import { readCdnDataFile, SHIPPED_CDN_FILE } from './enrichment/cdn-data.ts';
 import { CdnIndex } from './enrichment/cdn-index.ts';
-import { ipv4ToNumber as ipv4ToNumberOrNull } from './enrichment/ipv4.ts';
+import { parseIpv4Address } from '@rampart/contracts';
 import { defaultGeoMmdbPath, loadGeoReader, type GeoRow } from './enrichment/geo.ts';
 import type { Ipv4RangeIndex } from './enrichment/range-index.ts';
 
@@ -99,11 +99,11 @@ export function createEnrichment(options: EnrichmentOptions = {}): Enrichment {
   const cdn = new CdnIndex(readCdnDataFile(cdnFilePath(options)));
 
   const asnOf = (ip: string): AsnEntry | null => {
-    const n = ipv4ToNumberOrNull(ip);
-    return n === null ? null : (asn.find(n) ?? null);
+    const n = parseIpv4Address(ip);
+    return n === undefined ? null : (asn.find(n) ?? null);
   };
   const geoOf = (ip: string): GeoInfo | null => {
-    if (ipv4ToNumberOrNull(ip) === null) return null;
+    if (parseIpv4Address(ip) === undefined) return null;
     const row: GeoRow | null = geo.get(ip);
     if (!row) return null;
     const facts = countryFacts(row.country_code);

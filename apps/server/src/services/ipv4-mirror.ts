@@ -15,7 +15,7 @@ import {
 import type { Ipv4ListFilter } from '../store/ipv4.ts';
 import { liveScore } from '@rampart/scoring';
 import type { Enrichment } from './enrichment.ts';
-import { ipv4CidrRange } from './enrichment/ipv4.ts';
+import { parseIpv4 } from '@rampart/contracts';
 import { ByteWriter, floorSeconds } from './list-bytes.ts';
 import { csvField } from './text-list.ts';
 
@@ -93,10 +93,8 @@ interface Anchor {
 
 /** Parses canonical IPv4 CIDR text ("a.b.c.d/n"). */
 function parseCidr(network: string): { addr: number; len: number } | null {
-  const r = ipv4CidrRange(network);
-  if (!r) return null;
-  const slash = network.indexOf('/');
-  return { addr: r.start, len: slash < 0 ? 32 : Number(network.slice(slash + 1)) };
+  const r = parseIpv4(network);
+  return r ? { addr: r.start, len: r.prefix } : null;
 }
 
 /** The columns, in id order; `n` rows are used, the arrays may be longer (room to grow). */
@@ -587,8 +585,8 @@ export class Ipv4Mirror {
     if (filter.rule && filter.rule.tags.length > 0) return null;
     const ranges: MirrorPlan['ranges'] = [];
     for (const cidr of filter.reserved) {
-      const r = ipv4CidrRange(cidr);
-      if (r) ranges.push(r);
+      const r = parseIpv4(cidr);
+      if (r) ranges.push({ start: r.start, end: r.end });
       else if (!cidr.includes(':')) return null; // not a network the mirror understands: SQL decides
     }
     const org = filter.hasDecisions ? this.orgs.get(filter.orgId) : undefined;

@@ -2,7 +2,7 @@ import { isBlocked, lastSecondAtOrAbove, liveScore, type BlockReason } from '@ra
 import type { Store } from '../store/index.ts';
 import type { Ipv4ListFilter } from '../store/ipv4.ts';
 import type { PolicyChangeScope } from '../store/ipv4-ingest.ts';
-import { ipv4CidrRange } from './enrichment/ipv4.ts';
+import { parseIpv4 } from '@rampart/contracts';
 
 /** What an organization's settings say about blocking IPv4 indicators. */
 export interface Ipv4Policy {
@@ -30,7 +30,7 @@ type PolicyDocument = { reserved_ips: string[]; blocking_roule?: { score: number
 
 function ipv4Policy(orgId: number, document: PolicyDocument): Ipv4Policy {
   const ranges = document.reserved_ips.flatMap((cidr) => {
-    const r = ipv4CidrRange(cidr);
+    const r = parseIpv4(cidr);
     return r ? [r] : [];
   });
   const rule = document.blocking_roule && document.blocking_roule.tags.length > 0 ? { score: document.blocking_roule.score, tags: [...document.blocking_roule.tags] } : null;
@@ -45,7 +45,7 @@ function ipv4Policy(orgId: number, document: PolicyDocument): Ipv4Policy {
 export function policyChangeScope(before: PolicyDocument, after: PolicyDocument): PolicyChangeScope {
   const was = ipv4Policy(0, before);
   const is = ipv4Policy(0, after);
-  const ranges = [...was.reserved.filter((r) => !is.reserved.includes(r)), ...is.reserved.filter((r) => !was.reserved.includes(r))].filter((r) => ipv4CidrRange(r) !== null);
+  const ranges = [...was.reserved.filter((r) => !is.reserved.includes(r)), ...is.reserved.filter((r) => !was.reserved.includes(r))].filter((r) => parseIpv4(r) !== null);
   const ruleChanged = JSON.stringify(was.rule) !== JSON.stringify(is.rule);
   const ruleTags = ruleChanged ? [...new Set([...(was.rule?.tags ?? []), ...(is.rule?.tags ?? [])])] : [];
   return { ranges, ruleTags };
@@ -53,7 +53,7 @@ export function policyChangeScope(before: PolicyDocument, after: PolicyDocument)
 
 /** The reserved range a network overlaps, or null. */
 export function reservedRangeOf(policy: Ipv4Policy, network: string): string | null {
-  const r = ipv4CidrRange(network);
+  const r = parseIpv4(network);
   if (!r) return null;
   const i = policy.ranges.findIndex((x) => x.start <= r.end && r.start <= x.end);
   return i < 0 ? null : policy.reserved[i]!;

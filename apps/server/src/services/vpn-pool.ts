@@ -1,4 +1,4 @@
-import { ipv4CidrRange, numberToIpv4 } from './enrichment/ipv4.ts';
+import { formatIpv4, parseIpv4 } from '@rampart/contracts';
 
 export interface VpnPool {
   cidr: string;
@@ -11,15 +11,15 @@ export interface VpnPool {
 }
 
 export function vpnPool(cidr: string): VpnPool {
-  const range = ipv4CidrRange(cidr);
+  const range = parseIpv4(cidr);
   if (!range || range.end - range.start < 3) throw new Error(`VPN pool ${cidr} holds no client address`);
   const { start, end } = range;
   return {
-    cidr: `${numberToIpv4(start)}/${cidr.split('/')[1]}`,
-    serverAddress: numberToIpv4(start + 1),
+    cidr: `${formatIpv4(start)}/${cidr.split('/')[1]}`,
+    serverAddress: formatIpv4(start + 1),
     capacity: end - start - 2,
     *candidates() {
-      for (let n = start + 2; n < end; n++) yield numberToIpv4(n);
+      for (let n = start + 2; n < end; n++) yield formatIpv4(n);
     },
   };
 }

@@ -30,7 +30,8 @@ const DOCUMENTS: Record<string, string> = {
       { name: 'AzureCloud', properties: { addressPrefixes: ['198.19.2.0/24'] } },
     ],
   }),
-  '/garbage': 'not-an-address\n10.0.0.0/8\n',
+  // 010.0.0.0/8 is octal 8.0.0.0/8 to ipaddr.js: refused like any spelling outside the grammar.
+  '/garbage': 'not-an-address\n10.0.0.0/8\n010.0.0.0/8\n',
 };
 
 let server: Server;
@@ -120,7 +121,7 @@ describe('refreshCdnRanges', () => {
     });
     const byName = Object.fromEntries(result.providers.map((p) => [p.name, p]));
     expect(byName.Cloudflare).toEqual({ name: 'Cloudflare', status: 'kept', addresses: 22, reason: `HTTP 404 from ${base}/gone` });
-    expect(byName.Fastly).toEqual({ name: 'Fastly', status: 'kept', addresses: 21, reason: `${base}/garbage lists 1 entries that are not addresses or CIDRs (first: "not-an-address")` });
+    expect(byName.Fastly).toEqual({ name: 'Fastly', status: 'kept', addresses: 21, reason: `${base}/garbage lists 2 entries that are not addresses or CIDRs (first: "not-an-address")` });
     expect(byName['Microsoft Azure Front Door']).toMatchObject({ status: 'kept', reason: 'TEST_AZURE_URL is not set' });
     expect(byName['Amazon CloudFront']).toEqual({ name: 'Amazon CloudFront', status: 'refreshed', addresses: 2 });
     const enrichment = createEnrichment({ dataDir });

@@ -5,23 +5,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createEnrichment, cdnFilePath } from '../../src/services/enrichment.ts';
 import { readCdnDataFile, SHIPPED_CDN_FILE } from '../../src/services/enrichment/cdn-data.ts';
 import { Ipv4RangeIndex } from '../../src/services/enrichment/range-index.ts';
-import { ipv4CidrRange, ipv4ToNumber } from '../../src/services/enrichment/ipv4.ts';
 
 const enrichment = createEnrichment();
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-
-describe('ipv4 parsing', () => {
-  it('parses dotted decimal and CIDRs exactly, refusing malformed input', () => {
-    expect(ipv4ToNumber('0.0.0.0')).toBe(0);
-    expect(ipv4ToNumber('255.255.255.255')).toBe(4294967295);
-    expect(ipv4ToNumber('1.2.3.4')).toBe(16909060);
-    for (const bad of ['', '1.2.3', '1.2.3.4.5', '256.1.1.1', '01.2.3.4', '1..2.3', 'a.b.c.d', '1.2.3.4 ']) expect(ipv4ToNumber(bad)).toBeNull();
-    expect(ipv4CidrRange('10.1.2.3/8')).toEqual({ start: 167772160, end: 184549375 });
-    expect(ipv4CidrRange('192.0.2.7')).toEqual({ start: 3221225991, end: 3221225991 });
-    expect(ipv4CidrRange('10.0.0.0/33')).toBeNull();
-  });
-});
 
 describe('Ipv4RangeIndex', () => {
   it('lets the innermost nested range win and finds nothing in gaps', () => {

@@ -1,4 +1,5 @@
-import { canonicalIpv4Cidr, parseIpv4Cidr, rangeToCidrs } from '../ipv4-range.ts';
+import { canonicalIpv4Cidr, parseIpv4 } from '@rampart/contracts';
+import { rangeToCidrs } from '../ipv4-range.ts';
 import { ADDR_SET, NET_SET } from './script.ts';
 
 /** What `nft -j list table <family> <table>` shows of this enforcer's table. */
@@ -27,8 +28,8 @@ function elementCidrs(elem: unknown): string[] {
   }
   if ('range' in e) {
     const [from, to] = e.range as [string, string];
-    const a = parseIpv4Cidr(from);
-    const b = parseIpv4Cidr(to);
+    const a = parseIpv4(from);
+    const b = parseIpv4(to);
     return a && b ? rangeToCidrs(a.start, b.start) : [];
   }
   return [];

@@ -1,4 +1,4 @@
-import { parseIpv4Cidr } from '../ipv4-range.ts';
+import { parseIpv4 } from '@rampart/contracts';
 
 /*
  * The nft scripts this enforcer feeds to `nft -f -`. Each script is one kernel transaction: it
@@ -105,7 +105,7 @@ export function elementBatches(layout: Pick<NftLayout, 'family' | 'table'>, chan
  */
 export function outermostNets(cidrs: Iterable<string>): string[] {
   const ranges = [...cidrs].flatMap((cidr) => {
-    const range = parseIpv4Cidr(cidr);
+    const range = parseIpv4(cidr);
     return range ? [{ cidr, ...range }] : [];
   });
   ranges.sort((a, b) => a.start - b.start || a.prefix - b.prefix);

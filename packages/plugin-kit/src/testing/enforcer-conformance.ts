@@ -51,6 +51,22 @@ const NETWORKS: BlockEntry[] = [
   { cidr: '203.0.113.77/32', score: 100 },
 ];
 
+/**
+ * Spellings near the IPv4 grammar that every enforcer must refuse (@rampart/contracts' module):
+ * leading zeros in an octet or a prefix, blanks, a trailing CR (a list file written on Windows).
+ */
+export const EDGE_SPELLINGS: readonly string[] = [
+  '010.0.0.2',
+  '10.0.0.03/32',
+  '203.0.113.10/08',
+  ' 203.0.113.11',
+  '203.0.113.12 ',
+  '203.0.113.13 /32',
+  '203.0.113.14\r',
+  '203.0.113.15/32\r',
+  '203.0.113.256',
+];
+
 /** What `list()` must return after the desired set `entries` at `capacity`. */
 function expected(entries: BlockEntry[], capacity = Infinity): string[] {
   return sortCidrs(keepTop(entries, capacity).kept.map((e) => e.cidr));
@@ -148,6 +164,18 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       // Adding what is there and removing what is not are both no-ops, not errors.
       await enforcer.apply({ add: [{ cidr: '203.0.113.7/32', score: 50 }], remove: ['192.0.2.200/32'] });
       expect(await enforcer.list()).toEqual(['198.51.100.0/24', '203.0.113.7/32']);
+    });
+
+    test('spellings outside the IPv4 grammar are refused the same way, never enforced', {}, async ({ enforcer }) => {
+      const valid = [{ cidr: '10.0.0.1/32', score: 100 }, { cidr: '198.51.100.0/24', score: 90 }];
+      const result = await enforcer.sync([...valid, ...EDGE_SPELLINGS.map((cidr) => ({ cidr, score: 500 }))]);
+      const want = expected(valid, enforcer.capacity);
+      expect(result).toMatchObject({ enforced: want.length });
+      if (result.invalid !== undefined) expect(result.invalid).toBe(EDGE_SPELLINGS.length);
+      expect(await enforcer.list()).toEqual(want);
+      // Nor does an edge spelling of an enforced entry remove it.
+      await enforcer.apply({ add: EDGE_SPELLINGS.map((cidr) => ({ cidr, score: 500 })), remove: ['010.0.0.1', '10.0.0.1\r', ' 10.0.0.1', '198.51.100.0/024'] });
+      expect(await enforcer.list()).toEqual(want);
     });
 
     test('applying the same diff twice changes nothing the second time', {}, async ({ enforcer }) => {

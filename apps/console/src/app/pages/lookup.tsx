@@ -5,16 +5,7 @@ import { liveScore } from '@rampart/scoring';
 import { describeError } from '../api.ts';
 import { Field, Notice, ScorePlot } from '../components.tsx';
 import { canContribute, type Session } from '../session.ts';
-
-export type IndicatorKind = 'ipv4' | 'file' | 'domain' | 'url';
-
-/** What the operator pasted: an IPv4 (or network), a digest, a URL, else a domain. */
-export function kindOf(text: string): IndicatorKind {
-  if (/^\d{1,3}(\.\d{1,3}){3}(\/\d{1,2})?$/.test(text)) return 'ipv4';
-  if (/^([0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64})$/i.test(text)) return 'file';
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return 'url';
-  return 'domain';
-}
+import { kindOf, type IndicatorKind } from '../indicator-kind.ts';
 
 interface Found {
   kind: IndicatorKind;

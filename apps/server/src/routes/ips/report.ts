@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ApiError, IpDecisionBody, IpDecisionParams, IpsReportBody, IpsReportQuery, ROLE } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { ipv4CidrRange, numberToIpv4 } from '../../services/enrichment/ipv4.ts';
+import { formatIpv4, parseIpv4 } from '@rampart/contracts';
 import { randomIdPart } from '../../services/ids.ts';
 import { ReportBatcher } from '../../services/ipv4-ingest.ts';
 import type { Ipv4ReportItem } from '../../store/ipv4-ingest.ts';
@@ -17,10 +17,9 @@ declare module 'fastify' {
 
 /** `10.0.0.7/24` → `10.0.0.0/24`, `10.0.0.7` → `10.0.0.7/32`: one indicator is one row. */
 export function canonicalNetwork(ip: string): { network: string; isNetwork: boolean; first: string } {
-  const range = ipv4CidrRange(ip)!;
-  const bits = 32 - Math.log2(range.end - range.start + 1);
-  const first = numberToIpv4(range.start);
-  return { network: `${first}/${bits}`, isNetwork: bits < 32, first };
+  const range = parseIpv4(ip)!;
+  const first = formatIpv4(range.start);
+  return { network: `${first}/${range.prefix}`, isNetwork: range.prefix < 32, first };
 }
 
 function fieldError(path: string, message: string): ApiError {

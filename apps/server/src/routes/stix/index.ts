@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
-import { ApiError, ROLE, Stix2Bundle, Stix2Params } from '@rampart/contracts';
+import { ApiError, isIpv4Address, ROLE, Stix2Bundle, Stix2Params } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { normalizeDomain, normalizeUrl } from '../../services/indicator-names.ts';
@@ -10,12 +9,11 @@ import { notFound } from '../indicator-common.ts';
 
 const DIGEST = /^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$/;
 const SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//;
-const isIpv4 = (value: string) => z.ipv4().safeParse(value).success;
 
 /** What the id names, read from its shape: IPv4 address, digest, URL (has a scheme) or domain. */
 async function factsFor(context: AppContext, orgId: number, id: string): Promise<StixFacts> {
   const { store } = context;
-  if (isIpv4(id)) {
+  if (isIpv4Address(id)) {
     // The address's own record, else the most specific held network containing it (as GET /ips/{ip}).
     const [rows, policy] = await Promise.all([store.ipv4.holding(orgId, id), loadIpv4Policy(store, orgId)]);
     const row = rows[0];

@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js';
 import type { CdnRecord } from '@rampart/contracts';
 import type { CdnDataFile } from './cdn-data.ts';
-import { ipv4CidrRange, ipv4ToNumber } from './ipv4.ts';
+import { parseIpv4, parseIpv4Address } from '@rampart/contracts';
 import { Ipv4RangeIndex } from './range-index.ts';
 
 /** "Is this address in a well-known CDN, which one": IPv4 by binary search, IPv6 by a short scan. */
@@ -17,9 +17,9 @@ export class CdnIndex {
     this.v6 = [];
     for (const provider of data.providers) {
       for (const address of provider.addresses) {
-        const range = ipv4CidrRange(address);
+        const range = parseIpv4(address);
         if (range) {
-          v4.push({ ...range, value: provider.name });
+          v4.push({ start: range.start, end: range.end, value: provider.name });
           continue;
         }
         const [addr, bits] = address.includes('/') ? ipaddr.parseCIDR(address) : [ipaddr.parse(address), 128];
@@ -36,8 +36,8 @@ export class CdnIndex {
 
   /** The CDN whose published ranges hold `ip` (IPv4 or IPv6), or null. */
   cdnOf(ip: string): string | null {
-    const n = ipv4ToNumber(ip);
-    if (n !== null) return this.cdnOfIpv4(n);
+    const n = parseIpv4Address(ip);
+    if (n !== undefined) return this.cdnOfIpv4(n);
     if (!ipaddr.IPv6.isValid(ip)) return null;
     const addr = ipaddr.IPv6.parse(ip);
     if (addr.isIPv4MappedAddress()) return this.cdnOf(addr.toIPv4Address().toString());

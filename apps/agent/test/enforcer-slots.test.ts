@@ -1,0 +1,173 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DryRunConfig, dryRunEnforcer, readDryRunFile } from '@rampart/enforcer-dry-run';
+import type { BlockEntry, EnforcerDefinition } from '@rampart/plugin-kit';
+import type { PlannedEnforcer } from '../src/config/plugins.ts';
+import { EnforcerSlots } from '../src/runtime/enforcer-slots.ts';
+import { createMetrics } from '../src/runtime/metrics.ts';
+
+/*
+ * The enforcer slots against the real dry-run enforcer (a file): what a settings change leaves
+ * in the old target and the new one, read back from the files.
+ */
+
+const BLACKLISTED: BlockEntry[] = [{ cidr: '45.61.7.10/32', score: 900 }];
+
+async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, deadlineMs = 5_000): Promise<T> {
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('EnforcerSlots with the dry-run enforcer', () => {
+  let dir: string;
+  let slots: EnforcerSlots | undefined;
+  let created = 0;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'rampart-slots-'));
+    created = 0;
+  });
+  afterEach(async () => {
+    await slots?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  function make(retry = { baseMs: 10, maxMs: 40 }) {
+    // The syncer's lock, reduced to running tasks one after the other.
+    let chain: Promise<unknown> = Promise.resolve();
+    const serialize = <T>(task: () => Promise<T>): Promise<T> => {
+      const run = chain.then(task, task);
+      chain = run.catch(() => undefined);
+      return run;
+    };
+    slots = new EnforcerSlots({ log: pino({ level: 'silent' }), metrics: createMetrics(), serialize, onCreated: () => (created += 1), retry });
+    return slots;
+  }
+
+  const dryRun = (file: string, definition: EnforcerDefinition<DryRunConfig> = dryRunEnforcer): PlannedEnforcer => ({
+    label: 'dry_run',
+    definition: definition as EnforcerDefinition<unknown>,
+    config: DryRunConfig.parse({ active: true, path: join(dir, file) }),
+  });
+
+  /** What the syncer does at its next sync: a slot that must be replaced gets the whole set. */
+  async function syncAll(s: EnforcerSlots, entries: BlockEntry[]) {
+    for (const slot of s.live) {
+      if (!slot.needsReplace) continue;
+      await slot.enforcer.sync(entries);
+      slot.needsReplace = false;
+    }
+  }
+
+  it('a changed target path withdraws the old file\'s entries, and the new file gets the set', async () => {
+    const s = make();
+    await s.apply([dryRun('old.json')], true);
+    await syncAll(s, BLACKLISTED);
+    expect((await readDryRunFile(join(dir, 'old.json')))?.enforced).toEqual(['45.61.7.10/32']);
+
+    await s.apply([dryRun('new.json')], true);
+    const old = await readDryRunFile(join(dir, 'old.json'));
+    expect(old?.enforced).toEqual([]);
+    expect(old?.operations.at(-1)?.op).toBe('withdraw');
+    await syncAll(s, BLACKLISTED);
+    expect((await readDryRunFile(join(dir, 'new.json')))?.enforced).toEqual(['45.61.7.10/32']);
+    expect(s.live.map((e) => e.label)).toEqual(['dry_run']);
+  });
+
+  it('a removed slot withdraws; running = no withdraws and keeps the instance; running = yes hands the set back', async () => {
+    const s = make();
+    await s.apply([dryRun('a.json')], true);
+    await syncAll(s, BLACKLISTED);
+    await s.apply([dryRun('a.json')], false);
+    expect((await readDryRunFile(join(dir, 'a.json')))?.enforced).toEqual([]);
+    expect(s.live).toHaveLength(1);
+    await s.apply([dryRun('a.json')], true);
+    expect(s.live[0]!.needsReplace).toBe(true);
+    await syncAll(s, BLACKLISTED);
+    expect((await readDryRunFile(join(dir, 'a.json')))?.enforced).toEqual(['45.61.7.10/32']);
+    await s.apply([], true);
+    expect((await readDryRunFile(join(dir, 'a.json')))?.enforced).toEqual([]);
+    expect(s.live).toEqual([]);
+  });
+
+  it('a failed create() is reported in health and retried with back-off until it works', async () => {
+    let failures = 3;
+    const flaky: EnforcerDefinition<DryRunConfig> = {
+      ...dryRunEnforcer,
+      create: async (config, ctx) => {
+        if (failures > 0) {
+          failures -= 1;
+          throw new Error('backend unreachable');
+        }
+        return dryRunEnforcer.create(config, ctx);
+      },
+    };
+    const s = make();
+    await s.apply([dryRun('flaky.json', flaky)], true);
+    expect(s.live).toEqual([]);
+    expect(s.health()).toEqual([
+      expect.objectContaining({ label: 'dry_run', healthy: false, error: 'create_failed', detail: 'backend unreachable', attempts: 1 }),
+    ]);
+    await until('the enforcer created by a retry', () => created === 1);
+    expect(failures).toBe(0);
+    expect(s.health()).toEqual([{ label: 'dry_run', healthy: false, enforced: 0, cut: 0 }]);
+    await syncAll(s, BLACKLISTED);
+    expect(s.health()).toEqual([{ label: 'dry_run', healthy: true, enforced: 0, cut: 0 }]);
+    expect((await readDryRunFile(join(dir, 'flaky.json')))?.enforced).toEqual(['45.61.7.10/32']);
+  });
+
+  it('a retried creation while running = no clears its target instead of waiting for the set', async () => {
+    const file = join(dir, 'paused.json');
+    // What a previous run of the same configuration left behind.
+    const previous = await dryRunEnforcer.create(DryRunConfig.parse({ active: true, path: file }), { log: pino({ level: 'silent' }) });
+    await previous.sync(BLACKLISTED);
+    await previous.close();
+    let failures = 1;
+    const flaky: EnforcerDefinition<DryRunConfig> = {
+      ...dryRunEnforcer,
+      create: async (config, ctx) => {
+        if (failures-- > 0) throw new Error('backend unreachable');
+        return dryRunEnforcer.create(config, ctx);
+      },
+    };
+    const s = make();
+    await s.apply([dryRun('paused.json', flaky)], false);
+    expect(s.health()[0]).toMatchObject({ error: 'create_failed' });
+    const cleared = await until('the retried instance withdrawing', async () => {
+      const read = await readDryRunFile(file);
+      return read?.operations.at(-1)?.op === 'withdraw' && read;
+    });
+    expect(cleared.enforced).toEqual([]);
+    expect(created).toBe(0);
+  });
+
+  it('the back-off doubles up to its cap, and a slot no longer wanted stops being retried', async () => {
+    let attempts = 0;
+    const broken: EnforcerDefinition<DryRunConfig> = {
+      ...dryRunEnforcer,
+      create: async () => {
+        attempts += 1;
+        throw new Error('no such table');
+      },
+    };
+    const s = make({ baseMs: 60_000, maxMs: 240_000 });
+    await s.apply([dryRun('x.json', broken)], true);
+    expect(s.health()[0]).toMatchObject({ attempts: 1, next_attempt_in_seconds: 60 });
+    // A settings change retries at once and keeps counting.
+    await s.apply([dryRun('x.json', broken)], true);
+    expect(s.health()[0]).toMatchObject({ attempts: 2, next_attempt_in_seconds: 120 });
+    await s.apply([dryRun('x.json', broken)], true);
+    await s.apply([dryRun('x.json', broken)], true);
+    expect(s.health()[0]).toMatchObject({ attempts: 4, next_attempt_in_seconds: 240 });
+    await s.apply([], true);
+    expect(s.health()).toEqual([]);
+    expect(attempts).toBe(4);
+  });
+});
