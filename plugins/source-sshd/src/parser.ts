@@ -1,5 +1,6 @@
 import { canonicalIp, EnvelopeParser, JournalExportAssembler } from '@rampart/plugin-kit';
 import type { Detection, DetectionMode, Envelope, LineParser } from '@rampart/plugin-kit';
+import { AttemptLedger } from './attempt-ledger.ts';
 import { ConnectionCache, mergeLine } from './connection-state.ts';
 import type { LineMatch } from './connection-state.ts';
 import { indexRules, sshRules } from './rules.ts';
@@ -36,6 +37,7 @@ export class SshParser implements LineParser {
   private readonly envelopes = new EnvelopeParser();
   private readonly journalExport = new JournalExportAssembler();
   private readonly connections = new ConnectionCache();
+  private readonly ledger = new AttemptLedger();
 
   constructor(options: SshParserOptions) {
     this.index = indexRules(sshRules(options.mode));
@@ -76,12 +78,12 @@ export class SshParser implements LineParser {
       if (!rule.leads.some((lead) => message.startsWith(lead))) continue;
       const m = rule.re.exec(message);
       if (!m) continue;
-      return this.matched(rule, m.groups ?? {}, `${envelope.host} ${envelope.program}[${envelope.pid}]`, ts);
+      return this.matched(rule, m.groups ?? {}, `${envelope.host} ${envelope.program}[${envelope.pid}]`, ts, portOf(message));
     }
     return [];
   }
 
-  private matched(rule: SshRule, groups: Record<string, string | undefined>, connection: string, ts: number): Detection[] {
+  private matched(rule: SshRule, groups: Record<string, string | undefined>, connection: string, ts: number, port: number | undefined): Detection[] {
     const match: LineMatch = {
       ip4: groups.ip4,
       ip6: groups.ip6,
@@ -92,6 +94,7 @@ export class SshParser implements LineParser {
       forget: rule.forget === true,
       gained: rule.gained === true,
     };
+    this.ledger.record(connection, match.ip4 ?? match.ip6 ?? match.dns, port, rule.counts, ts);
     const facts = mergeLine(this.connections, connection, match, ts);
     if (!match.nofail && !match.gained) facts.failureKind = rule.kind;
     if (facts.nofail) return [];
@@ -109,6 +112,16 @@ export class SshParser implements LineParser {
     // A helper line that completes a pending failure (the address arrives after the failure)
     // reports that failure's kind.
     const kind = match.nofail ? (facts.failureKind ?? rule.kind) : rule.kind;
-    return [{ ts, ip, source: 'ssh_log', kind, attempts: Math.max(1, facts.matches) }];
+    // The same lines as fail2ban's detections, but each carries only the attempts it adds: a
+    // line of an attempt already counted (the "Failed password" after "Invalid user") adds 0.
+    return [{ ts, ip, source: 'ssh_log', kind, attempts: this.ledger.take(connection) }];
   }
+}
+
+/** The client's port: sshd writes it after the address (a user name before it may mimic one). */
+function portOf(message: string): number | undefined {
+  const at = message.lastIndexOf(' port ');
+  if (at === -1) return undefined;
+  const port = Number.parseInt(message.slice(at + 6, at + 12), 10);
+  return Number.isNaN(port) ? undefined : port;
 }
