@@ -62,6 +62,7 @@ export const DEFAULT_SEVERITY: Readonly<Record<string, number>> = {
   too_many_failures: 0.8,
   login_after_failures: 0.5,
   preauth_disconnect: 0.3,
+  auth_abandoned: 0.5,
   scan: 0.5,
   negotiation_failure: 0.4,
   port_scan: 0.7,

@@ -40,11 +40,11 @@ describe('ssh_log attempts: one failed authentication attempt counts once', () =
     expect(run('aggressive', [...invalidUserWithPassword(102, 40002), ...rootPasswords(103, 40003)])).toEqual([
       '45.33.12.7 invalid_user 1',
       '45.33.12.7 invalid_user 0',
-      '45.33.12.7 preauth_disconnect 0',
+      '45.33.12.7 auth_abandoned 0',
       '45.33.12.7 auth_failure 1',
       '45.33.12.7 auth_failure 1',
       '45.33.12.7 auth_failure 1',
-      '45.33.12.7 preauth_disconnect 0',
+      '45.33.12.7 auth_abandoned 0',
     ]);
   });
 
@@ -54,8 +54,9 @@ describe('ssh_log attempts: one failed authentication attempt counts once', () =
         'Mar  1 10:02:00 h sshd[104]: Connection closed by authenticating user root 45.33.12.8 port 40004 [preauth]',
         'Mar  1 10:02:01 h sshd[105]: error: kex_exchange_identification: Connection closed by remote host',
         'Mar  1 10:02:01 h sshd[105]: Connection closed by 45.33.12.9 port 40005',
+        'Mar  1 10:02:02 h sshd[106]: Connection closed by 45.33.12.10 port 40006 [preauth]',
       ]),
-    ).toEqual(['45.33.12.8 preauth_disconnect 1', '45.33.12.9 scan 1']);
+    ).toEqual(['45.33.12.8 auth_abandoned 1', '45.33.12.9 scan 1', '45.33.12.10 preauth_disconnect 1']);
   });
 
   it('does not count "Too many authentication failures" as another attempt', () => {

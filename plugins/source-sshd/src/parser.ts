@@ -111,7 +111,10 @@ export class SshParser implements LineParser {
     this.counters.detections++;
     // A helper line that completes a pending failure (the address arrives after the failure)
     // reports that failure's kind.
-    const kind = match.nofail ? (facts.failureKind ?? rule.kind) : rule.kind;
+    let kind = match.nofail ? (facts.failureKind ?? rule.kind) : rule.kind;
+    // A pre-auth close that names the user asked to authenticate and left without success: at
+    // sshd's default LogLevel its rejected keys are not logged, so this is their only trace.
+    if (kind === 'preauth_disconnect' && groups.user !== undefined) kind = 'auth_abandoned';
     // The same lines as fail2ban's detections, but each carries only the attempts it adds: a
     // line of an attempt already counted (the "Failed password" after "Invalid user") adds 0.
     return [{ ts, ip, source: 'ssh_log', kind, attempts: this.ledger.take(connection) }];
