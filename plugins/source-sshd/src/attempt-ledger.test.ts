@@ -1,6 +1,6 @@
 import type { DetectionMode } from '@rampart/plugin-kit';
 import { describe, expect, it } from 'vitest';
-import { AttemptLedger } from './attempt-ledger.ts';
+import { AttemptCounts } from './attempt-ledger.ts';
 import { SshParser } from './parser.ts';
 
 const READ_AT = Date.parse('2025-03-08T00:00:00Z') / 1000;
@@ -81,18 +81,27 @@ describe('ssh_log attempts: one failed authentication attempt counts once', () =
   });
 });
 
-describe('AttemptLedger', () => {
-  it('forgets connections after their maximum age and beyond its size', () => {
-    const ledger = new AttemptLedger(2, 600);
-    ledger.record('a', '45.33.12.7', 1, 'each', 0);
-    expect(ledger.take('a')).toBe(1);
-    ledger.record('a', '45.33.12.7', 1, 'floor', 601); // expired: a new connection
-    expect(ledger.take('a')).toBe(1);
-    ledger.record('b', '45.33.12.8', 2, 'each', 602);
-    ledger.record('c', '45.33.12.9', 3, 'each', 603);
-    expect(ledger.size).toBe(2);
-    expect(ledger.take('a')).toBe(0); // the least recently seen went first
-    ledger.record('d', '45.33.12.10', 4, 'none', 2000);
-    expect(ledger.size).toBe(1); // b and c expired
+describe('AttemptCounts', () => {
+  it('takes the largest channel and hands out each attempt once', () => {
+    const c = new AttemptCounts();
+    c.record('45.33.12.7', 1, 'floor');
+    c.record(undefined, undefined, 'pam');
+    expect(c.take()).toBe(1);
+    c.record('45.33.12.7', 1, 'each');
+    expect(c.take()).toBe(0);
+    c.record('45.33.12.7', 1, 'each');
+    c.record('45.33.12.7', 1, 'more');
+    expect(c.take()).toBe(2);
+    c.record('45.33.12.7', 2, 'floor'); // another port: the pid was reused
+    expect(c.take()).toBe(1);
+  });
+
+  it('forgets a connection 600 s after its last line', () => {
+    const lines = [
+      'Mar  1 10:00:00 h sshd[109]: Invalid user guest from 45.33.12.7 port 40010',
+      'Mar  1 10:00:02 h sshd[109]: Failed password for invalid user guest from 45.33.12.7 port 40010 ssh2',
+      'Mar  1 10:10:03 h sshd[109]: Failed password for invalid user guest from 45.33.12.7 port 40010 ssh2',
+    ];
+    expect(run('normal', lines)).toEqual(['45.33.12.7 invalid_user 1', '45.33.12.7 invalid_user 0', '45.33.12.7 invalid_user 1']);
   });
 });

@@ -1,12 +1,12 @@
 /*
  * Per-connection attempt accounting: one failed authentication attempt is one attempt, however
  * many lines sshd and PAM write for it. fail2ban's bookkeeping (connection-state.ts) decides
- * WHICH lines are detections; this ledger decides how many NEW attempts each of them adds.
+ * WHICH lines are detections; these counts decide how many NEW attempts each of them adds.
  *
  * A connection is one sshd process (host, program and pid of the line) talking to one client
- * (address and port). Its lines say how many attempts it made through three independent
- * channels, and the connection made as many attempts as the most telling of them says:
- *   - `each`: sshd's own verdict on one attempt ("Failed password for …", a change of user name);
+ * (address and port). Its lines say how many attempts it made through independent channels,
+ * and the connection made as many attempts as the most telling of them says:
+ *   - `each`: sshd's own verdict on one attempt ("Failed password for …");
  *   - `pam`: PAM's verdict on one password attempt ("pam_unix(sshd:auth): authentication
  *     failure", "PAM: Authentication failure for …"), which sshd also logs as "Failed …";
  *   - `floor`: the connection made at least one attempt ("Invalid user", "not allowed because",
@@ -19,73 +19,44 @@
 /** How a matched line counts toward its connection's attempts. */
 export type AttemptCount = 'each' | 'pam' | 'floor' | 'more' | 'none';
 
-class Connection {
-  each = 0;
-  pam = 0;
-  floor = 0;
-  /** Attempts already carried by detections of this connection. */
-  reported = 0;
-  constructor(
-    public address: string | undefined,
-    public port: number | undefined,
-    public seenAt: number,
-  ) {}
-
-  get total(): number {
-    return Math.max(this.each, this.pam, this.floor);
-  }
-}
-
 /**
- * Connections keyed by `host program[pid]`, in least-recently-seen order; an entry is dropped
- * `maxAgeSeconds` after its last line (sshd's LoginGraceTime is 120 s by default) or when more
- * than `maxEntries` are open. A line whose address or port differs from the entry's is a new
- * connection that reuses the pid.
+ * The attempts of one connection. It lives on the connection's entry in the ConnectionCache
+ * (which bounds and expires them) and outlives fail2ban's "forget" of the connection, so that a
+ * disconnect line after the forget does not count the connection again.
  */
-export class AttemptLedger {
-  private readonly connections = new Map<string, Connection>();
+export class AttemptCounts {
+  private each = 0;
+  private pam = 0;
+  private floor = 0;
+  /** Attempts already carried by detections of this connection. */
+  private reported = 0;
+  private address: string | undefined = undefined;
+  private port: number | undefined = undefined;
 
-  constructor(
-    private readonly maxEntries = 10_000,
-    private readonly maxAgeSeconds = 600,
-  ) {}
-
-  /** Records one matched line of a connection. */
-  record(key: string, address: string | undefined, port: number | undefined, counts: AttemptCount, now: number): void {
-    let c = this.connections.get(key);
-    if (c && (now - c.seenAt > this.maxAgeSeconds || differs(c.address, address) || differs(c.port, port))) c = undefined;
-    this.connections.delete(key);
-    if (c) {
-      c.seenAt = now;
-      c.address ??= address;
-      c.port ??= port;
-    } else c = new Connection(address, port, now);
-    this.connections.set(key, c);
-    if (counts === 'each') c.each++;
-    else if (counts === 'pam') c.pam++;
-    else if (counts === 'floor') c.floor = Math.max(c.floor, 1);
-    else if (counts === 'more') c.floor = c.total + 1;
-    this.evict(now);
+  /** Records one matched line; a line from another address or port is a new connection (pid reused). */
+  record(address: string | undefined, port: number | undefined, counts: AttemptCount): void {
+    if (differs(this.address, address) || differs(this.port, port)) {
+      this.each = this.pam = this.floor = this.reported = 0;
+      this.address = this.port = undefined;
+    }
+    this.address ??= address;
+    this.port ??= port;
+    if (counts === 'each') this.each++;
+    else if (counts === 'pam') this.pam++;
+    else if (counts === 'floor') this.floor = Math.max(this.floor, 1);
+    else if (counts === 'more') this.floor = this.total + 1;
   }
 
-  /** Attempts of the connection not yet carried by a detection; marks them carried. */
-  take(key: string): number {
-    const c = this.connections.get(key);
-    if (!c) return 0;
-    const fresh = c.total - c.reported;
-    c.reported = c.total;
+  /** Attempts not yet carried by a detection; marks them carried. */
+  take(): number {
+    const total = this.total;
+    const fresh = total - this.reported;
+    this.reported = total;
     return fresh;
   }
 
-  get size(): number {
-    return this.connections.size;
-  }
-
-  private evict(now: number): void {
-    for (const [key, c] of this.connections) {
-      if (this.connections.size <= this.maxEntries && now - c.seenAt <= this.maxAgeSeconds) break;
-      this.connections.delete(key);
-    }
+  private get total(): number {
+    return Math.max(this.each, this.pam, this.floor);
   }
 }
 

@@ -3,7 +3,11 @@
  * ported so that the same lines count as failures: helper lines remember the address of a
  * connection, a failure logged without an address takes it from there (or waits for it), a
  * successful login forgives earlier helper lines unless several user names were tried.
+ * Each entry also carries the connection's attempt counts (attempt-ledger.ts); a connection
+ * fail2ban forgets stays in the cache, invisible to fail2ban's logic, until its entry expires,
+ * so that its counts reach the lines that follow the forget.
  */
+import { AttemptCounts } from './attempt-ledger.ts';
 
 /** What one matched line says (fail2ban's group dict of a failregex match). */
 export interface LineMatch {
@@ -32,8 +36,12 @@ export class ConnectionFacts {
   /** Kind of the last failure line, for a failure completed later by a helper line. */
   failureKind: string | undefined = undefined;
   seenAt: number;
+  /** fail2ban forgot the connection (F-MLFFORGET): only `attempts` is still in use. */
+  forgotten = false;
+  attempts: AttemptCounts;
 
-  constructor(match: LineMatch, nofail: boolean, seenAt: number) {
+  constructor(match: LineMatch, nofail: boolean, seenAt: number, attempts: AttemptCounts | undefined) {
+    this.attempts = attempts ?? new AttemptCounts();
     this.ip4 = match.ip4;
     this.ip6 = match.ip6;
     this.dns = match.dns;
@@ -48,9 +56,15 @@ const FORGET = 2;
 const HAD_NOFAIL = 4;
 const GAINED = 8;
 
-/** A bounded LRU of connections keyed by host + program + pid, entries expire after `maxAgeSeconds`. */
+/**
+ * A bounded table of connections keyed by host + program + pid; entries expire `maxAgeSeconds`
+ * after their last line. Expired entries, and beyond `maxEntries` the oldest, are swept in one
+ * pass every 1,024 insertions (or when full) rather than one per insertion: a JavaScript Map
+ * used as a queue skips every deleted slot at its front on each `keys().next()`.
+ */
 export class ConnectionCache {
   private readonly entries = new Map<string, ConnectionFacts>();
+  private insertions = 0;
   constructor(
     private readonly maxEntries = 10_000,
     private readonly maxAgeSeconds = 600,
@@ -68,11 +82,17 @@ export class ConnectionCache {
   set(key: string, facts: ConnectionFacts): void {
     this.entries.delete(key);
     this.entries.set(key, facts);
-    if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    if (this.entries.size > this.maxEntries || ++this.insertions >= 1024) this.sweep(facts.seenAt);
   }
 
-  delete(key: string): void {
-    this.entries.delete(key);
+  /** One pass from the oldest: drops expired entries, and the oldest down to 90% of the bound. */
+  private sweep(now: number): void {
+    this.insertions = 0;
+    const keep = Math.floor(this.maxEntries * 0.9);
+    for (const [key, facts] of this.entries) {
+      if (this.entries.size <= keep && now - facts.seenAt <= this.maxAgeSeconds) break;
+      this.entries.delete(key);
+    }
   }
 
   get size(): number {
@@ -102,7 +122,8 @@ export function mergeLine(cache: ConnectionCache, key: string, match: LineMatch,
 
   let facts: ConnectionFacts;
   let users: Set<string> | undefined;
-  const cached = cache.get(key, now);
+  const known = cache.get(key, now);
+  const cached = known?.forgotten ? undefined : known;
   if (cached) {
     users = addUser(cached, match.user);
     if (cached.nofail) flags |= HAD_NOFAIL;
@@ -118,13 +139,12 @@ export function mergeLine(cache: ConnectionCache, key: string, match: LineMatch,
     if (match.gained) cached.gained = true;
     cached.seenAt = now;
     facts = cached;
-    if (flags & FORGET) cache.delete(key);
+    if (flags & FORGET) cached.forgotten = true;
   } else {
-    facts = new ConnectionFacts(match, nofail, now);
-    if (!(flags & FORGET)) {
-      users = addUser(facts, match.user);
-      cache.set(key, facts);
-    }
+    facts = new ConnectionFacts(match, nofail, now, known?.attempts);
+    if (flags & FORGET) facts.forgotten = true;
+    else users = addUser(facts, match.user);
+    cache.set(key, facts);
   }
   // Pending failures, or several user names tried on one connection, turn helpers into failures.
   if (facts.pending || (users && users.size > 1)) {

@@ -1,6 +1,5 @@
 import { canonicalIp, EnvelopeParser, JournalExportAssembler } from '@rampart/plugin-kit';
 import type { Detection, DetectionMode, Envelope, LineParser } from '@rampart/plugin-kit';
-import { AttemptLedger } from './attempt-ledger.ts';
 import { ConnectionCache, mergeLine } from './connection-state.ts';
 import type { LineMatch } from './connection-state.ts';
 import { indexRules, sshRules } from './rules.ts';
@@ -37,7 +36,6 @@ export class SshParser implements LineParser {
   private readonly envelopes = new EnvelopeParser();
   private readonly journalExport = new JournalExportAssembler();
   private readonly connections = new ConnectionCache();
-  private readonly ledger = new AttemptLedger();
 
   constructor(options: SshParserOptions) {
     this.index = indexRules(sshRules(options.mode));
@@ -78,12 +76,12 @@ export class SshParser implements LineParser {
       if (!rule.leads.some((lead) => message.startsWith(lead))) continue;
       const m = rule.re.exec(message);
       if (!m) continue;
-      return this.matched(rule, m.groups ?? {}, `${envelope.host} ${envelope.program}[${envelope.pid}]`, ts, portOf(message));
+      return this.matched(rule, m.groups ?? {}, `${envelope.host} ${envelope.program}[${envelope.pid}]`, ts, message);
     }
     return [];
   }
 
-  private matched(rule: SshRule, groups: Record<string, string | undefined>, connection: string, ts: number, port: number | undefined): Detection[] {
+  private matched(rule: SshRule, groups: Record<string, string | undefined>, connection: string, ts: number, message: string): Detection[] {
     const match: LineMatch = {
       ip4: groups.ip4,
       ip6: groups.ip6,
@@ -94,8 +92,11 @@ export class SshParser implements LineParser {
       forget: rule.forget === true,
       gained: rule.gained === true,
     };
-    this.ledger.record(connection, match.ip4 ?? match.ip6 ?? match.dns, port, rule.counts, ts);
     const facts = mergeLine(this.connections, connection, match, ts);
+    if (rule.counts !== 'none') {
+      const address = match.ip4 ?? match.ip6 ?? match.dns;
+      facts.attempts.record(address, address === undefined ? undefined : portOf(message), rule.counts);
+    }
     if (!match.nofail && !match.gained) facts.failureKind = rule.kind;
     if (facts.nofail) return [];
     const host = facts.ip4 ?? facts.ip6 ?? facts.dns;
@@ -117,7 +118,7 @@ export class SshParser implements LineParser {
     if (kind === 'preauth_disconnect' && groups.user !== undefined) kind = 'auth_abandoned';
     // The same lines as fail2ban's detections, but each carries only the attempts it adds: a
     // line of an attempt already counted (the "Failed password" after "Invalid user") adds 0.
-    return [{ ts, ip, source: 'ssh_log', kind, attempts: this.ledger.take(connection) }];
+    return [{ ts, ip, source: 'ssh_log', kind, attempts: facts.attempts.take() }];
   }
 }
 
@@ -125,6 +126,8 @@ export class SshParser implements LineParser {
 function portOf(message: string): number | undefined {
   const at = message.lastIndexOf(' port ');
   if (at === -1) return undefined;
-  const port = Number.parseInt(message.slice(at + 6, at + 12), 10);
-  return Number.isNaN(port) ? undefined : port;
+  let port = 0;
+  let i = at + 6;
+  for (let c = message.charCodeAt(i); c >= 48 && c <= 57 && i < at + 11; c = message.charCodeAt(++i)) port = port * 10 + c - 48;
+  return i === at + 6 ? undefined : port;
 }
