@@ -142,9 +142,17 @@ export function mergeLine(cache: ConnectionCache, key: string, match: LineMatch,
     if (flags & FORGET) cached.forgotten = true;
   } else {
     facts = new ConnectionFacts(match, nofail, now, known?.attempts);
-    if (flags & FORGET) facts.forgotten = true;
-    else users = addUser(facts, match.user);
-    cache.set(key, facts);
+    if (!(flags & FORGET)) {
+      users = addUser(facts, match.user);
+      cache.set(key, facts);
+    } else if (known) {
+      // Forgotten again: the entry already in the cache shares these attempt counts.
+      facts.forgotten = true;
+      known.seenAt = now;
+    } else {
+      facts.forgotten = true;
+      cache.set(key, facts);
+    }
   }
   // Pending failures, or several user names tried on one connection, turn helpers into failures.
   if (facts.pending || (users && users.size > 1)) {
