@@ -32,6 +32,18 @@ export class AttemptCounts {
   private reported = 0;
   private address: string | undefined = undefined;
   private port: number | undefined = undefined;
+  /** fail2ban forgot the connection; a later line may be another connection that reuses the pid. */
+  closed = false;
+
+  /** Whether the next line's port matters: the first one, or one after the connection closed. */
+  get wantsPort(): boolean {
+    return this.port === undefined || this.closed;
+  }
+
+  /** Whether the connection counted anything (else there is nothing to keep when it closes). */
+  get counted(): boolean {
+    return this.each + this.pam + this.floor > 0;
+  }
 
   /** Records one matched line; a line from another address or port is a new connection (pid reused). */
   record(address: string | undefined, port: number | undefined, counts: AttemptCount): void {
@@ -41,6 +53,7 @@ export class AttemptCounts {
     }
     this.address ??= address;
     this.port ??= port;
+    this.closed = false;
     if (counts === 'each') this.each++;
     else if (counts === 'pam') this.pam++;
     else if (counts === 'floor') this.floor = Math.max(this.floor, 1);

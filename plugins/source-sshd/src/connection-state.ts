@@ -3,9 +3,10 @@
  * ported so that the same lines count as failures: helper lines remember the address of a
  * connection, a failure logged without an address takes it from there (or waits for it), a
  * successful login forgives earlier helper lines unless several user names were tried.
- * Each entry also carries the connection's attempt counts (attempt-ledger.ts); a connection
- * fail2ban forgets stays in the cache, invisible to fail2ban's logic, until its entry expires,
- * so that its counts reach the lines that follow the forget.
+ * Each entry also carries the connection's attempt counts (attempt-ledger.ts); when fail2ban
+ * forgets a connection that counted attempts, the parser moves its counts to a small table of
+ * recently closed connections (`close`), so that the lines after the forget (sshd writes
+ * "Received disconnect" and then "Disconnected from") do not count its attempts again.
  */
 import { AttemptCounts } from './attempt-ledger.ts';
 
@@ -36,8 +37,6 @@ export class ConnectionFacts {
   /** Kind of the last failure line, for a failure completed later by a helper line. */
   failureKind: string | undefined = undefined;
   seenAt: number;
-  /** fail2ban forgot the connection (F-MLFFORGET): only `attempts` is still in use. */
-  forgotten = false;
   attempts: AttemptCounts;
 
   constructor(match: LineMatch, nofail: boolean, seenAt: number, attempts: AttemptCounts | undefined) {
@@ -64,11 +63,48 @@ const GAINED = 8;
  */
 export class ConnectionCache {
   private readonly entries = new Map<string, ConnectionFacts>();
+  /** Attempt counts of connections fail2ban forgot, newest last; at most `maxClosed`. */
+  private readonly closed = new Map<string, { attempts: AttemptCounts; at: number }>();
   private insertions = 0;
   constructor(
     private readonly maxEntries = 10_000,
     private readonly maxAgeSeconds = 600,
+    private readonly maxClosed = 1_000,
   ) {}
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
+  /** Keeps the counts of a connection fail2ban forgot, for the lines that follow. */
+  close(key: string, attempts: AttemptCounts, now: number): void {
+    attempts.closed = true;
+    const known = this.closed.get(key);
+    if (known?.attempts === attempts) {
+      known.at = now; // the second goodbye of the same connection
+      return;
+    }
+    if (known) this.closed.delete(key);
+    this.closed.set(key, { attempts, at: now });
+    if (this.closed.size > this.maxClosed) {
+      let drop = Math.ceil(this.maxClosed / 10);
+      for (const old of this.closed.keys()) {
+        if (drop-- <= 0) break;
+        this.closed.delete(old);
+      }
+    }
+  }
+
+  /** The counts of a recently closed connection of this key (a new one has none). */
+  closedAttempts(key: string, now: number): AttemptCounts | undefined {
+    const entry = this.closed.get(key);
+    if (entry === undefined) return undefined;
+    if (now - entry.at > this.maxAgeSeconds) {
+      this.closed.delete(key);
+      return undefined;
+    }
+    return entry.attempts;
+  }
 
   get(key: string, now: number): ConnectionFacts | undefined {
     const facts = this.entries.get(key);
@@ -122,8 +158,7 @@ export function mergeLine(cache: ConnectionCache, key: string, match: LineMatch,
 
   let facts: ConnectionFacts;
   let users: Set<string> | undefined;
-  const known = cache.get(key, now);
-  const cached = known?.forgotten ? undefined : known;
+  const cached = cache.get(key, now);
   if (cached) {
     users = addUser(cached, match.user);
     if (cached.nofail) flags |= HAD_NOFAIL;
@@ -139,18 +174,11 @@ export function mergeLine(cache: ConnectionCache, key: string, match: LineMatch,
     if (match.gained) cached.gained = true;
     cached.seenAt = now;
     facts = cached;
-    if (flags & FORGET) cached.forgotten = true;
+    if (flags & FORGET) cache.delete(key);
   } else {
-    facts = new ConnectionFacts(match, nofail, now, known?.attempts);
+    facts = new ConnectionFacts(match, nofail, now, cache.closedAttempts(key, now));
     if (!(flags & FORGET)) {
       users = addUser(facts, match.user);
-      cache.set(key, facts);
-    } else if (known) {
-      // Forgotten again: the entry already in the cache shares these attempt counts.
-      facts.forgotten = true;
-      known.seenAt = now;
-    } else {
-      facts.forgotten = true;
       cache.set(key, facts);
     }
   }

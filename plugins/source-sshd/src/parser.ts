@@ -93,10 +93,12 @@ export class SshParser implements LineParser {
       gained: rule.gained === true,
     };
     const facts = mergeLine(this.connections, connection, match, ts);
+    const attempts = facts.attempts;
     if (rule.counts !== 'none') {
       const address = match.ip4 ?? match.ip6 ?? match.dns;
-      facts.attempts.record(address, address === undefined ? undefined : portOf(message), rule.counts);
+      attempts.record(address, address !== undefined && attempts.wantsPort ? portOf(message) : undefined, rule.counts);
     }
+    if (match.forget && attempts.counted) this.connections.close(connection, attempts, ts);
     if (!match.nofail && !match.gained) facts.failureKind = rule.kind;
     if (facts.nofail) return [];
     const host = facts.ip4 ?? facts.ip6 ?? facts.dns;
@@ -118,7 +120,7 @@ export class SshParser implements LineParser {
     if (kind === 'preauth_disconnect' && groups.user !== undefined) kind = 'auth_abandoned';
     // The same lines as fail2ban's detections, but each carries only the attempts it adds: a
     // line of an attempt already counted (the "Failed password" after "Invalid user") adds 0.
-    return [{ ts, ip, source: 'ssh_log', kind, attempts: facts.attempts.take() }];
+    return [{ ts, ip, source: 'ssh_log', kind, attempts: attempts.take() }];
   }
 }
 
