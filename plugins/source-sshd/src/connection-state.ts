@@ -4,9 +4,10 @@
  * connection, a failure logged without an address takes it from there (or waits for it), a
  * successful login forgives earlier helper lines unless several user names were tried.
  * Each entry also carries the connection's attempt counts (attempt-ledger.ts); when fail2ban
- * forgets a connection that counted attempts, the parser moves its counts to a small table of
- * recently closed connections (`close`), so that the lines after the forget (sshd writes
- * "Received disconnect" and then "Disconnected from") do not count its attempts again.
+ * forgets a connection that counted attempts, the parser (in aggressive mode, where a pre-auth
+ * disconnect is a detection) moves its counts to a small table of recently closed connections
+ * (`close`), so that the lines after the forget (sshd writes "Received disconnect" and then
+ * "Disconnected from") do not count its attempts again.
  */
 import { AttemptCounts } from './attempt-ledger.ts';
 
@@ -97,6 +98,7 @@ export class ConnectionCache {
 
   /** The counts of a recently closed connection of this key (a new one has none). */
   closedAttempts(key: string, now: number): AttemptCounts | undefined {
+    if (this.closed.size === 0) return undefined;
     const entry = this.closed.get(key);
     if (entry === undefined) return undefined;
     if (now - entry.at > this.maxAgeSeconds) {

@@ -36,9 +36,11 @@ export class SshParser implements LineParser {
   private readonly envelopes = new EnvelopeParser();
   private readonly journalExport = new JournalExportAssembler();
   private readonly connections = new ConnectionCache();
+  private readonly aggressive: boolean;
 
   constructor(options: SshParserOptions) {
     this.index = indexRules(sshRules(options.mode));
+    this.aggressive = options.mode === 'aggressive';
     this.programs = new Set(options.programs ?? ['sshd', 'sshd-session']);
   }
 
@@ -98,7 +100,9 @@ export class SshParser implements LineParser {
       const address = match.ip4 ?? match.ip6 ?? match.dns;
       attempts.record(address, address !== undefined && attempts.wantsPort ? portOf(message) : undefined, rule.counts);
     }
-    if (match.forget && attempts.counted) this.connections.close(connection, attempts, ts);
+    // Only in aggressive mode can a line after fail2ban's forget be a detection (a pre-auth
+    // disconnect after 'Received disconnect'); normal mode needs no table of closed connections.
+    if (match.forget && this.aggressive && attempts.counted) this.connections.close(connection, attempts, ts);
     if (!match.nofail && !match.gained) facts.failureKind = rule.kind;
     if (facts.nofail) return [];
     const host = facts.ip4 ?? facts.ip6 ?? facts.dns;
