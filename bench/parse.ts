@@ -2,9 +2,13 @@
  * `rampart-agent parse` against `fail2ban-regex` (Debian package fail2ban) on one generated
  * 1,000,000-line OpenSSH auth.log, both timed as whole processes in the same run, plus a check
  * that both find the same failures (same time, same address, same order) and how the addresses
- * compare with the generator's ground truth. Writes bench/results/parse.md.
+ * compare with the generator's ground truth; then what each would block or report
+ * (`rampart-agent parse --reports` against fail2ban's default jail, maxretry 5 in findtime 600 s,
+ * applied to fail2ban-regex's matches) scored against the truth's addresses with 5 failures inside
+ * some 600 s window. Writes bench/results/parse.md.
  *
- *   npx tsx bench/parse.ts            (RAMPART_BENCH_LINES=100000 for a quicker run)
+ *   npx tsx bench/parse.ts            (RAMPART_BENCH_LINES=100000 for a quicker run,
+ *                                      RAMPART_BENCH_SEED=7 for another generated log)
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -14,9 +18,10 @@ import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const lines = Number(process.env.RAMPART_BENCH_LINES ?? 1_000_000);
+const seed = process.env.RAMPART_BENCH_SEED;
 const generator = process.env.RAMPART_GEN_AUTHLOG ?? resolve(root, '../shared/bench/gen-authlog.py');
 const workDir = join(tmpdir(), 'rampart-bench');
-const log = join(workDir, `auth-${lines}.log`);
+const log = join(workDir, seed === undefined ? `auth-${lines}.log` : `auth-${lines}-s${seed}.log`);
 const filter = '/etc/fail2ban/filter.d/sshd.conf';
 
 function fail(message: string): never {
@@ -27,7 +32,7 @@ function fail(message: string): never {
 if (!existsSync('/usr/bin/fail2ban-regex') || !existsSync(filter)) fail('fail2ban-regex is missing: apt-get install -y fail2ban');
 if (!existsSync(log)) {
   mkdirSync(workDir, { recursive: true });
-  const g = spawnSync('python3', [generator, '-n', String(lines), '-o', log], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const g = spawnSync('python3', [generator, '-n', String(lines), '-o', log, ...(seed === undefined ? [] : ['--seed', seed])], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (g.status !== 0) fail(`generator failed: ${generator}`);
 }
 
@@ -46,12 +51,14 @@ function timed(command: string, args: string[]): Timed {
   return { stdout: r.stdout, stderr: r.stderr.slice(0, m.index), seconds: Number(m[1]), maxRssKb: Number(m[2]) };
 }
 
-const agentArgs = (mode: string) => [join(root, 'apps/agent/bin/rampart-agent.js'), 'parse', '--source', 'ssh_log', '--mode', mode, log];
+const agentArgs = (mode: string, ...extra: string[]) => [join(root, 'apps/agent/bin/rampart-agent.js'), 'parse', '--source', 'ssh_log', '--mode', mode, ...extra, log];
 
 process.stdout.write(`bench/parse: ${lines} lines in ${log}\n`);
 const agent = timed(process.execPath, agentArgs('normal'));
 const f2b = timed('/usr/bin/fail2ban-regex', ['-o', '<time> <ip>', log, filter]);
 const aggressive = timed(process.execPath, agentArgs('aggressive'));
+const reportsNormal = timed(process.execPath, agentArgs('normal', '--reports'));
+const reportsAggressive = timed(process.execPath, agentArgs('aggressive', '--reports'));
 
 type Hit = [ts: number, ip: string];
 const agentHits: Hit[] = agent.stdout.split('\n').filter(Boolean).map((l) => {
@@ -84,6 +91,40 @@ const keyProbesOnly = new Set(truthRows.filter((row) => row[2] === '0' && row[3]
 const minus = (a: Set<string>, b: Set<string>) => [...a].filter((x) => !b.has(x));
 const sameSet = minus(agentIps, f2bIps).length === 0 && minus(f2bIps, agentIps).length === 0;
 
+// What would be blocked or reported, against the truth's addresses with >= 5 failures in 600 s.
+const truth600 = new Set(truthRows.filter((row) => Number(row[4]) >= 5).map((row) => row[0]!));
+const reportedIps = (t: Timed) => new Set(t.stdout.split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { ip: string }).ip));
+
+/** fail2ban's default jail on fail2ban-regex's matches (as compare-ips.py simulates it). */
+function jail(hits: Hit[], maxRetry = 5, findTime = 600): Set<string> {
+  const byIp = new Map<string, number[]>();
+  for (const [ts, ip] of hits) {
+    const times = byIp.get(ip);
+    if (times) times.push(ts);
+    else byIp.set(ip, [ts]);
+  }
+  const banned = new Set<string>();
+  for (const [ip, times] of byIp) {
+    let window: number[] = [];
+    for (const t of times.sort((x, y) => x - y)) {
+      window = window.filter((x) => t - x < findTime);
+      window.push(t);
+      if (window.length >= maxRetry) {
+        banned.add(ip);
+        window = [];
+      }
+    }
+  }
+  return banned;
+}
+
+const scoreRow = (name: string, flagged: Set<string>) => {
+  const caught = [...flagged].filter((ip) => truth600.has(ip)).length;
+  const precision = flagged.size > 0 ? caught / flagged.size : 1;
+  const recall = truth600.size > 0 ? caught / truth600.size : 1;
+  return `| ${name} | ${flagged.size} | ${caught} | ${truth600.size - caught} | ${flagged.size - caught} | ${precision.toFixed(3)} | ${recall.toFixed(3)} |`;
+};
+
 const agentRate = lines / agent.seconds;
 const f2bRate = lines / f2b.seconds;
 const ratio = agentRate / f2bRate;
@@ -111,6 +152,21 @@ truth (their only failures are key probes closed before authentication, which fa
 mode does not count either), and reports ${minus(agentIps, truth).length} outside the truth.
 Aggressive mode finds ${truth.size - minus(truth, aggressiveIps).length} of them and ${minus(aggressiveIps, truth).length} more (scanners: pre-auth disconnects and banner
 probes, which the generator does not count as authentication failures).
+
+### Reported addresses against the truth
+
+What each would block: \`rampart-agent parse --reports\` (the agent's policy: max_retry 5,
+find_time 600 s, attempts counted per connection, pre-auth disconnects and scans weighted) and
+fail2ban's default jail (maxretry 5, findtime 600 s) on fail2ban-regex's matches. Truth: the
+${truth600.size} addresses with at least 5 failures inside some 600 s window.
+
+| run | flagged | of the ${truth600.size} caught | missed | flagged without 5 failures in 600 s | precision | recall |
+|---|---|---|---|---|---|---|
+${scoreRow('rampart-agent parse --reports (normal)', reportedIps(reportsNormal))}
+${scoreRow('rampart-agent parse --reports --mode aggressive', reportedIps(reportsAggressive))}
+${scoreRow('fail2ban 1.0.2 sshd jail (normal)', jail(f2bHits))}
+
+\`--reports\` took ${reportsNormal.seconds.toFixed(2)} s (normal) and ${reportsAggressive.seconds.toFixed(2)} s (aggressive).
 `;
 mkdirSync(join(root, 'bench/results'), { recursive: true });
 writeFileSync(join(root, 'bench/results/parse.md'), report);

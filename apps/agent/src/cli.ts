@@ -166,10 +166,14 @@ export function buildCli(io: CliIo = defaultIo, registry: Registry = REGISTRY): 
     .requiredOption('--source <label>', 'ids label of the source, e.g. ssh_log')
     .addOption(new Option('--mode <mode>', 'detection mode').choices(['normal', 'aggressive']).default('normal'))
     .option('--config <json>', 'an ids.<label> entry as JSON, instead of the parse defaults')
+    .option('--reports', "print what the agent would report after the source's policy (one JSON line per report: ip, ts, confidence, notes)")
     .argument('[file]', 'file to read, or - for stdin', '-')
-    .action(async (file: string, opts: { source: string; mode: 'normal' | 'aggressive'; config?: string }) => {
+    .action(async (file: string, opts: { source: string; mode: 'normal' | 'aggressive'; config?: string; reports?: boolean }) => {
       const { parseCommand } = await import('./commands/parse.ts');
-      const code = await parseCommand({ source: opts.source, mode: opts.mode, file, ...(opts.config ? { config: opts.config } : {}) }, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+      const code = await parseCommand(
+        { source: opts.source, mode: opts.mode, file, ...(opts.config ? { config: opts.config } : {}), ...(opts.reports ? { reports: true } : {}) },
+        { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr },
+      );
       if (code !== 0) throw new ExitError(code);
     });
 

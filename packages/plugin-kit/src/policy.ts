@@ -3,8 +3,11 @@ import type { Detection } from './source.ts';
 
 /**
  * fail2ban's ban decision as a pure function of detections: an address is reported once its
- * attempts within `find_time_seconds` reach `max_retry`; then it stays quiet for one window
- * (de-duplication per address per window) and counting starts afresh.
+ * weighted attempts within `find_time_seconds` reach `max_retry`; then it stays quiet for one
+ * window (de-duplication per address per window) and counting starts afresh. A detection brings
+ * `attempts` × the weight of its kind (1 for a failed authentication; less for pre-auth
+ * disconnects and scans, which are evidence, not failures). The confidence sent with a report is
+ * documented beside `confidence` below and in plugins/source-sshd/README.md.
  */
 export const PolicyOptions = z.strictObject({
   max_retry: z.number().int().min(1).max(10_000).default(5),
@@ -12,6 +15,8 @@ export const PolicyOptions = z.strictObject({
   /** Weight of each detection kind in 0..1 (how sure a line of that kind is an attack). */
   severity: z.record(z.string().max(64), z.number().min(0).max(1)).default({}),
   default_severity: z.number().min(0).max(1).default(0.6),
+  /** How much one attempt of each kind counts toward `max_retry` (default 1; see DEFAULT_WEIGHT). */
+  weight: z.record(z.string().max(64), z.number().min(0).max(100)).default({}),
   /** Addresses tracked at once; the least recently seen is forgotten first. */
   max_tracked: z.number().int().min(1).max(10_000_000).default(100_000),
 });
@@ -38,6 +43,11 @@ interface AddressState {
   events: Seen[];
   /** Reports for this address are suppressed until then. */
   quietUntil: number;
+  /**
+   * Σ attempts × weight × ln(1 − severity) / max_retry over every attempt seen from the address
+   * while it is tracked (quiet windows and earlier reports included): the confidence's evidence.
+   */
+  evidence: number;
 }
 
 /** Severities for the kinds the bundled sources emit; options override them. */
@@ -52,6 +62,7 @@ export const DEFAULT_SEVERITY: Readonly<Record<string, number>> = {
   too_many_failures: 0.8,
   login_after_failures: 0.5,
   preauth_disconnect: 0.3,
+  auth_abandoned: 0.5,
   scan: 0.5,
   negotiation_failure: 0.4,
   port_scan: 0.7,
@@ -67,6 +78,17 @@ export const DEFAULT_SEVERITY: Readonly<Record<string, number>> = {
   cdn_challenge: 0.5,
 };
 
+/**
+ * Kinds that count less than a failed authentication toward `max_retry`: a connection closed
+ * before authenticating without naming a user, a client that never sent an SSH banner, a failed
+ * algorithm negotiation. Four of them weigh one failure.
+ */
+export const DEFAULT_WEIGHT: Readonly<Record<string, number>> = {
+  preauth_disconnect: 0.25,
+  scan: 0.25,
+  negotiation_failure: 0.25,
+};
+
 export class FailPolicy {
   private readonly options: PolicyOptions;
   private readonly addresses = new Map<string, AddressState>();
@@ -80,22 +102,26 @@ export class FailPolicy {
     const { max_retry, find_time_seconds } = this.options;
     let state = this.addresses.get(detection.ip);
     if (state) this.addresses.delete(detection.ip);
-    else state = { events: [], quietUntil: -Infinity };
+    else state = { events: [], quietUntil: -Infinity, evidence: 0 };
     this.addresses.set(detection.ip, state);
     if (this.addresses.size > this.options.max_tracked) this.addresses.delete(this.addresses.keys().next().value!);
 
+    // A detection of an attempt already counted (attempts 0) adds nothing.
+    if (detection.attempts <= 0) return undefined;
+    const weight = this.weight(detection.kind);
+    state.evidence += (detection.attempts * weight * Math.log1p(-Math.min(this.severity(detection.kind), 0.999))) / max_retry;
     if (detection.ts < state.quietUntil) return undefined;
     const from = detection.ts - find_time_seconds;
     state.events = state.events.filter((e) => e.ts > from);
-    state.events.push({ ts: detection.ts, attempts: Math.max(1, detection.attempts), kind: detection.kind });
-    const count = state.events.reduce((n, e) => n + e.attempts, 0);
-    if (count < max_retry) return undefined;
+    state.events.push({ ts: detection.ts, attempts: detection.attempts, kind: detection.kind });
+    const count = state.events.reduce((n, e) => n + e.attempts * this.weight(e.kind), 0);
+    if (count < max_retry - 1e-9) return undefined;
 
     const candidate: ReportCandidate = {
       ip: detection.ip,
-      confidence: this.confidence(state.events, count),
+      confidence: confidence(state.evidence),
       source: detection.source,
-      notes: notes(state.events, count, detection.source),
+      notes: notes(state.events, detection.source),
       ts: detection.ts,
     };
     state.events = [];
@@ -115,23 +141,38 @@ export class FailPolicy {
     return this.addresses.size;
   }
 
-  /**
-   * Attempt-weighted mean severity of the window, scaled by how far the count went past the
-   * threshold: 1 - e^(-count/max_retry) is 0.63 at the threshold and nears 1 at a few times it,
-   * mapped onto 0.5..1 so that a bare threshold crossing keeps most of the severity.
-   */
-  private confidence(events: Seen[], count: number): number {
-    const severity = (kind: string) => this.options.severity[kind] ?? DEFAULT_SEVERITY[kind] ?? this.options.default_severity;
-    const mean = events.reduce((s, e) => s + severity(e.kind) * e.attempts, 0) / count;
-    const growth = 1 - Math.exp(-count / this.options.max_retry);
-    const value = mean * (0.5 + 0.5 * growth);
-    return Math.min(1, Math.max(0.01, Math.round(value * 100) / 100));
+  private severity(kind: string): number {
+    return this.options.severity[kind] ?? DEFAULT_SEVERITY[kind] ?? this.options.default_severity;
+  }
+
+  private weight(kind: string): number {
+    return this.options.weight[kind] ?? DEFAULT_WEIGHT[kind] ?? 1;
   }
 }
 
-function notes(events: Seen[], count: number, source: string): string {
+/**
+ * Each attempt is independent evidence: an attempt of a kind with severity s, weight w counts as
+ * a chance w·(ln(1 − s))/max_retry in log space, so
+ *
+ *   confidence = 1 − Π over attempts (1 − s_kind)^(w_kind / max_retry)
+ *
+ * over every attempt seen from the address while it is tracked. At the threshold (max_retry
+ * weighted attempts of one kind) it equals that kind's severity; every further attempt, in this
+ * window or an earlier one, brings it closer to 1 (s is capped at 0.999); mixed kinds combine (3 invalid users and 2
+ * failed passwords: 1 − 0.2^0.6 · 0.4^0.4 = 0.74). Two decimals, at least 0.01.
+ */
+function confidence(evidence: number): number {
+  const value = 1 - Math.exp(evidence);
+  return Math.min(1, Math.max(0.01, Math.round(value * 100) / 100));
+}
+
+function notes(events: Seen[], source: string): string {
   const kinds = new Map<string, number>();
-  for (const e of events) kinds.set(e.kind, (kinds.get(e.kind) ?? 0) + e.attempts);
+  let count = 0;
+  for (const e of events) {
+    kinds.set(e.kind, (kinds.get(e.kind) ?? 0) + e.attempts);
+    count += e.attempts;
+  }
   const span = Math.round(events.at(-1)!.ts - events[0]!.ts);
   const list = [...kinds].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([k, n]) => `${k} x${n}`);
   return `${count} ${source} attempts in ${span}s: ${list.join(', ')}`;

@@ -88,6 +88,6 @@ export type SourceOptionsBase = z.infer<typeof SourceOptionsBase>;
 
 /** The policy part of a source's options, for `new FailPolicy(...)`. */
 export function policyOptionsOf(options: SourceOptionsBase): PolicyOptions {
-  const { max_retry, find_time_seconds, severity, default_severity, max_tracked } = options;
-  return { max_retry, find_time_seconds, severity, default_severity, max_tracked };
+  const { max_retry, find_time_seconds, severity, default_severity, weight, max_tracked } = options;
+  return { max_retry, find_time_seconds, severity, default_severity, weight, max_tracked };
 }

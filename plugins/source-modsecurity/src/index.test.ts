@@ -46,6 +46,27 @@ describe('WafParser formats beyond the fail2ban samples', () => {
     expect(new WafParser('aggressive').push(allowed, readAt)).toMatchObject([{ ip: '198.51.100.1', kind: 'modsec_alert' }]);
   });
 
+  it('counts one attempt per transaction, however many rule messages it logs', () => {
+    const message = (id: string, what: string) =>
+      `[Mon Dec 23 13:12:31 2013] [error] [client 192.0.2.9] ModSecurity: ${what} [file "/etc/crs.conf"] [id "942100"] [hostname "h"] [uri "/"] [unique_id "${id}"]`;
+    const lines = [
+      message('tx-1', 'Warning. detected SQLi using libinjection.'),
+      message('tx-1', 'Warning. Pattern match "union select".'),
+      message('tx-1', 'Access denied with code 403 (phase 2). Inbound Anomaly Score Exceeded.'),
+      message('tx-2', 'Access denied with code 403 (phase 2). Inbound Anomaly Score Exceeded.'),
+      `[Mon Dec 23 13:12:32 2013] [error] [client 192.0.2.9] ModSecurity: Access denied with code 403 (phase 2). no id`,
+    ];
+    const out = (mode: 'normal' | 'aggressive') => {
+      const p = new WafParser(mode);
+      return lines.flatMap((l) => p.push(l, readAt)).map((d) => `${d.kind} ${d.attempts}`);
+    };
+    expect(out('aggressive')).toEqual(['modsec_alert 1', 'modsec_alert 0', 'modsec_block 0', 'modsec_block 1', 'modsec_block 1']);
+    expect(out('normal')).toEqual(['modsec_block 1', 'modsec_block 1', 'modsec_block 1']);
+    const audit = (id: string) => JSON.stringify({ transaction: { client_ip: '203.0.113.9', unique_id: id, response: { http_code: 403 }, messages: [{ message: 'x' }] } });
+    const p = new WafParser('normal');
+    expect([audit('a'), audit('a'), audit('b')].flatMap((l) => p.push(l, readAt)).map((d) => d.attempts)).toEqual([1, 0, 1]);
+  });
+
   it('reads a message with many tags and no denial without backtracking for ever', () => {
     // 60 tags: fail2ban's pattern would try 2^60 ways before giving up (the test would time out).
     const tags = '[id "1"] '.repeat(60);

@@ -1,6 +1,7 @@
 import { canonicalIp, EnvelopeParser } from '@rampart/plugin-kit';
 import type { Detection, DetectionMode, LineParser } from '@rampart/plugin-kit';
 import { accessLogTime, apacheErrorTime, auditTime, nginxErrorTime } from './timestamps.ts';
+import { SeenTransactions, uniqueIdOf } from './transactions.ts';
 
 /*
  * The `waf_log` parser. Patterns follow fail2ban 1.0.2's apache-modsecurity, nginx-http-auth,
@@ -37,6 +38,7 @@ export interface WafParserStats {
 export class WafParser implements LineParser {
   readonly counters: WafParserStats = { lines: 0, detections: 0, hostNames: 0 };
   private readonly envelopes = new EnvelopeParser();
+  private readonly transactions = new SeenTransactions();
 
   constructor(private readonly mode: DetectionMode) {}
 
@@ -74,9 +76,11 @@ export class WafParser implements LineParser {
   }
 
   private modsec(rest: string, client: string, ts: number, fallback: number): Detection[] {
-    if (MODSEC_DENIED.test(rest)) return this.hit(client, ts, fallback, 'modsec_block');
-    if (this.mode === 'aggressive' && rest.startsWith('Warning.')) return this.hit(client, ts, fallback, 'modsec_alert');
-    return [];
+    let kind: string;
+    if (MODSEC_DENIED.test(rest)) kind = 'modsec_block';
+    else if (this.mode === 'aggressive' && rest.startsWith('Warning.')) kind = 'modsec_alert';
+    else return [];
+    return this.hit(client, ts, fallback, kind, this.transactions.attempts(uniqueIdOf(rest)));
   }
 
   private nginxError(level: string, msg: string, ts: number, fallback: number): Detection[] {
@@ -115,18 +119,21 @@ export class WafParser implements LineParser {
     const messages = t.messages ?? record.audit_data?.messages ?? [];
     if (typeof client !== 'string' || !Array.isArray(messages) || messages.length === 0) return [];
     const ts = auditTime(String(t.time_stamp ?? t.time ?? ''));
-    if (status >= 400 && status < 600) return this.hit(client, ts, readAt, 'modsec_block');
-    return this.mode === 'aggressive' ? this.hit(client, ts, readAt, 'modsec_alert') : [];
+    const blocked = status >= 400 && status < 600;
+    if (!blocked && this.mode !== 'aggressive') return [];
+    const id = t.unique_id ?? t.transaction_id;
+    const attempts = this.transactions.attempts(typeof id === 'string' ? id : undefined);
+    return this.hit(client, ts, readAt, blocked ? 'modsec_block' : 'modsec_alert', attempts);
   }
 
-  private hit(client: string, ts: number, fallback: number, kind: string): Detection[] {
+  private hit(client: string, ts: number, fallback: number, kind: string, attempts = 1): Detection[] {
     const ip = canonicalIp(stripPort(client));
     if (ip === undefined) {
       this.counters.hostNames++;
       return [];
     }
     this.counters.detections++;
-    return [{ ts: Number.isFinite(ts) ? ts : fallback, ip, source: 'waf_log', kind, attempts: 1 }];
+    return [{ ts: Number.isFinite(ts) ? ts : fallback, ip, source: 'waf_log', kind, attempts }];
   }
 }
 
@@ -136,6 +143,8 @@ interface AuditRecord {
     remote_address?: unknown;
     time_stamp?: unknown;
     time?: unknown;
+    unique_id?: unknown;
+    transaction_id?: unknown;
     response?: { http_code?: unknown };
     messages?: unknown[];
   };

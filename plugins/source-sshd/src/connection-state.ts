@@ -3,7 +3,13 @@
  * ported so that the same lines count as failures: helper lines remember the address of a
  * connection, a failure logged without an address takes it from there (or waits for it), a
  * successful login forgives earlier helper lines unless several user names were tried.
+ * Each entry also carries the connection's attempt counts (attempt-ledger.ts); when fail2ban
+ * forgets a connection that counted attempts, the parser (in aggressive mode, where a pre-auth
+ * disconnect is a detection) moves its counts to a small table of recently closed connections
+ * (`close`), so that the lines after the forget (sshd writes "Received disconnect" and then
+ * "Disconnected from") do not count its attempts again.
  */
+import { AttemptCounts } from './attempt-ledger.ts';
 
 /** What one matched line says (fail2ban's group dict of a failregex match). */
 export interface LineMatch {
@@ -32,8 +38,10 @@ export class ConnectionFacts {
   /** Kind of the last failure line, for a failure completed later by a helper line. */
   failureKind: string | undefined = undefined;
   seenAt: number;
+  attempts: AttemptCounts;
 
-  constructor(match: LineMatch, nofail: boolean, seenAt: number) {
+  constructor(match: LineMatch, nofail: boolean, seenAt: number, attempts: AttemptCounts | undefined) {
+    this.attempts = attempts ?? new AttemptCounts();
     this.ip4 = match.ip4;
     this.ip6 = match.ip6;
     this.dns = match.dns;
@@ -48,13 +56,57 @@ const FORGET = 2;
 const HAD_NOFAIL = 4;
 const GAINED = 8;
 
-/** A bounded LRU of connections keyed by host + program + pid, entries expire after `maxAgeSeconds`. */
+/**
+ * A bounded table of connections keyed by host + program + pid; entries expire `maxAgeSeconds`
+ * after their last line. Expired entries, and beyond `maxEntries` the oldest, are swept in one
+ * pass every 1,024 insertions (or when full) rather than one per insertion: a JavaScript Map
+ * used as a queue skips every deleted slot at its front on each `keys().next()`.
+ */
 export class ConnectionCache {
   private readonly entries = new Map<string, ConnectionFacts>();
+  /** Attempt counts of connections fail2ban forgot, newest last; at most `maxClosed`. */
+  private readonly closed = new Map<string, { attempts: AttemptCounts; at: number }>();
+  private insertions = 0;
   constructor(
     private readonly maxEntries = 10_000,
     private readonly maxAgeSeconds = 600,
+    private readonly maxClosed = 1_000,
   ) {}
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
+  /** Keeps the counts of a connection fail2ban forgot, for the lines that follow. */
+  close(key: string, attempts: AttemptCounts, now: number): void {
+    attempts.closed = true;
+    const known = this.closed.get(key);
+    if (known?.attempts === attempts) {
+      known.at = now; // the second goodbye of the same connection
+      return;
+    }
+    if (known) this.closed.delete(key);
+    this.closed.set(key, { attempts, at: now });
+    if (this.closed.size > this.maxClosed) {
+      let drop = Math.ceil(this.maxClosed / 10);
+      for (const old of this.closed.keys()) {
+        if (drop-- <= 0) break;
+        this.closed.delete(old);
+      }
+    }
+  }
+
+  /** The counts of a recently closed connection of this key (a new one has none). */
+  closedAttempts(key: string, now: number): AttemptCounts | undefined {
+    if (this.closed.size === 0) return undefined;
+    const entry = this.closed.get(key);
+    if (entry === undefined) return undefined;
+    if (now - entry.at > this.maxAgeSeconds) {
+      this.closed.delete(key);
+      return undefined;
+    }
+    return entry.attempts;
+  }
 
   get(key: string, now: number): ConnectionFacts | undefined {
     const facts = this.entries.get(key);
@@ -68,11 +120,17 @@ export class ConnectionCache {
   set(key: string, facts: ConnectionFacts): void {
     this.entries.delete(key);
     this.entries.set(key, facts);
-    if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    if (this.entries.size > this.maxEntries || ++this.insertions >= 1024) this.sweep(facts.seenAt);
   }
 
-  delete(key: string): void {
-    this.entries.delete(key);
+  /** One pass from the oldest: drops expired entries, and the oldest down to 90% of the bound. */
+  private sweep(now: number): void {
+    this.insertions = 0;
+    const keep = Math.floor(this.maxEntries * 0.9);
+    for (const [key, facts] of this.entries) {
+      if (this.entries.size <= keep && now - facts.seenAt <= this.maxAgeSeconds) break;
+      this.entries.delete(key);
+    }
   }
 
   get size(): number {
@@ -120,7 +178,7 @@ export function mergeLine(cache: ConnectionCache, key: string, match: LineMatch,
     facts = cached;
     if (flags & FORGET) cache.delete(key);
   } else {
-    facts = new ConnectionFacts(match, nofail, now);
+    facts = new ConnectionFacts(match, nofail, now, cache.closedAttempts(key, now));
     if (!(flags & FORGET)) {
       users = addUser(facts, match.user);
       cache.set(key, facts);

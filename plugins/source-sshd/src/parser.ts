@@ -36,9 +36,11 @@ export class SshParser implements LineParser {
   private readonly envelopes = new EnvelopeParser();
   private readonly journalExport = new JournalExportAssembler();
   private readonly connections = new ConnectionCache();
+  private readonly aggressive: boolean;
 
   constructor(options: SshParserOptions) {
     this.index = indexRules(sshRules(options.mode));
+    this.aggressive = options.mode === 'aggressive';
     this.programs = new Set(options.programs ?? ['sshd', 'sshd-session']);
   }
 
@@ -76,12 +78,12 @@ export class SshParser implements LineParser {
       if (!rule.leads.some((lead) => message.startsWith(lead))) continue;
       const m = rule.re.exec(message);
       if (!m) continue;
-      return this.matched(rule, m.groups ?? {}, `${envelope.host} ${envelope.program}[${envelope.pid}]`, ts);
+      return this.matched(rule, m.groups ?? {}, `${envelope.host} ${envelope.program}[${envelope.pid}]`, ts, message);
     }
     return [];
   }
 
-  private matched(rule: SshRule, groups: Record<string, string | undefined>, connection: string, ts: number): Detection[] {
+  private matched(rule: SshRule, groups: Record<string, string | undefined>, connection: string, ts: number, message: string): Detection[] {
     const match: LineMatch = {
       ip4: groups.ip4,
       ip6: groups.ip6,
@@ -93,6 +95,14 @@ export class SshParser implements LineParser {
       gained: rule.gained === true,
     };
     const facts = mergeLine(this.connections, connection, match, ts);
+    const attempts = facts.attempts;
+    if (rule.counts !== 'none') {
+      const address = match.ip4 ?? match.ip6 ?? match.dns;
+      attempts.record(address, address !== undefined && attempts.wantsPort ? portOf(message) : undefined, rule.counts);
+    }
+    // Only in aggressive mode can a line after fail2ban's forget be a detection (a pre-auth
+    // disconnect after 'Received disconnect'); normal mode needs no table of closed connections.
+    if (match.forget && this.aggressive && attempts.counted) this.connections.close(connection, attempts, ts);
     if (!match.nofail && !match.gained) facts.failureKind = rule.kind;
     if (facts.nofail) return [];
     const host = facts.ip4 ?? facts.ip6 ?? facts.dns;
@@ -108,7 +118,22 @@ export class SshParser implements LineParser {
     this.counters.detections++;
     // A helper line that completes a pending failure (the address arrives after the failure)
     // reports that failure's kind.
-    const kind = match.nofail ? (facts.failureKind ?? rule.kind) : rule.kind;
-    return [{ ts, ip, source: 'ssh_log', kind, attempts: Math.max(1, facts.matches) }];
+    let kind = match.nofail ? (facts.failureKind ?? rule.kind) : rule.kind;
+    // A pre-auth close that names the user asked to authenticate and left without success: at
+    // sshd's default LogLevel its rejected keys are not logged, so this is their only trace.
+    if (kind === 'preauth_disconnect' && groups.user !== undefined) kind = 'auth_abandoned';
+    // The same lines as fail2ban's detections, but each carries only the attempts it adds: a
+    // line of an attempt already counted (the "Failed password" after "Invalid user") adds 0.
+    return [{ ts, ip, source: 'ssh_log', kind, attempts: attempts.take() }];
   }
+}
+
+/** The client's port: sshd writes it after the address (a user name before it may mimic one). */
+function portOf(message: string): number | undefined {
+  const at = message.lastIndexOf(' port ');
+  if (at === -1) return undefined;
+  let port = 0;
+  let i = at + 6;
+  for (let c = message.charCodeAt(i); c >= 48 && c <= 57 && i < at + 11; c = message.charCodeAt(++i)) port = port * 10 + c - 48;
+  return i === at + 6 ? undefined : port;
 }

@@ -51,6 +51,24 @@ describe('rampart-agent parse', () => {
     expect(io.out().trim().split('\n').map((l) => (JSON.parse(l) as { ip: string }).ip)).toEqual(['198.51.100.9', '203.0.113.5', '192.0.2.7']);
   });
 
+  it('prints the reports the policy completes with --reports', async () => {
+    process.env.TZ = 'UTC';
+    const failures = (ip: string, second0: number) =>
+      [0, 1, 2].map((i) => `Mar  1 10:01:${String(second0 + i).padStart(2, '0')} h sshd[${second0 + i}]: Failed password for root from ${ip} port 5 ssh2`);
+    const log = [...failures('45.33.12.7', 10), ...failures('10.0.0.1', 20), ...failures('81.2.69.9', 30)].join('\n');
+    const io = capture();
+    const config = JSON.stringify({ active: true, ssh_log_location: '-', options: { max_retry: 3 } });
+    expect(await parseCommand({ source: 'ssh_log', file: '-', config, reports: true }, { stdin: Readable.from([log]), ...io })).toBe(0);
+    const lines = io.out().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((l) => Object.keys(l))).toEqual([['ip', 'ts', 'confidence', 'notes'], ['ip', 'ts', 'confidence', 'notes']]);
+    // 10.0.0.1 is a private address (as are the documentation ranges): the agent never reports it.
+    expect(lines.map((l) => [l.ip, new Date((l.ts as number) * 1000).toISOString().slice(11, 19), l.notes])).toEqual([
+      ['45.33.12.7', '10:01:12', '3 ssh_log attempts in 2s: auth_failure x3'],
+      ['81.2.69.9', '10:01:32', '3 ssh_log attempts in 2s: auth_failure x3'],
+    ]);
+    expect(io.err()).toMatch(/\nparse: 2 reports, 2 addresses \(detections not reportable: special_range 3\)\n$/);
+  });
+
   it('fails clearly on an unknown source, a bad mode, bad config and a missing file', async () => {
     const stdin = Readable.from([]);
     let io = capture();

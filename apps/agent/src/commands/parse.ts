@@ -1,8 +1,11 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
-import type { Detection, DetectionMode, LineParser, SourceDefinition } from '@rampart/plugin-kit';
+import { FailPolicy, SourceOptionsBase, policyOptionsOf } from '@rampart/plugin-kit';
+import type { Detection, DetectionMode, LineParser, ReportCandidate, SourceDefinition } from '@rampart/plugin-kit';
 import { SOURCES, UnknownPluginError, findSource } from '../registry.ts';
+import { NeverBlock } from '../sync/never-block.ts';
+import { parseIpv4Net } from '../sync/ipv4.ts';
 
 export interface ParseOptions {
   /** The `ids` label of the source, e.g. `ssh_log`. */
@@ -12,6 +15,11 @@ export interface ParseOptions {
   file: string;
   /** An `ids.<label>` entry (JSON text) to use instead of the source's parse defaults. */
   config?: string;
+  /**
+   * Print the reports the agent would send after the source's policy (`max_retry`,
+   * `find_time_seconds`, weights, confidence) instead of the detections.
+   */
+  reports?: boolean;
 }
 
 export interface ParseIo {
@@ -27,15 +35,18 @@ const OUT_BATCH = 256 * 1024;
 
 /**
  * `rampart-agent parse`: runs one source's line parser over a file or stdin, prints one JSON
- * line per detection (`{ts, ip, source, kind, attempts}`) and a summary on stderr.
+ * line per detection (`{ts, ip, source, kind, attempts}`), or with `reports` one per report the
+ * policy completes (`{ip, ts, confidence, notes}`), and a summary on stderr.
  */
 export async function parseCommand(
   options: ParseOptions,
   io: ParseIo,
   sources: ReadonlyMap<string, SourceDefinition<unknown>> = SOURCES,
 ): Promise<ParseExit> {
-  const parser = prepare(options, io, sources);
-  if (!parser) return 2;
+  const prepared = prepare(options, io, sources);
+  if (!prepared) return 2;
+  const { parser } = prepared;
+  const reporter = options.reports ? new OfflineReporter(prepared.policy) : undefined;
 
   let readAt = Date.now() / 1000;
   let input: Readable;
@@ -63,7 +74,12 @@ export async function parseCommand(
   const take = (detections: Detection[]) => {
     for (const d of detections) {
       summary.add(d);
-      out += `{"ts":${d.ts},"ip":"${d.ip}","source":${JSON.stringify(d.source)},"kind":${JSON.stringify(d.kind)},"attempts":${d.attempts}}\n`;
+      if (!reporter) {
+        out += `{"ts":${d.ts},"ip":"${d.ip}","source":${JSON.stringify(d.source)},"kind":${JSON.stringify(d.kind)},"attempts":${d.attempts}}\n`;
+        continue;
+      }
+      const r = reporter.push(d);
+      if (r) out += `${JSON.stringify({ ip: r.ip, ts: r.ts, confidence: r.confidence, notes: r.notes })}\n`;
     }
   };
 
@@ -105,10 +121,16 @@ export async function parseCommand(
   take(parser.flush(readAt));
   await write(true);
   io.stderr.write(summary.text(options, (performance.now() - started) / 1000, parser.stats?.()));
+  if (reporter) io.stderr.write(reporter.text());
   return 0;
 }
 
-function prepare(options: ParseOptions, io: ParseIo, sources: ReadonlyMap<string, SourceDefinition<unknown>>): LineParser | undefined {
+interface Prepared {
+  parser: LineParser;
+  policy: FailPolicy;
+}
+
+function prepare(options: ParseOptions, io: ParseIo, sources: ReadonlyMap<string, SourceDefinition<unknown>>): Prepared | undefined {
   let definition: SourceDefinition<unknown>;
   try {
     definition = findSource(options.source, sources);
@@ -136,7 +158,47 @@ function prepare(options: ParseOptions, io: ParseIo, sources: ReadonlyMap<string
     for (const issue of parsed.error.issues) io.stderr.write(`parse: ids.${options.source}.${issue.path.join('.')}: ${issue.message}\n`);
     return undefined;
   }
-  return definition.createParser(parsed.data, mode);
+  // As the agent does (agent.ts applySources): the plugin's options extend the base ones.
+  const base = SourceOptionsBase.strip().safeParse((parsed.data as { options?: unknown }).options ?? {});
+  const policy = new FailPolicy(base.success ? policyOptionsOf(base.data) : {});
+  return { parser: definition.createParser(parsed.data, mode), policy };
+}
+
+/**
+ * The agent's detection pipeline without the spool or the organization: drops what `POST /ips`
+ * never takes (IPv6, special-purpose IPv4 ranges; the host's own addresses, the organization's
+ * reserved IPs and the allow-list are not known offline) and counts the rest through the policy.
+ */
+class OfflineReporter {
+  private readonly neverBlock = new NeverBlock({ ownAddresses: [], controlPlane: [], reservedIps: [], allowList: [] });
+  private readonly dropped = new Map<string, number>();
+  private readonly addresses = new Set<string>();
+  private reports = 0;
+  private pruneAt = 0;
+
+  constructor(private readonly policy: FailPolicy) {}
+
+  push(d: Detection): ReportCandidate | undefined {
+    const reason = !parseIpv4Net(d.ip) ? (d.ip.includes(':') ? 'ipv6' : 'invalid') : this.neverBlock.protects(d.ip);
+    if (reason) {
+      this.dropped.set(reason, (this.dropped.get(reason) ?? 0) + 1);
+      return undefined;
+    }
+    const report = this.policy.push(d);
+    if (d.ts > this.pruneAt) {
+      this.policy.prune(d.ts);
+      this.pruneAt = d.ts + 60;
+    }
+    if (!report) return undefined;
+    this.reports++;
+    this.addresses.add(report.ip);
+    return report;
+  }
+
+  text(): string {
+    const dropped = [...this.dropped].map(([k, n]) => `${k} ${n}`).join(', ');
+    return `parse: ${this.reports} reports, ${this.addresses.size} addresses${dropped ? ` (detections not reportable: ${dropped})` : ''}\n`;
+  }
 }
 
 class Summary {
