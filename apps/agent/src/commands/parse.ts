@@ -5,7 +5,7 @@ import { FailPolicy, SourceOptionsBase, policyOptionsOf } from '@rampart/plugin-
 import type { Detection, DetectionMode, LineParser, ReportCandidate, SourceDefinition } from '@rampart/plugin-kit';
 import { SOURCES, UnknownPluginError, findSource } from '../registry.ts';
 import { NeverBlock } from '../sync/never-block.ts';
-import { parseIpv4Net } from '../sync/ipv4.ts';
+import { parseIpv4 } from '@rampart/contracts';
 
 export interface ParseOptions {
   /** The `ids` label of the source, e.g. `ssh_log`. */
@@ -179,7 +179,7 @@ class OfflineReporter {
   constructor(private readonly policy: FailPolicy) {}
 
   push(d: Detection): ReportCandidate | undefined {
-    const reason = !parseIpv4Net(d.ip) ? (d.ip.includes(':') ? 'ipv6' : 'invalid') : this.neverBlock.protects(d.ip);
+    const reason = !parseIpv4(d.ip) ? (d.ip.includes(':') ? 'ipv6' : 'invalid') : this.neverBlock.protects(d.ip);
     if (reason) {
       this.dropped.set(reason, (this.dropped.get(reason) ?? 0) + 1);
       return undefined;

@@ -229,7 +229,7 @@ export class Syncer {
       const step = await feed.next();
       if (step.done) break;
       for (const record of step.value.body) {
-        state.ingestRecord({ ip: record.ip, score: record.score, ts: record.ts, decision: record.decision, ttl: record.ttl });
+        state.ingestRecord({ ip: record.ip, score: record.score, ts: record.ts, decision: record.decision ?? -1, ttl: record.ttl });
       }
       this.cursor = step.value.header.next_ts ?? step.value.body.at(-1)!.ts;
       this.dirty = true;

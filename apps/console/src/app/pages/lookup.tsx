@@ -12,7 +12,7 @@ interface Found {
   id: string;
   score: number;
   ts: number;
-  decision: number | undefined;
+  decision: number | null | undefined;
   ttl: number | null | undefined;
   explain: Record<string, unknown> | undefined;
   fields: Array<[string, string]>;
