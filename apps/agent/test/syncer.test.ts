@@ -18,7 +18,7 @@ import { createMetrics, type AgentMetrics } from '../src/runtime/metrics.ts';
 
 /** A control plane stand-in whose feed and list the test edits between syncs. */
 interface World {
-  records: { ip: string; score: number; ts: number; decision: -1 | 0 | 1; ttl: number | null }[];
+  records: { ip: string; score: number; ts: number; decision: 0 | 1 | null; ttl: number | null }[];
   list: string[];
   failListPage2: boolean;
 }
@@ -61,7 +61,7 @@ describe('syncer', () => {
     dryRunPath = join(dir, 'dry-run.json');
     force = false;
     world = {
-      records: Array.from({ length: 8 }, (_, i) => ({ ip: `45.70.0.${i + 1}`, score: 400, ts: now - 100 + i, decision: -1 as const, ttl: null })),
+      records: Array.from({ length: 8 }, (_, i) => ({ ip: `45.70.0.${i + 1}`, score: 400, ts: now - 100 + i, decision: null, ttl: null })),
       list: Array.from({ length: 8 }, (_, i) => `45.70.0.${i + 1}`),
       failListPage2: false,
     };
