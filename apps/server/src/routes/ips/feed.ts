@@ -66,7 +66,11 @@ export const ipsFeedRoute: FastifyPluginAsyncZod<{ context: AppContext }> = asyn
     },
     async (request) => {
       const principal = principalOf(request);
-      const { ts, page_size, full } = request.query;
+      const { ts, page_size, full, gaid } = request.query;
+      // The agent's poll is its check-in (decisions.md); an agent key checks in as itself, and an
+      // unknown or foreign gaid is ignored.
+      const checkinGaid = principal.agent?.gaid ?? gaid;
+      if (checkinGaid) await context.store.agents.checkIn(principal.org.id, checkinGaid, 'feed');
       const delay = delaySeconds(principal.org);
       const [rows, policy] = await Promise.all([context.store.ipv4.feedPage(principal.org.id, ts, page_size, delay), loadIpv4Policy(context.store, principal.org.id)]);
       const now = Math.floor(Date.now() / 1000);
