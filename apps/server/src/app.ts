@@ -14,7 +14,7 @@ import { agentCredential } from './plugins/agent-auth.ts';
 import { coinsPlugin } from './plugins/coins.ts';
 import { listStreamsPlugin } from './plugins/list-streams.ts';
 import { DEFAULT_LEASE } from './services/coin-ledger.ts';
-import { errorsPlugin, frameworkErrorHandler } from './plugins/errors.ts';
+import { clientErrorHandler, errorsPlugin, frameworkErrorHandler } from './plugins/errors.ts';
 import { textGuardPlugin } from './plugins/text-guard.ts';
 import { createMetrics, metricsPlugin } from './plugins/metrics.ts';
 import { openapiDocument } from './openapi.ts';
@@ -104,6 +104,8 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 6_500 },
     // Errors raised before routing (a malformed percent-escape, …) get the same problem+json.
     frameworkErrors: frameworkErrorHandler,
+    // …and so do the requests node's HTTP parser refuses (header overflow, bad chunking, …).
+    clientErrorHandler,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

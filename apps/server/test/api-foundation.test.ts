@@ -77,6 +77,8 @@ describe.each(driverCases())('API foundation on $name', (driver) => {
   });
 
   it('charges a successful priced request once and says so in headers', async () => {
+    // A page with a record: the empty "nothing new" page is free.
+    await store.db.query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-FOUND1', '198.51.100.200/32', false, 500, 1, 1)`);
     const before = (await store.orgs.byGid(acme.org.gid))!;
     const res = await app.inject({ url: '/api/v1/ips', headers: { authorization: acme.keys.reader } });
     expect(res.statusCode).toBe(200);

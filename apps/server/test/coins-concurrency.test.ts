@@ -25,6 +25,8 @@ describe.runIf(postgresAvailable)('coins are exact across two instances on Postg
       stores.push(store);
       apps.push(app);
     }
+    // The feed pages are not empty: an empty "nothing new" page is free.
+    await stores[0]!.db.query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-COINS1', '198.51.100.201/32', false, 500, 1, 1)`);
   });
   afterAll(async () => {
     for (const app of apps) await app.close();

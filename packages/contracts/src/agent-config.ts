@@ -29,12 +29,17 @@ const agentConfigShape = {
   ips: AgentIps.optional(),
 };
 
-export const AgentConfig = z.strictObject(agentConfigShape).meta({ description: 'Agent configuration (spec 2.11); body of POST /agents' });
+/*
+ * Top-level keys the schema does not know (e.g. an agent's `elk_link`) are kept and returned
+ * when the document is read back: agents of other versions carry settings of their own. The
+ * body limit bounds them; secrets among them are masked by name like any other.
+ */
+export const AgentConfig = z.looseObject(agentConfigShape).meta({ description: 'Agent configuration (spec 2.11); body of POST /agents' });
 export type AgentConfig = z.infer<typeof AgentConfig>;
 
 export const AgentRunning = z.enum(['yes', 'no']).describe('no: the agent withdraws its rules and stops enforcing and reporting, but keeps checking in');
 
 export const AgentSettingsDocument = z
-  .strictObject({ ...agentConfigShape, running: AgentRunning.default('yes') })
+  .looseObject({ ...agentConfigShape, running: AgentRunning.default('yes') })
   .meta({ description: 'Agent-level settings document: the agent configuration plus running' });
 export type AgentSettingsDocument = z.infer<typeof AgentSettingsDocument>;

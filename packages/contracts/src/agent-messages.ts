@@ -23,7 +23,7 @@ export const AgentFeedbackBody = z
     agid: z.string().min(1).max(256).describe('The gaid of the agent'),
     plugin: ReportedPlugin,
     hostname: z.string().max(255).optional(),
-    code: z.union([z.number(), z.string().max(256)]).optional().describe('Outcome code of the run'),
+    code: z.union([z.number(), z.string().max(256)]).nullable().optional().describe('Outcome code of the run; null when the command was killed by a signal'),
     score_threshold: numberLike(z.int().min(0).max(1000)).optional(),
     blacklist: z
       .union([z.array(z.string().max(64)).max(MAX_FEEDBACK_ENTRIES), numberLike(z.int().min(0))])

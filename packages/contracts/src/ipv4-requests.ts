@@ -30,6 +30,7 @@ export type Ipv4ListParams = z.infer<typeof Ipv4ListParams>;
 export const Ipv4ListQuery = z.object({
   format: ListFormat.default('CSV').describe('CSV: one address per line; LIST: addresses separated by commas'),
   agid: z.string().min(1).max(256).optional().describe('Agent identifier of the caller'),
+  gaid: z.string().min(1).max(256).optional().describe("An agent of the caller's organization polling with a member key: counts as its check-in (via feed); unknown agents are ignored"),
   plugin: z.string().min(1).max(128).optional().describe('Plugin name of the caller'),
   page: PageCursor.optional(),
 });
@@ -39,6 +40,7 @@ export const IpsFeedQuery = z.object({
   page_size: z.coerce.number().int().gt(0).lt(1001).default(50).describe('Records per page; bounds 0 and 1001 exclusive'),
   ts: z.coerce.number().int().gt(-1).default(0).describe('Return records with ts strictly greater than this'),
   full: YesNo.default('no').describe('no omits ip_info, info, elk_ts and elk_entry_ts'),
+  gaid: z.string().min(1).max(256).optional().describe("An agent of the caller's organization polling with a member key: counts as its check-in (via feed); unknown agents are ignored"),
 });
 export type IpsFeedQuery = z.infer<typeof IpsFeedQuery>;
 

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Counter } from 'prom-client';
 import { ApiError } from '@rampart/contracts';
@@ -9,6 +9,8 @@ import { CoinLedger } from '../services/coin-ledger.ts';
 declare module 'fastify' {
   interface FastifyRequest {
     coinCharge: { orgId: number; price: number; remaining: number } | null;
+    /** Set by a handler whose answer costs nothing after all (an empty feed page): refunded in onSend. */
+    coinFree: boolean;
   }
   interface FastifyInstance {
     /** Debits and refunds coins, combined per organization (a route charging extra uses it too). */
@@ -32,8 +34,14 @@ export interface CoinOptions {
  * a request that then fails gets its coins back before the response leaves. Organizations
  * with large balances are charged from a per-replica lease without a round trip (CoinLedger).
  */
+/** The request costs nothing: whatever was charged for it goes back before the response leaves. */
+export function waiveCoins(request: FastifyRequest): void {
+  request.coinFree = true;
+}
+
 export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store, prices, debits, leaseMax }) => {
   app.decorateRequest('coinCharge', null);
+  app.decorateRequest('coinFree', false);
   const ledger = new CoinLedger(store.orgs, { max: leaseMax });
   app.decorate('coinLedger', ledger);
   // Unspent leased coins go back to the organizations before the store closes.
@@ -62,7 +70,8 @@ export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store,
     const charge = request.coinCharge;
     if (!charge) return payload;
     const kind = request.routeOptions.config.rampart?.coin ?? 'unknown';
-    if (reply.statusCode >= 400) {
+    // Failures, 304 (nothing new to send) and answers the handler waived (an empty feed page) cost 0.
+    if (reply.statusCode >= 400 || reply.statusCode === 304 || request.coinFree) {
       request.coinCharge = null;
       const remaining = await ledger.refund(charge.orgId, charge.price);
       reply.header('X-Coins-Cost', '0').header('X-Coins-Remaining', String(remaining));

@@ -1,4 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { ApiError, ERROR_CATALOG, PROBLEM_BASE, type ErrorCode } from '@rampart/contracts';
@@ -54,6 +56,42 @@ function fieldErrors(error: FastifyError): FieldError[] {
 export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const message = error.code === 'FST_ERR_BAD_URL' ? 'the URL has an invalid percent-escape' : error.message;
   void sendProblem(reply, request, 'bad_request', message, { errors: [{ path: 'url', message }] });
+}
+
+/** The request-target's path of the raw bytes node could not parse, when there is one. */
+function rawInstance(raw: unknown): string {
+  if (!Buffer.isBuffer(raw)) return '';
+  const first = raw.subarray(0, 4096).toString('latin1').split('\r\n', 1)[0] ?? '';
+  const target = /^[A-Z]+ (\/[^ ?]*)/.exec(first)?.[1] ?? '';
+  return /^[\x21-\x7e]*$/.test(target) ? target : '';
+}
+
+/**
+ * fastify's `clientErrorHandler`: what node's HTTP parser refuses before fastify sees a request
+ * (header overflow, bad chunking, a Content-Length the bytes do not match, a request timeout)
+ * is answered with the same problem+json as every other error, then the connection closes.
+ * A client that is gone (an aborted upload, a reset) gets nothing: there is no one to tell.
+ */
+export function clientErrorHandler(this: FastifyInstance, error: Error & { code?: string; rawPacket?: unknown }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [code, detail]: [ErrorCode, string] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? ['request_timeout', 'the request was not received in time']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? ['headers_too_large', 'the request headers exceed the size the server accepts']
+        : error.code === 'HPE_INVALID_EOF_STATE'
+          ? ['bad_request', 'the request ended before its body was complete']
+          : ['bad_request', `malformed HTTP request${error.code ? ` (${error.code})` : ''}`];
+  const entry = ERROR_CATALOG[code];
+  const body = JSON.stringify({ type: `${PROBLEM_BASE}${code}`, title: entry.title, status: entry.status, detail, instance: rawInstance(error.rawPacket) });
+  this.log.debug({ err: error }, 'client error');
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.end(
+    `HTTP/1.1 ${entry.status} ${STATUS_CODES[entry.status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 export const errorsPlugin = fp(async (app: FastifyInstance) => {

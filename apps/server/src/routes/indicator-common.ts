@@ -30,6 +30,20 @@ export function notFound(what: string): ApiError {
  * Adds `price` coins to what the request is charged (e.g. a deep scan on top of a look-up).
  * The charge joins the request's own, so the coins plugin refunds both if the request fails.
  */
+/**
+ * Makes the request cost `total` coins in all, whatever its route's price was: charges the
+ * difference (402 when the balance lacks it) or gives the surplus back.
+ */
+export async function repriceTo(context: AppContext, request: FastifyRequest, total: number): Promise<void> {
+  const charge = request.coinCharge;
+  const diff = total - (charge?.price ?? 0);
+  if (diff > 0) return chargeExtra(context, request, diff);
+  if (diff < 0 && charge) {
+    const remaining = await request.server.coinLedger.refund(charge.orgId, -diff);
+    request.coinCharge = { ...charge, price: total, remaining };
+  }
+}
+
 export async function chargeExtra(context: AppContext, request: FastifyRequest, price: number): Promise<void> {
   if (price <= 0 || !request.principal) return;
   const orgId = request.principal.org.id;

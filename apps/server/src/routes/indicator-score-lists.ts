@@ -4,7 +4,7 @@ import { DomainsScoreParams, DomainsScoreQuery, FilesScoreParams, FilesScoreQuer
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
 import { liveCutoffs } from '../services/ipv4-policy.ts';
-import { sendTextList, type TextListSource } from '../services/text-list.ts';
+import { listEntry, sendTextList, type TextListSource } from '../services/text-list.ts';
 import type { DigestKind } from '../store/index.ts';
 import type { ScoreListFilter } from '../store/indicator-sql.ts';
 import { nowSeconds } from './indicator-common.ts';
@@ -85,9 +85,10 @@ export const indicatorScoreListRoutes: FastifyPluginAsyncZod<{ context: AppConte
           filters: { list: kind, min_score, ...(query.protocol ? { protocol: query.protocol } : {}) },
           page: query.page,
           paginate: true,
-          // URLs may hold commas; LIST separates them with commas all the same, as specified.
           format: query.format === 'LIST' ? 'comma' : 'lines',
-          line: (row) => `${prefix}${row.value}`,
+          // A URL may hold commas (normalization encodes quotes and drops CR/LF, but stored
+          // values are not trusted to): it stays one CSV field, one LIST entry, one line.
+          line: kind === 'url' ? (row) => listEntry(row.value, query.format === 'LIST' ? 'comma' : 'csv') : (row) => `${prefix}${row.value}`,
           etagSalt: await named.decisionsVersion(principal.org.id),
         });
       },

@@ -85,6 +85,17 @@ export function csvField(value: string): string {
   return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
 }
 
+/**
+ * One value (a URL) as one entry of a text list, whatever it holds: CR and LF are
+ * percent-encoded in every format (a list can never be split into more lines by what it
+ * carries); in the comma-separated format commas are too; in CSV a field with a comma or a
+ * quote is quoted as RFC 4180 says.
+ */
+export function listEntry(value: string, format: 'csv' | 'comma'): string {
+  const oneLine = value.replaceAll('\r', '%0D').replaceAll('\n', '%0A');
+  return format === 'comma' ? oneLine.replaceAll(',', '%2C') : csvField(oneLine);
+}
+
 async function* entries<Row, Key>(options: TextListOptions<Row, Key>, after: Key | null, upTo: Key | null): AsyncGenerator<string | Uint8Array> {
   const { source, line, format } = options;
   const chunk = source.chunkRows ?? options.chunkRows ?? LIST_CHUNK_ROWS;

@@ -14,6 +14,7 @@ import {
 import type { AppContext } from '../../context.ts';
 import { plainJson } from '../../plugins/plain-json.ts';
 import { principalOf } from '../../plugins/auth.ts';
+import { waiveCoins } from '../../plugins/coins.ts';
 import { delaySeconds } from '../../services/envelope.ts';
 import { catalogFileType } from '../../services/file-type-catalog.ts';
 import { explanation, fileRecord, v32Scorer } from '../../services/indicators.ts';
@@ -100,6 +101,8 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
         fileName: q.file_name,
         tags: q.tags,
       });
+      // The "nothing new" poll costs nothing.
+      if (rows.length === 0) waiveCoins(request);
       return {
         header: { type: 'Malware' as const, version: 4 as const, ts: q.ts, next_ts: rows.at(-1)?.ts ?? q.ts, page_size: q.page_size, user: await feedUser(context, request) },
         body: rows.map(fileRecord),

@@ -3,6 +3,7 @@ import { IpsFeedQuery, Ipv4Page, ROLE, type Ipv4Record } from '@rampart/contract
 import { EVAL_JS, EXEC_PYTHON, liveScore } from '@rampart/scoring';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
+import { waiveCoins } from '../../plugins/coins.ts';
 import { delaySeconds, isoMillis, userObject } from '../../services/envelope.ts';
 import { loadIpv4Policy, recordDecision, type RecordDecision } from '../../services/ipv4-policy.ts';
 import { plainJson } from '../../plugins/plain-json.ts';
@@ -66,10 +67,16 @@ export const ipsFeedRoute: FastifyPluginAsyncZod<{ context: AppContext }> = asyn
     },
     async (request) => {
       const principal = principalOf(request);
-      const { ts, page_size, full } = request.query;
+      const { ts, page_size, full, gaid } = request.query;
+      // The agent's poll is its check-in (decisions.md); an agent key checks in as itself, and an
+      // unknown or foreign gaid is ignored.
+      const checkinGaid = principal.agent?.gaid ?? gaid;
+      if (checkinGaid) await context.store.agents.checkIn(principal.org.id, checkinGaid, 'feed');
       const delay = delaySeconds(principal.org);
       const [rows, policy] = await Promise.all([context.store.ipv4.feedPage(principal.org.id, ts, page_size, delay), loadIpv4Policy(context.store, principal.org.id)]);
       const now = Math.floor(Date.now() / 1000);
+      // The "nothing new" poll costs nothing.
+      if (rows.length === 0) waiveCoins(request);
       return {
         header: {
           type: 'IPv4' as const,

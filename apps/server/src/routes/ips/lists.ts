@@ -143,10 +143,11 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
     async (request, reply) => {
       const principal = principalOf(request);
       const { min_score } = request.params;
-      const { format, agid, plugin, page } = request.query;
-      // An agent key checks in as its own agent, whatever the query names.
-      const checkinGaid = principal.agent?.gaid ?? agid;
-      if (checkinGaid) await context.store.agents.checkIn(principal.org.id, checkinGaid, 'ipv4', plugin);
+      const { format, agid, gaid, plugin, page } = request.query;
+      // An agent key checks in as its own agent, whatever the query names; `agid` is the list
+      // client's own check-in, `gaid` an agent polling with a member key (decisions.md).
+      const checkinGaid = principal.agent?.gaid ?? agid ?? gaid;
+      if (checkinGaid) await context.store.agents.checkIn(principal.org.id, checkinGaid, principal.agent || agid ? 'ipv4' : 'feed', plugin);
       const { salt, source } = await prepare(context, principal.org.id, min_score);
       return sendTextList(request, reply, {
         source: source('address'),

@@ -5,13 +5,13 @@ import { principalOf } from '../../plugins/auth.ts';
 import { normalizeDomain, normalizeUrl } from '../../services/indicator-names.ts';
 import { loadIpv4Policy, recordDecision } from '../../services/ipv4-policy.ts';
 import { stixBundle, type StixFacts } from '../../services/stix.ts';
-import { notFound } from '../indicator-common.ts';
+import { notFound, repriceTo } from '../indicator-common.ts';
 
 const DIGEST = /^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$/;
 const SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//;
 
 /** What the id names, read from its shape: IPv4 address, digest, URL (has a scheme) or domain. */
-async function factsFor(context: AppContext, orgId: number, id: string): Promise<StixFacts> {
+async function factsFor(context: AppContext, orgId: number, id: string, onArchived: () => Promise<void>): Promise<StixFacts> {
   const { store } = context;
   if (isIpv4Address(id)) {
     // The address's own record, else the most specific held network containing it (as GET /ips/{ip}).
@@ -26,7 +26,12 @@ async function factsFor(context: AppContext, orgId: number, id: string): Promise
   }
   if (DIGEST.test(id)) {
     // The archive too: a bundle describes what the platform knows, wherever it is kept.
-    const row = (await store.files.byDigest(orgId, id)) ?? (await store.files.archivedByDigest(orgId, id));
+    let row = await store.files.byDigest(orgId, id);
+    if (!row) {
+      row = await store.files.archivedByDigest(orgId, id);
+      // Found only in the archive: that is a deep scan, priced as one.
+      if (row) await onArchived();
+    }
     if (!row) throw notFound(`digest ${id.toUpperCase()}`);
     return {
       subject: { kind: 'file', md5: row.md5, sha1: row.sha1, sha256: row.sha256, fileName: row.file_name, fileType: row.file_type },
@@ -57,7 +62,8 @@ export const stixRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async 
       const principal = principalOf(request);
       const id = request.params.stix2id.trim();
       if (!id) throw new ApiError('validation_failed', 'params.stix2id: empty', { errors: [{ path: 'params.stix2id', message: 'empty' }] });
-      return stixBundle(await factsFor(context, principal.org.id, id));
+      const priceAsDeepScan = () => repriceTo(context, request, context.config.coinPrices.deep_scan);
+      return stixBundle(await factsFor(context, principal.org.id, id, priceAsDeepScan));
     },
   );
 };
