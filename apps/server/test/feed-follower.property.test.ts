@@ -1,0 +1,257 @@
+import type { FastifyInstance } from 'fastify';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { OrganizationConfig } from '@rampart/contracts';
+import { buildApp } from '../src/app.ts';
+import { testConfig } from '../src/config.ts';
+import { createEnrichment } from '../src/services/enrichment.ts';
+import { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
+import type { Store } from '../src/store/index.ts';
+import { driverCases } from './support/databases.ts';
+import { seedOrg, type TestOrg } from './support/app.ts';
+
+/*
+ * The feed's promise to existing clients (decisions.md, Compatibility), checked the way such a
+ * client works: a reference follower written from the documented protocol alone walks `/ips`
+ * from 0 and then from its cursor, keeps records by gid, and decides with `header.eval`:
+ * decision 0 never blocks, decision 1 blocks until ttl, otherwise live score >= threshold.
+ * After random sequences of reports by three organizations, decisions with and without ttl,
+ * clears, reserved-range and blocking-rule changes and clock jumps of minutes to weeks, its
+ * blocked set for each organization and threshold must equal `/ipv4/{threshold}` for that
+ * organization, read through SQL and through the in-process mirror.
+ *
+ * The clock is injected (Date only). On PostgreSQL record `ts` come from the server's clock, so a
+ * jump moves the instant every reader evaluates at (decay, ttl expiry); on PGlite the database's
+ * clock is the process's Date, so records are written at the jumped seconds too.
+ */
+
+/** The real timer, taken before any test fakes the clock. */
+const realSetTimeout = globalThis.setTimeout;
+const pause = (ms: number) => new Promise((r) => realSetTimeout(r, ms));
+
+const TARGETS = ['45.77.1.2', '45.77.1.3', '45.77.1.0/24', '45.77.9.9', '45.77.0.0/16', '81.2.69.160', '81.2.69.0/28'] as const;
+const SOURCES = ['ssh', 'waf', 'scan'] as const;
+const THRESHOLDS = [1, 60, 110, 200] as const;
+const RANGES = ['45.77.1.0/30', '81.2.69.0/24', '45.77.9.0/24'] as const;
+
+type Op =
+  | { op: 'report'; org: number; target: string; confidence: number; source: string }
+  | { op: 'decide'; org: number; target: string; decision: -1 | 0 | 1; ttlHours: number | null }
+  | { op: 'reserve'; org: number; ranges: string[] }
+  | { op: 'rule'; org: number; rule: { score: number; tags: string[] } | null }
+  | { op: 'jump'; seconds: number }
+  | { op: 'sync'; org: number };
+
+const org = fc.integer({ min: 0, max: 2 });
+const target = fc.constantFrom(...TARGETS);
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ op: fc.constant('report' as const), org, target, confidence: fc.constantFrom(0.2, 0.6, 1), source: fc.constantFrom(...SOURCES) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('decide' as const),
+      org,
+      target,
+      decision: fc.constantFrom(-1 as const, 0 as const, 1 as const),
+      ttlHours: fc.option(fc.integer({ min: 1, max: 24 * 14 }), { nil: null }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('reserve' as const), org, ranges: fc.subarray([...RANGES]) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('rule' as const),
+      org,
+      rule: fc.option(fc.record({ score: fc.constantFrom(20, 80, 130), tags: fc.subarray([...SOURCES], { minLength: 1 }) }), { nil: null }),
+    }),
+  },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('jump' as const), seconds: fc.constantFrom(90, 3_600, 86_400, 7 * 86_400, 21 * 86_400) }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('sync' as const), org }) },
+);
+
+interface FollowedRecord {
+  ip: string;
+  ts: number;
+  score: number;
+  decision: number | null;
+  ttl: number | null;
+}
+
+/** What an existing client keeps: records by gid, its cursor, and the header's decay function. */
+class ReferenceFollower {
+  readonly records = new Map<string, FollowedRecord>();
+  cursor = 0;
+  private evaluate: ((s0: number, elapsed: number) => number) | null = null;
+
+  constructor(
+    private readonly app: FastifyInstance,
+    private readonly key: string,
+  ) {}
+
+  async walk(): Promise<void> {
+    for (let pages = 0; pages < 1000; pages++) {
+      const res = await this.app.inject({ url: `/api/v1/ips?ts=${this.cursor}&page_size=1000`, headers: { authorization: this.key } });
+      expect(res.statusCode).toBe(200);
+      const page = res.json() as { header: { next_ts: number; eval: string }; body: Array<FollowedRecord & { gid: string }> };
+      this.evaluate ??= new Function('scoreTimeZero', 'current_time', page.header.eval) as (s0: number, elapsed: number) => number;
+      if (page.body.length === 0) return;
+      for (const r of page.body) this.records.set(r.gid, { ip: r.ip, ts: r.ts, score: r.score, decision: r.decision, ttl: r.ttl });
+      this.cursor = page.header.next_ts;
+    }
+    throw new Error('the feed never ended');
+  }
+
+  blocked(threshold: number, now: number): string[] {
+    const out: string[] = [];
+    for (const r of this.records.values()) {
+      if (r.decision === 0) continue;
+      if (r.decision === 1 && (r.ttl === null || r.ttl > now)) out.push(r.ip);
+      else if (this.evaluate!(r.score, now - r.ts) >= threshold) out.push(r.ip);
+    }
+    return out.sort();
+  }
+}
+
+describe.each(driverCases())('a reference follower of /ips agrees with /ipv4 on $name', (driver) => {
+  let store: Store;
+  let sqlApp: FastifyInstance;
+  let mirrorApp: FastifyInstance;
+  let mirror: Ipv4Mirror;
+  let orgs: TestOrg[];
+  /** Runs and operations performed, for the note. */
+  const counts = { runs: 0, ops: 0, comparisons: 0 };
+
+  beforeAll(async () => {
+    store = await driver.open();
+    const config = testConfig({ authCacheSeconds: 0, rateLimitPerMinute: 1_000_000 });
+    sqlApp = await buildApp({ config, store, ipv4Mirror: null });
+    await sqlApp.ready();
+    mirror = new Ipv4Mirror(store.db, createEnrichment());
+    mirrorApp = await buildApp({ config, store, ipv4Mirror: mirror });
+    await mirrorApp.ready();
+    await mirror.start();
+  }, 60_000);
+  afterAll(async () => {
+    vi.useRealTimers();
+    console.log(`feed follower property on ${driver.name}: ${counts.runs} runs, ${counts.ops} operations, ${counts.comparisons} list comparisons`);
+    await mirrorApp.close();
+    await sqlApp.close();
+    mirror.close();
+    await store.close();
+  });
+
+  /** The database clock's second: records written now carry it or a later one. */
+  async function dbSecond(): Promise<number> {
+    const res = await store.db.query<{ s: number }>('select floor(extract(epoch from clock_timestamp()))::bigint as s');
+    return Number(res.rows[0]!.s);
+  }
+
+  /** The injected clock (seconds): what Date.now() says in the test. */
+  const clock = { now: 0 };
+
+  /**
+   * Until the feed has settled every second written so far (the settled-second rule: at most ~1 s).
+   * PGlite's clock_timestamp() reads the process's Date (its WebAssembly clock), so there the
+   * injected clock moves on by a second instead; PostgreSQL's clock is the machine's.
+   */
+  async function settle(lastWrite: number): Promise<void> {
+    while ((await dbSecond()) <= lastWrite) {
+      if (driver.name === 'pglite') {
+        clock.now += 1;
+        vi.setSystemTime(clock.now * 1000);
+      } else await pause(25);
+    }
+  }
+
+  async function list(app: FastifyInstance, key: string, threshold: number): Promise<string[]> {
+    const lines: string[] = [];
+    let page: string | undefined;
+    for (let n = 0; n < 100; n++) {
+      const res = await app.inject({ url: `/api/v1/ipv4/${threshold}${page ? `?page=${encodeURIComponent(page)}` : ''}`, headers: { authorization: key } });
+      expect(res.statusCode).toBe(200);
+      lines.push(...res.body.split('\n').filter(Boolean));
+      page = res.headers.next_page as string | undefined;
+      if (!page) return lines.sort();
+    }
+    throw new Error('the list never ended');
+  }
+
+  it('after every sequence, for every organization and threshold', async () => {
+    clock.now = Math.floor(Date.now() / 1000);
+    vi.useFakeTimers({ toFake: ['Date'], now: clock.now * 1000 });
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 18 }), async (ops) => {
+          counts.runs++;
+          // Fresh organizations each run: their feeds start empty, their decisions and settings clean.
+          orgs = [];
+          for (let i = 0; i < 3; i++) orgs.push(await seedOrg(store, { credits: 10_000_000, trust: [0.9, 0.6, 0.4][i]! }));
+          const followers = orgs.map((o) => new ReferenceFollower(sqlApp, o.keys.reader));
+          const settings = orgs.map(() => OrganizationConfig.parse({}));
+          // Indicators held before this run belong to the earlier runs: every follower sees them too.
+          let lastWrite = await dbSecond();
+          for (const op of ops) {
+            counts.ops++;
+            if (process.env.FOLLOWER_TRACE) console.log(JSON.stringify(op));
+            const o = 'org' in op ? orgs[op.org]! : undefined;
+            switch (op.op) {
+              case 'report': {
+                const res = await sqlApp.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: o!.keys.contributor }, payload: { ip: op.target, confidence: op.confidence, source: op.source } });
+                // 403: the organization reserved the range; nothing changes.
+                expect([200, 201, 403]).toContain(res.statusCode);
+                break;
+              }
+              case 'decide': {
+                const payload = op.decision === 1 && op.ttlHours !== null ? { decision: 1, ttl: clock.now + op.ttlHours * 3600 } : { decision: op.decision };
+                const res = await sqlApp.inject({ method: 'PUT', url: `/api/v1/ips/${encodeURIComponent(op.target)}`, headers: { authorization: o!.keys.contributor }, payload });
+                expect([200, 403]).toContain(res.statusCode);
+                break;
+              }
+              case 'reserve':
+              case 'rule': {
+                const i = op.org;
+                settings[i] = op.op === 'reserve' ? { ...settings[i]!, reserved_ips: op.ranges } : { ...settings[i]!, blocking_roule: op.rule ?? { score: 0, tags: [] } };
+                const res = await sqlApp.inject({ method: 'PUT', url: '/api/v1/organization/config', headers: { authorization: o!.keys.admin }, payload: settings[i] });
+                expect(res.statusCode, res.body).toBe(200);
+                break;
+              }
+              case 'jump':
+                clock.now += op.seconds;
+                vi.setSystemTime(clock.now * 1000);
+                break;
+              case 'sync':
+                await settle(lastWrite);
+                await followers[op.org]!.walk();
+                break;
+            }
+            if (op.op !== 'jump' && op.op !== 'sync') lastWrite = await dbSecond();
+          }
+          await settle(lastWrite);
+          for (let i = 0; i < 3; i++) {
+            await followers[i]!.walk();
+            for (const t of THRESHOLDS) {
+              const expected = followers[i]!.blocked(t, clock.now);
+              counts.comparisons++;
+              expect(await list(sqlApp, orgs[i]!.keys.reader, t), `org ${i} threshold ${t} (SQL)`).toEqual(expected);
+              expect(await list(mirrorApp, orgs[i]!.keys.reader, t), `org ${i} threshold ${t} (mirror)`).toEqual(expected);
+            }
+          }
+        }),
+        {
+          numRuns: Number(process.env.FOLLOWER_RUNS ?? 25),
+          endOnFailure: true,
+          // Each kind of change after a follower caught up, always tried first (then random sequences).
+          examples: [
+            [[{ op: 'report', org: 0, target: '45.77.1.2', confidence: 1, source: 'ssh' }, { op: 'sync', org: 0 }, { op: 'decide', org: 0, target: '45.77.1.2', decision: 0, ttlHours: null }]],
+            [[{ op: 'report', org: 1, target: '45.77.1.3', confidence: 0.2, source: 'waf' }, { op: 'sync', org: 1 }, { op: 'decide', org: 1, target: '45.77.1.0/24', decision: 1, ttlHours: 2 }, { op: 'sync', org: 1 }, { op: 'decide', org: 1, target: '45.77.1.0/24', decision: -1, ttlHours: null }]],
+            [[{ op: 'report', org: 2, target: '45.77.1.2', confidence: 1, source: 'scan' }, { op: 'sync', org: 2 }, { op: 'reserve', org: 2, ranges: ['45.77.1.0/30'] }]],
+            [[{ op: 'report', org: 0, target: '81.2.69.160', confidence: 0.2, source: 'ssh' }, { op: 'sync', org: 0 }, { op: 'rule', org: 0, rule: { score: 20, tags: ['ssh'] } }, { op: 'jump', seconds: 86_400 }]],
+            [[{ op: 'report', org: 0, target: '45.77.9.9', confidence: 0.2, source: 'ssh' }, { op: 'sync', org: 1 }, { op: 'report', org: 0, target: '45.77.9.9', confidence: 1, source: 'ssh' }, { op: 'jump', seconds: 21 * 86_400 }]],
+          ],
+        },
+      );
+    } finally {
+      vi.useRealTimers();
+    }
+  }, 600_000);
+});
