@@ -32,8 +32,10 @@ describe.each(driverCases())('API keys and /me on $name', (driver) => {
     expect(me.user.member_of.gid).toBe(acme.org.gid);
     expect(me.organization).toEqual({ gid: acme.org.gid, name: 'Keys Acme', trust: 0.5, credit_tokens: 40, debit_tokens: 0, balance: 40 });
     expect(me.via).toBe('user');
-    // A priced request moves the balance /me reports.
-    expect((await app.inject({ method: 'GET', url: '/api/v1/ips?ts=0', headers: as(acme.keys.reader) })).statusCode).toBe(200);
+    // A priced request moves the balance /me reports (a look-up: an empty feed poll is free).
+    const lookup = await app.inject({ method: 'GET', url: '/api/v1/ips/203.0.113.1', headers: as(acme.keys.reader) });
+    expect(lookup.statusCode).toBe(200);
+    expect(lookup.headers['x-coins-cost']).toBe('1');
     const after = MeResponse.parse((await app.inject({ method: 'GET', url: '/api/v1/me', headers: as(acme.keys.reader) })).json());
     expect(after.organization.balance).toBe(39);
   });
