@@ -3,11 +3,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import ssh2 from 'ssh2';
 import type { PluginLogger } from '@rampart/plugin-kit';
 import { enforcerConformance, waitFor } from '@rampart/plugin-kit/testing';
 import { MikrotikConfig, mikrotikEnforcer, parseAddressList, parseDropRules } from './index.ts';
-import { startRouterStandIn, type RouterStandIn } from './routeros-stand-in.ts';
+import { ed25519KeyPair, startRouterStandIn, type RouterStandIn } from './routeros-stand-in.ts';
 
 const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const sorted = (a: string[]) => [...a].sort();
@@ -53,7 +52,7 @@ describe('enforcer-mikrotik config and parsing', () => {
 describe('enforcer-mikrotik against an SSH RouterOS stand-in', () => {
   let router: RouterStandIn;
   let keyDir: string;
-  const key = ssh2.utils.generateKeyPairSync('ed25519');
+  const key = ed25519KeyPair();
   beforeAll(async () => {
     router = await startRouterStandIn({ user: 'rampart', password: 'pw-1', publicKey: key.public });
     keyDir = await mkdtemp(join(tmpdir(), 'rampart-mikrotik-'));

@@ -100,8 +100,21 @@ export interface RouterStandIn {
   stop(): Promise<void>;
 }
 
+/**
+ * An ed25519 key pair whose public half ssh2 can parse back: now and then ssh2's generator writes
+ * one its own parser calls malformed (CI saw "Malformed OpenSSH public key"), so draw again.
+ */
+export function ed25519KeyPair(): { private: string; public: string } {
+  for (let attempt = 0; ; attempt++) {
+    const pair = ssh2.utils.generateKeyPairSync('ed25519');
+    const parsed = ssh2.utils.parseKey(pair.public);
+    if (!(parsed instanceof Error)) return pair;
+    if (attempt === 20) throw parsed;
+  }
+}
+
 export async function startRouterStandIn(auth: { user: string; password?: string; publicKey?: string }): Promise<RouterStandIn> {
-  const hostKey = ssh2.utils.generateKeyPairSync('ed25519');
+  const hostKey = ed25519KeyPair();
   const hostPublic = ssh2.utils.parseKey(hostKey.public);
   if (hostPublic instanceof Error) throw hostPublic;
   const allowedKey = auth.publicKey ? ssh2.utils.parseKey(auth.publicKey) : undefined;
