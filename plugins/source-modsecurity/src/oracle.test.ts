@@ -1,13 +1,15 @@
 // fail2ban's sample timestamps are Europe/Berlin local time; set before any Date use.
 process.env.TZ = 'Europe/Berlin';
 
+import { fileURLToPath } from 'node:url';
 import { canonicalIp } from '@rampart/plugin-kit';
 import type { DetectionMode } from '@rampart/plugin-kit';
 import { oracleTime, readFail2banOracle } from '@rampart/plugin-kit/testing';
 import { describe, expect, it } from 'vitest';
 import { WafParser } from './parser.ts';
 
-const DIR = '/work/shared/oracles/fail2ban';
+// Found relative to the repository (../shared beside the checkout), on any machine.
+const DIR = fileURLToPath(new URL('../../../../shared/oracles/fail2ban', import.meta.url));
 const FILES = ['apache-modsecurity', 'nginx-http-auth', 'nginx-botsearch', 'nginx-bad-request', 'nginx-limit-req'];
 const READ_AT = Date.parse('2021-01-01T00:00:00') / 1000;
 

@@ -10,7 +10,7 @@ import addFormats from 'ajv-formats';
 
 // The oracle sits beside the checkout (`../shared`); a clone elsewhere (CI) finds the
 // workplace's copy, or STIX_ORACLE_DIR names it.
-const CANDIDATES = [fileURLToPath(new URL('../../../../../shared/oracles/stix2.0/', import.meta.url)), '/work/shared/oracles/stix2.0/'];
+const CANDIDATES = [fileURLToPath(new URL('../../../../../shared/oracles/stix2.0/', import.meta.url))];
 export const ORACLE_DIR =
   process.env.STIX_ORACLE_DIR ?? CANDIDATES.find((dir) => existsSync(join(dir, 'schemas', 'common', 'bundle.json'))) ?? CANDIDATES[0]!;
 
