@@ -179,35 +179,6 @@ export async function reportAggregates(db: Queryable, kind: IndicatorKind, indic
 }
 
 /**
- * One feed page: rows with since < ts < upper by (ts, id), never splitting a group that shares
- * one `ts` (the page grows to finish it). `select` must expose `i.ts` and `i.id`; `where` holds
- * extra conditions over parameters `$1..$n` of `params`.
- */
-export async function groupedPage<T extends { ts: number; id: number }>(
-  db: Queryable,
-  select: string,
-  where: string,
-  params: unknown[],
-  range: { since: number; upper: number; pageSize: number },
-): Promise<T[]> {
-  const n = params.length;
-  const extra = where ? ` and ${where}` : '';
-  const page = await db.query<T>(`${select} where i.ts > $${n + 1} and i.ts < $${n + 2}${extra} order by i.ts, i.id limit $${n + 3}`, [
-    ...params,
-    range.since,
-    range.upper,
-    range.pageSize,
-  ]);
-  const rows = page.rows;
-  const last = rows.at(-1);
-  if (rows.length === range.pageSize && last) {
-    const rest = await db.query<T>(`${select} where i.ts = $${n + 1} and i.id > $${n + 2}${extra} order by i.id`, [...params, last.ts, last.id]);
-    rows.push(...rest.rows);
-  }
-  return rows;
-}
-
-/**
  * The caller organization's score list at one instant: `cutoffs[s0 - 1]` is the smallest `ts`
  * at which a record of score s0 still has a live score >= the threshold now (computed by the
  * service with the shared formula, so SQL and `isBlocked` agree).

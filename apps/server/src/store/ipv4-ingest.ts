@@ -416,7 +416,7 @@ async function upsertDecisions(tx: Transaction, items: Ipv4ReportItem[]): Promis
  * live score there, computed from the pair that organization saw until now. A record the batch
  * also reports and re-anchors for everyone gets the same second, and its own pair wins.
  */
-export async function anchorDecided(tx: Transaction, decisions: IngestResult['decisions'], clockTs: number, rules: Pick<IngestRules, 'reanchoredScore'>): Promise<number> {
+async function anchorDecided(tx: Transaction, decisions: IngestResult['decisions'], clockTs: number, rules: Pick<IngestRules, 'reanchoredScore'>): Promise<number> {
   const covered = await tx.query<{ org_id: number; id: number; ts: number; score: number }>(
     `select distinct on (d.org_id, i.id) d.org_id, i.id, coalesce(a.ts, i.ts) as ts, coalesce(a.score, i.score) as score
      from jsonb_to_recordset($1::jsonb) as d(org_id bigint, network cidr)
@@ -429,7 +429,7 @@ export async function anchorDecided(tx: Transaction, decisions: IngestResult['de
 }
 
 /** Upserts anchors at `clockTs` for rows given with the (ts, score) their organization saw; in key order. */
-export async function writeAnchors(
+async function writeAnchors(
   tx: Transaction,
   rows: Array<{ org_id: number; id: number; ts: number; score: number }>,
   clockTs: number,
@@ -454,7 +454,7 @@ export async function writeAnchors(
  * statement): a shared advisory lock on the current second, held until the transaction ends, then
  * the clock read again, so feed readers stop before it until this transaction commits.
  */
-export async function takeIpv4FeedSecond(tx: Transaction): Promise<number> {
+async function takeIpv4FeedSecond(tx: Transaction): Promise<number> {
   const res = await tx.query<{ ts: number }>(
     `select floor(extract(epoch from clock_timestamp()))::bigint as ts
      from (select floor(extract(epoch from clock_timestamp()))::bigint as s) as x
