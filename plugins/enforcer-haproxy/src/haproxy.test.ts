@@ -114,7 +114,7 @@ describe.skipIf(skip)('enforcer-haproxy against a real HAProxy', () => {
   });
 });
 
-if (!skip) {
+describe.skipIf(skip)('haproxy conformance', () => {
   let shared: Promise<Haproxy> | undefined;
   afterAll(async () => (await shared)?.stop());
   enforcerConformance('haproxy (runtime API)', async ({ capacity }) => {
@@ -127,4 +127,4 @@ if (!skip) {
       disturb: async () => void (await runtimeCommands(h.socket, [`clear acl ${h.acl}`])),
     };
   });
-}
+});

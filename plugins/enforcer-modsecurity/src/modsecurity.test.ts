@@ -91,7 +91,7 @@ describe.skipIf(skip)('enforcer-modsecurity against nginx + libmodsecurity', () 
   });
 });
 
-if (!skip) {
+describe.skipIf(skip)('modsecurity conformance', () => {
   let shared: Promise<NginxInstance> | undefined;
   afterAll(async () => (await shared)?.stop());
   enforcerConformance('modsecurity', async ({ capacity }) => {
@@ -101,4 +101,4 @@ if (!skip) {
     await writeFile(file, '');
     return { enforcer: await enforcerFor(server, capacity), disturb: () => writeFile(file, '') };
   });
-}
+});

@@ -98,7 +98,7 @@ describe.skipIf(skip)('enforcer-nginx against a real nginx', () => {
   });
 });
 
-if (!skip) {
+describe.skipIf(skip)('nginx conformance', () => {
   // One nginx for the whole suite (each test gets a fresh enforcer on an emptied include).
   let shared: Promise<NginxInstance> | undefined;
   afterAll(async () => (await shared)?.stop());
@@ -114,4 +114,4 @@ if (!skip) {
     });
     return { enforcer: await nginxEnforcer.create(config, { log: silent }), disturb: () => writeFile(file, '') };
   });
-}
+});
