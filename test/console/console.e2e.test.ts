@@ -7,11 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AgentSettingsDocument, OrganizationConfig, ServerSyncMessage, VpnLicense } from '@rampart/contracts';
 import { systemGate } from '@rampart/plugin-kit/testing';
-import { buildApp } from '../../apps/server/src/app.ts';
-import { testConfig } from '../../apps/server/src/config.ts';
-import { openStore, type Store } from '../../apps/server/src/store/index.ts';
-import { seedOrg, type TestOrg } from '../../apps/server/test/support/app.ts';
-import { createTestDatabase } from '../../apps/server/test/support/databases.ts';
+import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, createTestDatabase } from '@rampart/server/testing';
 
 /*
  * The web console in a real headless Chromium against a real server (PostgreSQL when

@@ -2,7 +2,7 @@ import { appendFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RampartClient } from '@rampart/client';
-import { seedOrg } from '../../apps/server/test/support/app.ts';
+import { seedOrg } from '@rampart/server/testing';
 import { agentHealth, failedPassword, freePort, spawnAgent, startControlPlane, tempDir, waitFor, writeAgentConfig, type AgentProcess, type ControlPlane } from './support.ts';
 
 /*

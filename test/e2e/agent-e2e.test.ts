@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RampartClient } from '@rampart/client';
 import type { DryRunFile } from '@rampart/enforcer-dry-run';
-import { seedOrg } from '../../apps/server/test/support/app.ts';
+import { seedOrg } from '@rampart/server/testing';
 import {
   agentHealth,
   failedPassword,

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { RampartClient } from '@rampart/client';
 import { NetnsLab } from '@rampart/plugin-kit/testing';
-import { seedOrg } from '../../apps/server/test/support/app.ts';
+import { seedOrg } from '@rampart/server/testing';
 import { agentHealth, freePort, runAgentCommand, spawnAgent, startControlPlane, tempDir, waitFor, type AgentProcess, type ControlPlane } from './support.ts';
 
 /*

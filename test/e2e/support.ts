@@ -6,10 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../apps/server/src/app.ts';
-import { testConfig } from '../../apps/server/src/config.ts';
-import { openStore, type Store } from '../../apps/server/src/store/index.ts';
-import { createTestDatabase } from '../../apps/server/test/support/databases.ts';
+import { buildApp, testConfig, openStore, type Store, createTestDatabase } from '@rampart/server/testing';
 
 /*
  * End-to-end harness: the real control plane (PostgreSQL when DATABASE_URL is set, else PGlite)

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RampartClient } from '@rampart/client';
-import { sampleIpv4Page, sampleIpv4Record } from '../../../packages/contracts/src/fixtures.ts';
+import { sampleIpv4Page, sampleIpv4Record } from '@rampart/contracts/fixtures';
 import { createMetrics } from '../src/runtime/metrics.ts';
 import { Reporter, markerOf } from '../src/runtime/reporter.ts';
 import { Spool } from '../src/runtime/spool.ts';

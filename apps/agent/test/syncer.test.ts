@@ -9,7 +9,7 @@ import { RampartClient } from '@rampart/client';
 import { DryRunConfig, dryRunEnforcer, readDryRunFile } from '@rampart/enforcer-dry-run';
 import { CsvConfig, csvEnforcer, csvFormat } from '@rampart/enforcer-csv';
 import type { Enforcer } from '@rampart/plugin-kit';
-import { sampleIpv4Page, sampleIpv4Record } from '../../../packages/contracts/src/fixtures.ts';
+import { sampleIpv4Page, sampleIpv4Record } from '@rampart/contracts/fixtures';
 import { BlockState } from '../src/sync/block-state.ts';
 import { FeedStateFile } from '../src/sync/feed-state.ts';
 import { NeverBlock } from '../src/sync/never-block.ts';

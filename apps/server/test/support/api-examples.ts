@@ -1,6 +1,6 @@
 // The contracts package's sample documents; not on its public surface, shared here on purpose so
 // that the examples the robustness test sends are the ones the contracts are tested with.
-import { sampleAgentConfig, sampleDomainRecord, sampleFileRecord, sampleUrlRecord } from '../../../../packages/contracts/src/fixtures.ts';
+import { sampleAgentConfig, sampleDomainRecord, sampleFileRecord, sampleUrlRecord } from '@rampart/contracts/fixtures';
 import { isNumeric, pathParams, queryParams, type ApiOperation, type ApiParameter, type JsonSchema } from './openapi-operations.ts';
 
 /** Objects of the calling organization that path parameters can name. */

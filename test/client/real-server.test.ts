@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
-import { openStore, type Store } from '../../../apps/server/src/store/index.ts';
-import { seedOrg, testApp } from '../../../apps/server/test/support/app.ts';
-import { ClientApiError, RampartClient } from '../src/index.ts';
+import { openStore, type Store, seedOrg, testApp } from '@rampart/server/testing';
+import { ClientApiError, RampartClient } from '@rampart/client';
 
 // The client against the real control plane (PGlite store): contracts on both sides agree.
 describe('against the Rampart server', () => {
