@@ -104,8 +104,8 @@ interface Columns {
   addr: Uint32Array;
   len: Uint8Array;
   score: Uint16Array;
-  /** Seconds; a ts beyond 32 bits makes the mirror fail over to SQL. */
-  ts: Int32Array;
+  /** Seconds since 1970, unsigned: good until 2106 (a signed column broke on 2038-01-19). */
+  ts: Uint32Array;
   members: Int32Array;
   events: Int32Array;
   /** updated_at in epoch microseconds. */
@@ -121,7 +121,7 @@ const COLUMN_TYPES = {
   addr: Uint32Array,
   len: Uint8Array,
   score: Uint16Array,
-  ts: Int32Array,
+  ts: Uint32Array,
   members: Int32Array,
   events: Int32Array,
   updated: Float64Array,
@@ -211,7 +211,7 @@ function readRow(view: DataView, at: number, out: PackedRow): void {
   out.score = view.getInt16(at + 16);
   const tsHigh = view.getInt32(at + 18);
   out.ts = tsHigh * TWO_32 + view.getUint32(at + 22);
-  if (out.ts !== (out.ts | 0)) throw new Error(`ipv4 indicator ts ${out.ts} does not fit the mirror: lists read SQL`);
+  if (out.ts < 0 || out.ts > 0xffff_ffff) throw new Error(`ipv4 indicator ts ${out.ts} does not fit the mirror: lists read SQL`);
   out.members = view.getInt32(at + 26);
   out.events = view.getInt32(at + 30);
   out.updated = view.getInt32(at + 34) * TWO_32 + view.getUint32(at + 38) + PG_EPOCH_MICROS;
