@@ -1,7 +1,8 @@
 /**
  * Port-scan detection: distinct destination ports per source inside a sliding window. A source
- * that reaches `threshold` ports is a scan: reported once, then quiet until its window has
- * passed (a long scan yields one detection per window, each counting the ports seen).
+ * that reaches `threshold` ports is a scan: reported once, as one attempt, then quiet until its
+ * window has passed (a long scan yields one detection per window). While a source is quiet its
+ * probes belong to the scan already counted (`inScan`).
  */
 export class ScanWindows {
   private readonly sources = new Map<string, { ports: Map<number, number>; quietUntil: number }>();
@@ -31,7 +32,46 @@ export class ScanWindows {
     return count;
   }
 
+  /** Whether a probe of `src` at `ts` is part of a scan already detected (its quiet window). */
+  inScan(src: string, ts: number): boolean {
+    const state = this.sources.get(src);
+    return state !== undefined && ts < state.quietUntil;
+  }
+
   get tracked(): number {
     return this.sources.size;
+  }
+}
+
+/**
+ * Connection attempts already seen: the kernel logs a dropped TCP SYN again at each
+ * retransmission (1 s, 3 s, 7 s, … after the first, up to about two minutes), each time with the
+ * same source port. Those lines are one connection attempt. Bounded; the oldest go first.
+ */
+export class SeenConnections {
+  private readonly seen = new Map<string, number>();
+
+  constructor(
+    private readonly holdSeconds = 130,
+    private readonly maxEntries = 100_000,
+  ) {}
+
+  /** True when this connection (source, source port, destination, port, protocol) was seen within the hold time. */
+  repeat(key: string, ts: number): boolean {
+    const at = this.seen.get(key);
+    if (at !== undefined) this.seen.delete(key);
+    this.seen.set(key, ts);
+    if (this.seen.size > this.maxEntries) {
+      let drop = Math.ceil(this.maxEntries / 10);
+      for (const old of this.seen.keys()) {
+        if (drop-- <= 0) break;
+        this.seen.delete(old);
+      }
+    }
+    return at !== undefined && ts - at <= this.holdSeconds;
+  }
+
+  get size(): number {
+    return this.seen.size;
   }
 }
