@@ -1,7 +1,7 @@
-import { canonicalIp, EnvelopeParser, JournalExportAssembler } from '@rampart/plugin-kit';
+import { canonicalIp, EnvelopeParser, JournalExportAssembler, RecentKeys } from '@rampart/plugin-kit';
 import type { Detection, DetectionMode, Envelope, LineParser } from '@rampart/plugin-kit';
 import { parseLoggedPacket } from './packet.ts';
-import { ScanWindows, SeenConnections } from './scan-window.ts';
+import { ScanWindows } from './scan-window.ts';
 
 export interface NetfilterParserOptions {
   mode: DetectionMode;
@@ -31,7 +31,12 @@ export class NetfilterParser implements LineParser {
   private readonly envelopes = new EnvelopeParser();
   private readonly journalExport = new JournalExportAssembler();
   private readonly scans: ScanWindows;
-  private readonly connections = new SeenConnections();
+  /**
+   * Connections already counted: the kernel logs a dropped TCP SYN again at each retransmission
+   * (1 s, 3 s, 7 s, … after the first, for about two minutes) with the same source port; those
+   * lines are one connection attempt.
+   */
+  private readonly connections = new RecentKeys(100_000, 130);
   private readonly counters = { lines: 0, packets: 0, otherFamily: 0, otherPrefix: 0, detections: 0 };
 
   constructor(private readonly options: NetfilterParserOptions) {
@@ -82,7 +87,7 @@ export class NetfilterParser implements LineParser {
     if (this.options.mode === 'aggressive') {
       // One connection attempt is one attempt, however many times its SYN is retransmitted; a
       // packet of a scan already detected, or the one completing it, adds none beside the scan.
-      const repeat = packet.spt !== undefined && this.connections.repeat(`${ip} ${packet.spt} ${packet.dst} ${packet.dpt} ${packet.proto}`, ts);
+      const repeat = packet.spt !== undefined && this.connections.seen(`${ip} ${packet.spt} ${packet.dst} ${packet.dpt} ${packet.proto}`, ts);
       out.push({ ts, ip, source: this.options.label, kind: 'blocked_packet', attempts: repeat || inScan || scan ? 0 : 1 });
     }
     if (scan) out.push({ ts, ip, source: this.options.label, kind: 'port_scan', attempts: 1 });

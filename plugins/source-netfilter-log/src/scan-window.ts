@@ -42,36 +42,3 @@ export class ScanWindows {
     return this.sources.size;
   }
 }
-
-/**
- * Connection attempts already seen: the kernel logs a dropped TCP SYN again at each
- * retransmission (1 s, 3 s, 7 s, … after the first, up to about two minutes), each time with the
- * same source port. Those lines are one connection attempt. Bounded; the oldest go first.
- */
-export class SeenConnections {
-  private readonly seen = new Map<string, number>();
-
-  constructor(
-    private readonly holdSeconds = 130,
-    private readonly maxEntries = 100_000,
-  ) {}
-
-  /** True when this connection (source, source port, destination, port, protocol) was seen within the hold time. */
-  repeat(key: string, ts: number): boolean {
-    const at = this.seen.get(key);
-    if (at !== undefined) this.seen.delete(key);
-    this.seen.set(key, ts);
-    if (this.seen.size > this.maxEntries) {
-      let drop = Math.ceil(this.maxEntries / 10);
-      for (const old of this.seen.keys()) {
-        if (drop-- <= 0) break;
-        this.seen.delete(old);
-      }
-    }
-    return at !== undefined && ts - at <= this.holdSeconds;
-  }
-
-  get size(): number {
-    return this.seen.size;
-  }
-}
