@@ -15,6 +15,7 @@ export * from './offset-store.ts';
 export * from './tail.ts';
 export * from './line-source.ts';
 export * from './policy.ts';
+export * from './recent-keys.ts';
 export * from './nft/index.ts';
 export * from './serial.ts';
 export * from './backend-switch.ts';

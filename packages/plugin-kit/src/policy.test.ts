@@ -30,13 +30,14 @@ describe('FailPolicy', () => {
     expect(p.push(d(102))?.ts).toBe(102);
   });
 
-  it('keeps addresses apart and counts aggregated attempts', () => {
+  it('keeps addresses apart and reports one port scan (one attempt of weight 5) at the default max_retry', () => {
     const p = new FailPolicy({ max_retry: 5, find_time_seconds: 600 });
     expect(p.push(d(0, '198.51.100.1'))).toBeUndefined();
-    const scan = p.push(d(5, '198.51.100.2', 'port_scan', 12));
-    expect(scan).toMatchObject({ ip: '198.51.100.2', notes: '12 ssh_log attempts in 0s: port_scan x12' });
-    // severity 0.7, 12 attempts for a threshold of 5: 1 - 0.3^(12/5) = 0.944
-    expect(scan?.confidence).toBe(0.94);
+    const scan = p.push(d(5, '198.51.100.2', 'port_scan', 1));
+    expect(scan).toMatchObject({ ip: '198.51.100.2', notes: '1 ssh_log attempts in 0s: port_scan x1' });
+    // severity 0.7 at the threshold: 1 - 0.3^(1·5/5) = 0.7; a second scan in a later window: 1 - 0.3^2
+    expect(scan?.confidence).toBe(0.7);
+    expect(p.push(d(700, '198.51.100.2', 'port_scan', 1))?.confidence).toBe(0.91);
   });
 
   it('raises confidence with severity overrides and bounds tracked addresses', () => {

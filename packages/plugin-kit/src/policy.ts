@@ -79,14 +79,16 @@ export const DEFAULT_SEVERITY: Readonly<Record<string, number>> = {
 };
 
 /**
- * Kinds that count less than a failed authentication toward `max_retry`: a connection closed
+ * Kinds that count otherwise than a failed authentication toward `max_retry`: a connection closed
  * before authenticating without naming a user, a client that never sent an SSH banner, a failed
- * algorithm negotiation. Four of them weigh one failure.
+ * algorithm negotiation weigh a quarter (four make one failure); a port scan (one attempt however
+ * many ports it probed) weighs 5, so that one scan is reported at the default `max_retry`.
  */
 export const DEFAULT_WEIGHT: Readonly<Record<string, number>> = {
   preauth_disconnect: 0.25,
   scan: 0.25,
   negotiation_failure: 0.25,
+  port_scan: 5,
 };
 
 export class FailPolicy {

@@ -17,8 +17,14 @@ export interface Detection {
   source: IdsLabel | string;
   /** What the line shows, e.g. `invalid_user`, `auth_failure`, `modsec_block`, `port_scan`. */
   kind: string;
-  /** Attempts this detection stands for (1 for a line; N for an aggregated scan). */
+  /** New attempts this detection adds (0 for a line of an attempt already counted). */
   attempts: number;
+  /**
+   * Set on an attempt that the source's reference filter (fail2ban's) does not flag but the
+   * policy counts, e.g. an sshd key probe closed before authentication in normal mode: the agent
+   * counts it toward a report; `rampart-agent parse` prints it only with `--reports`.
+   */
+  policyOnly?: true;
 }
 
 /**

@@ -67,6 +67,49 @@ describe('WafParser formats beyond the fail2ban samples', () => {
     expect([audit('a'), audit('a'), audit('b')].flatMap((l) => p.push(l, readAt)).map((d) => d.attempts)).toEqual([1, 0, 1]);
   });
 
+  it('counts one attempt per request for messages without unique_id or without [client …]', () => {
+    // libmodsecurity's nginx connector (lines as nginx writes them), less the unique_id tag.
+    const nginx = (second: number, conn: number, what: string, request = 'GET /?q=union+select HTTP/1.1', client = '[client 192.0.2.44] ') =>
+      `2024/06/01 10:00:0${second} [error] 12#12: *${conn} ${client}ModSecurity: ${what} [file "/etc/crs.conf"] [id "942100"] [hostname "h"] [uri "/"], client: 192.0.2.44, server: _, request: "${request}", host: "h"`;
+    const warning = 'Warning. detected SQLi using libinjection.';
+    const denied = 'Access denied with code 403 (phase 2). Inbound Anomaly Score Exceeded.';
+    const lines = [
+      nginx(1, 7, warning),
+      nginx(1, 7, 'Warning. Pattern match "union select".'),
+      nginx(1, 7, denied),
+      nginx(1, 9, denied), // another connection: another request
+      nginx(2, 7, denied), // the same connection a second later: the next request
+      nginx(3, 7, warning, 'GET /?id=1+or+1=1 HTTP/1.1', ''),
+      nginx(3, 7, denied, 'GET /?id=1+or+1=1 HTTP/1.1', ''),
+      // Text the client chose (a matched value) cannot name another address: the suffix is read from the end.
+      nginx(4, 7, `${denied} Matched "Operator \`Rx' against ARGS:a (Value: \`x, client: 203.0.113.66, server: y, request: "GET / HTTP/1.1", host: "h"' )`, 'GET /?a=1 HTTP/1.1', ''),
+    ];
+    const out = (mode: 'normal' | 'aggressive') => {
+      const p = new WafParser(mode);
+      return lines.flatMap((l) => p.push(l, readAt)).map((d) => `${d.ip} ${d.kind} ${d.attempts}`);
+    };
+    expect(out('aggressive')).toEqual([
+      '192.0.2.44 modsec_alert 1',
+      '192.0.2.44 modsec_alert 0',
+      '192.0.2.44 modsec_block 0',
+      '192.0.2.44 modsec_block 1',
+      '192.0.2.44 modsec_block 1',
+      '192.0.2.44 modsec_alert 1',
+      '192.0.2.44 modsec_block 0',
+      '192.0.2.44 modsec_block 1',
+    ]);
+    expect(out('normal').map((d) => Number(d.split(' ')[2]))).toEqual([1, 1, 1, 1, 1]);
+    // Apache (ModSecurity 2 without mod_unique_id): the worker thread and the [uri] tag.
+    const apache = (tid: number, what: string) =>
+      `[Sat May 09 00:35:52.389262 2020] [security2:error] [pid 4242:tid ${tid}] [client 192.0.2.9:55555] ModSecurity: ${what} [file "/etc/crs.conf"] [id "949110"] [hostname "h"] [uri "/login.php"]`;
+    const p = new WafParser('aggressive');
+    expect([apache(1, warning), apache(1, denied), apache(2, denied)].flatMap((l) => p.push(l, readAt)).map((d) => `${d.ip} ${d.kind} ${d.attempts}`)).toEqual([
+      '192.0.2.9 modsec_alert 1',
+      '192.0.2.9 modsec_block 0',
+      '192.0.2.9 modsec_block 1',
+    ]);
+  });
+
   it('reads a message with many tags and no denial without backtracking for ever', () => {
     // 60 tags: fail2ban's pattern would try 2^60 ways before giving up (the test would time out).
     const tags = '[id "1"] '.repeat(60);

@@ -1,7 +1,7 @@
 import { canonicalIp, EnvelopeParser } from '@rampart/plugin-kit';
 import type { Detection, DetectionMode, LineParser } from '@rampart/plugin-kit';
 import { accessLogTime, apacheErrorTime, auditTime, nginxErrorTime } from './timestamps.ts';
-import { SeenTransactions, uniqueIdOf } from './transactions.ts';
+import { requestKeyOf, SeenTransactions, uniqueIdOf } from './transactions.ts';
 
 /*
  * The `waf_log` parser. Patterns follow fail2ban 1.0.2's apache-modsecurity, nginx-http-auth,
@@ -11,8 +11,8 @@ import { SeenTransactions, uniqueIdOf } from './transactions.ts';
  */
 
 const APACHE_RE =
-  /^\[(?<date>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)? \d{4})\] \[(?::?error|\S+:\S+)\](?: \[pid \d+(?::\S+ \d+)?\])? \[client (?<c1>[^\]]+)\](?: \[client (?<c2>[^\]]+)\])? ModSecurity:\s+(?<rest>.*)$/;
-const NGINX_ERROR_RE = /^(?<date>\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d) \[(?<level>[a-z]+)\] \d+#\d+: (?:\*\d+ )?(?<msg>.*)$/;
+  /^\[(?<date>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]?\d \d\d:\d\d:\d\d(?:\.\d+)? \d{4})\] \[(?::?error|\S+:\S+)\](?: \[pid (?<pid>\d+(?::\S+ \d+)?)\])? \[client (?<c1>[^\]]+)\](?: \[client (?<c2>[^\]]+)\])? ModSecurity:\s+(?<rest>.*)$/;
+const NGINX_ERROR_RE = /^(?<date>\d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d) \[(?<level>[a-z]+)\] (?<worker>\d+)#\d+: (?:\*(?<conn>\d+) )?(?<msg>.*)$/;
 const ACCESS_RE = /^(?<host>\S+) - (?<user>\S+) \[(?<date>[^\]]+)\] "(?<request>[^"]*)" (?<status>\d{3})(?: |$)/;
 
 // ModSecurity message: bracketed tags in any order, then the disruptive action. fail2ban's
@@ -27,7 +27,11 @@ const BLOCK = String.raw`\/?(?:roundcube|(?:ext)?mail|horde|(?:v-?)?webmail|(?:t
 const NGINX_BOTSEARCH = new RegExp(String.raw`^(?:\S+ )?"\S+" (?:failed|is not found) \(2: No such file or directory\), client: ${HOST}, server: \S*, request: "(?:GET|POST|HEAD) \/${BLOCK} \S+", .*?$`);
 const ACCESS_BOTSEARCH = new RegExp(String.raw`^(?:GET|POST|HEAD) \/${BLOCK} \S+$`);
 const NGINX_TLS = new RegExp(String.raw`^SSL_do_handshake\(\) failed \(SSL: error:\S+(?: \S+){1,3} too (?:long|short)\)[^,]*, client: ${HOST}`);
-const NGINX_MODSEC = /^\[client (?<c1>[^\]]+)\] ModSecurity:\s+(?<rest>.*)$/;
+// The connector writes `[client …]` first; some builds leave it out, and then nginx's own suffix
+// (`, client: A, server: S, request: "…", host: "…"`, read from the end of the line, after any
+// text the client chose) names the address.
+const NGINX_MODSEC = /^(?:\[client (?<c1>[^\]]+)\] )?ModSecurity:\s+(?<rest>.*)$/;
+const NGINX_SUFFIX = /, client: (?<host>[^,\s]+), server: [^,]*, request: "(?<request>[^"]*)"(?:, [a-z_]+: "[^"]*")*\s*$/;
 
 export interface WafParserStats {
   lines: number;
@@ -66,29 +70,44 @@ export class WafParser implements LineParser {
     if (c === 91 /* [ */) {
       const m = APACHE_RE.exec(line);
       if (!m) return undefined;
-      return this.modsec(m.groups!.rest!, m.groups!.c2 ?? m.groups!.c1!, apacheErrorTime(m.groups!.date!), envelopeTs ?? readAt);
+      const g = m.groups!;
+      return this.modsec(g.rest!, g.c2 ?? g.c1!, apacheErrorTime(g.date!), envelopeTs ?? readAt, g.pid === undefined ? undefined : `apache ${g.pid}`);
     }
     const e = NGINX_ERROR_RE.exec(line);
-    if (e) return this.nginxError(e.groups!.level!, e.groups!.msg!, nginxErrorTime(e.groups!.date!), envelopeTs ?? readAt);
+    if (e) {
+      const g = e.groups!;
+      return this.nginxError(g.level!, g.msg!, nginxErrorTime(g.date!), envelopeTs ?? readAt, g.conn === undefined ? undefined : `nginx ${g.worker}*${g.conn}`);
+    }
     const a = ACCESS_RE.exec(line);
     if (a) return this.access(a.groups!, envelopeTs ?? readAt);
     return undefined;
   }
 
-  private modsec(rest: string, client: string, ts: number, fallback: number): Detection[] {
+  /**
+   * `worker`: the web server's worker that handled the request (Apache `pid:tid`, nginx
+   * `pid*connection`), `request`: nginx's request line; they identify the request of a message
+   * without `[unique_id]` (transactions.ts).
+   */
+  private modsec(rest: string, client: string, ts: number, fallback: number, worker: string | undefined, request?: string): Detection[] {
     let kind: string;
     if (MODSEC_DENIED.test(rest)) kind = 'modsec_block';
     else if (this.mode === 'aggressive' && rest.startsWith('Warning.')) kind = 'modsec_alert';
     else return [];
-    return this.hit(client, ts, fallback, kind, this.transactions.attempts(uniqueIdOf(rest)));
+    const id = uniqueIdOf(rest) ?? requestKeyOf(rest, worker, client, ts, request);
+    return this.hit(client, ts, fallback, kind, this.transactions.attempts(id));
   }
 
-  private nginxError(level: string, msg: string, ts: number, fallback: number): Detection[] {
+  private nginxError(level: string, msg: string, ts: number, fallback: number, worker: string | undefined): Detection[] {
     let m: RegExpExecArray | null;
     if (level === 'error' && (m = NGINX_AUTH.exec(msg))) return this.hit(m.groups!.host!, ts, fallback, 'http_auth_failure');
     if ((m = NGINX_LIMIT.exec(msg))) return this.hit(m.groups!.host!, ts, fallback, 'rate_limited');
     if (level === 'error' && (m = NGINX_BOTSEARCH.exec(msg))) return this.hit(m.groups!.host!, ts, fallback, 'bot_search');
-    if ((m = NGINX_MODSEC.exec(msg))) return this.modsec(m.groups!.rest!, m.groups!.c1!, ts, fallback);
+    if ((m = NGINX_MODSEC.exec(msg))) {
+      const rest = m.groups!.rest!;
+      const suffix = NGINX_SUFFIX.exec(rest)?.groups;
+      const client = m.groups!.c1 ?? suffix?.host;
+      return client === undefined ? [] : this.modsec(rest, client, ts, fallback, worker, suffix?.request);
+    }
     if (this.mode === 'aggressive' && level === 'crit' && (m = NGINX_TLS.exec(msg))) return this.hit(m.groups!.host!, ts, fallback, 'tls_probe');
     return [];
   }

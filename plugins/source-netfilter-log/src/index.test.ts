@@ -14,18 +14,18 @@ const options = { mode: 'normal' as const, label: 'packet_filter' as const, logP
 describe('netfilter LOG lines', () => {
   it('extracts source, destination, protocol, port, family and whether it opens a connection', () => {
     expect(parseLoggedPacket(kern(1, '203.0.113.5', 22).split('kernel: ')[1]!)).toEqual({
-      prefix: 'RAMPART-DROP', src: '203.0.113.5', dst: '192.0.2.10', proto: 'TCP', dpt: 22, bridged: false, opening: true,
+      prefix: 'RAMPART-DROP', src: '203.0.113.5', dst: '192.0.2.10', proto: 'TCP', spt: 40000, dpt: 22, bridged: false, opening: true,
     });
     // ulogd's LOGEMU writes the sequence and acknowledgement numbers too: `ACK=0` is not the flag.
     expect(parseLoggedPacket('RAMPART-DROP  IN=eth0 OUT= SRC=198.51.100.20 DST=198.51.100.1 LEN=60 PROTO=TCP SPT=35547 DPT=443 SEQ=378541215 ACK=0 WINDOW=64240 SYN URGP=0 MARK=0x0 ')).toMatchObject({ opening: true, dpt: 443 });
     expect(parseLoggedPacket('IN=eth0 OUT= SRC=2001:db8::9 DST=2001:db8::1 LEN=80 TC=0 HOPLIMIT=57 FLOWLBL=0 PROTO=TCP SPT=1 DPT=443 WINDOW=1 RES=0x00 ACK SYN URGP=0')).toMatchObject({ src: '2001:db8::9', dpt: 443, opening: false });
     expect(parseLoggedPacket('IN=eth0 OUT= MAC source = 52:54:00:12:34:56 MAC dest = 52:54:00:65:43:21 proto = 0x0800 IP SRC=198.51.100.3 IP DST=192.0.2.10, IP tos=0x00, IP proto=17 SPT=5353 DPT=161')).toEqual({
-      prefix: '', src: '198.51.100.3', dst: '192.0.2.10', proto: 'UDP', dpt: 161, bridged: true, opening: true,
+      prefix: '', src: '198.51.100.3', dst: '192.0.2.10', proto: 'UDP', spt: 5353, dpt: 161, bridged: true, opening: true,
     });
     expect(parseLoggedPacket('usb 1-1: new high-speed USB device')).toBeUndefined();
   });
 
-  it('reports a port scan once per window with the number of ports, not a busy single port', () => {
+  it('reports a port scan once per window as one attempt, not a busy single port', () => {
     const p = new NetfilterParser(options);
     const lines = [
       ...[22, 22, 22, 22, 22, 22].map((port, i) => kern(i, '198.51.100.7', port)),
@@ -34,9 +34,37 @@ describe('netfilter LOG lines', () => {
       kern(30, '203.0.113.6', 8080, 'ACK URGP=0'), // not an opening packet
     ];
     expect(lines.flatMap((l) => p.push(l, readAt))).toEqual([
-      { ts: Date.parse('2025-05-31T10:00:14Z') / 1000, ip: '203.0.113.5', source: 'packet_filter', kind: 'port_scan', attempts: 5 },
+      { ts: Date.parse('2025-05-31T10:00:14Z') / 1000, ip: '203.0.113.5', source: 'packet_filter', kind: 'port_scan', attempts: 1 },
     ]);
     expect(p.stats()).toMatchObject({ lines: 15, packets: 15, detections: 1 });
+  });
+
+  it('counts one attempt per connection in aggressive mode: SYN retransmissions and the packets of a scan add none', () => {
+    const p = new NetfilterParser({ ...options, mode: 'aggressive', scanPorts: 3 });
+    const syn = (second: number, src: string, spt: number, dpt: number) => kern(second, src, dpt).replace('SPT=40000', `SPT=${spt}`);
+    const lines = [
+      // One client retrying port 22: its first SYN retransmitted twice (same source port), then
+      // a second connection (new source port).
+      syn(0, '198.51.100.7', 41000, 22),
+      syn(1, '198.51.100.7', 41000, 22),
+      syn(3, '198.51.100.7', 41000, 22),
+      syn(4, '198.51.100.7', 41001, 22),
+      // A scanner: two ports counted as connection attempts, the third completes the scan, and
+      // the ports after it (inside the scan's window) belong to that scan.
+      ...[21, 23, 25, 80, 443].map((port, i) => syn(10 + i, '203.0.113.5', 50000 + i, port)),
+    ];
+    expect(lines.flatMap((l) => p.push(l, readAt)).map((d) => `${d.ip} ${d.kind} ${d.attempts}`)).toEqual([
+      '198.51.100.7 blocked_packet 1',
+      '198.51.100.7 blocked_packet 0',
+      '198.51.100.7 blocked_packet 0',
+      '198.51.100.7 blocked_packet 1',
+      '203.0.113.5 blocked_packet 1',
+      '203.0.113.5 blocked_packet 1',
+      '203.0.113.5 blocked_packet 0',
+      '203.0.113.5 port_scan 1',
+      '203.0.113.5 blocked_packet 0',
+      '203.0.113.5 blocked_packet 0',
+    ]);
   });
 
   it('forgets ports that left the window', () => {

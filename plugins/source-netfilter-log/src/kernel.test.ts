@@ -69,7 +69,7 @@ describe.skipIf(systemGate('netfilter log through the kernel and ulogd2', { comm
     dir = await mkdtemp(join(tmpdir(), 'rampart-nflog-'));
     client = await lab.namespace('cli');
     const server = await lab.namespace('srv');
-    await lab.link({ ns: client, dev: 'eth0', addresses: ['198.51.100.10/24', '198.51.100.20/24'] }, { ns: server, dev: 'eth0', addresses: ['198.51.100.1/24'] });
+    await lab.link({ ns: client, dev: 'eth0', addresses: ['198.51.100.10/24', '198.51.100.20/24', '198.51.100.30/24'] }, { ns: server, dev: 'eth0', addresses: ['198.51.100.1/24'] });
     await lab.exec(server, ['nft', '-f', '-'], RULESET);
     await writeFile(join(dir, 'ulogd.conf'), ulogdConfig(dir));
     await writeFile(join(dir, 'kern.log'), '');
@@ -87,7 +87,7 @@ describe.skipIf(systemGate('netfilter log through the kernel and ulogd2', { comm
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('detects a port scan from the logged drops, and not a client retrying one port', async () => {
+  it('detects a port scan from the logged drops as one attempt, and not a client retrying one port', async () => {
     const config = PacketFilterLogConfig.parse({
       active: true,
       options: { format: 'ulogd', log_path: join(dir, 'kern.log'), log_prefix: 'RAMPART', scan_ports: 10, scan_window_seconds: 60, start_at: 'beginning' },
@@ -106,8 +106,34 @@ describe.skipIf(systemGate('netfilter log through the kernel and ulogd2', { comm
       const logged = (await readFile(join(dir, 'kern.log'), 'utf8')).split('\n').filter((l) => l.includes('RAMPART-DROP'));
       expect(logged.some((l) => /SRC=198\.51\.100\.10 DST=198\.51\.100\.1 .*PROTO=TCP .*DPT=200\d/.test(l))).toBe(true);
       expect(seen.map(({ ip, kind, attempts, source }) => ({ ip, kind, attempts, source }))).toEqual([
-        { ip: '198.51.100.10', kind: 'port_scan', attempts: 10, source: 'packet_filter' },
+        { ip: '198.51.100.10', kind: 'port_scan', attempts: 1, source: 'packet_filter' },
       ]);
+    } finally {
+      stop.abort();
+      await running.done;
+    }
+  });
+
+  it('counts a connection whose SYN the kernel logged again at each retransmission as one attempt (aggressive mode)', async () => {
+    const config = PacketFilterLogConfig.parse({
+      active: true,
+      options: { format: 'ulogd', log_path: join(dir, 'kern.log'), log_prefix: 'RAMPART', start_at: 'beginning' },
+    });
+    const seen: Detection[] = [];
+    const stop = new AbortController();
+    const running = netfilterLogSource.start(config, 'aggressive', { log: silent, emit: (d) => seen.push(d), signal: stop.signal, offsets: memoryOffsetStore() });
+    try {
+      // One connect() left waiting 3.5 s: the kernel retransmits its SYN (after 1 s, then 2 s more).
+      await lab.exec(client, [process.execPath, '-e', KNOCK.replace('setTimeout(400', 'setTimeout(3500'), '198.51.100.1', '198.51.100.30', '8443']);
+      // The client has exited: every SYN it sent is in the file (ulogd writes with sync=1).
+      const logged = (await readFile(join(dir, 'kern.log'), 'utf8')).split('\n').filter((l) => l.includes('SRC=198.51.100.30 '));
+      const mine = () => seen.filter((d) => d.ip === '198.51.100.30');
+      const end = Date.now() + 15_000;
+      while (mine().length < logged.length && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      const ports = new Set(logged.map((l) => /SPT=(\d+)/.exec(l)?.[1]));
+      expect(logged.length).toBeGreaterThanOrEqual(2);
+      expect(ports.size).toBe(1);
+      expect(mine().map((d) => `${d.kind} ${d.attempts}`)).toEqual(['blocked_packet 1', ...logged.slice(1).map(() => 'blocked_packet 0')]);
     } finally {
       stop.abort();
       await running.done;

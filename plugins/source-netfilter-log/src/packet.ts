@@ -4,6 +4,7 @@ export interface LoggedPacket {
   src: string;
   dst: string;
   proto: string;
+  spt: number | undefined;
   dpt: number | undefined;
   /** Bridged traffic: br_netfilter's PHYSIN=/PHYSOUT= or an ebtables log line. */
   bridged: boolean;
@@ -13,7 +14,7 @@ export interface LoggedPacket {
 
 const FIELD = /\b([A-Z]+)=(\S*)/g;
 // ebtables' log target: `IN=eth0 OUT= MAC source = … IP SRC=1.2.3.4 IP DST=5.6.7.8, IP tos=0x00, IP proto=6 SPT=1 DPT=2`
-const EBTABLES = /\bIP SRC=(?<src>[\d.]+) IP DST=(?<dst>[\d.]+), IP tos=\S+, IP proto=(?<proto>\d+)(?: SPT=\d+ DPT=(?<dpt>\d+))?/;
+const EBTABLES = /\bIP SRC=(?<src>[\d.]+) IP DST=(?<dst>[\d.]+), IP tos=\S+, IP proto=(?<proto>\d+)(?: SPT=(?<spt>\d+) DPT=(?<dpt>\d+))?/;
 const IP_PROTOCOLS: Record<string, string> = { '1': 'ICMP', '6': 'TCP', '17': 'UDP', '58': 'ICMPv6' };
 
 /**
@@ -28,7 +29,7 @@ export function parseLoggedPacket(message: string): LoggedPacket | undefined {
   const ebt = EBTABLES.exec(message);
   if (ebt) {
     const g = ebt.groups!;
-    return { prefix, src: g.src!, dst: g.dst!, proto: IP_PROTOCOLS[g.proto!] ?? g.proto!, dpt: g.dpt ? Number(g.dpt) : undefined, bridged: true, opening: true };
+    return { prefix, src: g.src!, dst: g.dst!, proto: IP_PROTOCOLS[g.proto!] ?? g.proto!, spt: g.spt ? Number(g.spt) : undefined, dpt: g.dpt ? Number(g.dpt) : undefined, bridged: true, opening: true };
   }
   const fields = new Map<string, string>();
   let syn = false;
@@ -41,14 +42,18 @@ export function parseLoggedPacket(message: string): LoggedPacket | undefined {
   const dst = fields.get('DST');
   const proto = fields.get('PROTO');
   if (!src || !dst || !proto) return undefined;
-  const dpt = fields.get('DPT');
   return {
     prefix,
     src,
     dst,
     proto,
-    dpt: dpt !== undefined && /^\d{1,5}$/.test(dpt) ? Number(dpt) : undefined,
+    spt: port(fields.get('SPT')),
+    dpt: port(fields.get('DPT')),
     bridged: fields.has('PHYSIN') || fields.has('PHYSOUT'),
     opening: proto !== 'TCP' || (syn && !ack),
   };
+}
+
+function port(text: string | undefined): number | undefined {
+  return text !== undefined && /^\d{1,5}$/.test(text) ? Number(text) : undefined;
 }

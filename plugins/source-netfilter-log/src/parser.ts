@@ -1,4 +1,4 @@
-import { canonicalIp, EnvelopeParser, JournalExportAssembler } from '@rampart/plugin-kit';
+import { canonicalIp, EnvelopeParser, JournalExportAssembler, RecentKeys } from '@rampart/plugin-kit';
 import type { Detection, DetectionMode, Envelope, LineParser } from '@rampart/plugin-kit';
 import { parseLoggedPacket } from './packet.ts';
 import { ScanWindows } from './scan-window.ts';
@@ -31,6 +31,12 @@ export class NetfilterParser implements LineParser {
   private readonly envelopes = new EnvelopeParser();
   private readonly journalExport = new JournalExportAssembler();
   private readonly scans: ScanWindows;
+  /**
+   * Connections already counted: the kernel logs a dropped TCP SYN again at each retransmission
+   * (1 s, 3 s, 7 s, … after the first, for about two minutes) with the same source port; those
+   * lines are one connection attempt.
+   */
+  private readonly connections = new RecentKeys(100_000, 130);
   private readonly counters = { lines: 0, packets: 0, otherFamily: 0, otherPrefix: 0, detections: 0 };
 
   constructor(private readonly options: NetfilterParserOptions) {
@@ -38,7 +44,7 @@ export class NetfilterParser implements LineParser {
   }
 
   stats(): Record<string, number> {
-    return { ...this.counters, trackedSources: this.scans.tracked };
+    return { ...this.counters, trackedSources: this.scans.tracked, trackedConnections: this.connections.size };
   }
 
   push(line: string, readAt: number): Detection[] {
@@ -75,11 +81,16 @@ export class NetfilterParser implements LineParser {
     if (ip === undefined || !packet.opening) return [];
     const ts = Number.isFinite(envelope.ts) ? envelope.ts : readAt;
     const out: Detection[] = [];
-    if (this.options.mode === 'aggressive') out.push({ ts, ip, source: this.options.label, kind: 'blocked_packet', attempts: 1 });
-    if (packet.dpt !== undefined) {
-      const ports = this.scans.push(ip, packet.dpt, ts);
-      if (ports !== undefined) out.push({ ts, ip, source: this.options.label, kind: 'port_scan', attempts: ports });
+    // One scan is one attempt, however many packets (and ports) it takes.
+    const inScan = this.scans.inScan(ip, ts);
+    const scan = packet.dpt !== undefined && this.scans.push(ip, packet.dpt, ts) !== undefined;
+    if (this.options.mode === 'aggressive') {
+      // One connection attempt is one attempt, however many times its SYN is retransmitted; a
+      // packet of a scan already detected, or the one completing it, adds none beside the scan.
+      const repeat = packet.spt !== undefined && this.connections.seen(`${ip} ${packet.spt} ${packet.dst} ${packet.dpt} ${packet.proto}`, ts);
+      out.push({ ts, ip, source: this.options.label, kind: 'blocked_packet', attempts: repeat || inScan || scan ? 0 : 1 });
     }
+    if (scan) out.push({ ts, ip, source: this.options.label, kind: 'port_scan', attempts: 1 });
     this.counters.detections += out.length;
     return out;
   }

@@ -1,7 +1,8 @@
 /**
  * Port-scan detection: distinct destination ports per source inside a sliding window. A source
- * that reaches `threshold` ports is a scan: reported once, then quiet until its window has
- * passed (a long scan yields one detection per window, each counting the ports seen).
+ * that reaches `threshold` ports is a scan: reported once, as one attempt, then quiet until its
+ * window has passed (a long scan yields one detection per window). While a source is quiet its
+ * probes belong to the scan already counted (`inScan`).
  */
 export class ScanWindows {
   private readonly sources = new Map<string, { ports: Map<number, number>; quietUntil: number }>();
@@ -29,6 +30,12 @@ export class ScanWindows {
     state.ports.clear();
     state.quietUntil = ts + this.windowSeconds;
     return count;
+  }
+
+  /** Whether a probe of `src` at `ts` is part of a scan already detected (its quiet window). */
+  inScan(src: string, ts: number): boolean {
+    const state = this.sources.get(src);
+    return state !== undefined && ts < state.quietUntil;
   }
 
   get tracked(): number {

@@ -105,3 +105,50 @@ describe('AttemptCounts', () => {
     expect(run('normal', lines)).toEqual(['45.33.12.7 invalid_user 1', '45.33.12.7 invalid_user 0', '45.33.12.7 invalid_user 1']);
   });
 });
+
+describe('ssh_log key probes in normal mode', () => {
+  /** Like run(), but marks the attempts only the policy counts. */
+  const runAll = (mode: DetectionMode, lines: string[]) => {
+    const p = new SshParser({ mode });
+    return lines.flatMap((l) => p.push(l, READ_AT)).map((d) => `${d.ip} ${d.kind} ${d.attempts}${d.policyOnly ? ' policy-only' : ''}`);
+  };
+  const keyProbe = (pid: number, port: number, ip = '45.33.12.8') =>
+    `Mar  1 10:05:00 h sshd[${pid}]: Connection closed by authenticating user root ${ip} port ${port} [preauth]`;
+
+  it('counts a key probe alone on its connection as one attempt for the policy only', () => {
+    expect(runAll('normal', [keyProbe(110, 40010), keyProbe(111, 40011)])).toEqual([
+      '45.33.12.8 auth_abandoned 1 policy-only',
+      '45.33.12.8 auth_abandoned 1 policy-only',
+    ]);
+    // Aggressive mode: the same line is one of fail2ban's detections.
+    expect(runAll('aggressive', [keyProbe(110, 40010)])).toEqual(['45.33.12.8 auth_abandoned 1']);
+  });
+
+  it('adds nothing for the close of a connection whose failures were counted, whichever way it ends', () => {
+    // "Connection closed by authenticating user" after the failed passwords, and
+    // "Received disconnect" + "Disconnected from authenticating user" (fail2ban forgets the
+    // connection at the first of the two).
+    const politely = (pid: number, port: number) => [
+      `Mar  1 10:06:00 h sshd[${pid}]: Failed password for root from 45.33.12.7 port ${port} ssh2`,
+      `Mar  1 10:06:01 h sshd[${pid}]: Received disconnect from 45.33.12.7 port ${port}:11: Bye Bye [preauth]`,
+      `Mar  1 10:06:01 h sshd[${pid}]: Disconnected from authenticating user root 45.33.12.7 port ${port} [preauth]`,
+    ];
+    expect(runAll('normal', [...rootPasswords(112, 40012), ...politely(113, 40013), ...invalidUserWithPassword(114, 40014)])).toEqual([
+      '45.33.12.7 auth_failure 1',
+      '45.33.12.7 auth_failure 1',
+      '45.33.12.7 auth_failure 1',
+      '45.33.12.7 auth_failure 1',
+      '45.33.12.7 invalid_user 1',
+      '45.33.12.7 invalid_user 0',
+    ]);
+  });
+
+  it('counts a pre-auth close without a user name, or without [preauth], as nothing in normal mode', () => {
+    expect(
+      runAll('normal', [
+        'Mar  1 10:07:00 h sshd[115]: Connection closed by 45.33.12.9 port 40015 [preauth]',
+        'Mar  1 10:07:01 h sshd[116]: Connection closed by authenticating user root 45.33.12.9 port 40016',
+      ]),
+    ).toEqual([]);
+  });
+});

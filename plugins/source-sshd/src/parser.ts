@@ -1,6 +1,7 @@
 import { canonicalIp, EnvelopeParser, JournalExportAssembler } from '@rampart/plugin-kit';
 import type { Detection, DetectionMode, Envelope, LineParser } from '@rampart/plugin-kit';
 import { ConnectionCache, mergeLine } from './connection-state.ts';
+import type { ConnectionFacts } from './connection-state.ts';
 import type { LineMatch } from './connection-state.ts';
 import { indexRules, sshRules } from './rules.ts';
 import type { SshRule } from './rules.ts';
@@ -20,6 +21,8 @@ export interface SshParserStats {
   hostNames: number;
   /** Messages longer than sshd ever writes, skipped. */
   overlong: number;
+  /** Key probes counted for the policy only (normal mode; `Detection.policyOnly`). */
+  keyProbes: number;
 }
 
 // fail2ban's __pref: sshd's own severity prefixes.
@@ -27,20 +30,19 @@ const PREFIX_RE = /^(?:error|fatal): (?:PAM: )?/;
 // sshd formats a message into 1024 bytes (log.c MSGBUFSIZ): anything longer is not sshd's, and
 // the cap bounds the (polynomial) backtracking of the user-name patterns on crafted text.
 const MAX_MESSAGE = 1200;
+const PREAUTH_END_RE = /\s\[preauth\]\s*$/;
 
 /** The `ssh_log` line parser: fail2ban's sshd filter semantics, one rule list per mode. */
 export class SshParser implements LineParser {
-  readonly counters: SshParserStats = { lines: 0, sshLines: 0, detections: 0, hostNames: 0, overlong: 0 };
+  readonly counters: SshParserStats = { lines: 0, sshLines: 0, detections: 0, hostNames: 0, overlong: 0, keyProbes: 0 };
   private readonly index: Map<number, SshRule[]>;
   private readonly programs: Set<string>;
   private readonly envelopes = new EnvelopeParser();
   private readonly journalExport = new JournalExportAssembler();
   private readonly connections = new ConnectionCache();
-  private readonly aggressive: boolean;
 
   constructor(options: SshParserOptions) {
     this.index = indexRules(sshRules(options.mode));
-    this.aggressive = options.mode === 'aggressive';
     this.programs = new Set(options.programs ?? ['sshd', 'sshd-session']);
   }
 
@@ -100,11 +102,12 @@ export class SshParser implements LineParser {
       const address = match.ip4 ?? match.ip6 ?? match.dns;
       attempts.record(address, address !== undefined && attempts.wantsPort ? portOf(message) : undefined, rule.counts);
     }
-    // Only in aggressive mode can a line after fail2ban's forget be a detection (a pre-auth
-    // disconnect after 'Received disconnect'); normal mode needs no table of closed connections.
-    if (match.forget && this.aggressive && attempts.counted) this.connections.close(connection, attempts, ts);
+    // A line after fail2ban's forget (the pre-auth disconnect after 'Received disconnect') may
+    // still count an attempt (a detection in aggressive mode, a key probe in both): the closed
+    // connection's counts stay known so that it adds none of those already counted.
+    if (match.forget && attempts.counted) this.connections.close(connection, attempts, ts);
     if (!match.nofail && !match.gained) facts.failureKind = rule.kind;
-    if (facts.nofail) return [];
+    if (facts.nofail) return rule.kind === 'preauth_disconnect' && groups.user !== undefined ? this.keyProbe(facts, ts, message) : [];
     const host = facts.ip4 ?? facts.ip6 ?? facts.dns;
     if (host === undefined) {
       facts.pending = true;
@@ -125,6 +128,23 @@ export class SshParser implements LineParser {
     // The same lines as fail2ban's detections, but each carries only the attempts it adds: a
     // line of an attempt already counted (the "Failed password" after "Invalid user") adds 0.
     return [{ ts, ip, source: 'ssh_log', kind, attempts: attempts.take() }];
+  }
+
+  /**
+   * Normal mode: "Connection closed by authenticating user root … [preauth]" is no failure for
+   * fail2ban (a helper line), but alone on its connection it is a client that offered keys for
+   * a user and left (at sshd's default LogLevel its rejected keys are not logged). It counts one
+   * attempt for the policy, as `auth_abandoned` does in aggressive mode, without becoming one of
+   * fail2ban's detection lines (`policyOnly`). After counted failures it adds nothing.
+   */
+  private keyProbe(facts: ConnectionFacts, ts: number, message: string): Detection[] {
+    if (!PREAUTH_END_RE.test(message)) return [];
+    const fresh = facts.attempts.take();
+    const host = facts.ip4 ?? facts.ip6;
+    const ip = fresh > 0 && host !== undefined ? canonicalIp(host) : undefined;
+    if (ip === undefined) return [];
+    this.counters.keyProbes++;
+    return [{ ts, ip, source: 'ssh_log', kind: 'auth_abandoned', attempts: fresh, policyOnly: true }];
   }
 }
 

@@ -69,6 +69,23 @@ describe('rampart-agent parse', () => {
     expect(io.err()).toMatch(/\nparse: 2 reports, 2 addresses \(detections not reportable: special_range 3\)\n$/);
   });
 
+  it('counts a key probe for the policy in normal mode but prints only fail2ban\'s detection lines', async () => {
+    process.env.TZ = 'UTC';
+    // Three failed passwords and two key probes ("Connection closed by authenticating user" alone
+    // on its connection): five attempts, one report; the probes are no detection lines.
+    const log = [
+      ...[0, 1, 2].map((i) => `Mar  1 10:02:0${i} h sshd[${50 + i}]: Failed password for root from 45.33.12.7 port ${4000 + i} ssh2`),
+      ...[3, 4].map((i) => `Mar  1 10:02:0${i} h sshd[${50 + i}]: Connection closed by authenticating user root 45.33.12.7 port ${4000 + i} [preauth]`),
+    ].join('\n');
+    let io = capture();
+    expect(await parseCommand({ source: 'ssh_log', file: '-' }, { stdin: Readable.from([log]), ...io })).toBe(0);
+    expect(io.out().trim().split('\n').map((l) => (JSON.parse(l) as { kind: string }).kind)).toEqual(['auth_failure', 'auth_failure', 'auth_failure']);
+    expect(io.err()).toMatch(/: 3 detections, 3 attempts, 1 addresses \(auth_failure 3\) \[.*keyProbes 2\]\n$/);
+    io = capture();
+    expect(await parseCommand({ source: 'ssh_log', file: '-', reports: true }, { stdin: Readable.from([log]), ...io })).toBe(0);
+    expect(io.out().trim().split('\n').map((l) => (JSON.parse(l) as { notes: string }).notes)).toEqual(['5 ssh_log attempts in 4s: auth_failure x3, auth_abandoned x2']);
+  });
+
   it('fails clearly on an unknown source, a bad mode, bad config and a missing file', async () => {
     const stdin = Readable.from([]);
     let io = capture();

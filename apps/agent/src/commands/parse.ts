@@ -73,11 +73,14 @@ export async function parseCommand(
   };
   const take = (detections: Detection[]) => {
     for (const d of detections) {
-      summary.add(d);
       if (!reporter) {
+        // The detection lines are the source's reference filter's (fail2ban's) and no more.
+        if (d.policyOnly) continue;
+        summary.add(d);
         out += `{"ts":${d.ts},"ip":"${d.ip}","source":${JSON.stringify(d.source)},"kind":${JSON.stringify(d.kind)},"attempts":${d.attempts}}\n`;
         continue;
       }
+      summary.add(d);
       const r = reporter.push(d);
       if (r) out += `${JSON.stringify({ ip: r.ip, ts: r.ts, confidence: r.confidence, notes: r.notes })}\n`;
     }
