@@ -38,6 +38,18 @@ const OUT_BATCH = 256 * 1024;
  * line per detection (`{ts, ip, source, kind, attempts}`), or with `reports` one per report the
  * policy completes (`{ip, ts, confidence, notes}`), and a summary on stderr.
  */
+/** The input and the time its year-less syslog dates are placed against (the file's last write). */
+async function openInput(file: string, io: ParseIo): Promise<{ input: Readable; readAt: number } | undefined> {
+  try {
+    if (file === '-') return { input: io.stdin, readAt: Date.now() / 1000 };
+    const readAt = (await stat(file)).mtimeMs / 1000;
+    return { input: createReadStream(file, { highWaterMark: 1 << 20 }), readAt };
+  } catch (err) {
+    io.stderr.write(`parse: cannot read ${file}: ${(err as Error).message}\n`);
+    return undefined;
+  }
+}
+
 export async function parseCommand(
   options: ParseOptions,
   io: ParseIo,
@@ -48,19 +60,9 @@ export async function parseCommand(
   const { parser } = prepared;
   const reporter = options.reports ? new OfflineReporter(prepared.policy) : undefined;
 
-  let readAt = Date.now() / 1000;
-  let input: Readable;
-  try {
-    if (options.file === '-') input = io.stdin;
-    else {
-      // Year-less syslog dates are placed relative to when the file was last written.
-      readAt = (await stat(options.file)).mtimeMs / 1000;
-      input = createReadStream(options.file, { highWaterMark: 1 << 20 });
-    }
-  } catch (err) {
-    io.stderr.write(`parse: cannot read ${options.file}: ${(err as Error).message}\n`);
-    return 1;
-  }
+  const opened = await openInput(options.file, io);
+  if (!opened) return 1;
+  const { input, readAt } = opened;
 
   const started = performance.now();
   const summary = new Summary();
