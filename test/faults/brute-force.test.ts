@@ -1,15 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, postgresAvailable } from '../../apps/server/test/support/databases.ts';
 import { metric, removeDir, request, startReplica, type Replica } from './support.ts';
 
 /*
- * Brute force against a running server process (embedded store, default budgets: 10 failures
+ * Brute force against a running server process (default budgets: 10 failures
  * per address, 30 per key id): wrong secrets on a known key id lock the address out with 429
  * and Retry-After after exactly 10 failures, and nothing more reaches the store or the log;
  * /healthz answers 200 throughout; the key's owner keeps working from the same address; no
  * response says more than "unauthorized" and no secret reaches the log. Stated bound: the
  * refusals promise recovery within the first lock-out (Retry-After at most AUTH_LOCKOUT_SECONDS,
  * 60 s); that lock-outs lift and double is the guard's unit test (services/auth-failures.test.ts,
- * injected clock), not timed here.
+ * injected clock), not timed here. The store is PostgreSQL when DATABASE_URL is set (it starts
+ * faster; the lock-outs act before any store work on either), else the embedded one.
  */
 
 const ATTEMPTS = 300;
@@ -17,12 +19,16 @@ const LOCKOUT_SECONDS = 60;
 
 describe('brute force on a known key id', () => {
   let server: Replica;
+  let drop = async () => {};
   beforeAll(async () => {
-    server = await startReplica({ expectDemo: true, env: { AUTH_LOCKOUT_SECONDS: String(LOCKOUT_SECONDS) } });
+    const db = postgresAvailable ? await createTestDatabase() : undefined;
+    if (db) drop = db.drop;
+    server = await startReplica({ expectDemo: true, env: { AUTH_LOCKOUT_SECONDS: String(LOCKOUT_SECONDS) }, ...(db ? { databaseUrl: db.url } : {}) });
   }, 120_000);
   afterAll(async () => {
     await server?.stop();
     if (server) removeDir(server.dataDir);
+    await drop();
   });
 
   it('locks the address out, keeps /healthz and the owner working, logs and stores only the first failures', async () => {
