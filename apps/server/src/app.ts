@@ -79,14 +79,15 @@ function authFailureBudgets(config: AppConfig) {
 
 /**
  * One line per state change of a store connection role, never one per failed request. When the
- * listener is back, notifications sent while it was down are lost: cached organization settings
- * are dropped so that none outlives a change this replica did not hear about.
+ * listener is back, the notifications sent while it was down are replayed (store/pg-driver.ts);
+ * cached organization settings are dropped anyway, so that none outlives a change this replica
+ * could not replay.
  */
 function logConnectionEvent(log: FastifyBaseLogger, event: ConnectionEvent, store: Store): void {
   if (event.state === 'lost') log.error({ err: event.err, role: event.role }, 'store connection lost; reconnecting');
   else if (event.state === 'retry_failed') log.warn({ err: event.err, role: event.role, attempt: event.attempt, next_delay_ms: event.nextDelayMs }, 'store reconnection failed');
   else {
-    log.info({ role: event.role, down_ms: event.downMs }, 'store connection restored');
+    log.info({ role: event.role, down_ms: event.downMs, replayed: event.replayed, gap: event.gap }, 'store connection restored');
     if (event.role === 'listener') store.settings.forget();
   }
 }
@@ -144,7 +145,7 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     errorResponseBuilder: (_request, ctx) => new ApiError('rate_limited', `rate limit of ${ctx.max} requests per minute exceeded; retry in ${Math.ceil(ctx.ttl / 1000)} s`),
   });
   await app.register(metricsPlugin, { metrics });
-  await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds, agentTokenSecret: config.agentTokenSecret, failures: authFailureBudgets(config) });
+  await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds, agentTokenSecret: config.agentTokenSecret, failures: authFailureBudgets(config), metrics: metrics.auth });
   await app.register(coinsPlugin, { store, prices: config.coinPrices, debits: metrics.coinDebits, leaseMax: config.coinLeaseMax ?? DEFAULT_LEASE.max });
   await app.register(listStreamsPlugin, { perKey: config.listStreamsPerKey, sendTimeoutMs: config.listSendTimeoutSeconds * 1000 });
   await app.register(healthRoutes, { context });

@@ -1,11 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { connect, type AddressInfo } from 'node:net';
-import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPORTED_PLUGIN_NAMES, ROLE } from '@rampart/contracts';
-import { buildApp } from '../src/app.ts';
-import { testConfig } from '../src/config.ts';
 import type { Store } from '../src/store/index.ts';
 import { createApiKey, createUser } from '../src/services/admin.ts';
 import { AGENT_KEY_ROUTES } from '../src/plugins/agent-routes.ts';
@@ -173,6 +169,37 @@ describe.each(driverCases())('hostile clients on $name', (driver) => {
     expect((await ips(opKey.key, '192.0.2.82')).statusCode).toBe(401);
   });
 
+  it('counts failed authentications, lock-outs and the requests they refuse in /metrics', async () => {
+    const counted = await testApp(store, { authFailuresPerAddress: 3, authFailuresPerKey: 4 });
+    try {
+      const user = await createUser(store, { orgGid: acme.org.gid, username: 'metered@example.org', role: ROLE.reader });
+      const { keyId } = await createApiKey(store, { username: user.username });
+      const send = (authorization: string, remoteAddress: string) => counted.inject({ url: '/api/v1/ips?ts=0', headers: { authorization }, remoteAddress });
+      const statuses: number[] = [];
+      // A wrong secret on a known key id from four addresses: the key id locks out at its 4th
+      // failure (and the first address at its 3rd).
+      for (const address of ['192.0.2.100', '192.0.2.100', '192.0.2.100', '192.0.2.101', '192.0.2.102']) statuses.push((await send(`rmp_${keyId}_${'G'.repeat(43)}`, address)).statusCode);
+      // An unknown key id and a forged agent key from fresh addresses.
+      statuses.push((await send(`rmp_${'3'.repeat(12)}_${'G'.repeat(43)}`, '192.0.2.103')).statusCode);
+      statuses.push((await send(`eyJhbGciOiJIUzI1NiJ9.${Buffer.from('{"sub":"y"}').toString('base64url')}.${'G'.repeat(43)}`, '192.0.2.104')).statusCode);
+      // The locked address, with a key this replica never read.
+      statuses.push((await send(`rmp_${'4'.repeat(12)}_${'G'.repeat(43)}`, '192.0.2.100')).statusCode);
+      expect(statuses).toEqual([401, 401, 401, 401, 429, 401, 401, 429]);
+      const metrics = (await counted.inject({ url: '/metrics' })).body;
+      const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm').exec(metrics)?.[1] ?? 0);
+      expect(value('rampart_auth_failures_total{reason="wrong_secret"}')).toBe(4);
+      expect(value('rampart_auth_failures_total{reason="unknown_key"}')).toBe(1);
+      expect(value('rampart_auth_failures_total{reason="agent_key"}')).toBe(1);
+      expect(value('rampart_auth_failures_total{reason="revoked_key"}')).toBe(0);
+      expect(value('rampart_auth_lockouts_total{subject="address"}')).toBe(1);
+      expect(value('rampart_auth_lockouts_total{subject="key_id"}')).toBe(1);
+      expect(value('rampart_auth_locked_out_requests_total{subject="key_id"}')).toBe(1);
+      expect(value('rampart_auth_locked_out_requests_total{subject="address"}')).toBe(1);
+    } finally {
+      await counted.close();
+    }
+  });
+
   it('counts the client behind a trusted proxy by X-Forwarded-For', async () => {
     const proxied = await testApp(store, { trustProxy: ['192.0.2.200'], authFailuresPerAddress: 2 });
     try {
@@ -211,61 +238,4 @@ describe.each(driverCases())('hostile clients on $name', (driver) => {
       await shared.close();
     }
   });
-});
-
-describe('list streams', () => {
-  it('cut off a reader that stops reading, and cap the lists one key has in flight (429)', async () => {
-    const [pglite] = driverCases();
-    const store = await pglite!.open();
-    const app = await buildApp({ config: testConfig({ authCacheSeconds: 0, listStreamsPerKey: 2, listSendTimeoutSeconds: 1 }), store, ipv4Mirror: null });
-    // A list without end: only the send timeout can finish it.
-    const ended: string[] = [];
-    app.get('/endless-list', { config: { rampart: { coin: 'list' } } }, async (request, reply) => {
-      const chunk = Buffer.alloc(64 * 1024, 'x');
-      const stream = new Readable({ read() { this.push(chunk); } });
-      stream.on('close', () => ended.push(request.id));
-      return reply.type('text/plain').send(stream);
-    });
-    const org = await seedOrg(store);
-    try {
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      const { port } = app.server.address() as AddressInfo;
-      const slowReader = () => {
-        const socket = connect(port, '127.0.0.1');
-        socket.on('error', () => undefined);
-        const state = { head: '' };
-        socket.once('data', (data: Buffer) => {
-          state.head = data.toString('latin1', 0, 200);
-          socket.pause();
-        });
-        socket.write(`GET /endless-list HTTP/1.1\r\nHost: x\r\nAuthorization: ${org.keys.reader}\r\n\r\n`);
-        return { socket, state };
-      };
-      const until = async (what: string, done: () => boolean | Promise<boolean>) => {
-        const deadline = Date.now() + 20_000;
-        while (!(await done())) {
-          if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-      };
-      const a = slowReader();
-      const b = slowReader();
-      await until('two streams under way', () => a.state.head !== '' && b.state.head !== '');
-      expect(a.state.head).toMatch(/^HTTP\/1.1 200/);
-      const third = await app.inject({ url: '/api/v1/flat/500', headers: { authorization: org.keys.reader } });
-      expect(third.statusCode).toBe(429);
-      expect(third.json()).toMatchObject({ type: 'https://rampart.dev/problems/rate_limited' });
-      expect(Number(third.headers['retry-after'])).toBeGreaterThan(0);
-      // Another key is not held back by this one's streams.
-      expect((await app.inject({ url: '/api/v1/flat/500', headers: { authorization: org.keys.contributor } })).statusCode).toBe(200);
-      // Neither reader reads: the server closes both connections, which ends their streams.
-      await until('the stalled responses to be cut off', () => ended.length === 2);
-      a.socket.destroy();
-      b.socket.destroy();
-      await until('the key to list again', async () => (await app.inject({ url: '/api/v1/flat/500', headers: { authorization: org.keys.reader } })).statusCode === 200);
-    } finally {
-      await app.close();
-      await store.close();
-    }
-  }, 60_000);
 });

@@ -70,5 +70,8 @@ export type ServerSyncMessage = z.infer<typeof ServerSyncMessage>;
 export const AgentSyncMessage = z.discriminatedUnion('type', [SyncPong, SyncState, SyncPing]);
 export type AgentSyncMessage = z.infer<typeof AgentSyncMessage>;
 
-/** WebSocket close codes the server uses (4000-4999 is the application range). */
-export const SYNC_CLOSE = { unauthorized: 4401, forbidden: 4403, replaced: 4409, shutdown: 1001 } as const;
+/**
+ * WebSocket close codes the server uses (4000-4999 is the application range). `resync`: the
+ * server missed changes it should have pushed; the agent reconnects and starts from the hello.
+ */
+export const SYNC_CLOSE = { unauthorized: 4401, forbidden: 4403, replaced: 4409, shutdown: 1001, resync: 1012 } as const;

@@ -6,6 +6,7 @@ import { credentialFrom, parseApiKey, secretMatches } from '../services/api-keys
 import { AuthFailureGuard } from '../services/auth-failures.ts';
 import { agentTokenCodec, agentTokenSecret, type AgentTokenCodec } from '../services/agent-tokens.ts';
 import { agentKeyMayCall } from './agent-routes.ts';
+import type { AuthMetrics } from './metrics.ts';
 import { agentCredential, verifyAgentToken, type AgentIdentity, type AgentVerifier } from './agent-auth.ts';
 
 /**
@@ -39,7 +40,11 @@ export interface AuthOptions {
   agentTokenSecret?: string | undefined;
   /** Failed authentications a replica allows per address and per API key id before locking them out. */
   failures: { perAddress: number; perKey: number; lockSeconds: number };
+  metrics: AuthMetrics;
 }
+
+type FailureReason = 'unknown_key' | 'wrong_secret' | 'revoked_key' | 'agent_key';
+type Subject = 'address' | 'key_id';
 
 const FAILURE_WINDOW_MS = 10 * 60_000;
 const MAX_LOCK_MS = 60 * 60_000;
@@ -52,7 +57,7 @@ export function principalOf(request: FastifyRequest): Principal {
 
 const LAST_USED_WRITE_MS = 60_000;
 
-export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, cacheSeconds, agentTokenSecret: configured, failures }) => {
+export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, cacheSeconds, agentTokenSecret: configured, failures, metrics }) => {
   const cache = new Map<string, { principal: Principal; until: number }>();
   const limits = { lockMs: failures.lockSeconds * 1000, maxLockMs: MAX_LOCK_MS, windowMs: FAILURE_WINDOW_MS, maxSubjects: 100_000 };
   const addresses = new AuthFailureGuard({ ...limits, budget: failures.perAddress });
@@ -73,17 +78,21 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
   const knownAgentKeys = new Set<string>();
 
   /** 429 with Retry-After when the subject is locked out; nothing else is done for the request. */
-  function refuseIfLocked(guard: AuthFailureGuard, subject: string, reply: FastifyReply, what: string) {
+  function refuseIfLocked(guard: AuthFailureGuard, subject: string, reply: FastifyReply, what: Subject) {
     const ms = guard.lockedFor(subject);
     if (ms === 0) return;
+    metrics.refused.inc({ subject: what });
     const seconds = Math.ceil(ms / 1000);
     void reply.header('retry-after', String(seconds));
-    throw new ApiError('rate_limited', `too many failed authentications from this ${what}; retry in ${seconds} s`);
+    throw new ApiError('rate_limited', `too many failed authentications from this ${what === 'key_id' ? 'key id' : what}; retry in ${seconds} s`);
   }
 
-  function failed(request: FastifyRequest, keyId?: string) {
+  function failed(request: FastifyRequest, reason: FailureReason, keyId?: string) {
+    metrics.failures.inc({ reason });
     const locked = addresses.fail(request.ip);
     const keyLocked = keyId ? keyIds.fail(keyId) : 0;
+    if (locked) metrics.lockouts.inc({ subject: 'address' });
+    if (keyLocked) metrics.lockouts.inc({ subject: 'key_id' });
     // One line when a lock-out starts; the refused attempts that follow log nothing.
     if (locked || keyLocked) request.log.warn({ ip: request.ip, keyId, lockSeconds: Math.ceil(Math.max(locked, keyLocked) / 1000) }, 'authentication lock-out');
   }
@@ -106,15 +115,15 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     const known = knownHashes.get(parsed.keyId);
     if (!known || !secretMatches(parsed.secret, known)) {
       refuseIfLocked(addresses, request.ip, reply, 'address');
-      refuseIfLocked(keyIds, parsed.keyId, reply, 'key id');
+      refuseIfLocked(keyIds, parsed.keyId, reply, 'key_id');
     }
     const found = await store.keys.principal(parsed.keyId);
     if (!found) {
-      failed(request);
+      failed(request, 'unknown_key');
       throw new ApiError('unauthorized', 'unknown API key');
     }
     if (found.key.revoked_at || !secretMatches(parsed.secret, found.key.secret_hash)) {
-      failed(request, parsed.keyId);
+      failed(request, found.key.revoked_at ? 'revoked_key' : 'wrong_secret', parsed.keyId);
       remember(parsed.keyId, found.key.revoked_at ? undefined : found.key.secret_hash);
       await store.users.countFailedLogin(found.user.id);
       request.log.warn({ keyId: parsed.keyId, revoked: Boolean(found.key.revoked_at) }, 'rejected API key');
@@ -146,8 +155,11 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     if (agentKey) {
       if (!knownAgentKeys.has(agentKey.token)) refuseIfLocked(addresses, request.ip, reply, 'address');
       const principal = await verifyAgentToken({ store, codec: agentTokens, cache: agentCache, cacheSeconds }, agentKey).catch((err: unknown) => {
-        knownAgentKeys.delete(agentKey.token);
-        failed(request);
+        // Only a refused key is a failure: a store outage (503) must not lock out a whole fleet.
+        if (err instanceof ApiError && err.code === 'unauthorized') {
+          knownAgentKeys.delete(agentKey.token);
+          failed(request, 'agent_key');
+        }
         throw err;
       });
       if (knownAgentKeys.size >= 10_000) knownAgentKeys.clear();

@@ -7,10 +7,21 @@ import type { BatchTiming } from '../services/ipv4-ingest.ts';
 export interface Metrics {
   registry: Registry;
   coinDebits: Counter<'kind'>;
+  /** Authentication outcomes that the lock-outs act on (plugins/auth.ts). */
+  auth: AuthMetrics;
   /** Stops observing the store. */
   close(): void;
   /** One committed `POST /ips` / `PUT /ips/{ip}` batch (services/ipv4-ingest.ts ReportBatcher). */
   ipv4IngestBatch(timing: BatchTiming): void;
+}
+
+export interface AuthMetrics {
+  /** A failed authentication that was counted against its address (and key id). */
+  failures: Counter<'reason'>;
+  /** A lock-out that started (one per subject and lock-out, not per refused request). */
+  lockouts: Counter<'subject'>;
+  /** A request refused with 429 because its address or key id was locked out. */
+  refused: Counter<'subject'>;
 }
 
 const INGEST_PHASES = ['begin', 'lock', 'write', 'commit'] as const;
@@ -61,7 +72,41 @@ export function createMetrics(store: Store): Metrics {
     labelNames: ['role', 'state'],
     registers: [registry],
   });
-  const stopCounting = store.db.onConnection((event) => connectionEvents.inc({ role: event.role, state: event.state }));
+  const replayed = new Counter({
+    name: 'rampart_store_notifications_replayed_total',
+    help: 'Live events published while this replica was not listening, delivered when its listener came back',
+    registers: [registry],
+  });
+  const gaps = new Counter({
+    name: 'rampart_store_notification_gaps_total',
+    help: 'Listener returns after more than the stored events cover: connected agents were asked to reconnect',
+    registers: [registry],
+  });
+  const stopCounting = store.db.onConnection((event) => {
+    connectionEvents.inc({ role: event.role, state: event.state });
+    if (event.state === 'restored' && event.replayed) replayed.inc(event.replayed);
+    if (event.state === 'restored' && event.gap) gaps.inc();
+  });
+  const auth: AuthMetrics = {
+    failures: new Counter({
+      name: 'rampart_auth_failures_total',
+      help: 'Failed authentications counted towards lock-outs, by reason: unknown_key, wrong_secret, revoked_key, agent_key',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    lockouts: new Counter({
+      name: 'rampart_auth_lockouts_total',
+      help: 'Authentication lock-outs started, by subject (address, key_id)',
+      labelNames: ['subject'],
+      registers: [registry],
+    }),
+    refused: new Counter({
+      name: 'rampart_auth_locked_out_requests_total',
+      help: 'Requests refused with 429 while their address or key id was locked out, by subject',
+      labelNames: ['subject'],
+      registers: [registry],
+    }),
+  };
   const batchReports = new Histogram({
     name: 'rampart_ipv4_ingest_batch_reports',
     help: 'IPv4 reports and decisions stored per transaction (group commit)',
@@ -79,6 +124,7 @@ export function createMetrics(store: Store): Metrics {
   return {
     registry,
     coinDebits,
+    auth,
     close: stopCounting,
     ipv4IngestBatch(timing) {
       batchReports.observe(timing.reports);

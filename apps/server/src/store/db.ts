@@ -36,12 +36,17 @@ export type ConnectionRole = 'pool' | 'listener';
 /**
  * A change of a connection role's state. `lost` once when it goes down, `retry_failed` for every
  * reconnection attempt that failed (with the delay before the next), `restored` once when it is
- * back (with how long it was down). Drivers report; the app logs and counts.
+ * back (with how long it was down and, for the listener, what it caught up on). Drivers report;
+ * the app logs and counts.
  */
 export type ConnectionEvent =
   | { role: ConnectionRole; state: 'lost'; err?: unknown }
   | { role: ConnectionRole; state: 'retry_failed'; attempt: number; nextDelayMs: number; err?: unknown }
-  | { role: ConnectionRole; state: 'restored'; downMs: number };
+  /**
+   * `replayed` (listener): notifications published while it was down, delivered on its return;
+   * `gap`: some were published too long ago to be replayed (the subscriber must resynchronize).
+   */
+  | { role: ConnectionRole; state: 'restored'; downMs: number; replayed?: number; gap?: boolean };
 
 export interface StoreHealth {
   /** Whether live events can arrive: false while PostgreSQL's LISTEN session is down. */

@@ -60,6 +60,7 @@ export class SyncHub {
   private feedTimer: NodeJS.Timeout | undefined;
   private chain: Promise<void> = Promise.resolve();
   private unsubscribe: (() => Promise<void>) | undefined;
+  private stopWatching: (() => void) | undefined;
   private tick = 0;
   private readonly orgDocs = new Map<number, { at: number; value: Promise<Versioned<OrganizationConfig>> }>();
   private feedHead: { at: number; value: Promise<FeedHead> } | undefined;
@@ -74,6 +75,21 @@ export class SyncHub {
     this.unsubscribe = await this.o.events.subscribe((event) => {
       // One event at a time, in arrival order, so versions reach each agent in order.
       this.chain = this.chain.then(() => this.handle(event)).catch((err: unknown) => this.o.log.error({ err, event: event.type }, 'sync event failed'));
+    });
+    // Events missed while this replica was not listening are replayed by the store on its return;
+    // cached documents are dropped anyway. When some could not be replayed (away longer than the
+    // store keeps them), every agent is asked to reconnect: its new hello carries the current
+    // documents and feed heads, and its key is checked again.
+    this.stopWatching = this.o.store.db.onConnection((event) => {
+      if (event.role !== 'listener' || event.state !== 'restored') return;
+      this.orgDocs.clear();
+      this.feedHead = undefined;
+      if (!event.gap) return;
+      this.o.log.warn({ agents: this.byGaid.size }, 'live events were missed beyond replay: agents asked to reconnect');
+      for (const c of [...this.byGaid.values()]) {
+        this.remove(c);
+        c.socket.close(SYNC_CLOSE.resync, 'events missed; reconnect');
+      }
     });
     const checkinEvery = this.o.checkinEveryMs ?? 60_000;
     let sinceCheckin = 0;
@@ -93,6 +109,7 @@ export class SyncHub {
 
   async stop(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
+    this.stopWatching?.();
     if (this.feedTimer) clearTimeout(this.feedTimer);
     await this.unsubscribe?.();
     for (const c of [...this.byGaid.values()]) c.socket.close(SYNC_CLOSE.shutdown, 'server shutting down');

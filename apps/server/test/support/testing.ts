@@ -9,3 +9,7 @@ export { openStore, type Store } from '../../src/store/index.ts';
 export { createApiKey, createOrganization, createUser } from '../../src/services/admin.ts';
 export { seedOrg, testApp, type TestOrg } from './app.ts';
 export { createTestDatabase, driverCases, postgresAvailable, type DriverCase } from './databases.ts';
+export { agentConfig, registerAgent } from './agents.ts';
+export { connectSync, until, type SyncPeer } from './sync-client.ts';
+export { exited, startServerProcess, type ServerProcess } from './server-process.ts';
+export { startThrowawayPostgres, throwawayPostgresAvailable, type ThrowawayPostgres } from './throwaway-postgres.ts';

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, chownSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, chownSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +13,15 @@ const run = promisify(execFile);
  * touched. PostgreSQL refuses to run as root, so as root the binaries run as the `postgres` user
  * (runuser). `fsync=off`: a throwaway cluster needs no durability, and the tests run faster.
  */
-export const POSTGRES_BIN = process.env.POSTGRES_BIN ?? '/usr/lib/postgresql/15/bin';
+/** POSTGRES_BIN, else the newest /usr/lib/postgresql/<version>/bin that has initdb (Debian's layout). */
+function postgresBin(): string {
+  if (process.env.POSTGRES_BIN) return process.env.POSTGRES_BIN;
+  const root = '/usr/lib/postgresql';
+  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v) && existsSync(join(root, v, 'bin', 'initdb'))) : [];
+  versions.sort((x, y) => Number(y) - Number(x));
+  return join(root, versions[0] ?? '15', 'bin');
+}
+export const POSTGRES_BIN = postgresBin();
 export const throwawayPostgresAvailable = existsSync(join(POSTGRES_BIN, 'initdb')) && existsSync(join(POSTGRES_BIN, 'pg_ctl'));
 if (!throwawayPostgresAvailable && process.env.CI) throw new Error(`CI must provide PostgreSQL binaries in ${POSTGRES_BIN} (POSTGRES_BIN): the restart tests may not skip there`);
 

@@ -3,12 +3,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RampartClient } from '@rampart/client';
 import { seedOrg } from '@rampart/server/testing';
-import { agentHealth, failedPassword, freePort, spawnAgent, startControlPlane, tempDir, waitFor, writeAgentConfig, type AgentProcess, type ControlPlane } from './support.ts';
+import { agentHealth, failedPassword, freePort, spawnAgent, startControlPlane, tempDir, waitFor, writeAgentConfig, type AgentProcess, type ControlPlane } from '../e2e/support.ts';
 
 /*
  * Reporting never loses a report and never doubles one: the agent is killed with SIGKILL while
  * it reports, the server is stopped while detections keep coming (and the agent is killed again
- * meanwhile), then everything comes back. Every detection must end up on the server exactly once.
+ * meanwhile), then everything comes back. Every detection must end up on the server exactly once,
+ * and the spool drains within the stated bound (120 s after the server is back: a correctness
+ * bound, not a benchmark; the figure measured is printed).
  */
 describe('agent reporting across kill -9 and a server outage', () => {
   let cp: ControlPlane;
@@ -98,12 +100,14 @@ describe('agent reporting across kill -9 and a server outage', () => {
 
     // 4. Server back, agent back, more detections; everything arrives once.
     await cp.start();
+    const backAt = Date.now();
     agent = start();
     await appendFile(authLog, lines(450, 500));
     const events = await waitFor('all 500 reports on the server', async () => {
       const e = await serverEvents();
       return e.size === 500 && e;
     }, 120_000, 500);
+    console.info(`fault figures (agent kill -9 during a server outage, ${cp.driver}): ${spooled.spool_depth} detections spooled offline; all 500 on the server ${Date.now() - backAt} ms after it came back`);
     expect([...events.keys()].sort()).toEqual([...ips].sort());
     const counts = [...events.values()];
     expect(counts.filter((n) => n !== 1)).toEqual([]);
