@@ -107,7 +107,7 @@ describe('agent reporting across kill -9 and a server outage', () => {
       const e = await serverEvents();
       return e.size === 500 && e;
     }, 120_000, 500);
-    console.info(`fault figures (agent kill -9 during a server outage, ${cp.driver}): ${spooled.spool_depth} detections spooled offline; all 500 on the server ${Date.now() - backAt} ms after it came back`);
+    console.info(`fault figures (agent kill -9 during a server outage, ${cp.driver}): ${String(spooled.spool_depth)} detections spooled offline; all 500 on the server ${Date.now() - backAt} ms after it came back`);
     expect([...events.keys()].sort()).toEqual([...ips].sort());
     const counts = [...events.values()];
     expect(counts.filter((n) => n !== 1)).toEqual([]);

@@ -22,7 +22,7 @@ describe('brute force on a known key id', () => {
   let drop = async () => {};
   beforeAll(async () => {
     const db = postgresAvailable ? await createTestDatabase() : undefined;
-    if (db) drop = db.drop;
+    if (db) drop = () => db.drop();
     server = await startReplica({ expectDemo: true, env: { AUTH_LOCKOUT_SECONDS: String(LOCKOUT_SECONDS) }, ...(db ? { databaseUrl: db.url } : {}) });
   }, 120_000);
   afterAll(async () => {

@@ -26,11 +26,8 @@ export interface AuthMetrics {
 
 const INGEST_PHASES = ['begin', 'lock', 'write', 'commit'] as const;
 
-/** One registry per app instance, so several apps in one process (tests) do not collide. */
-export function createMetrics(store: Store): Metrics {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  const coinDebits = new Counter({ name: 'rampart_coin_debits_total', help: 'Coins charged for successful requests', labelNames: ['kind'], registers: [registry] });
+/** What the store reports of itself: connections, fsyncs, the listener. */
+function storeMetrics(registry: Registry, store: Store): void {
   new Gauge({
     name: 'rampart_store_pool_connections',
     help: 'Store connections by state',
@@ -43,8 +40,6 @@ export function createMetrics(store: Store): Metrics {
       this.set({ state: 'waiting' }, s.waiting);
     },
   });
-  // Reports per transaction and where a batch's time goes: the batches run their statements one
-  // at a time, so begin + lock + write per batch bounds the reports per second a replica stores.
   new Counter({
     name: 'rampart_store_fsyncs_total',
     help: 'fsync(2) calls of the embedded store (PGlite on disk): each commit syncs its WAL',
@@ -66,6 +61,38 @@ export function createMetrics(store: Store): Metrics {
       this.set(store.db.health().listening ? 1 : 0);
     },
   });
+}
+
+/** Failed authentications and lock-outs (plugins/auth.ts counts them). */
+function authMetrics(registry: Registry): AuthMetrics {
+  return {
+    failures: new Counter({
+      name: 'rampart_auth_failures_total',
+      help: 'Failed authentications counted towards lock-outs, by reason: unknown_key, wrong_secret, revoked_key, agent_key',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    lockouts: new Counter({
+      name: 'rampart_auth_lockouts_total',
+      help: 'Authentication lock-outs started, by subject (address, key_id)',
+      labelNames: ['subject'],
+      registers: [registry],
+    }),
+    refused: new Counter({
+      name: 'rampart_auth_locked_out_requests_total',
+      help: 'Requests refused with 429 while their address or key id was locked out, by subject',
+      labelNames: ['subject'],
+      registers: [registry],
+    }),
+  };
+}
+
+/** One registry per app instance, so several apps in one process (tests) do not collide. */
+export function createMetrics(store: Store): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const coinDebits = new Counter({ name: 'rampart_coin_debits_total', help: 'Coins charged for successful requests', labelNames: ['kind'], registers: [registry] });
+  storeMetrics(registry, store);
   const connectionEvents = new Counter({
     name: 'rampart_store_connection_events_total',
     help: 'Store connection state changes by role (pool, listener): lost, retry_failed, restored',
@@ -87,26 +114,9 @@ export function createMetrics(store: Store): Metrics {
     if (event.state === 'restored' && event.replayed) replayed.inc(event.replayed);
     if (event.state === 'restored' && event.gap) gaps.inc();
   });
-  const auth: AuthMetrics = {
-    failures: new Counter({
-      name: 'rampart_auth_failures_total',
-      help: 'Failed authentications counted towards lock-outs, by reason: unknown_key, wrong_secret, revoked_key, agent_key',
-      labelNames: ['reason'],
-      registers: [registry],
-    }),
-    lockouts: new Counter({
-      name: 'rampart_auth_lockouts_total',
-      help: 'Authentication lock-outs started, by subject (address, key_id)',
-      labelNames: ['subject'],
-      registers: [registry],
-    }),
-    refused: new Counter({
-      name: 'rampart_auth_locked_out_requests_total',
-      help: 'Requests refused with 429 while their address or key id was locked out, by subject',
-      labelNames: ['subject'],
-      registers: [registry],
-    }),
-  };
+  const auth = authMetrics(registry);
+  // Reports per transaction and where a batch's time goes: the batches run their statements one
+  // at a time, so begin + lock + write per batch bounds the reports per second a replica stores.
   const batchReports = new Histogram({
     name: 'rampart_ipv4_ingest_batch_reports',
     help: 'IPv4 reports and decisions stored per transaction (group commit)',

@@ -86,7 +86,7 @@ export class SyncHub {
       this.feedHead = undefined;
       if (!event.gap) return;
       this.o.log.warn({ agents: this.byGaid.size }, 'live events were missed beyond replay: agents asked to reconnect');
-      for (const c of [...this.byGaid.values()]) {
+      for (const c of Array.from(this.byGaid.values())) {
         this.remove(c);
         c.socket.close(SYNC_CLOSE.resync, 'events missed; reconnect');
       }
@@ -112,7 +112,7 @@ export class SyncHub {
     this.stopWatching?.();
     if (this.feedTimer) clearTimeout(this.feedTimer);
     await this.unsubscribe?.();
-    for (const c of [...this.byGaid.values()]) c.socket.close(SYNC_CLOSE.shutdown, 'server shutting down');
+    for (const c of Array.from(this.byGaid.values())) c.socket.close(SYNC_CLOSE.shutdown, 'server shutting down');
     await this.chain;
   }
 
@@ -313,7 +313,7 @@ export class SyncHub {
   private heartbeat(): void {
     this.tick += 1;
     const ping = JSON.stringify({ type: 'ping', nonce: String(this.tick) } satisfies ServerSyncMessage);
-    for (const c of [...this.byGaid.values()]) {
+    for (const c of Array.from(this.byGaid.values())) {
       if (!c.seen) {
         this.remove(c);
         c.socket.terminate();
