@@ -5,6 +5,7 @@ import type { Db, NotificationHandler, QueryResult, Transaction } from './db.ts'
 import { lockDataDir, type LockOwner } from './data-dir-lock.ts';
 import { makePrivate, restrictUmask } from './data-dir-permissions.ts';
 import { StoreNodeFS, durableStartParams } from './pglite-node-fs.ts';
+import { initdbInChild } from './pglite-initdb.ts';
 
 /**
  * The embedded default store. PGlite holds one connection, so every statement is
@@ -39,16 +40,12 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
   const fs = dataDir && options.durable !== false ? new StoreNodeFS(dataDir) : undefined;
   let pglite: PGlite;
   try {
-    const firstRun = dataDir !== undefined && !existsSync(join(dataDir, 'PG_VERSION'));
+    if (fs && !existsSync(join(dataDir!, 'PG_VERSION'))) await initdbInChild(dataDir!);
     pglite = fs
       ? await PGlite.create({ fs, startParams: [...durableStartParams(PGlite.defaultStartParams), ...MEMORY_START_PARAMS] })
       : dataDir
         ? await PGlite.create(dataDir)
         : await PGlite.create();
-    // The first start runs initdb in a WebAssembly instance of its own, hundreds of MB that are
-    // garbage once it returns but that V8 does not collect while the server idles. `npm start`
-    // runs node with --expose-gc so that they are returned at once.
-    if (firstRun) (globalThis as { gc?: () => void }).gc?.();
   } catch (err) {
     unlock();
     throw err;
