@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { ScoreExplanation } from '@rampart/contracts';
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
-import { waiveCoins } from '../plugins/coins.ts';
+import { chargeFeedPage } from '../plugins/coins.ts';
 import { delaySeconds, visibleTo } from '../services/envelope.ts';
 import { explanation, v32Scorer } from '../services/indicators.ts';
 import type { NamedRow } from '../store/index.ts';
@@ -36,7 +36,7 @@ export async function namedFeed<T>(context: AppContext, request: FastifyRequest,
   const principal = principalOf(request);
   const rows = await storeOf(context, kind).feedPage(principal.org.id, query.ts, query.page_size, delaySeconds(principal.org));
   // The "nothing new" poll costs nothing.
-  if (rows.length === 0) waiveCoins(request);
+  chargeFeedPage(request, rows.length);
   return {
     header: { version: 4 as const, ts: query.ts, next_ts: rows.at(-1)?.ts ?? query.ts, page_size: query.page_size, user: await feedUser(context, request) },
     body: rows.map(toRecord),

@@ -14,7 +14,7 @@ import {
 import type { AppContext } from '../../context.ts';
 import { plainJson } from '../../plugins/plain-json.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { waiveCoins } from '../../plugins/coins.ts';
+import { chargeFeedPage } from '../../plugins/coins.ts';
 import { delaySeconds, visibleTo } from '../../services/envelope.ts';
 import { catalogFileType } from '../../services/file-type-catalog.ts';
 import { explanation, fileRecord, v32Scorer } from '../../services/indicators.ts';
@@ -102,7 +102,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
         tags: q.tags,
       });
       // The "nothing new" poll costs nothing.
-      if (rows.length === 0) waiveCoins(request);
+      chargeFeedPage(request, rows.length);
       return {
         header: { type: 'Malware' as const, version: 4 as const, ts: q.ts, next_ts: rows.at(-1)?.ts ?? q.ts, page_size: q.page_size, user: await feedUser(context, request) },
         body: rows.map(fileRecord),
