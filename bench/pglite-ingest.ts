@@ -35,7 +35,7 @@ async function round(mode: 'none' | 'fsync'): Promise<{ rps: number; p99: number
     await createUser(store, { orgGid: org.gid, username, role: 2 });
     keys.push((await createApiKey(store, { username })).key);
   }
-  const app = await buildApp({ config: testConfig({ rateLimitPerMinute: 1_000_000_000 }), store, ipv4Mirror: null });
+  const app = await buildApp({ config: testConfig({ rateLimitPerMinute: 1_000_000_000, allowNonPublicReports: true }), store, ipv4Mirror: null });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   let n = 0;
   const syncsBefore = db.stats().syncs ?? 0;

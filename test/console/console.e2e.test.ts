@@ -179,10 +179,10 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
   });
 
   it('looks an address up, shows its live score and components, and blacklists it with a TTL', async () => {
-    expect((await api('POST', '/ips', acme.keys.contributor, { ip: '198.51.100.23', confidence: 0.9, source: 'ssh' })).status).toBeLessThan(300);
+    expect((await api('POST', '/ips', acme.keys.contributor, { ip: '45.77.100.23', confidence: 0.9, source: 'ssh' })).status).toBeLessThan(300);
     const page = await signedIn(acme.keys.admin);
     await page.getByRole('link', { name: 'Look-up' }).click();
-    await page.getByLabel('IPv4, domain, URL or digest').fill('198.51.100.23');
+    await page.getByLabel('IPv4, domain, URL or digest').fill('45.77.100.23');
     await page.getByRole('button', { name: 'Look up' }).click();
     await page.getByRole('heading', { name: /198\.51\.100\.23/ }).waitFor();
     expect(Number(await page.getByTestId('live-score').textContent())).toBeGreaterThan(0);
@@ -193,7 +193,7 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     await page.getByText('Decision saved: Blacklist.').waitFor();
     await expect.poll(() => page.getByTestId('decision').textContent()).toMatch(/^Blacklist until /);
     await page.screenshot({ path: `${SHOTS}/lookup-blacklisted-1280.png`, fullPage: true });
-    const record = ((await api('GET', '/ips/198.51.100.23', acme.keys.reader)).json as { body: Array<{ decision: number; ttl: number | null }> }).body[0]!;
+    const record = ((await api('GET', '/ips/45.77.100.23', acme.keys.reader)).json as { body: Array<{ decision: number; ttl: number | null }> }).body[0]!;
     expect(record.decision).toBe(1);
     const hours = (record.ttl! - Date.now() / 1000) / 3600;
     expect(hours).toBeGreaterThan(1.9);

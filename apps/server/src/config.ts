@@ -64,6 +64,8 @@ export const ServerConfig = z.object({
   ...TOOLS_ENV,
   AGENT_TOKEN_SECRET: z.string().min(32).optional(),
   SYNC_HEARTBEAT_SECONDS: z.coerce.number().min(1).max(600).default(30),
+  ALLOW_NON_PUBLIC_REPORTS: flag.default(false),
+  MAX_REPORT_PREFIX: z.coerce.number().int().min(0).max(32).default(16),
 });
 export type ServerConfigInput = z.input<typeof ServerConfig>;
 
@@ -105,6 +107,10 @@ export interface AppConfig {
   agentTokenSecret: string | undefined;
   /** Seconds between sync-channel pings; a peer silent for two of them is dropped. */
   syncHeartbeatSeconds: number;
+  /** Reports of private, loopback, documentation, … addresses are accepted (labs); refused otherwise. */
+  allowNonPublicReports: boolean;
+  /** Widest network a report may name (`/16` by default; `/15` and wider are refused). */
+  maxReportPrefix: number;
 }
 
 export class ConfigError extends Error {
@@ -148,6 +154,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     tools: toolsConfig(e),
     agentTokenSecret: e.AGENT_TOKEN_SECRET,
     syncHeartbeatSeconds: e.SYNC_HEARTBEAT_SECONDS,
+    allowNonPublicReports: e.ALLOW_NON_PUBLIC_REPORTS,
+    maxReportPrefix: e.MAX_REPORT_PREFIX,
   };
 }
 

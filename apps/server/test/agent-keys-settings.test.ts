@@ -56,7 +56,7 @@ describe.each(driverCases())('agent keys and settings documents on $name', (driv
     expect(lookup.statusCode).toBe(200);
     expect(lookup.json().body).toEqual([]);
     expect((await get(`/ipv4/500?agid=${b.gaid}&plugin=csv`, { authorization: a.token })).statusCode).toBe(200);
-    const report = await app.inject({ method: 'POST', url: `/api/v1/ips?gaid=${b.gaid}`, headers: { authorization: a.token }, payload: { ip: '203.0.113.78', confidence: 0.5, source: 'ssh' } });
+    const report = await app.inject({ method: 'POST', url: `/api/v1/ips?gaid=${b.gaid}`, headers: { authorization: a.token }, payload: { ip: '45.77.113.78', confidence: 0.5, source: 'ssh' } });
     expect(report.statusCode).toBeLessThan(300);
     const agents = (await get('/agents', { authorization: acme.keys.admin })).json() as Array<{ gaid: string; last_checkin: number | null; last_checkin_via: string | null }>;
     expect(agents.find((x) => x.gaid === a.gaid)).toMatchObject({ last_checkin_via: 'ipv4' });

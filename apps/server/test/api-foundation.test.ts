@@ -68,7 +68,7 @@ describe.each(driverCases())('API foundation on $name', (driver) => {
   });
 
   it('enforces roles per route with 403', async () => {
-    const body = { ip: '198.51.100.7', confidence: 0.9, source: 'ssh' };
+    const body = { ip: '45.77.100.7', confidence: 0.9, source: 'ssh' };
     const asReader = await app.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: acme.keys.reader }, payload: body });
     expect(asReader.statusCode).toBe(403);
     expect(asReader.json().detail).toBe("this operation needs role 2 or higher; the key's role is 1");

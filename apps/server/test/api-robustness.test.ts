@@ -262,7 +262,7 @@ describe.each(driverCases())('API robustness on $name', (driver) => {
 
     it("leaves the organization's objects intact after the intrusions, and ignores check-ins naming its agent", async () => {
       const as = (url: string) => app.inject({ url, headers: { authorization: victim.keys.admin } });
-      const report = await app.inject({ method: 'POST', url: `/api/v1/ips?gaid=${owned.agid}`, headers: { authorization: intruder.keys.contributor }, payload: { ip: '198.51.100.9', confidence: 0.5, source: 'ssh_log' } });
+      const report = await app.inject({ method: 'POST', url: `/api/v1/ips?gaid=${owned.agid}`, headers: { authorization: intruder.keys.contributor }, payload: { ip: '45.77.100.9', confidence: 0.5, source: 'ssh_log' } });
       expect(report.statusCode).toBeLessThan(500);
       const feedback = await app.inject({ method: 'POST', url: '/api/v1/agents/feedback', headers: { authorization: intruder.keys.admin }, payload: { agid: owned.agid, plugin: 'packet_filter', hostname: 'intruder', blacklist: 3 } });
       expect(feedback.statusCode).toBe(404);

@@ -119,17 +119,17 @@ describe.each(driverCases())('hostile clients on $name', (driver) => {
   it('refuses an organization decision in an agent key report with 403, and takes the report without one', async () => {
     const agent = await registerAgent(app, acme.keys.admin);
     const headers = { authorization: agent.token };
-    const report = { ip: '198.51.100.99', confidence: 0.9, source: 'ssh' };
+    const report = { ip: '45.77.100.99', confidence: 0.9, source: 'ssh' };
     const future = Math.floor(Date.now() / 1000) + 3600;
     for (const extra of [{ decision: 0 }, { decision: '0' }, { decision: 1, ttl: future }, { decision: -1 }]) {
       const res = await app.inject({ method: 'POST', url: '/api/v1/ips', headers, payload: { ...report, ...extra } });
       expect(res.statusCode, JSON.stringify(extra)).toBe(403);
       expect(res.json().detail).toMatch(/decision/);
     }
-    const lookup = await app.inject({ url: '/api/v1/ips/198.51.100.99', headers: { authorization: acme.keys.reader } });
+    const lookup = await app.inject({ url: '/api/v1/ips/45.77.100.99', headers: { authorization: acme.keys.reader } });
     expect(lookup.json().body).toEqual([]);
     expect((await app.inject({ method: 'POST', url: '/api/v1/ips', headers, payload: report })).statusCode).toBe(201);
-    const after = await app.inject({ url: '/api/v1/ips/198.51.100.99', headers: { authorization: acme.keys.reader } });
+    const after = await app.inject({ url: '/api/v1/ips/45.77.100.99', headers: { authorization: acme.keys.reader } });
     expect([0, 1]).not.toContain(after.json().body[0].decision);
   });
 

@@ -31,46 +31,46 @@ describe.each(driverCases())('PUT /ips/{ip} (decision only) on $name', (driver) 
   const put = (ip: string, key: string, payload: Record<string, unknown>) => app.inject({ method: 'PUT', url: `/api/v1/ips/${encodeURIComponent(ip)}`, headers: { authorization: key }, payload });
 
   it('sets, limits and clears the decision, delivering the record again to the deciding organization only', async () => {
-    expect((await app.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: acme.keys.contributor }, payload: { ip: '203.0.113.9', confidence: 0.9, source: 'ssh' } })).statusCode).toBe(201);
-    const before = (await lookup('203.0.113.9', acme.keys.reader))!;
+    expect((await app.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: acme.keys.contributor }, payload: { ip: '45.77.113.9', confidence: 0.9, source: 'ssh' } })).statusCode).toBe(201);
+    const before = (await lookup('45.77.113.9', acme.keys.reader))!;
     await nextSecond(before.ts);
     const ttl = Math.floor(Date.now() / 1000) + 3600;
-    expect((await put('203.0.113.9', acme.keys.contributor, { decision: 1, ttl })).statusCode).toBe(200);
-    const blacklisted = (await lookup('203.0.113.9', acme.keys.reader))!;
+    expect((await put('45.77.113.9', acme.keys.contributor, { decision: 1, ttl })).statusCode).toBe(200);
+    const blacklisted = (await lookup('45.77.113.9', acme.keys.reader))!;
     // A newer ts (the feed moves), and the live score at that second as the new anchor.
     expect(blacklisted.ts).toBeGreaterThan(before.ts);
     expect(blacklisted).toMatchObject({ decision: 1, ttl, score: reanchoredScore(before.score, blacklisted.ts - before.ts), gid: before.gid });
     expect(blacklisted.info?.events ?? null).toBe(before.info?.events ?? null);
     // Another organization's view is untouched.
-    expect((await lookup('203.0.113.9', other.keys.reader))!).toMatchObject({ decision: null, ttl: null, ts: before.ts, score: before.score });
+    expect((await lookup('45.77.113.9', other.keys.reader))!).toMatchObject({ decision: null, ttl: null, ts: before.ts, score: before.score });
 
     await nextSecond(blacklisted.ts);
-    expect((await put('203.0.113.9', acme.keys.contributor, { decision: '0' })).statusCode).toBe(200);
-    const whitelisted = (await lookup('203.0.113.9', acme.keys.reader))!;
+    expect((await put('45.77.113.9', acme.keys.contributor, { decision: '0' })).statusCode).toBe(200);
+    const whitelisted = (await lookup('45.77.113.9', acme.keys.reader))!;
     expect(whitelisted.ts).toBeGreaterThan(blacklisted.ts);
     expect(whitelisted).toMatchObject({ decision: 0, ttl: null, score: reanchoredScore(blacklisted.score, whitelisted.ts - blacklisted.ts) });
     await nextSecond(whitelisted.ts);
-    expect((await put('203.0.113.9', acme.keys.contributor, { decision: -1 })).statusCode).toBe(200);
-    const cleared = (await lookup('203.0.113.9', acme.keys.reader))!;
+    expect((await put('45.77.113.9', acme.keys.contributor, { decision: -1 })).statusCode).toBe(200);
+    const cleared = (await lookup('45.77.113.9', acme.keys.reader))!;
     expect(cleared.ts).toBeGreaterThan(whitelisted.ts);
     expect(cleared).toMatchObject({ decision: null, ttl: null });
-    const counts = await store.db.query<{ n: number }>(`select count(*)::int as n from ipv4_reports r join ipv4_indicators i on i.id = r.indicator_id where i.network = '203.0.113.9/32'`);
+    const counts = await store.db.query<{ n: number }>(`select count(*)::int as n from ipv4_reports r join ipv4_indicators i on i.id = r.indicator_id where i.network = '45.77.113.9/32'`);
     expect(counts.rows[0]!.n).toBe(1);
   });
 
   it('takes a URL-encoded network and refuses bad input, readers and reserved addresses', async () => {
     expect((await put('198.51.100.0/24', acme.keys.contributor, { decision: 0 })).statusCode).toBe(200);
-    const bad = await put('203.0.113.9', acme.keys.contributor, { decision: 0, ttl: Math.floor(Date.now() / 1000) + 60 });
+    const bad = await put('45.77.113.9', acme.keys.contributor, { decision: 0, ttl: Math.floor(Date.now() / 1000) + 60 });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().errors).toEqual([{ path: 'body.ttl', message: 'a ttl applies only to decision 1' }]);
-    const past = await put('203.0.113.9', acme.keys.contributor, { decision: 1, ttl: 1000 });
+    const past = await put('45.77.113.9', acme.keys.contributor, { decision: 1, ttl: 1000 });
     expect(past.statusCode).toBe(400);
     expect(past.json().errors[0].path).toBe('body.ttl');
-    const range = await put('203.0.113.9', acme.keys.contributor, { decision: 2 });
+    const range = await put('45.77.113.9', acme.keys.contributor, { decision: 2 });
     expect(range.statusCode).toBe(400);
     expect(range.json().errors[0].path).toBe('body.decision');
     expect((await put('203.0.113.300', acme.keys.contributor, { decision: 1 })).statusCode).toBe(400);
-    expect((await put('203.0.113.9', acme.keys.reader, { decision: 1 })).statusCode).toBe(403);
+    expect((await put('45.77.113.9', acme.keys.reader, { decision: 1 })).statusCode).toBe(403);
 
     const doc = (await app.inject({ url: '/api/v1/organization/config', headers: { authorization: acme.keys.admin } })).json();
     expect((await app.inject({ method: 'PUT', url: '/api/v1/organization/config', headers: { authorization: acme.keys.admin }, payload: { ...doc, reserved_ips: ['192.0.2.0/24'] } })).statusCode).toBe(200);

@@ -45,7 +45,7 @@ describe.each(driverCases())('IPv4 feed under concurrent writers on $name', (dri
           method: 'POST',
           url: '/api/v1/ips',
           headers: { authorization: org.keys.contributor },
-          payload: { ip: `198.19.${n >> 8}.${n & 255}`, confidence: 0.5 + (i % 5) / 10, source: `w${w}` },
+          payload: { ip: `45.19.${n >> 8}.${n & 255}`, confidence: 0.5 + (i % 5) / 10, source: `w${w}` },
         });
         expect(res.statusCode, res.body).toBeLessThan(300);
       }

@@ -266,17 +266,17 @@ describe.each(driverCases())('IPv4 decisions, look-ups and lists on $name', (dri
   it('explain=yes returns the v3.2 components that made the score', async () => {
     const reporters = [acme, other];
     for (const o of reporters) {
-      const res = await app.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: o.keys.contributor }, payload: { ip: '198.18.0.1', confidence: 0.9, source: 'ids' } });
+      const res = await app.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: o.keys.contributor }, payload: { ip: '45.76.18.1', confidence: 0.9, source: 'ids' } });
       expect(res.statusCode).toBeLessThan(300);
     }
-    const res = (await get(acme.keys.reader, '/ips/198.18.0.1?explain=yes')).json();
+    const res = (await get(acme.keys.reader, '/ips/45.76.18.1?explain=yes')).json();
     const expected = scoreV32([
       { orgTrust: 0.5, confidence: 0.9, events: 1 },
       { orgTrust: 0.5, confidence: 0.9, events: 1 },
     ]);
     expect(res.body[0].score).toBe(expected.s0);
     expect(res.body[0].explain).toMatchObject({ algorithm: '3.2', ...expected.components, s0: expected.s0, decision_reason: 'below_threshold' });
-    const plain = (await get(acme.keys.reader, '/ips/198.18.0.1')).json();
+    const plain = (await get(acme.keys.reader, '/ips/45.76.18.1')).json();
     expect(plain.body[0].explain).toBeUndefined();
   });
 });

@@ -73,19 +73,19 @@ describe.each(driverCases())('batched look-ups on $name', (driver) => {
   };
 
   it('answers many concurrent look-ups of different and equal addresses as one at a time would', async () => {
-    for (let i = 1; i <= 8; i++) await report(`198.18.0.${i}`);
-    await report('198.18.0.0/24', globex.keys.contributor);
-    await report('198.18.0.0/16');
-    await decide('198.18.0.0/28', acme.keys.contributor, { decision: 1 });
-    await decide('198.18.0.3', globex.keys.contributor, { decision: 0 });
+    for (let i = 1; i <= 8; i++) await report(`45.18.0.${i}`);
+    await report('45.18.0.0/24', globex.keys.contributor);
+    await report('45.18.0.0/16');
+    await decide('45.18.0.0/28', acme.keys.contributor, { decision: 1 });
+    await decide('45.18.0.3', globex.keys.contributor, { decision: 0 });
     const keys = [acme.keys.reader, globex.keys.reader, initech.keys.reader];
     // Held addresses, an unheld one inside the held networks, one outside everything.
-    const ips = ['198.18.0.1', '198.18.0.2', '198.18.0.3', '198.18.0.8', '198.18.0.200', '198.19.0.1'];
+    const ips = ['45.18.0.1', '45.18.0.2', '45.18.0.3', '45.18.0.8', '45.18.0.200', '45.19.0.1'];
     const expected = new Map<string, Awaited<ReturnType<typeof lookup>>>();
     for (const ip of ips) for (const key of keys) expected.set(`${ip} ${key}`, await lookup(ip, key));
-    expect(expected.get(`198.18.0.1 ${acme.keys.reader}`)!.map((r) => r.ip)).toEqual(['198.18.0.1', '198.18.0.0/24', '198.18.0.0/16']);
-    expect(expected.get(`198.18.0.200 ${acme.keys.reader}`)!.map((r) => r.ip)).toEqual(['198.18.0.0/24', '198.18.0.0/16']);
-    expect(expected.get(`198.19.0.1 ${acme.keys.reader}`)).toEqual([]);
+    expect(expected.get(`45.18.0.1 ${acme.keys.reader}`)!.map((r) => r.ip)).toEqual(['45.18.0.1', '45.18.0.0/24', '45.18.0.0/16']);
+    expect(expected.get(`45.18.0.200 ${acme.keys.reader}`)!.map((r) => r.ip)).toEqual(['45.18.0.0/24', '45.18.0.0/16']);
+    expect(expected.get(`45.19.0.1 ${acme.keys.reader}`)).toEqual([]);
 
     const asks = Array.from({ length: 90 }, (_, n) => ({ ip: ips[(n * 7) % ips.length]!, key: keys[n % keys.length]! }));
     const before = holdingBatches.batches.length;
@@ -96,28 +96,28 @@ describe.each(driverCases())('batched look-ups on $name', (driver) => {
   });
 
   it('gives each organization its own decision when their look-ups of one address share a batch', async () => {
-    await report('198.19.1.7');
-    await decide('198.19.1.7', acme.keys.contributor, { decision: 1 });
-    await decide('198.19.1.0/24', globex.keys.contributor, { decision: 0 });
+    await report('45.19.1.7');
+    await decide('45.19.1.7', acme.keys.contributor, { decision: 1 });
+    await decide('45.19.1.0/24', globex.keys.contributor, { decision: 0 });
     const lookups = new Ipv4Lookup(store.db);
     const orgs = [acme.org.id, globex.org.id, initech.org.id];
     const before = holdingBatches.batches.length;
-    const rows = await Promise.all(Array.from({ length: 30 }, (_, n) => lookups.holding(orgs[n % 3]!, '198.19.1.7')));
+    const rows = await Promise.all(Array.from({ length: 30 }, (_, n) => lookups.holding(orgs[n % 3]!, '45.19.1.7')));
     // Asked in one tick: one statement, each (organization, address) once.
     expect(holdingBatches.batches.slice(before)).toEqual([3]);
     rows.forEach((r, n) => {
-      expect(r.map((x) => x.network)).toEqual(['198.19.1.7/32']);
+      expect(r.map((x) => x.network)).toEqual(['45.19.1.7/32']);
       expect(r[0]!.decision).toBe([1, 0, null][n % 3]);
     });
     // The same through the route, where the decision also goes through the policy.
     const keys = [acme.keys.reader, globex.keys.reader, initech.keys.reader];
-    const answers = await Promise.all(Array.from({ length: 30 }, (_, n) => lookup('198.19.1.7', keys[n % 3]!)));
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, n) => lookup('45.19.1.7', keys[n % 3]!)));
     answers.forEach((a, n) => expect(a[0]!.decision).toBe([1, 0, null][n % 3]));
   });
 
   it('never answers a look-up from before a write acknowledged ahead of it', async () => {
     const lookups = new Ipv4Lookup(store.db, { maxInFlight: 1 });
-    const ip = '198.19.2.9';
+    const ip = '45.19.2.9';
     for (let round = 0; round < 3; round++) {
       const early = Array.from({ length: 10 }, () => lookups.holding(acme.org.id, ip));
       // The early batch is sent (and maybe answered) before the write below is acknowledged.

@@ -27,16 +27,16 @@ describe.each(driverCases())('plain JSON read routes on $name', (driver) => {
     const now = Math.floor(Date.now() / 1000);
     await store.db.query(
       `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, members, events, sources, notes, ip_info)
-       values ('RMP-RULE-GID-PJ1', '203.0.113.7/32', false, 640, $1, $1, 2, 5, '{ssh,waf}', '{"seen twice"}',
+       values ('RMP-RULE-GID-PJ1', '45.77.113.7/32', false, 640, $1, $1, 2, 5, '{ssh,waf}', '{"seen twice"}',
                '{"as_name": "Example", "asn": "AS64500", "country": "NL", "city": "Amsterdam", "extra": {"nested": true}}'::jsonb),
-              ('RMP-RULE-GID-PJ2', '203.0.113.0/24', true, 300, $1, $1, 1, 1, '{}', '{}', null)`,
+              ('RMP-RULE-GID-PJ2', '45.77.113.0/24', true, 300, $1, $1, 1, 1, '{}', '{}', null)`,
       [now - 60],
     );
     const send = (method: 'POST' | 'PUT', url: string, payload: object) =>
       app.inject({ method, url: `/api/v1${url}`, headers: { authorization: acme.keys.contributor }, payload });
     // A report through the API too (its reporters feed explain=yes), and a decision on the network.
-    expect((await send('POST', '/ips', { ip: '203.0.113.7', confidence: 0.8, source: 'ssh', notes: 'again' })).statusCode).toBe(200);
-    expect((await send('PUT', `/ips/${encodeURIComponent('203.0.113.0/24')}`, { decision: 1, ttl: now + 3600 })).statusCode).toBe(200);
+    expect((await send('POST', '/ips', { ip: '45.77.113.7', confidence: 0.8, source: 'ssh', notes: 'again' })).statusCode).toBe(200);
+    expect((await send('PUT', `/ips/${encodeURIComponent('45.77.113.0/24')}`, { decision: 1, ttl: now + 3600 })).statusCode).toBe(200);
     expect((await send('POST', '/files', { sha256: digest, file_type: 'application/pdf', file_name: 'a.pdf', tags: ['pdf', 'dropper'] })).statusCode).toBe(200);
     expect((await send('POST', '/domains', { domain: 'Plain-JSON.example.', tags: ['phish'] })).statusCode).toBe(200);
     expect((await send('POST', '/urls', { url: 'https://plain-json.example:443/a?b=c', confidence: 0.7 })).statusCode).toBe(200);
@@ -56,8 +56,8 @@ describe.each(driverCases())('plain JSON read routes on $name', (driver) => {
 
   const url = encodeURIComponent('https://plain-json.example/a?b=c');
   const cases: Array<[string, z.ZodType, (body: any) => number]> = [
-    ['/ips/203.0.113.7', Ipv4Page, (b) => b.body.length],
-    ['/ips/203.0.113.7?full=yes&explain=yes', Ipv4Page, (b) => b.body.length],
+    ['/ips/45.77.113.7', Ipv4Page, (b) => b.body.length],
+    ['/ips/45.77.113.7?full=yes&explain=yes', Ipv4Page, (b) => b.body.length],
     ['/ips?ts=0', Ipv4Page, (b) => b.body.length],
     ['/ips?ts=0&full=yes&page_size=1000', Ipv4Page, (b) => b.body.length],
     [`/files/${digest.toUpperCase()}`, FileRecord, () => 1],
@@ -80,10 +80,10 @@ describe.each(driverCases())('plain JSON read routes on $name', (driver) => {
   });
 
   it('an IPv4 record carries exactly the spec fields of ip_info, whatever the stored document holds', async () => {
-    const res = await app.inject({ url: '/api/v1/ips/203.0.113.7?full=yes', headers: { authorization: acme.keys.reader } });
+    const res = await app.inject({ url: '/api/v1/ips/45.77.113.7?full=yes', headers: { authorization: acme.keys.reader } });
     const [host, network] = res.json().body;
     expect(host.ip_info).toStrictEqual({ as_domain: '', as_name: 'Example', asn: 'AS64500', continent: '', continent_name: '', country: 'NL', country_name: '' });
     expect(host.info).toMatchObject({ sources: ['ssh', 'waf'], notes: ['seen twice', 'again'] });
-    expect(network).toMatchObject({ ip: '203.0.113.0/24', decision: 1 });
+    expect(network).toMatchObject({ ip: '45.77.113.0/24', decision: 1 });
   });
 });

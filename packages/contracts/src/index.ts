@@ -1,6 +1,7 @@
 export * from './constants.ts';
 export * from './primitives.ts';
 export * from './ipv4.ts';
+export * from './ipv4-special.ts';
 export * from './problem.ts';
 export * from './secrets.ts';
 export * from './user.ts';

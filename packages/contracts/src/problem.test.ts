@@ -7,6 +7,8 @@ describe('error catalog', () => {
     expect(statuses).toEqual({
       validation_failed: 400,
       bad_request: 400,
+      non_public_address: 400,
+      network_too_wide: 400,
       unauthorized: 401,
       insufficient_coins: 402,
       forbidden: 403,

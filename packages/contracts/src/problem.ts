@@ -6,6 +6,8 @@ export const PROBLEM_BASE = 'https://rampart.dev/problems/';
 export const ERROR_CATALOG = {
   validation_failed: { status: 400, title: 'Validation failed' },
   bad_request: { status: 400, title: 'Bad request' },
+  non_public_address: { status: 400, title: 'Not a public address' },
+  network_too_wide: { status: 400, title: 'Network too wide' },
   unauthorized: { status: 401, title: 'Unauthorized' },
   insufficient_coins: { status: 402, title: 'Not enough service coins' },
   forbidden: { status: 403, title: 'Forbidden' },

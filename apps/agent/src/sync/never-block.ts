@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { networkInterfaces } from 'node:os';
-import { parseIpv4, type Ipv4Net } from '@rampart/contracts';
+import { IPV4_SPECIAL_RANGES, parseIpv4, type Ipv4Net } from '@rampart/contracts';
 
 /** Why an address may never be blocked. */
 export type ProtectionReason = 'special_range' | 'own_address' | 'control_plane' | 'reserved_ip' | 'allow_list';
@@ -22,15 +22,12 @@ interface Interval {
   reason: ProtectionReason;
 }
 
-/** Every IPv4 special-purpose range ipaddr.js knows (loopback, private, link-local, multicast, reserved, ...). */
+/**
+ * The IPv4 special-purpose ranges (private, loopback, link-local, CGNAT, multicast, documentation,
+ * reserved, ...): the one table of `@rampart/contracts`, the same the server refuses reports of.
+ */
 export function specialRanges(): string[] {
-  const ranges = (ipaddr.IPv4.prototype as unknown as { SpecialRanges: unknown }).SpecialRanges as Record<string, [ipaddr.IPv4, number][] | [ipaddr.IPv4, number]>;
-  const out: string[] = [];
-  for (const value of Object.values(ranges)) {
-    const list = Array.isArray(value[0]) ? (value as [ipaddr.IPv4, number][]) : [value as [ipaddr.IPv4, number]];
-    for (const [address, prefix] of list) out.push(`${address.toString()}/${prefix}`);
-  }
-  return out;
+  return IPV4_SPECIAL_RANGES.map((r) => r.cidr);
 }
 
 export function hostAddresses(): string[] {

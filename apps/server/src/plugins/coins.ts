@@ -11,6 +11,8 @@ declare module 'fastify' {
     coinCharge: { orgId: number; price: number; remaining: number } | null;
     /** Set by a handler whose answer costs nothing after all (an empty feed page): refunded in onSend. */
     coinFree: boolean;
+    /** A feed request the balance cannot pay for: 402 unless its page turns out empty (chargeFeedPage). */
+    coinShort: ApiError | null;
   }
   interface FastifyInstance {
     /** Debits and refunds coins, combined per organization (a route charging extra uses it too). */
@@ -34,14 +36,20 @@ export interface CoinOptions {
  * a request that then fails gets its coins back before the response leaves. Organizations
  * with large balances are charged from a per-replica lease without a round trip (CoinLedger).
  */
-/** The request costs nothing: whatever was charged for it goes back before the response leaves. */
-export function waiveCoins(request: FastifyRequest): void {
-  request.coinFree = true;
+/**
+ * A feed page's price: an empty page (the "nothing new" poll) costs nothing, whatever was charged
+ * goes back before the response leaves, and it is served even at a zero balance; a page with
+ * records the balance could not pay for is 402.
+ */
+export function chargeFeedPage(request: FastifyRequest, records: number): void {
+  if (records === 0) request.coinFree = true;
+  else if (request.coinShort) throw request.coinShort;
 }
 
 export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store, prices, debits, leaseMax }) => {
   app.decorateRequest('coinCharge', null);
   app.decorateRequest('coinFree', false);
+  app.decorateRequest('coinShort', null);
   const ledger = new CoinLedger(store.orgs, { max: leaseMax });
   app.decorate('coinLedger', ledger);
   // Unspent leased coins go back to the organizations before the store closes.
@@ -59,9 +67,15 @@ export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store,
     if (remaining === undefined) {
       const balance = (await store.orgs.balance(principal.org.id)) + ledger.unspent(principal.org.id);
       reply.header('X-Coins-Cost', '0').header('X-Coins-Remaining', String(balance));
-      throw new ApiError('insufficient_coins', `this request costs ${price} coins; the organization's balance is ${balance}`, {
+      const short = new ApiError('insufficient_coins', `this request costs ${price} coins; the organization's balance is ${balance}`, {
         extra: { balance, price },
       });
+      // Whether a feed page costs anything is known once it is read (chargeFeedPage).
+      if (kind === 'feed') {
+        request.coinShort = short;
+        return;
+      }
+      throw short;
     }
     request.coinCharge = { orgId: principal.org.id, price, remaining };
   });

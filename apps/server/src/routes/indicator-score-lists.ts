@@ -5,7 +5,8 @@ import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
 import { liveCutoffs } from '../services/ipv4-policy.ts';
 import { listEntry, sendTextList, type TextListSource } from '../services/text-list.ts';
-import type { DigestKind } from '../store/index.ts';
+import type { DigestKind, Organization } from '../store/index.ts';
+import { visibleUpTo } from '../services/envelope.ts';
 import type { ScoreListFilter } from '../store/indicator-sql.ts';
 import { nowSeconds } from './indicator-common.ts';
 
@@ -16,8 +17,8 @@ const text = z.string().describe('text/plain');
 // listed, a blacklist always is, otherwise the live score (v3.2, this second) must reach min_score.
 // 10,000 lines per page, the next page's cursor in `next_page`, ETag/304 when nothing changed.
 
-function filterFor(orgId: number, minScore: number, now: number): ScoreListFilter {
-  return { orgId, cutoffs: liveCutoffs(minScore, now) };
+function filterFor(org: Organization, minScore: number, now: number): ScoreListFilter {
+  return { orgId: org.id, cutoffs: liveCutoffs(minScore, now), visibleUpTo: visibleUpTo(org, now) };
 }
 
 export const indicatorScoreListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
@@ -35,7 +36,7 @@ export const indicatorScoreListRoutes: FastifyPluginAsyncZod<{ context: AppConte
       const { min_score } = request.params;
       const { digest, format, page } = request.query;
       const kind = digest.toLowerCase() as DigestKind;
-      const filter = filterFor(principal.org.id, min_score, nowSeconds());
+      const filter = filterFor(principal.org, min_score, nowSeconds());
       const source: TextListSource<{ id: number; hex: string }, number> = {
         rows: (after, upTo, limit) => store.files.listRows(filter, kind, after, upTo, limit),
         boundary: (after, n) => store.files.listBoundary(filter, kind, after, n),
@@ -70,7 +71,7 @@ export const indicatorScoreListRoutes: FastifyPluginAsyncZod<{ context: AppConte
         const principal = principalOf(request);
         const { min_score } = request.params as { min_score: number };
         const query = request.query as { format: 'CSV' | 'LIST'; page?: string; protocol?: 'HTTP' | 'HTTPS' };
-        const filter = filterFor(principal.org.id, min_score, nowSeconds());
+        const filter = filterFor(principal.org, min_score, nowSeconds());
         // A domain list names the protocol the consumer (a proxy) matches on.
         const prefix = query.protocol ? `${query.protocol.toLowerCase()}://` : '';
         const source: TextListSource<{ id: number; value: string }, number> = {

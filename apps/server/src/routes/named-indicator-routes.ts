@@ -3,8 +3,8 @@ import type { FastifyRequest } from 'fastify';
 import type { ScoreExplanation } from '@rampart/contracts';
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
-import { waiveCoins } from '../plugins/coins.ts';
-import { delaySeconds } from '../services/envelope.ts';
+import { chargeFeedPage } from '../plugins/coins.ts';
+import { delaySeconds, visibleTo } from '../services/envelope.ts';
 import { explanation, v32Scorer } from '../services/indicators.ts';
 import type { NamedRow } from '../store/index.ts';
 import { feedUser, notFound, nowSeconds } from './indicator-common.ts';
@@ -36,7 +36,7 @@ export async function namedFeed<T>(context: AppContext, request: FastifyRequest,
   const principal = principalOf(request);
   const rows = await storeOf(context, kind).feedPage(principal.org.id, query.ts, query.page_size, delaySeconds(principal.org));
   // The "nothing new" poll costs nothing.
-  if (rows.length === 0) waiveCoins(request);
+  chargeFeedPage(request, rows.length);
   return {
     header: { version: 4 as const, ts: query.ts, next_ts: rows.at(-1)?.ts ?? query.ts, page_size: query.page_size, user: await feedUser(context, request) },
     body: rows.map(toRecord),
@@ -54,7 +54,8 @@ export async function lookupNamed<T extends { explain?: ScoreExplanation }>(
   const principal = principalOf(request);
   const store = storeOf(context, kind);
   const row = await store.byValue(principal.org.id, value);
-  if (!row) throw notFound(`${kind} ${value}`);
+  // A record the organization's delay still hides is not held, for it.
+  if (!row || !visibleTo(principal.org, nowSeconds())(row)) throw notFound(`${kind} ${value}`);
   const record = toRecord(row);
   if (explain) record.explain = explanation(await store.aggregates(row.id), row, nowSeconds());
   return record;

@@ -28,6 +28,23 @@ export function delaySeconds(org: Organization): number {
   return Number.isFinite(n) && n > 0 ? n : 0;
 }
 
+/**
+ * The organization's delay, the one rule every read path applies (feeds, `/ipv4`, `/flat`, score
+ * lists, look-ups, STIX, the console's overview): a record whose `ts` as the organization sees it
+ * (its anchor) is later than the second returned is not visible to it yet. `null`: no delay, every
+ * record is visible. The feeds apply it to their settled second (`feedPage`'s upper bound).
+ */
+export function visibleUpTo(org: Organization, now: number): number | null {
+  const delay = delaySeconds(org);
+  return delay > 0 ? now - delay : null;
+}
+
+/** `visibleUpTo` as a predicate over rows that carry the organization's `ts`. */
+export function visibleTo(org: Organization, now: number): (row: { ts: number }) => boolean {
+  const upTo = visibleUpTo(org, now);
+  return upTo === null ? () => true : (row) => Number(row.ts) <= upTo;
+}
+
 export function isoMillis(epochSeconds: number): string {
   return new Date(epochSeconds * 1000).toISOString();
 }

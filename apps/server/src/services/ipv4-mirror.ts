@@ -227,6 +227,8 @@ export interface MirrorPage {
 /** What one request lists: the filter of `ipv4ListFilter`, reduced to what the mirror evaluates. */
 export interface MirrorPlan {
   now: number;
+  /** The organization's delay: rows whose ts (its anchor's when newer) is later are not listed. */
+  visibleUpTo: number;
   cutoffs: Float64Array;
   ranges: Array<{ start: number; end: number }>;
   decision: ((addr: number, len: number) => MirrorDecision | undefined) | null;
@@ -593,6 +595,7 @@ export class Ipv4Mirror {
     const anchors = this.anchors.get(filter.orgId);
     return {
       now: filter.now,
+      visibleUpTo: filter.visibleUpTo ?? Number.POSITIVE_INFINITY,
       cutoffs: Float64Array.from(filter.cutoffs),
       ranges,
       decision: org && org.byNetwork.size > 0 ? org.lookup() : null,
@@ -611,11 +614,23 @@ export class Ipv4Mirror {
    */
   private nextListed(plan: MirrorPlan, i: number, end: number): number {
     const c = this.cols;
-    const { cutoffs, ranges, decision, now, anchors } = plan;
+    const { cutoffs, ranges, decision, now, anchors, visibleUpTo } = plan;
     const nr = ranges.length;
     const ts = c.ts;
     const score = c.score;
+    const delayed = visibleUpTo !== Number.POSITIVE_INFINITY;
     for (; i < end; i++) {
+      // The organization's anchor replaces the row's (ts, score) while newer.
+      let rowTs = ts[i]!;
+      let rowScore = score[i]!;
+      if (anchors) {
+        const a = anchors.get(c.id[i]!);
+        if (a && a.ts > rowTs) {
+          rowTs = a.ts;
+          rowScore = a.score;
+        }
+      }
+      if (delayed && rowTs > visibleUpTo) continue;
       if (nr > 0 || decision) {
         const addr = c.addr[i]!;
         const len = c.len[i]!;
@@ -639,14 +654,7 @@ export class Ipv4Mirror {
           }
         }
       }
-      if (anchors) {
-        const a = anchors.get(c.id[i]!);
-        if (a && a.ts > ts[i]!) {
-          if (a.ts >= cutoffs[a.score - 1]!) return i;
-          continue;
-        }
-      }
-      if (ts[i]! >= cutoffs[score[i]! - 1]!) return i;
+      if (rowTs >= cutoffs[rowScore - 1]!) return i;
     }
     return end;
   }

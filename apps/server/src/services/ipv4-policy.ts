@@ -138,8 +138,9 @@ export function liveCutoffs(threshold: number, now: number): number[] {
 }
 
 /** The list filter of one organization, threshold and instant. */
-export function ipv4ListFilter(policy: Ipv4Policy, threshold: number, now: number, hasDecisions: boolean): Ipv4ListFilter {
+export function ipv4ListFilter(policy: Ipv4Policy, threshold: number, now: number, hasDecisions: boolean, visibleUpTo: number | null = null): Ipv4ListFilter {
   return {
+    visibleUpTo,
     orgId: policy.orgId,
     now,
     cutoffs: liveCutoffs(threshold, now),

@@ -186,6 +186,8 @@ export async function reportAggregates(db: Queryable, kind: IndicatorKind, indic
 export interface ScoreListFilter {
   orgId: number;
   cutoffs: number[];
+  /** The organization's delay (`visibleUpTo`): records whose ts is later are not listed; null = none. */
+  visibleUpTo?: number | null;
 }
 
 /**
@@ -201,6 +203,7 @@ export function scoreListSql(kind: IndicatorKind, decisionJoin: string, f: Score
   const org = p(f.orgId);
   const join = `${decisionJoin.replaceAll('$ORG', org)} ${anchorJoin(kind, org)}`;
   const conditions = ['coalesce(d.decision, -1) <> 0', `(d.decision = 1 or ${EFFECTIVE.ts} >= (${p(f.cutoffs)}::bigint[])[${EFFECTIVE.score}])`];
+  if (f.visibleUpTo !== undefined && f.visibleUpTo !== null) conditions.push(`${EFFECTIVE.ts} <= ${p(f.visibleUpTo)}`);
   if (after !== null) conditions.push(`i.id > ${p(after)}`);
   if (upTo !== null) conditions.push(`i.id <= ${p(upTo)}`);
   return { join, where: `where ${conditions.join(' and ')}` };

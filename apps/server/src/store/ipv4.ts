@@ -205,6 +205,8 @@ export interface Ipv4ListFilter {
   rule: { tags: string[]; cutoffs: number[] } | null;
   /** false lets the query skip the per-row decision look-up. */
   hasDecisions: boolean;
+  /** The organization's delay (`visibleUpTo`): rows whose ts is later are not listed; null = none. */
+  visibleUpTo?: number | null;
 }
 
 /**
@@ -224,6 +226,7 @@ function listWhere(f: Ipv4ListFilter, after: number | null, upTo: number | null,
   const anchors = `left join ipv4_org_anchors a on a.org_id = ${p(f.orgId)} and a.indicator_id = i.id and a.ts > i.ts`;
   const ts = 'coalesce(a.ts, i.ts)';
   const score = 'coalesce(a.score, i.score)';
+  if (f.visibleUpTo !== undefined && f.visibleUpTo !== null) conditions.push(`${ts} <= ${p(f.visibleUpTo)}`);
   const byScore = [`${ts} >= (${p(f.cutoffs)}::bigint[])[${score}]`];
   if (f.rule && f.rule.tags.length > 0) {
     const tags = p(f.rule.tags);

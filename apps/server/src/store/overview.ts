@@ -8,12 +8,13 @@ import type { Queryable } from './db.ts';
 export class OverviewStore {
   constructor(private readonly db: Queryable) {}
 
-  async ipv4Histogram(now: number): Promise<number[]> {
+  /** `visibleUpTo`: the organization's delay (records with a later ts are not counted); null = none. */
+  async ipv4Histogram(now: number, visibleUpTo: number | null = null): Promise<number[]> {
     const res = await this.db.query<{ s: number; n: number }>(
       `select least(1000, floor(score / (1 + exp(least(700.0, (3.0 / score) * ((greatest($1::bigint - ts, 0)) / 3600.0 - 2.5 * score))))))::int as s,
               count(*)::int as n
-       from ipv4_indicators group by 1`,
-      [now],
+       from ipv4_indicators where $2::bigint is null or ts <= $2::bigint group by 1`,
+      [now, visibleUpTo],
     );
     const histogram = new Array<number>(1001).fill(0);
     for (const row of res.rows) histogram[Math.max(0, Math.min(1000, Number(row.s)))]! += Number(row.n);

@@ -13,12 +13,12 @@ export interface OwnedIds {
 
 /** Valid values of path parameters, by name; ids come from the organization's own objects. */
 const PATH_VALUES: Record<string, (ids: OwnedIds) => string> = {
-  ipv4: () => '203.0.113.7',
-  ip: () => '203.0.113.7',
+  ipv4: () => '45.77.113.7',
+  ip: () => '45.77.113.7',
   domain_name: () => sampleDomainRecord.domain,
   url: () => sampleUrlRecord.url,
   digest: () => sampleFileRecord.sha256,
-  stix2id: () => '203.0.113.7',
+  stix2id: () => '45.77.113.7',
   agid: (ids) => ids.agid,
   token_id: (ids) => ids.tokenId,
   vid: (ids) => ids.vid,
@@ -90,7 +90,7 @@ export function exampleQuery(op: ApiOperation): Array<[string, string]> {
 const BODIES: Record<string, (ids: OwnedIds) => unknown> = {
   'POST /api/v1/vpn': () => ({ account_name: 'laptop-ada', notes: 'travel laptop' }),
   'POST /api/v1/keys': () => ({ label: 'robustness probe' }),
-  'POST /api/v1/ips': () => ({ ip: '203.0.113.7', confidence: 0.9, source: 'ssh_log', notes: 'brute force on port 22' }),
+  'POST /api/v1/ips': () => ({ ip: '45.77.113.7', confidence: 0.9, source: 'ssh_log', notes: 'brute force on port 22' }),
   'POST /api/v1/files': () => ({
     md5: sampleFileRecord.md5,
     sha1: sampleFileRecord.sha1,
@@ -110,7 +110,7 @@ const BODIES: Record<string, (ids: OwnedIds) => unknown> = {
   'POST /api/v1/agents': (ids) => ({ ...sampleAgentConfig, gaid: `${ids.agid}X` }),
   'POST /api/v1/agents/{agid}/token': () => ({ ttl_days: 30 }),
   'PUT /api/v1/agents/{agid}/config': (ids) => ({ ...sampleAgentConfig, gaid: ids.agid, running: 'yes' }),
-  'POST /api/v1/agents/feedback': (ids) => ({ agid: ids.agid, plugin: 'packet_filter', hostname: 'fw-1', code: 0, score_threshold: 500, blacklist: ['203.0.113.7'] }),
+  'POST /api/v1/agents/feedback': (ids) => ({ agid: ids.agid, plugin: 'packet_filter', hostname: 'fw-1', code: 0, score_threshold: 500, blacklist: ['45.77.113.7'] }),
   'PUT /api/v1/organization/config': () => ({ live: {}, reserved_ips: ['192.0.2.0/24'], blocking_roule: { score: 500, tags: ['malware'] } }),
 };
 

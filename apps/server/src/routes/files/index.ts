@@ -14,8 +14,8 @@ import {
 import type { AppContext } from '../../context.ts';
 import { plainJson } from '../../plugins/plain-json.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { waiveCoins } from '../../plugins/coins.ts';
-import { delaySeconds } from '../../services/envelope.ts';
+import { chargeFeedPage } from '../../plugins/coins.ts';
+import { delaySeconds, visibleTo } from '../../services/envelope.ts';
 import { catalogFileType } from '../../services/file-type-catalog.ts';
 import { explanation, fileRecord, v32Scorer } from '../../services/indicators.ts';
 import { FileLookup } from '../../store/file-lookup.ts';
@@ -102,7 +102,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
         tags: q.tags,
       });
       // The "nothing new" poll costs nothing.
-      if (rows.length === 0) waiveCoins(request);
+      chargeFeedPage(request, rows.length);
       return {
         header: { type: 'Malware' as const, version: 4 as const, ts: q.ts, next_ts: rows.at(-1)?.ts ?? q.ts, page_size: q.page_size, user: await feedUser(context, request) },
         body: rows.map(fileRecord),
@@ -124,10 +124,12 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
       // The archive is read in the same statement as the main store; a deep scan is charged
       // (and its archived row used) only when the main store has no such file.
       const found = await lookups.lookup(principal.org.id, digest, deep);
-      let row = found.main;
+      // A record the organization's delay still hides is not held, for it.
+      const visible = visibleTo(principal.org, nowSeconds());
+      let row = found.main && visible(found.main) ? found.main : undefined;
       if (!row && deep) {
         await chargeExtra(context, request, context.config.coinPrices.deep_scan);
-        row = found.archived;
+        row = found.archived && visible(found.archived) ? found.archived : undefined;
       }
       if (!row) throw notFound(`digest ${digest.toUpperCase()}`);
       const record = fileRecord(row);

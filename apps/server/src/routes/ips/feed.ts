@@ -3,7 +3,7 @@ import { IpsFeedQuery, Ipv4Page, ROLE, type Ipv4Record } from '@rampart/contract
 import { EVAL_JS, EXEC_PYTHON, liveScore } from '@rampart/scoring';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { waiveCoins } from '../../plugins/coins.ts';
+import { chargeFeedPage } from '../../plugins/coins.ts';
 import { delaySeconds, isoMillis, userObject } from '../../services/envelope.ts';
 import { loadIpv4Policy, recordDecision, type RecordDecision } from '../../services/ipv4-policy.ts';
 import { plainJson } from '../../plugins/plain-json.ts';
@@ -76,7 +76,7 @@ export const ipsFeedRoute: FastifyPluginAsyncZod<{ context: AppContext }> = asyn
       const [rows, policy] = await Promise.all([context.store.ipv4.feedPage(principal.org.id, ts, page_size, delay), loadIpv4Policy(context.store, principal.org.id)]);
       const now = Math.floor(Date.now() / 1000);
       // The "nothing new" poll costs nothing.
-      if (rows.length === 0) waiveCoins(request);
+      chargeFeedPage(request, rows.length);
       return {
         header: {
           type: 'IPv4' as const,

@@ -8,7 +8,8 @@ import { ipv4ListFilter, loadIpv4Policy } from '../../services/ipv4-policy.ts';
 import type { AsnEntry, Enrichment } from '../../services/enrichment.ts';
 import { csvField, sendTextList, type TextListSource } from '../../services/text-list.ts';
 import type { Ipv4ListFilter, Ipv4ListRow } from '../../store/ipv4.ts';
-import type { Store } from '../../store/index.ts';
+import type { Organization, Store } from '../../store/index.ts';
+import { visibleUpTo } from '../../services/envelope.ts';
 import type { Ipv4Mirror, MirrorPlan } from '../../services/ipv4-mirror.ts';
 
 const text = z.string().describe('text/plain');
@@ -111,13 +112,14 @@ function csvLine(enrichment: Enrichment, now: number): (row: Ipv4ListRow) => str
   };
 }
 
-async function prepare(context: AppContext, orgId: number, threshold: number) {
+async function prepare(context: AppContext, org: Organization, threshold: number) {
+  const orgId = org.id;
   const now = Math.floor(Date.now() / 1000);
   const mirror = context.ipv4Mirror;
   const useMirror = mirror?.ready === true;
   const [policy] = await Promise.all([loadIpv4Policy(context.store, orgId), useMirror ? mirror!.catchUp() : undefined]);
   const decisions = useMirror && mirror!.ready ? mirror!.decisionsVersion(orgId) : await context.store.ipv4.decisionsVersion(orgId);
-  const filter = ipv4ListFilter(policy, threshold, now, decisions.count > 0);
+  const filter = ipv4ListFilter(policy, threshold, now, decisions.count > 0, visibleUpTo(org, now));
   const plan = useMirror && mirror!.ready ? mirror!.plan(filter) : null;
   // The ETag must move when the organization's settings or decisions do, not only the rows.
   const salt = JSON.stringify([policy.reserved, policy.rule, decisions]);
@@ -148,7 +150,7 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
       // client's own check-in, `gaid` an agent polling with a member key (decisions.md).
       const checkinGaid = principal.agent?.gaid ?? agid ?? gaid;
       if (checkinGaid) await context.store.agents.checkIn(principal.org.id, checkinGaid, principal.agent || agid ? 'ipv4' : 'feed', plugin);
-      const { salt, source } = await prepare(context, principal.org.id, min_score);
+      const { salt, source } = await prepare(context, principal.org, min_score);
       return sendTextList(request, reply, {
         source: source('address'),
         cursors: context.cursors,
@@ -178,7 +180,7 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
     async (request, reply) => {
       const principal = principalOf(request);
       const { min_score } = request.params;
-      const { now, salt, source } = await prepare(context, principal.org.id, min_score);
+      const { now, salt, source } = await prepare(context, principal.org, min_score);
       const enrichment = context.enrichment;
       if (request.query.list === 'YES') {
         return sendTextList(request, reply, {

@@ -3,7 +3,7 @@ import { IpLookupQuery, IpParams, Ipv4Page } from '@rampart/contracts';
 import { EVAL_JS, EXEC_PYTHON, liveScore, scoreV32, V32_VERSION } from '@rampart/scoring';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { delaySeconds, userObject } from '../../services/envelope.ts';
+import { delaySeconds, userObject, visibleTo } from '../../services/envelope.ts';
 import { loadIpv4Policy, recordDecision } from '../../services/ipv4-policy.ts';
 import { Ipv4Lookup } from '../../store/ipv4-lookup.ts';
 import { plainJson } from '../../plugins/plain-json.ts';
@@ -34,11 +34,13 @@ export const ipsLookupRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
       const principal = principalOf(request);
       const { full, explain } = request.query;
       const delay = delaySeconds(principal.org);
-      const [rows, policy] = await Promise.all([
+      const [held, policy] = await Promise.all([
         lookup.holding(principal.org.id, request.params.ipv4),
         loadIpv4Policy(context.store, principal.org.id),
       ]);
       const now = Math.floor(Date.now() / 1000);
+      // Records the organization's delay still hides are not held, for it.
+      const rows = held.filter(visibleTo(principal.org, now));
       const body = await Promise.all(
         rows.map(async (row) => {
           const decided = recordDecision(row, policy, now);

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { ApiError, IpDecisionBody, IpDecisionParams, IpsReportBody, IpsReportQuery, ROLE } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { formatIpv4, parseIpv4 } from '@rampart/contracts';
+import { describeIpv4Special, formatIpv4, ipv4SpecialRange, parseIpv4 } from '@rampart/contracts';
+import type { AppConfig } from '../../config.ts';
 import { randomIdPart } from '../../services/ids.ts';
 import { ReportBatcher } from '../../services/ipv4-ingest.ts';
 import type { Ipv4ReportItem } from '../../store/ipv4-ingest.ts';
@@ -24,6 +25,29 @@ export function canonicalNetwork(ip: string): { network: string; isNetwork: bool
 
 function fieldError(path: string, message: string): ApiError {
   return new ApiError('validation_failed', `${path}: ${message}`, { errors: [{ path, message }] });
+}
+
+/**
+ * Only public unicast addresses are indicators: a report (not a decision) of a special-purpose
+ * address, or of a network overlapping one, is 400 `non_public_address` naming the range, unless
+ * ALLOW_NON_PUBLIC_REPORTS is set (labs); a network wider than MAX_REPORT_PREFIX is 400
+ * `network_too_wide`. Firewalls apply `/ipv4` and `/flat` as they are: a reported 10.0.0.0/8
+ * would cut every member off its own LAN.
+ */
+export function assertReportable(ip: string, config: Pick<AppConfig, 'allowNonPublicReports' | 'maxReportPrefix'>, path = 'body.ip'): void {
+  const range = parseIpv4(ip)!;
+  if (!config.allowNonPublicReports) {
+    const special = ipv4SpecialRange(range);
+    if (special) {
+      const name = describeIpv4Special(special);
+      const message = `${ip} ${range.start >= special.start && range.end <= special.end ? 'lies in' : 'overlaps'} ${name}, not a public address`;
+      throw new ApiError('non_public_address', `${path}: ${message}`, { errors: [{ path, message }], extra: { range: special.cidr, range_class: special.class } });
+    }
+  }
+  if (range.prefix < config.maxReportPrefix) {
+    const message = `/${range.prefix} is wider than /${config.maxReportPrefix}, the widest network a report may name`;
+    throw new ApiError('network_too_wide', `${path}: ${message}`, { errors: [{ path, message }], extra: { max_prefix: config.maxReportPrefix } });
+  }
 }
 
 /** `POST /ips`: a report of an address or network, optionally with the caller's decision. */
@@ -56,6 +80,10 @@ export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
       }
       if (body.ttl !== undefined && body.decision !== 1) throw fieldError('body.ttl', 'a ttl applies only to decision 1');
       if (body.ttl !== undefined && body.ttl <= now) throw fieldError('body.ttl', `must lie in the future (now is ${now})`);
+      // A whitelist is the organization saying the address is fine: it must not raise the score
+      // for others, so it counts no report (and may name its own LAN).
+      const addReport = body.decision !== 0;
+      if (addReport) assertReportable(body.ip, context.config);
       const { network, isNetwork, first } = canonicalNetwork(body.ip);
       const item: Ipv4ReportItem = {
         orgId: principal.org.id,
@@ -65,8 +93,7 @@ export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
         confidence: body.confidence,
         source: body.source,
         notes: body.notes ? body.notes : null,
-        // A whitelist is the organization saying the address is fine: it must not raise the score for others.
-        addReport: body.decision !== 0,
+        addReport,
         decision: request.decisionGiven ? { value: body.decision as -1 | 0 | 1, ttl: body.ttl ?? null } : null,
         ipInfo: context.enrichment.ipInfo(first),
       };

@@ -1,11 +1,22 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { API_BASE, ROLE, VpnCreateBody, VpnLicenseDetail, VpnLicenseList, VpnParams } from '@rampart/contracts';
+import { API_BASE, ROLE, VpnCreateBody, VpnLicenseDetail, VpnLicenseList, VpnParams, type VpnLicense } from '@rampart/contracts';
+import type { CoinLedger } from '../../services/coin-ledger.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { VpnService } from '../../services/vpn.ts';
 
 const empty = z.null().describe('empty body');
+
+/**
+ * A license's `member_of` coin figures as `/me` shows them: the store's, with this replica's
+ * unspent coin lease counted as unspent (CoinLedger.shown).
+ */
+function withShownCoins<T extends VpnLicense>(ledger: CoinLedger, orgId: number, record: T): T {
+  const org = record.user.member_of;
+  const { debit_tokens } = ledger.shown({ id: orgId, debit_tokens: org.debit_tokens });
+  return { ...record, user: { ...record.user, member_of: { ...org, debit_tokens } } };
+}
 
 /** Secure-VPN licenses of the caller's organization (spec 4.6). */
 export const vpnRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
@@ -17,7 +28,11 @@ export const vpnRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
       config: { rampart: {} },
       schema: { tags: ['vpn'], summary: "The organization's active VPN licenses", response: { 200: VpnLicenseList } },
     },
-    async (request) => vpn.list(principalOf(request)),
+    async (request) => {
+      const principal = principalOf(request);
+      // Every license listed is of the caller's organization.
+      return (await vpn.list(principal)).map((r) => withShownCoins(request.server.coinLedger, principal.org.id, r));
+    },
   );
 
   app.post(
@@ -49,7 +64,10 @@ export const vpnRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
         response: { 200: VpnLicenseDetail },
       },
     },
-    async (request) => vpn.detail(principalOf(request), request.params.vid),
+    async (request) => {
+      const principal = principalOf(request);
+      return withShownCoins(request.server.coinLedger, principal.org.id, await vpn.detail(principal, request.params.vid));
+    },
   );
 
   app.delete(
