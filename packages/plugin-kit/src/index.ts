@@ -18,3 +18,4 @@ export * from './policy.ts';
 export * from './nft/index.ts';
 export * from './serial.ts';
 export * from './backend-switch.ts';
+export * from './abort.ts';
