@@ -151,6 +151,27 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
     expect(created).toBe(0);
   });
 
+  it('a configured enforcer that cannot run is reported failed; one that had an instance withdraws it', async () => {
+    const s = make();
+    await s.apply([dryRun('r.json')], true);
+    await syncAll(s, BLACKLISTED);
+    const refused = [
+      { label: 'dns_e', error: 'no_plugin' as const, detail: "no enforcer for 'dns_e'; known enforcers: csv, dry_run" },
+      { label: 'dry_run', error: 'config_invalid' as const, detail: 'ips.dry_run.path: Too small: expected string to have >=1 characters' },
+    ];
+    await s.apply([], true, refused);
+    expect(s.live).toEqual([]);
+    expect((await readDryRunFile(join(dir, 'r.json')))?.enforced).toEqual([]);
+    expect(s.health()).toEqual([
+      { label: 'dns_e', state: 'failed', healthy: false, enforced: 0, cut: 0, error: 'no_plugin', detail: "no enforcer for 'dns_e'; known enforcers: csv, dry_run" },
+      { label: 'dry_run', state: 'failed', healthy: false, enforced: 0, cut: 0, error: 'config_invalid', detail: 'ips.dry_run.path: Too small: expected string to have >=1 characters' },
+    ]);
+    // Fixed by the next settings: the refusal is gone and the slot is back.
+    await s.apply([dryRun('r.json')], true, []);
+    await syncAll(s, BLACKLISTED);
+    expect(s.health()).toEqual([expect.objectContaining({ label: 'dry_run', state: 'ok', enforced: 1 })]);
+  });
+
   it('the back-off doubles up to its cap, and a slot no longer wanted stops being retried', async () => {
     let attempts = 0;
     const broken: EnforcerDefinition<DryRunConfig> = {

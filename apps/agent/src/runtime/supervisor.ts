@@ -29,12 +29,17 @@ interface Running {
   restarts: number;
   lastError?: string;
   lastErrorAt?: number;
+  /** When the current run started (ms). */
+  runSince: number;
 }
 
 /** A source as /healthz and `rampart-agent status` report it. */
 export interface SourceHealth {
   label: string;
-  /** ok: running; degraded: restarting after a failure; failed: failing again and again (3 in a row). */
+  /**
+   * ok: running (with no failure, or for `healthyAfterMs` since the last one); degraded: failed
+   * and restarted; failed: failed 3 times in a row, each within `healthyAfterMs` of its start.
+   */
   state: 'ok' | 'degraded' | 'failed';
   restarts: number;
   last_error?: string;
@@ -60,7 +65,8 @@ export class Supervisor {
   health(): SourceHealth[] {
     return [...this.running.entries()]
       .map(([label, r]): SourceHealth => {
-        const state = r.failures === 0 ? 'ok' : r.failures < FAILED_AFTER ? 'degraded' : 'failed';
+        const settled = Date.now() - r.runSince > (this.options.healthyAfterMs ?? 60_000);
+        const state = r.failures === 0 || settled ? 'ok' : r.failures < FAILED_AFTER ? 'degraded' : 'failed';
         return {
           label,
           state,
@@ -88,7 +94,7 @@ export class Supervisor {
 
   private startOne(spec: SupervisedSource): void {
     const controller = new AbortController();
-    const entry: Running = { spec, fingerprint: fingerprintOf(spec), controller, loop: Promise.resolve(), failures: 0, restarts: 0 };
+    const entry: Running = { spec, fingerprint: fingerprintOf(spec), controller, loop: Promise.resolve(), failures: 0, restarts: 0, runSince: Date.now() };
     this.running.set(spec.label, entry);
     entry.loop = this.loop(spec, controller.signal, entry);
   }
@@ -108,6 +114,7 @@ export class Supervisor {
     let failures = 0;
     while (!signal.aborted) {
       const startedAt = Date.now();
+      entry.runSince = startedAt;
       let error: unknown;
       try {
         const running = spec.definition.start(spec.config, spec.mode, {
