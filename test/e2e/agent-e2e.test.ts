@@ -2,6 +2,7 @@ import { appendFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RampartClient } from '@rampart/client';
+import type { AgentSummary } from '@rampart/contracts';
 import type { DryRunFile } from '@rampart/enforcer-dry-run';
 import { seedOrg } from '../../apps/server/test/support/app.ts';
 import {
@@ -159,6 +160,16 @@ describe('agent end to end', () => {
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).toContain('rampart_agent_enforcer_state{enforcer="dns_e",state="failed"} 1');
     expect(metrics).toContain('rampart_agent_enforcer_state{enforcer="dry_run",state="ok"} 1');
+    // The refusal reaches the control plane: GET /agents shows it, with what the agent can run.
+    const agents = async () => ((await (await fetch(`${cp.url}/agents`, { headers })).json()) as AgentSummary[]).find((a) => a.gaid === gaid);
+    const listed = await waitFor('the refusal in GET /agents', async () => {
+      const a = await agents();
+      return a?.status === 'failed' && a;
+    });
+    expect(listed.enforced.dns_e).toMatchObject({ state: 'failed', healthy: false, error: expect.stringMatching(/^no enforcer for 'dns_e'; known enforcers: /) });
+    expect(listed.capabilities).toMatchObject({ version: 'v0.1.0', kinds: ['ipv4'], sources: expect.arrayContaining(['ssh_log']) });
+    expect(listed.capabilities?.enforcers).toContain('dry_run');
+    expect(listed.capabilities?.enforcers).not.toContain('dns_e');
 
     expect((await put(false)).status).toBe(200);
     const back = await waitFor('200 from /healthz', async () => {
@@ -166,6 +177,7 @@ describe('agent end to end', () => {
       return h.status === 200 && h;
     });
     expect(back.body.enforcers.map((e) => [e.label, e.state])).toEqual([['dry_run', 'ok']]);
+    expect((await agents())?.status).toBe('ok');
   });
 
   it('stops gracefully on SIGTERM', async () => {

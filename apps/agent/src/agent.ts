@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { RampartClient } from '@rampart/client';
+import { ReportedPlugin, type AgentCapabilities } from '@rampart/contracts';
 import { SourceOptionsBase, fileOffsetStore, policyOptionsOf, type DetectionMode } from '@rampart/plugin-kit';
 import { ConfigInvalidError, type AgentFileConfig } from './config/load.ts';
 import { planPlugins, type PlannedEnforcer, type PluginPlan } from './config/plugins.ts';
@@ -71,6 +72,16 @@ export class Agent {
     this.settings = new SettingsManager(options.file, this.log.child({ component: 'settings' }));
   }
 
+  /** What this agent build can run: announced on the sync channel and in feedback. */
+  get capabilities(): AgentCapabilities {
+    return {
+      version: AGENT_VERSION,
+      enforcers: [...this.registry.enforcers.keys()].sort(),
+      sources: [...this.registry.sources.keys()].sort(),
+      kinds: ['ipv4'],
+    };
+  }
+
   get opsPort(): number | undefined {
     return this.ops?.port;
   }
@@ -111,6 +122,7 @@ export class Agent {
       enforcers: () => this.slots.workers,
       policy: () => this.policy(),
       gaid: () => this.settings.current().settings.gaid,
+      capabilities: () => this.capabilities,
       log: this.log.child({ component: 'sync' }),
       metrics: this.metrics,
       options: () => ({
@@ -177,7 +189,12 @@ export class Agent {
           state: () => ({
             version: AGENT_VERSION,
             enforced: this.state.enforced.keys.length,
-            plugins: this.slots.health().map((e) => ({ plugin: e.label, enforced: e.enforced, healthy: e.healthy, state: e.state, ...(e.detail ? { error: e.detail } : {}) })),
+            plugins: this.slots
+              .health()
+              // A label outside the contract's list could not be named in the message at all.
+              .filter((e) => ReportedPlugin.safeParse(e.label).success)
+              .map((e) => ({ plugin: ReportedPlugin.parse(e.label), enforced: e.enforced, healthy: e.healthy, state: e.state, ...(e.detail ? { error: e.detail.slice(0, 500) } : {}) })),
+            capabilities: this.capabilities,
           }),
         },
       });
@@ -299,7 +316,10 @@ export class Agent {
       if (running && !wasRunning) this.syncer.resume();
     });
     if (resolved) await this.applySources(resolved);
-    if (resolved && previous) await this.reportRefused(refused, previous);
+    if (resolved && previous) {
+      this.channel?.sendState();
+      await this.reportRefused(refused);
+    }
     this.scheduler.set(local.sync_cron ?? cronForMinutes(next.settings.sync_time), { name: 'sync', run: async () => this.kick('incremental') });
     if (running !== wasRunning) {
       this.running = running;
@@ -319,12 +339,25 @@ export class Agent {
    * Feedback for each enforcer the new settings name but the agent cannot run, so the control
    * plane learns of the refusal at once (the console shows it with the agent).
    */
-  private async reportRefused(refused: RefusedEnforcer[], _previous: EffectiveSettings): Promise<void> {
+  private async reportRefused(refused: RefusedEnforcer[]): Promise<void> {
     const { gaid } = this.settings.current().settings;
     if (!gaid) return;
     for (const r of refused) {
+      const plugin = ReportedPlugin.safeParse(r.label);
+      if (!plugin.success) continue;
       await this.client
-        .agentFeedback({ agid: gaid, plugin: r.label as never, code: `refused: ${r.error}: ${r.detail}`.slice(0, 256), blacklist: 0 }, { retries: 1 })
+        .agentFeedback(
+          {
+            agid: gaid,
+            plugin: plugin.data,
+            code: `refused: ${r.error}`,
+            blacklist: 0,
+            state: 'failed',
+            error: r.detail.slice(0, 500),
+            capabilities: this.capabilities,
+          },
+          { retries: 1 },
+        )
         .catch((err: unknown) => this.log.debug({ err, enforcer: r.label }, 'refusal not reported'));
     }
   }

@@ -4,7 +4,7 @@ import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
 import type { AgentMetrics } from '../runtime/metrics.ts';
 import { BlockState, countRemovals, diffKeySets, toEntries, type BlockPolicy, type KeySet } from './block-state.ts';
 import type { BlockEntry, Diff } from '@rampart/plugin-kit';
-import { ipv4Key } from '@rampart/contracts';
+import { ReportedPlugin, ipv4Key, type AgentCapabilities } from '@rampart/contracts';
 import { EnforcerWorker } from './enforcer-worker.ts';
 import type { FeedStateFile } from './feed-state.ts';
 
@@ -29,6 +29,8 @@ export interface SyncerDeps {
   enforcers: () => EnforcerWorker[];
   policy: () => BlockPolicy;
   gaid: () => string | undefined;
+  /** Announced with each feedback. */
+  capabilities?: () => AgentCapabilities;
   log: PluginLogger;
   metrics: AgentMetrics;
   options: () => SyncerOptions;
@@ -314,10 +316,22 @@ export class Syncer {
     const agid = this.deps.gaid();
     if (!agid) return;
     const state = w.currentState();
-    const code = state === 'ok' ? 0 : state === 'degraded' ? 'degraded' : `failed: ${w.lastError ?? 'unknown error'}`.slice(0, 256);
+    const plugin = ReportedPlugin.safeParse(w.label);
+    if (!plugin.success) return;
+    const capabilities = this.deps.capabilities?.();
     try {
       await this.deps.client.agentFeedback(
-        { agid, plugin: w.label, hostname: hostname(), code, score_threshold: this.deps.policy().threshold, blacklist: w.enforced },
+        {
+          agid,
+          plugin: plugin.data,
+          hostname: hostname(),
+          code: state === 'ok' ? 0 : state,
+          score_threshold: this.deps.policy().threshold,
+          blacklist: w.enforced,
+          state,
+          ...(w.lastError !== undefined ? { error: w.lastError.slice(0, 500) } : {}),
+          ...(capabilities ? { capabilities } : {}),
+        },
         { retries: 1 },
       );
     } catch (err) {
