@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { RampartClient } from '@rampart/client';
@@ -61,6 +61,10 @@ export interface DropLabOptions {
   reconcileSeconds: number;
   /** Also enforce into a CSV file (`ips.csv`). */
   csv?: boolean;
+  /** `ips.csv.csv_reload_command` ('' by default). */
+  csvReloadCommand?: string;
+  /** `local.stop_timeout_seconds` (the agent's default when omitted). */
+  stopTimeoutSeconds?: number;
   logLevel?: string;
 }
 
@@ -111,7 +115,7 @@ export async function startDropLab(options: DropLabOptions): Promise<DropLab> {
         ids: {},
         ips: {
           packet_filter: { active: true, acl: '', reload_command: '' },
-          ...(options.csv ? { csv: { active: true, csv_logs: csvPath, csv_reload_command: '' } } : {}),
+          ...(options.csv ? { csv: { active: true, csv_logs: csvPath, csv_reload_command: options.csvReloadCommand ?? '' } } : {}),
         },
         local: {
           state_dir: join(tmp.path, 'state'),
@@ -119,6 +123,7 @@ export async function startDropLab(options: DropLabOptions): Promise<DropLab> {
           log_level: options.logLevel ?? 'info',
           sync_cron: '*/2 * * * * *',
           reconcile_seconds: options.reconcileSeconds,
+          ...(options.stopTimeoutSeconds !== undefined ? { stop_timeout_seconds: options.stopTimeoutSeconds } : {}),
           enforcers: { packet_filter: backend === 'ipset' ? { backend, set: 'rampart', netns: fw } : { backend, table: 'rampart', netns: fw } },
         },
       }),
@@ -130,12 +135,22 @@ export async function startDropLab(options: DropLabOptions): Promise<DropLab> {
 
     const agent = spawnAgent(['run', '-c', configPath], {}, join(tmp.path, 'agent.log'));
     cleanups.push(() => agent.kill9());
+    let lastHealth: unknown;
+    // Before the temporary directory goes: what the agent said, when it never became ready.
+    cleanups.push(async () => {
+      if (ready) return;
+      const log = await readFile(join(tmp.path, 'agent.log'), 'utf8').catch(() => '');
+      console.error(`agent never ready; last /healthz: ${JSON.stringify(lastHealth)}\nagent log (end):\n${log.slice(-4000)}`);
+    });
+    let ready = false;
     await waitFor('agent healthy, connected, its rules in place', async () => {
       const h = await agentHealth(metricsPort);
+      lastHealth = h;
       if (h?.healthy !== true || h.channel_connected !== true) return false;
       if (backend === 'ipset') return (await lab.exec(fw, ['iptables', '-S', 'INPUT'])).stdout.includes('--match-set rampart src');
       return (await lab.exec(fw, ['nft', 'list', 'tables'])).stdout.includes('inet rampart');
     });
+    ready = true;
 
     return {
       lab,

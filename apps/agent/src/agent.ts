@@ -4,6 +4,7 @@ import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { RampartClient } from '@rampart/client';
+import { ReportedPlugin, type AgentCapabilities } from '@rampart/contracts';
 import { SourceOptionsBase, fileOffsetStore, policyOptionsOf, type DetectionMode } from '@rampart/plugin-kit';
 import { ConfigInvalidError, type AgentFileConfig } from './config/load.ts';
 import { planPlugins, type PlannedEnforcer, type PluginPlan } from './config/plugins.ts';
@@ -11,7 +12,7 @@ import { REGISTRY, type Registry } from './registry.ts';
 import { pickKey, loadCredentials } from './runtime/credentials.ts';
 import { startOpsServer } from './runtime/http.ts';
 import { createMetrics, type AgentMetrics } from './runtime/metrics.ts';
-import { EnforcerSlots } from './runtime/enforcer-slots.ts';
+import { EnforcerSlots, type RefusedEnforcer } from './runtime/enforcer-slots.ts';
 import { DetectionPipeline } from './runtime/pipeline.ts';
 import { Reporter } from './runtime/reporter.ts';
 import { Scheduler, cronForMinutes } from './runtime/scheduler.ts';
@@ -54,8 +55,9 @@ export class Agent {
   private channel: SyncChannel | undefined;
   private ops: Awaited<ReturnType<typeof startOpsServer>> | undefined;
   private slots!: EnforcerSlots;
-  /** The enforcers of the last settings whose plugins could be planned. */
+  /** The enforcers of the last settings, and the configured ones that cannot run. */
   private planned: PlannedEnforcer[] = [];
+  private refused: RefusedEnforcer[] = [];
   private controlPlaneAddresses: string[] = [];
   private applying: Promise<void> = Promise.resolve();
   private running = true;
@@ -68,6 +70,16 @@ export class Agent {
     this.log = options.log;
     this.registry = options.registry ?? REGISTRY;
     this.settings = new SettingsManager(options.file, this.log.child({ component: 'settings' }));
+  }
+
+  /** What this agent build can run: announced on the sync channel and in feedback. */
+  get capabilities(): AgentCapabilities {
+    return {
+      version: AGENT_VERSION,
+      enforcers: [...this.registry.enforcers.keys()].sort(),
+      sources: [...this.registry.sources.keys()].sort(),
+      kinds: ['ipv4'],
+    };
   }
 
   get opsPort(): number | undefined {
@@ -100,15 +112,17 @@ export class Agent {
       log: this.log,
       metrics: this.metrics,
       serialize: (task) => this.syncer.between(task),
+      worker: (label, enforcer) => this.syncer.worker(label, enforcer),
       onCreated: () => this.kick('incremental'),
     });
     this.syncer = new Syncer({
       client: this.client,
       state: this.state,
       feedState: new FeedStateFile(local.state_dir),
-      enforcers: () => this.slots.live,
+      enforcers: () => this.slots.workers,
       policy: () => this.policy(),
       gaid: () => this.settings.current().settings.gaid,
+      capabilities: () => this.capabilities,
       log: this.log.child({ component: 'sync' }),
       metrics: this.metrics,
       options: () => ({
@@ -116,6 +130,7 @@ export class Agent {
         forceSync: this.settings.local.local.force_sync,
         maxRemovalFraction: this.settings.local.local.max_removal_fraction,
         minGuardedRemovals: 10,
+        enforcerTimeoutMs: this.settings.local.local.enforcer_timeout_seconds * 1000,
       }),
     });
     await this.syncer.restore();
@@ -143,6 +158,7 @@ export class Agent {
       emit: (label, detection) => this.pipeline.push(label, detection),
     });
     this.scheduler = new Scheduler(this.log.child({ component: 'scheduler' }));
+    this.metrics.provideStates({ enforcers: () => this.slots.health(), sources: () => this.supervisor.health() });
     this.ops = await startOpsServer({ host: local.metrics_host, port: local.metrics_port, registry: this.metrics.registry, health: async () => this.health() });
 
     this.settings.onChange((next, previous) => {
@@ -173,7 +189,12 @@ export class Agent {
           state: () => ({
             version: AGENT_VERSION,
             enforced: this.state.enforced.keys.length,
-            plugins: this.slots.health().map((e) => ({ plugin: e.label, enforced: e.enforced, healthy: e.healthy })),
+            plugins: this.slots
+              .health()
+              // A label outside the contract's list could not be named in the message at all.
+              .filter((e) => ReportedPlugin.safeParse(e.label).success)
+              .map((e) => ({ plugin: ReportedPlugin.parse(e.label), enforced: e.enforced, healthy: e.healthy, state: e.state, ...(e.detail ? { error: e.detail.slice(0, 500) } : {}) })),
+            capabilities: this.capabilities,
           }),
         },
       });
@@ -188,6 +209,7 @@ export class Agent {
     every(local.full_reconcile_hours * 3_600_000, () => this.kick('full'));
     this.scheduleReconcile();
     every(local.settings_pull_minutes * 60_000, () => void this.pullSettings());
+    every(local.healthcheck_seconds * 1000, () => void this.slots.checkHealth());
     this.kick('full');
     this.log.info({ gaid: current.settings.gaid, origin: current.origin, ops: this.ops.port }, 'agent started');
   }
@@ -214,6 +236,7 @@ export class Agent {
     if (this.stopping) return;
     const timer = setTimeout(async () => {
       if (this.running) {
+        // Bounded by the enforcer timeout; a stalled enforcer is skipped, so it holds up no other.
         try {
           await this.syncer.reconcile();
         } catch (err) {
@@ -260,16 +283,27 @@ export class Agent {
   private async apply(next: EffectiveSettings, previous: EffectiveSettings | undefined, plan?: PluginPlan): Promise<void> {
     const local = this.settings.local.local;
     let resolved = plan;
+    let refused: RefusedEnforcer[] = [];
     if (!resolved) {
       const planned = planPlugins(next.settings, this.registry, local);
-      if (planned.problems.length > 0) {
-        this.log.error({ problems: planned.problems }, 'new settings name plugins that cannot run; plugins left as they were');
-      } else resolved = planned.plan;
+      // An `ips` entry that cannot run is refused alone: reported as a failed enforcer (in
+      // /healthz, feedback and metrics), while every other entry is applied.
+      refused = refusedEnforcers(planned.problems);
+      const others = planned.problems.filter((p) => !p.path.startsWith('ips.'));
+      if (others.length > 0) {
+        this.log.error({ problems: others }, 'new settings name sources that cannot run; plugins left as they were');
+      } else {
+        resolved = planned.plan;
+        if (refused.length > 0) this.log.error({ refused }, 'new settings name enforcers that cannot run; the others are applied');
+      }
     }
     this.state.neverBlock = this.buildNeverBlock(next);
     const running = next.settings.running === 'yes';
     const wasRunning = this.running;
-    if (resolved) this.planned = resolved.enforcers;
+    if (resolved) {
+      this.planned = resolved.enforcers;
+      this.refused = refused;
+    }
     if (running !== wasRunning) {
       if (!running) this.log.warn({}, 'running = no: withdrawing rules, not enforcing or reporting');
       else this.log.info({}, 'running = yes: enforcing and reporting again');
@@ -278,10 +312,14 @@ export class Agent {
     // the new instances exist, so no sync ever reaches an instance that is going away.
     await this.syncer.between(async () => {
       if (!running && wasRunning) this.syncer.pause();
-      await this.slots.apply(this.planned, running);
+      await this.slots.apply(this.planned, running, this.refused);
       if (running && !wasRunning) this.syncer.resume();
     });
     if (resolved) await this.applySources(resolved);
+    if (resolved && previous) {
+      this.channel?.sendState();
+      await this.reportRefused(refused);
+    }
     this.scheduler.set(local.sync_cron ?? cronForMinutes(next.settings.sync_time), { name: 'sync', run: async () => this.kick('incremental') });
     if (running !== wasRunning) {
       this.running = running;
@@ -295,6 +333,33 @@ export class Agent {
         JSON.stringify(previous.organization) !== JSON.stringify(next.organization) ||
         previous.settings.running !== next.settings.running);
     if (previous && (policyChanged || resolved)) this.kick(policyChanged ? 'full' : 'incremental');
+  }
+
+  /**
+   * Feedback for each enforcer the new settings name but the agent cannot run, so the control
+   * plane learns of the refusal at once (the console shows it with the agent).
+   */
+  private async reportRefused(refused: RefusedEnforcer[]): Promise<void> {
+    const { gaid } = this.settings.current().settings;
+    if (!gaid) return;
+    for (const r of refused) {
+      const plugin = ReportedPlugin.safeParse(r.label);
+      if (!plugin.success) continue;
+      await this.client
+        .agentFeedback(
+          {
+            agid: gaid,
+            plugin: plugin.data,
+            code: `refused: ${r.error}`,
+            blacklist: 0,
+            state: 'failed',
+            error: r.detail.slice(0, 500),
+            capabilities: this.capabilities,
+          },
+          { retries: 1 },
+        )
+        .catch((err: unknown) => this.log.debug({ err, enforcer: r.label }, 'refusal not reported'));
+    }
   }
 
   private async applySources(plan: PluginPlan): Promise<void> {
@@ -319,8 +384,9 @@ export class Agent {
     const lastSync = this.syncer?.lastSyncAt ?? 0;
     const stale = current.settings.sync_time * 60 * 3;
     const enforcers = this.slots?.health() ?? [];
-    // A configured enforcer that could not be created is not enforcing: unhealthy until it is.
-    const healthy = (!this.running || (lastSync > 0 && now - lastSync <= stale)) && enforcers.every((e) => e.error === undefined);
+    // A configured enforcer that is missing (no plugin, invalid entry, create failing) or whose
+    // last call failed is not enforcing: unhealthy until it is. Degraded is still healthy.
+    const healthy = (!this.running || (lastSync > 0 && now - lastSync <= stale)) && enforcers.every((e) => e.state !== 'failed');
     return {
       healthy,
       gaid: current.settings.gaid,
@@ -333,30 +399,50 @@ export class Agent {
       enforced: this.state?.enforced.keys.length ?? 0,
       known_indicators: this.state?.table.size ?? 0,
       spool_depth: this.spool?.depth ?? 0,
-      sources: this.supervisor?.labels ?? [],
+      sources: this.supervisor?.health() ?? [],
       enforcers,
       channel_connected: this.channel?.connected ?? false,
       memory_mb: memoryMb(),
     };
   }
 
-  /** Graceful stop: sources first, every detection spooled, reports in flight finished, state saved. Rules stay in place. */
+  /**
+   * Graceful stop: sources first, every detection spooled, reports in flight finished, state
+   * saved. Rules stay in place. Enforcer calls in progress are aborted at once and waited for at
+   * most `stop_timeout_seconds`, so a stalled target cannot hold the stop.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
     for (const t of this.timers) clearInterval(t);
     clearTimeout(this.reconcileTimer);
     this.scheduler?.stop();
     this.channel?.stop();
+    const enforcersClosed = this.slots?.close(this.settings.local.local.stop_timeout_seconds * 1000);
     await this.supervisor?.stop();
     await this.pipeline?.flushed();
     await this.reporter?.stop();
     await this.applying;
     await this.syncer?.stop().catch((err: unknown) => this.log.warn({ err }, 'feed state not saved'));
-    await this.slots?.close();
+    await enforcersClosed;
     await this.spool?.close();
     await this.ops?.close();
     this.log.info({}, 'agent stopped');
   }
+}
+
+/** The `ips.<label>` problems of a plan, one refusal per label. */
+function refusedEnforcers(problems: { path: string; message: string }[]): RefusedEnforcer[] {
+  const byLabel = new Map<string, RefusedEnforcer>();
+  for (const p of problems) {
+    const m = /^ips\.([^.]+)(\.|$)/.exec(p.path);
+    if (!m) continue;
+    const label = m[1]!;
+    const error = p.path === `ips.${label}` && p.message.startsWith('no enforcer') ? 'no_plugin' : 'config_invalid';
+    const prior = byLabel.get(label);
+    const detail = p.path === `ips.${label}` ? p.message : `${p.path}: ${p.message}`;
+    byLabel.set(label, prior ? { ...prior, detail: `${prior.detail}; ${detail}`.slice(0, 500) } : { label, error, detail });
+  }
+  return [...byLabel.values()];
 }
 
 function memoryMb(): Record<string, number> {

@@ -4,17 +4,20 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DryRunConfig, dryRunEnforcer, readDryRunFile } from '@rampart/enforcer-dry-run';
-import type { BlockEntry, EnforcerDefinition } from '@rampart/plugin-kit';
+import type { Enforcer, EnforcerDefinition } from '@rampart/plugin-kit';
 import type { PlannedEnforcer } from '../src/config/plugins.ts';
+import { ipv4Key } from '@rampart/contracts';
 import { EnforcerSlots } from '../src/runtime/enforcer-slots.ts';
 import { createMetrics } from '../src/runtime/metrics.ts';
+import { diffKeySets, toEntries, type KeySet } from '../src/sync/block-state.ts';
+import { EnforcerWorker } from '../src/sync/enforcer-worker.ts';
 
 /*
  * The enforcer slots against the real dry-run enforcer (a file): what a settings change leaves
  * in the old target and the new one, read back from the files.
  */
 
-const BLACKLISTED: BlockEntry[] = [{ cidr: '45.61.7.10/32', score: 900 }];
+const BLACKLISTED: KeySet = { keys: Float64Array.of(ipv4Key('45.61.7.10/32')), ranks: Uint16Array.of(900) };
 
 async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, deadlineMs = 5_000): Promise<T> {
   const end = Date.now() + deadlineMs;
@@ -47,7 +50,11 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
       chain = run.catch(() => undefined);
       return run;
     };
-    slots = new EnforcerSlots({ log: pino({ level: 'silent' }), metrics: createMetrics(), serialize, onCreated: () => (created += 1), retry });
+    const log = pino({ level: 'silent' });
+    const metrics = createMetrics();
+    const worker = (label: string, enforcer: Enforcer) =>
+      new EnforcerWorker(label, enforcer, { log, metrics, timeoutMs: () => 5_000, entries: toEntries, diff: diffKeySets });
+    slots = new EnforcerSlots({ log, metrics, serialize, worker, onCreated: () => (created += 1), retry });
     return slots;
   }
 
@@ -57,13 +64,9 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
     config: DryRunConfig.parse({ active: true, path: join(dir, file) }),
   });
 
-  /** What the syncer does at its next sync: a slot that must be replaced gets the whole set. */
-  async function syncAll(s: EnforcerSlots, entries: BlockEntry[]) {
-    for (const slot of s.live) {
-      if (!slot.needsReplace) continue;
-      await slot.enforcer.sync(entries);
-      slot.needsReplace = false;
-    }
+  /** What the syncer does at its next sync: every worker gets the set (a replaced one, whole). */
+  async function syncAll(s: EnforcerSlots, set: KeySet) {
+    await Promise.all(s.workers.map((w) => w.submit(set)));
   }
 
   it('a changed target path withdraws the old file\'s entries, and the new file gets the set', async () => {
@@ -89,7 +92,7 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
     expect((await readDryRunFile(join(dir, 'a.json')))?.enforced).toEqual([]);
     expect(s.live).toHaveLength(1);
     await s.apply([dryRun('a.json')], true);
-    expect(s.live[0]!.needsReplace).toBe(true);
+    expect(s.workers[0]!.needsReplace).toBe(true);
     await syncAll(s, BLACKLISTED);
     expect((await readDryRunFile(join(dir, 'a.json')))?.enforced).toEqual(['45.61.7.10/32']);
     await s.apply([], true);
@@ -117,9 +120,9 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
     ]);
     await until('the enforcer created by a retry', () => created === 1);
     expect(failures).toBe(0);
-    expect(s.health()).toEqual([{ label: 'dry_run', healthy: false, enforced: 0, cut: 0 }]);
+    expect(s.health()).toEqual([{ label: 'dry_run', state: 'degraded', healthy: false, enforced: 0, cut: 0 }]);
     await syncAll(s, BLACKLISTED);
-    expect(s.health()).toEqual([{ label: 'dry_run', healthy: true, enforced: 0, cut: 0 }]);
+    expect(s.health()).toEqual([{ label: 'dry_run', state: 'ok', healthy: true, enforced: 1, cut: 0, last_applied_at: expect.any(Number) }]);
     expect((await readDryRunFile(join(dir, 'flaky.json')))?.enforced).toEqual(['45.61.7.10/32']);
   });
 
@@ -127,7 +130,7 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
     const file = join(dir, 'paused.json');
     // What a previous run of the same configuration left behind.
     const previous = await dryRunEnforcer.create(DryRunConfig.parse({ active: true, path: file }), { log: pino({ level: 'silent' }) });
-    await previous.sync(BLACKLISTED);
+    await previous.sync(toEntries(BLACKLISTED));
     await previous.close();
     let failures = 1;
     const flaky: EnforcerDefinition<DryRunConfig> = {
@@ -146,6 +149,27 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
     });
     expect(cleared.enforced).toEqual([]);
     expect(created).toBe(0);
+  });
+
+  it('a configured enforcer that cannot run is reported failed; one that had an instance withdraws it', async () => {
+    const s = make();
+    await s.apply([dryRun('r.json')], true);
+    await syncAll(s, BLACKLISTED);
+    const refused = [
+      { label: 'dns_e', error: 'no_plugin' as const, detail: "no enforcer for 'dns_e'; known enforcers: csv, dry_run" },
+      { label: 'dry_run', error: 'config_invalid' as const, detail: 'ips.dry_run.path: Too small: expected string to have >=1 characters' },
+    ];
+    await s.apply([], true, refused);
+    expect(s.live).toEqual([]);
+    expect((await readDryRunFile(join(dir, 'r.json')))?.enforced).toEqual([]);
+    expect(s.health()).toEqual([
+      { label: 'dns_e', state: 'failed', healthy: false, enforced: 0, cut: 0, error: 'no_plugin', detail: "no enforcer for 'dns_e'; known enforcers: csv, dry_run" },
+      { label: 'dry_run', state: 'failed', healthy: false, enforced: 0, cut: 0, error: 'config_invalid', detail: 'ips.dry_run.path: Too small: expected string to have >=1 characters' },
+    ]);
+    // Fixed by the next settings: the refusal is gone and the slot is back.
+    await s.apply([dryRun('r.json')], true, []);
+    await syncAll(s, BLACKLISTED);
+    expect(s.health()).toEqual([expect.objectContaining({ label: 'dry_run', state: 'ok', enforced: 1 })]);
   });
 
   it('the back-off doubles up to its cap, and a slot no longer wanted stops being retried', async () => {

@@ -23,7 +23,14 @@ describe('supervisor', () => {
     });
     const metrics = createMetrics();
     const seen: Detection[] = [];
-    const supervisor = new Supervisor({ log: pino({ level: 'silent' }), metrics, offsets: memoryOffsetStore(), emit: (_l, d) => seen.push(d), backoff: { baseMs: 5, maxMs: 20 } });
+    const supervisor = new Supervisor({
+      log: pino({ level: 'silent' }),
+      metrics,
+      offsets: memoryOffsetStore(),
+      emit: (_l, d) => seen.push(d),
+      backoff: { baseMs: 5, maxMs: 20 },
+      healthyAfterMs: 300,
+    });
     await supervisor.update([{ label: 'json_source', definition: flaky, config: {}, mode: 'normal' }]);
     const deadline = Date.now() + 10_000;
     while (starts < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
@@ -31,9 +38,32 @@ describe('supervisor', () => {
     expect(seen.map((d) => d.ip)).toEqual(['45.80.0.1', '45.80.0.2', '45.80.0.3']);
     expect((await metrics.sourceRestarts.get()).values).toEqual([{ value: 2, labels: { source: 'json_source' } }]);
     expect(supervisor.labels).toEqual(['json_source']);
+    // Running again after two failures: degraded, with the last error, until the run has lasted healthyAfterMs.
+    expect(supervisor.health()).toEqual([{ label: 'json_source', state: 'degraded', restarts: 2, last_error: 'boom 2', last_error_at: expect.any(Number) }]);
+    for (const end = Date.now() + 10_000; supervisor.health()[0]!.state !== 'ok' && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    expect(supervisor.health()).toEqual([{ label: 'json_source', state: 'ok', restarts: 2, last_error: 'boom 2', last_error_at: expect.any(Number) }]);
     await supervisor.update([]);
     expect(supervisor.labels).toEqual([]);
     await new Promise((r) => setTimeout(r, 50));
     expect(starts).toBe(3);
+  });
+
+  it('a source failing three times in a row is failed', async () => {
+    let starts = 0;
+    const broken = defineSource({
+      name: 'broken',
+      serves: 'json_source',
+      configSchema: z.object({}),
+      createParser: () => ({ push: () => [], flush: () => [] }),
+      start: () => {
+        starts += 1;
+        return { done: Promise.reject(new Error(`cannot open the log (${starts})`)) };
+      },
+    });
+    const supervisor = new Supervisor({ log: pino({ level: 'silent' }), metrics: createMetrics(), offsets: memoryOffsetStore(), emit: () => undefined, backoff: { baseMs: 5, maxMs: 5 } });
+    await supervisor.update([{ label: 'json_source', definition: broken, config: {}, mode: 'normal' }]);
+    for (const end = Date.now() + 10_000; starts < 4 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
+    expect(supervisor.health()[0]).toMatchObject({ label: 'json_source', state: 'failed', last_error: expect.stringMatching(/^cannot open the log/) });
+    await supervisor.stop();
   });
 });

@@ -13,7 +13,8 @@ import { sampleIpv4Page, sampleIpv4Record } from '@rampart/contracts/fixtures';
 import { BlockState } from '../src/sync/block-state.ts';
 import { FeedStateFile } from '../src/sync/feed-state.ts';
 import { NeverBlock } from '../src/sync/never-block.ts';
-import { SyncRefusedError, Syncer, type ActiveEnforcer } from '../src/sync/syncer.ts';
+import { SyncRefusedError, Syncer } from '../src/sync/syncer.ts';
+import type { EnforcerWorker } from '../src/sync/enforcer-worker.ts';
 import { createMetrics, type AgentMetrics } from '../src/runtime/metrics.ts';
 
 /** A control plane stand-in whose feed and list the test edits between syncs. */
@@ -33,7 +34,8 @@ describe('syncer', () => {
   let syncer: Syncer;
   let state: BlockState;
   let dryRunPath: string;
-  let enforcers: ActiveEnforcer[];
+  let enforcers: EnforcerWorker[];
+  let enforcerTimeoutMs = 120_000;
   let force = false;
   let metrics: AgentMetrics;
 
@@ -41,7 +43,6 @@ describe('syncer', () => {
     const port = (app.server.address() as AddressInfo).port;
     state = new BlockState(new NeverBlock({ ownAddresses: [], controlPlane: [], reservedIps: [], allowList: [] }));
     const enforcer = await dryRunEnforcer.create(DryRunConfig.parse({ active: true, path: dryRunPath }), { log });
-    enforcers = [{ label: 'dry_run', enforcer, needsReplace: true }];
     metrics = createMetrics();
     syncer = new Syncer({
       client: new RampartClient({ baseUrl: `http://127.0.0.1:${port}/api/v1`, apiKey: 'k', retries: 0 }),
@@ -52,14 +53,16 @@ describe('syncer', () => {
       gaid: () => undefined,
       log,
       metrics,
-      options: () => ({ pageSize: 3, forceSync: force, maxRemovalFraction: 0.5, minGuardedRemovals: 2, saveEveryMs: 0 }),
+      options: () => ({ pageSize: 3, forceSync: force, maxRemovalFraction: 0.5, minGuardedRemovals: 2, saveEveryMs: 0, enforcerTimeoutMs }),
     });
+    enforcers = [syncer.worker('dry_run', enforcer)];
   }
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'syncer-'));
     dryRunPath = join(dir, 'dry-run.json');
     force = false;
+    enforcerTimeoutMs = 120_000;
     world = {
       records: Array.from({ length: 8 }, (_, i) => ({ ip: `45.70.0.${i + 1}`, score: 400, ts: now - 100 + i, decision: null, ttl: null })),
       list: Array.from({ length: 8 }, (_, i) => `45.70.0.${i + 1}`),
@@ -88,32 +91,42 @@ describe('syncer', () => {
     await makeSyncer();
   });
   afterEach(async () => {
+    for (const w of enforcers) await w.close(1000);
     await syncer.stop();
     await app.close();
     await rm(dir, { recursive: true, force: true });
   });
 
+  /** A sync operation, then every enforcer done with what it was handed (they apply on their own queues). */
+  async function settled<T>(operation: Promise<T>): Promise<T> {
+    try {
+      return await operation;
+    } finally {
+      await syncer.idle();
+    }
+  }
+
   const enforced = async () => (await readDryRunFile(dryRunPath))?.enforced ?? [];
   const all = Array.from({ length: 8 }, (_, i) => `45.70.0.${i + 1}/32`);
 
   it('a full sync walks the feed and the paged list and replaces the enforcer set', async () => {
-    await syncer.full();
+    await settled(syncer.full());
     expect(await enforced()).toEqual(all);
     expect(syncer.cursor).toBe(now - 93);
   });
 
   it('refuses an empty server list while rules exist, unless forced', async () => {
-    await syncer.full();
+    await settled(syncer.full());
     world.list = [];
     await expect(syncer.full()).rejects.toMatchObject({ reason: 'empty_list' });
     expect(await enforced()).toEqual(all);
-    await syncer.full(true);
+    await settled(syncer.full(true));
     // Forced: the list no longer marks them, but their feed records still block them.
     expect(await enforced()).toEqual(all);
   });
 
   it('a partial pull (a failing list page) changes nothing', async () => {
-    await syncer.full();
+    await settled(syncer.full());
     world.failListPage2 = true;
     world.records = world.records.map((r) => ({ ...r, decision: 0 as const, ts: r.ts + 1000 }));
     await expect(syncer.full()).rejects.toMatchObject({ status: 503 });
@@ -121,7 +134,7 @@ describe('syncer', () => {
   });
 
   it('refuses a sync that removes more than half the set; applies it when forced', async () => {
-    await syncer.full();
+    await settled(syncer.full());
     // Five of eight whitelisted in the feed: 5 > 8 * 0.5.
     for (const r of world.records.slice(0, 5)) Object.assign(r, { decision: 0, ts: r.ts + 1000 });
     const err = await syncer.incremental().catch((e: unknown) => e);
@@ -129,14 +142,14 @@ describe('syncer', () => {
     expect(err).toMatchObject({ reason: 'mass_removal', detail: { previous: 8, remove: 5 } });
     expect(await enforced()).toEqual(all);
     force = true;
-    await syncer.incremental();
+    await settled(syncer.incremental());
     expect(await enforced()).toEqual(all.slice(5));
   });
 
   it('a small removal is applied as a diff; the cursor and records survive a restart', async () => {
-    await syncer.full();
+    await settled(syncer.full());
     Object.assign(world.records[0]!, { decision: 0, ts: now + 5 });
-    await syncer.incremental();
+    await settled(syncer.incremental());
     expect(await enforced()).toEqual(all.slice(1));
     expect((await readDryRunFile(dryRunPath))?.operations.at(-1)).toMatchObject({ op: 'apply', removed: ['45.70.0.1/32'], added: [] });
     await syncer.stop();
@@ -147,20 +160,20 @@ describe('syncer', () => {
   });
 
   it('withdraw removes every rule and resume brings them back', async () => {
-    await syncer.full();
-    await syncer.withdraw();
+    await settled(syncer.full());
+    await settled(syncer.withdraw());
     expect(await enforced()).toEqual([]);
-    await syncer.incremental();
+    await settled(syncer.incremental());
     expect(await enforced()).toEqual([]);
     syncer.resume();
-    await syncer.incremental();
+    await settled(syncer.incremental());
     expect(await enforced()).toEqual(all);
   });
 
   it('keeps what each enforcer reports enforcing (a capacity cut included) for feedback and metrics', async () => {
     const small = await dryRunEnforcer.create(DryRunConfig.parse({ active: true, path: join(dir, 'small.json'), capacity: 5 }), { log });
-    enforcers.push({ label: 'small', enforcer: small, needsReplace: true });
-    await syncer.full();
+    enforcers.push(syncer.worker('small', small));
+    await settled(syncer.full());
     expect(enforcers.map((e) => [e.label, e.enforced, e.cut])).toEqual([
       ['dry_run', 8, 0],
       ['small', 5, 3],
@@ -168,8 +181,96 @@ describe('syncer', () => {
     const gauge = async (name: 'enforcerEntries' | 'enforcerCut') => Object.fromEntries((await metrics[name].get()).values.map((v) => [v.labels.enforcer, v.value]));
     expect(await gauge('enforcerEntries')).toEqual({ dry_run: 8, small: 5 });
     expect(await gauge('enforcerCut')).toEqual({ dry_run: 0, small: 3 });
-    await syncer.withdraw();
+    await settled(syncer.withdraw());
     expect(await gauge('enforcerEntries')).toEqual({ dry_run: 0, small: 0 });
+  });
+
+  describe('isolation: each enforcer on its own queue', () => {
+    /**
+     * csv whose reload command hangs for a minute (a real process) until the file `fast` exists;
+     * `started` holds the shell's pid (its process group) once it runs.
+     */
+    async function stallingCsv() {
+      const started = join(dir, 'reload-started');
+      const fast = join(dir, 'fast');
+      const csv = await csvEnforcer.create(
+        CsvConfig.parse({ active: true, csv_logs: join(dir, 'stall.csv'), csv_reload_command: `echo $$ > ${started}; test -e ${fast} || sleep 60` }),
+        { log },
+      );
+      const worker = syncer.worker('csv', csv);
+      enforcers.push(worker);
+      const reloadPid = async () => Number((await readFile(started, 'utf8').catch(() => '')).trim()) || undefined;
+      return { worker, reloadPid, unstall: () => writeFile(fast, '') };
+    }
+    const alive = (pid: number) => {
+      try {
+        process.kill(-pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 10_000): Promise<T> {
+      const end = Date.now() + ms;
+      for (;;) {
+        const v = await check();
+        if (v) return v;
+        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+
+    it('a target stalled for a minute delays no other: dry_run gets the set and then a decision within 2 s', async () => {
+      const { worker: csv, reloadPid } = await stallingCsv();
+      const dryRun = enforcers[0]!;
+      await syncer.full();
+      await dryRun.idle();
+      expect(await enforced()).toEqual(all);
+      const pid = await until('the csv reload running', reloadPid);
+      expect(csv.busy).toMatchObject({ operation: 'sync' });
+
+      const t0 = Date.now();
+      await syncer.decision('45.70.0.1', 0, null);
+      await dryRun.idle();
+      const applied = Date.now() - t0;
+      expect(applied).toBeLessThan(2000);
+      expect(await enforced()).toEqual(all.slice(1));
+      expect((await readDryRunFile(dryRunPath))?.operations.at(-1)).toMatchObject({ op: 'apply', removed: ['45.70.0.1/32'] });
+      // csv still hangs in the same call; the newer set waits for it, coalesced.
+      expect(csv.busy).toMatchObject({ operation: 'sync' });
+      expect(alive(pid)).toBe(true);
+      console.log(`[figure] decision → dry_run applied while csv stalls: ${applied} ms`);
+
+      // Retiring the stalled worker (the agent stopping) aborts the call and kills the reload's process group.
+      const t1 = Date.now();
+      await csv.close(5_000);
+      expect(Date.now() - t1).toBeLessThan(2000);
+      expect(csv.busy).toBeUndefined();
+      // SIGKILL went to the group; the processes are gone once reaped.
+      await until('the reload process group gone', async () => !alive(pid), 5_000);
+      enforcers.pop();
+    });
+
+    it("a call past the enforcer timeout is aborted and fails that enforcer alone; the next sync replaces its target", async () => {
+      enforcerTimeoutMs = 500;
+      const { worker: csv, reloadPid, unstall } = await stallingCsv();
+      await settled(syncer.full());
+      const pid = (await reloadPid())!;
+      await until('the reload process group gone', async () => !alive(pid), 5_000);
+      expect(csv.currentState()).toBe('failed');
+      expect(csv.lastError).toBe("sync of enforcer 'csv' did not finish within 500 ms; aborted");
+      expect(csv.needsReplace).toBe(true);
+      expect(enforcers[0]!.currentState()).toBe('ok');
+      expect(await enforced()).toEqual(all);
+      const errors = (await metrics.enforcerErrors.get()).values.map((v) => [v.labels.enforcer, v.value]);
+      expect(errors).toEqual([['csv', 1]]);
+
+      await unstall();
+      await settled(syncer.full());
+      expect(csv.currentState()).toBe('ok');
+      expect(csv.lastError).toBeUndefined();
+      expect(csvFormat.parse(await readFile(join(dir, 'stall.csv'), 'utf8'))).toEqual(all);
+    });
   });
 
   describe('reconcile (the short loop)', () => {
@@ -177,35 +278,35 @@ describe('syncer', () => {
       (await metrics[name].get()).values.find((v) => v.labels.enforcer === label)?.value ?? 0;
 
     it('does nothing before the first sync (an empty set would withdraw)', async () => {
-      expect(await syncer.reconcile()).toBe(0);
+      expect(await settled(syncer.reconcile())).toBe(0);
       expect(await readDryRunFile(dryRunPath)).toBeUndefined();
     });
 
     it('an enforcer without reconcile(): a deleted or edited file is compared with the enforced set and synced again', async () => {
-      await syncer.full();
-      expect(await syncer.reconcile()).toBe(0);
+      await settled(syncer.full());
+      expect(await settled(syncer.reconcile())).toBe(0);
       await unlink(dryRunPath);
-      expect(await syncer.reconcile()).toBe(1);
+      expect(await settled(syncer.reconcile())).toBe(1);
       expect(await enforced()).toEqual(all);
       expect((await readDryRunFile(dryRunPath))?.operations.map((o) => o.op)).toEqual(['sync', 'sync']);
       // Someone adds an address by hand: not in the enforced set, so the set is re-asserted.
       const file = (await readDryRunFile(dryRunPath))!;
       await writeFile(dryRunPath, JSON.stringify({ ...file, enforced: [...file.enforced, '45.99.0.1/32'] }));
-      expect(await syncer.reconcile()).toBe(1);
+      expect(await settled(syncer.reconcile())).toBe(1);
       expect(await enforced()).toEqual(all);
       expect(await counter('driftsRepaired', 'dry_run')).toBe(2);
-      expect(await syncer.reconcile()).toBe(0);
+      expect(await settled(syncer.reconcile())).toBe(0);
     });
 
     it('an enforcer with reconcile() (csv): the deleted file comes back, counted per enforcer', async () => {
       const csvPath = join(dir, 'list.csv');
       const csv = await csvEnforcer.create(CsvConfig.parse({ active: true, csv_logs: csvPath, csv_reload_command: '' }), { log });
-      enforcers.push({ label: 'csv', enforcer: csv, needsReplace: true });
-      await syncer.full();
+      enforcers.push(syncer.worker('csv', csv));
+      await settled(syncer.full());
       const written = await readFile(csvPath, 'utf8');
       expect(csvFormat.parse(written)).toEqual(all);
       await unlink(csvPath);
-      expect(await syncer.reconcile()).toBe(1);
+      expect(await settled(syncer.reconcile())).toBe(1);
       expect(await readFile(csvPath, 'utf8')).toBe(written);
       expect(await counter('driftsRepaired', 'csv')).toBe(1);
       expect(await counter('driftsRepaired', 'dry_run')).toBe(0);
@@ -220,11 +321,11 @@ describe('syncer', () => {
           throw new Error('target unreachable');
         },
       };
-      enforcers[0] = { label: 'dry_run', enforcer: flaky, needsReplace: true };
-      await syncer.full();
+      enforcers[0] = syncer.worker('dry_run', flaky);
+      await settled(syncer.full());
       await unlink(dryRunPath);
       await app.close(); // the server is gone: the set comes from the local state
-      expect(await syncer.reconcile()).toBe(0);
+      expect(await settled(syncer.reconcile())).toBe(0);
       expect(await counter('enforcerErrors', 'dry_run')).toBe(1);
       expect(enforcers[0].needsReplace).toBe(false);
       expect(await enforced()).toEqual(all);
@@ -232,10 +333,10 @@ describe('syncer', () => {
     });
 
     it('does nothing while withdrawn (running = no)', async () => {
-      await syncer.full();
-      await syncer.withdraw();
+      await settled(syncer.full());
+      await settled(syncer.withdraw());
       await unlink(dryRunPath);
-      expect(await syncer.reconcile()).toBe(0);
+      expect(await settled(syncer.reconcile())).toBe(0);
       expect(await readDryRunFile(dryRunPath)).toBeUndefined();
     });
   });

@@ -68,12 +68,60 @@ describe.each(driverCases())('agents on $name', (driver) => {
     const b = list.find((a) => a.gaid === busy.gaid)!;
     expect(b).toMatchObject({ alive: true, active: true, running: 'yes', version: 'v3.2.1', sync_time: 10, last_checkin_via: 'feedback', hostname: 'fw-1', settings_version: 1 });
     expect(Math.abs(b.last_checkin! - Date.now() / 1000)).toBeLessThan(60);
-    expect(b.enforced).toEqual({ packet_filter: { enforced: 2, code: 0, score_threshold: 400, healthy: null, at: expect.any(Number) } });
+    expect(b.enforced).toEqual({ packet_filter: { enforced: 2, code: 0, score_threshold: 400, healthy: null, state: null, error: null, at: expect.any(Number) } });
+    // An agent that reported no state (an older one) is neither ok nor failed.
+    expect([b.status, b.capabilities]).toEqual(['unknown', null]);
     const q = list.find((a) => a.gaid === quiet.gaid)!;
-    expect(q).toMatchObject({ alive: false, last_checkin: null, last_checkin_via: null, enforced: {} });
+    expect(q).toMatchObject({ alive: false, last_checkin: null, last_checkin_via: null, enforced: {}, status: 'unknown', capabilities: null });
 
     const foreign = await app.inject({ url: '/api/v1/agents', headers: { authorization: other.keys.admin } });
     expect((foreign.json() as AgentSummary[]).map((a) => a.gaid)).not.toContain(busy.gaid);
+  });
+
+  it("keeps what the agent can run and each enforcer's state; a refused setting makes it failed until the setting is off", async () => {
+    const org = await seedOrg(store, { name: 'Capable org' });
+    const ips = { csv: { active: true, csv_logs: '/var/lib/rampart/list.csv' }, dns_e: { active: true } };
+    const agent = await registerAgent(app, org.keys.admin, { ips });
+    const capabilities = { version: 'v0.1.0', enforcers: ['csv', 'dry_run', 'packet_filter'], sources: ['ssh_log'], kinds: ['ipv4'] };
+    const feedback = (payload: Record<string, unknown>) =>
+      app.inject({ method: 'POST', url: '/api/v1/agents/feedback', headers: { authorization: agent.token }, payload: { agid: agent.gaid, ...payload } });
+    const summary = async () => ((await app.inject({ url: '/api/v1/agents', headers: { authorization: org.keys.admin } })).json() as AgentSummary[])[0]!;
+
+    expect((await feedback({ plugin: 'csv', code: 0, blacklist: 12, state: 'ok', capabilities })).statusCode).toBe(200);
+    expect(await summary()).toMatchObject({ status: 'ok', capabilities });
+    const refusal = "no enforcer for 'dns_e'; known enforcers: csv, dry_run, packet_filter";
+    expect((await feedback({ plugin: 'dns_e', code: 'refused: no_plugin', blacklist: 0, state: 'failed', error: refusal, capabilities })).statusCode).toBe(200);
+    const refused = await summary();
+    expect(refused.status).toBe('failed');
+    expect(refused.enforced.dns_e).toEqual({ enforced: 0, code: 'refused: no_plugin', score_threshold: null, healthy: false, state: 'failed', error: refusal, at: expect.any(Number) });
+    expect((await feedback({ plugin: 'csv', code: 'degraded', blacklist: 12, state: 'degraded' })).statusCode).toBe(200);
+    expect((await summary()).status).toBe('failed');
+
+    // The setting turned off: its stale entry stays on record but no longer counts.
+    const doc = (await app.inject({ url: `/api/v1/agents/${agent.gaid}/config`, headers: { authorization: org.keys.admin } })).json() as Record<string, unknown>;
+    const put = await app.inject({
+      method: 'PUT',
+      url: `/api/v1/agents/${agent.gaid}/config`,
+      headers: { authorization: org.keys.admin },
+      payload: { ...doc, ips: { ...(doc.ips as object), dns_e: { ...((doc.ips as Record<string, object>).dns_e ?? {}), active: false } } },
+    });
+    expect(put.statusCode).toBe(200);
+    expect(await summary()).toMatchObject({ status: 'degraded', capabilities, enforced: { dns_e: { state: 'failed' }, csv: { state: 'degraded' } } });
+    expect((await feedback({ plugin: 'csv', code: 0, blacklist: 12, state: 'ok' })).statusCode).toBe(200);
+    expect((await summary()).status).toBe('ok');
+  });
+
+  it('refuses feedback whose state is not ok, degraded or failed, naming the field', async () => {
+    const org = await seedOrg(store, { name: 'State org' });
+    const agent = await registerAgent(app, org.keys.admin);
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/agents/feedback',
+      headers: { authorization: agent.token },
+      payload: { agid: agent.gaid, plugin: 'csv', state: 'broken' },
+    });
+    expect(res.statusCode).toBe(400);
+    expect((res.json().errors as { path: string }[]).map((e) => e.path)).toEqual(['body.state']);
   });
 
   it('counts an agent dead once its last check-in is older than 2 x sync_time', async () => {

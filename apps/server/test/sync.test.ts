@@ -144,13 +144,29 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
     expect(await peer.next('pong')).toEqual({ type: 'pong', nonce: 'n-1' });
     const ping = await peer.next('ping');
     peer.ws.send(JSON.stringify({ type: 'pong', nonce: ping.nonce }));
-    peer.ws.send(JSON.stringify({ type: 'state', version: 'v4.0.0', hostname: 'edge-1', enforced: 12, plugins: [{ plugin: 'packet_filter', enforced: 12, healthy: true }] }));
+    const capabilities = { version: 'v4.0.0', enforcers: ['csv', 'packet_filter'], sources: ['ssh_log'], kinds: ['ipv4'] };
+    peer.ws.send(
+      JSON.stringify({
+        type: 'state',
+        version: 'v4.0.0',
+        hostname: 'edge-1',
+        enforced: 12,
+        plugins: [{ plugin: 'packet_filter', enforced: 12, healthy: true, state: 'ok' }],
+        capabilities,
+      }),
+    );
 
     const summary = await until('the agent to be listed alive with its state', async () => {
       const s = (await list())[0];
       return s?.alive && s.hostname === 'edge-1' ? s : undefined;
     });
-    expect(summary).toMatchObject({ version: 'v4.0.0', last_checkin_via: 'sync', enforced: { packet_filter: { enforced: 12, healthy: true } } });
+    expect(summary).toMatchObject({
+      version: 'v4.0.0',
+      last_checkin_via: 'sync',
+      enforced: { packet_filter: { enforced: 12, healthy: true, state: 'ok', error: null } },
+      status: 'ok',
+      capabilities,
+    });
   });
 
   it('drops a peer that stops answering heartbeats', async () => {

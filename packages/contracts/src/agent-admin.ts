@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AgentRunning } from './agent-config.ts';
+import { AgentCapabilities, PluginState } from './agent-messages.ts';
 import { AgentId, OrgId, numberLike } from './primitives.ts';
 
 /*
@@ -16,6 +17,8 @@ export const EnforcedByPlugin = z
     code: z.union([z.number(), z.string()]).nullable().describe('Outcome code of its last run'),
     score_threshold: z.int().min(0).max(1000).nullable(),
     healthy: z.boolean().nullable(),
+    state: PluginState.nullable().describe('ok, degraded or failed; null when the agent did not say'),
+    error: z.string().nullable().describe('Why it is not ok (a failed call, a setting the agent refused)'),
     at: z.int().describe('Epoch seconds of the report'),
   })
   .meta({ description: 'What one enforcement plugin of an agent last reported' });
@@ -33,6 +36,10 @@ export const AgentSummary = z
     last_checkin_via: z.enum(['ipv4', 'feed', 'feedback', 'sync']).nullable(),
     hostname: z.string().nullable(),
     enforced: z.record(z.string(), EnforcedByPlugin).describe('By enforcement plugin'),
+    status: z
+      .enum(['ok', 'degraded', 'failed', 'unknown'])
+      .describe('Worst state the agent reported for the enforcers active in its settings (unknown when it reported none)'),
+    capabilities: AgentCapabilities.nullable().describe('What the agent announced it can run; null before it did'),
     settings_version: z.int().min(1),
   })
   .meta({ description: 'One agent of the organization, as GET /agents lists it' });

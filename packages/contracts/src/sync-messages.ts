@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AgentSettingsDocument } from './agent-config.ts';
 import { ReportedPlugin } from './agent-integrations.ts';
+import { AgentCapabilities, PluginState } from './agent-messages.ts';
 import { OrganizationConfig } from './org-config.ts';
 
 /*
@@ -55,13 +56,28 @@ export const SyncFeedChanged = z.object({
 export const SyncPing = z.object({ type: z.literal('ping'), nonce: z.string().max(64) });
 export const SyncPong = z.object({ type: z.literal('pong'), nonce: z.string().max(64) });
 
-/** Agent → server: what it enforces now (also counts as a check-in). */
+/**
+ * Agent → server: what it enforces now and what it can run (also counts as a check-in). Sent
+ * first thing after the upgrade (the agent's hello) and after each settings change.
+ */
 export const SyncState = z.object({
   type: z.literal('state'),
   version: z.string().max(64).optional(),
   hostname: z.string().max(255).optional(),
   enforced: z.int().min(0).describe('Number of addresses/networks enforced'),
-  plugins: z.array(z.object({ plugin: ReportedPlugin, enforced: z.int().min(0), healthy: z.boolean() })).max(64).default([]),
+  plugins: z
+    .array(
+      z.object({
+        plugin: ReportedPlugin,
+        enforced: z.int().min(0),
+        healthy: z.boolean(),
+        state: PluginState.optional(),
+        error: z.string().max(500).optional(),
+      }),
+    )
+    .max(64)
+    .default([]),
+  capabilities: AgentCapabilities.optional(),
 });
 
 // Heartbeats go both ways: either side may send `ping`; the other answers `pong` with its nonce.

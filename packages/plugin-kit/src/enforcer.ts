@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { IpsLabel } from '@rampart/contracts';
 import type { PluginLogger } from './logger.ts';
+import type { CommandResult, RunOptions } from './shell.ts';
 
 /**
  * One entry of a block list: an IPv4 address or network in canonical CIDR form
@@ -49,29 +50,36 @@ export interface ReconcileResult extends EnforceResult {
 /**
  * The enforcer contract (conventions §3). Every method is idempotent; the desired set it
  * receives has already been filtered by the never-block list, decisions and thresholds.
+ *
+ * Every method takes an `AbortSignal`. The agent runs each enforcer on its own queue with its own
+ * timeout, and aborts the signal when the call's timeout passes, when the slot is withdrawn or
+ * replaced, or when the agent stops. An enforcer passes it to what it waits for (child
+ * processes, fetch, SSH channels, SDK calls) so that an aborted call ends promptly and rejects
+ * with the signal's reason; the agent then treats the target as unknown and replaces it whole at
+ * the next call. Callers outside the agent (tests, tools) may omit it.
  */
 export interface Enforcer {
   /** Can the backend be reached and changed now? No side effects. */
-  healthcheck(): Promise<EnforcerHealth>;
+  healthcheck(signal?: AbortSignal): Promise<EnforcerHealth>;
   /** Atomically replaces everything this enforcer owns with `desired`. */
-  sync(desired: BlockEntry[]): Promise<EnforceResult>;
+  sync(desired: BlockEntry[], signal?: AbortSignal): Promise<EnforceResult>;
   /** Applies a diff; batches commit one by one. Re-applying the same diff changes nothing. */
-  apply(diff: Diff): Promise<EnforceResult>;
+  apply(diff: Diff, signal?: AbortSignal): Promise<EnforceResult>;
   /**
    * Reads back what the real target enforces now, never a cache: canonical CIDRs
    * (`203.0.113.7/32`), sorted with `sortCidrs` (numeric by network, then prefix length).
    */
-  list(): Promise<string[]>;
+  list(signal?: AbortSignal): Promise<string[]>;
   /**
    * Optional: reads back the target and, when someone else changed or flushed it (a firewall
    * reload, `nft flush ruleset`), re-asserts the last committed set with a full replace. The agent
    * calls it every reconcile interval; without it, the agent compares `list()` and calls `sync`.
    */
-  reconcile?(): Promise<ReconcileResult>;
+  reconcile?(signal?: AbortSignal): Promise<ReconcileResult>;
   /** Releases connections; safe to call twice. Does not withdraw rules (see `withdraw`). */
-  close(): Promise<void>;
+  close(signal?: AbortSignal): Promise<void>;
   /** Removes every rule this enforcer placed (used for `running = no`). */
-  withdraw(): Promise<void>;
+  withdraw(signal?: AbortSignal): Promise<void>;
   /** The backend's real capacity in entries (Infinity when none applies). */
   readonly capacity: number;
 }
@@ -79,7 +87,7 @@ export interface Enforcer {
 export interface EnforcerContext {
   log: PluginLogger;
   /** Runs a command line through the shell the way operators configure reload commands. */
-  run?(command: string, options?: { input?: string; timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }>;
+  run?(command: string, options?: RunOptions): Promise<CommandResult>;
 }
 
 export interface EnforcerDefinition<C = unknown> {

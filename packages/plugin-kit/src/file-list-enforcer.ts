@@ -6,6 +6,7 @@ import { sortCidrs, sortEntries } from './block-list.ts';
 import { DesiredSet } from './desired-set.ts';
 import { writeFileAtomic } from './atomic-file.ts';
 import { runChecked, type CommandRunner } from './shell.ts';
+import { throwIfAborted } from './abort.ts';
 
 /** How one system's list file looks. `parse` returns canonical CIDRs. */
 export interface ListFileFormat {
@@ -27,11 +28,11 @@ export interface FileListEnforcerOptions {
    * Extra step after the file is in place (HAProxy pushes through its runtime API instead of a
    * reload). Receives the entries now in the file.
    */
-  afterWrite?(entries: BlockEntry[], reason: 'sync' | 'apply' | 'withdraw'): Promise<void>;
+  afterWrite?(entries: BlockEntry[], reason: 'sync' | 'apply' | 'withdraw', signal?: AbortSignal): Promise<void>;
   /** Reads back the live target when it is not the file itself. */
-  readLive?(): Promise<string[]>;
+  readLive?(signal?: AbortSignal): Promise<string[]>;
   /** Extra health probe of the live target (no side effects); throws what is wrong. */
-  probe?(): Promise<void>;
+  probe?(signal?: AbortSignal): Promise<void>;
 }
 
 /**
@@ -66,7 +67,8 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
     seeded = true;
   }
 
-  async function commit(reason: 'sync' | 'apply' | 'withdraw', force: boolean): Promise<EnforceResult> {
+  async function commit(reason: 'sync' | 'apply' | 'withdraw', force: boolean, signal: AbortSignal | undefined): Promise<EnforceResult> {
+    throwIfAborted(signal);
     const { kept, cut } = desired.withinCapacity(opts.capacity);
     const entries = sortEntries(kept);
     const text = opts.format.render(entries);
@@ -74,70 +76,72 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
     const fileChanged = force || previous !== text;
     if (fileChanged) await writeFileAtomic(opts.path, text, opts.fileMode);
     // With a live target apart from the file (a runtime API), an unchanged file is not enough.
-    if (fileChanged || (opts.readLive && !sameCidrs(await opts.readLive(), entries))) {
-      try {
-        if (opts.afterWrite) await opts.afterWrite(entries, reason);
-        if (opts.reloadCommand) await runChecked(opts.run, opts.reloadCommand, opts.reloadTimeoutMs);
-      } catch (err) {
-        // The system still runs the old list: put the old file back so that the file (what
-        // list() reads) and a later restart agree with it, and the next call writes again.
-        if (fileChanged && previous !== undefined && previous !== text) await writeFileAtomic(opts.path, previous, opts.fileMode);
-        throw err;
+    try {
+      if (fileChanged || (opts.readLive && !sameCidrs(await opts.readLive(signal), entries))) {
+        if (opts.afterWrite) await opts.afterWrite(entries, reason, signal);
+        if (opts.reloadCommand) await runChecked(opts.run, opts.reloadCommand, opts.reloadTimeoutMs, signal);
+        opts.log.debug({ reason, entries: entries.length }, 'list committed');
       }
-      opts.log.debug({ reason, entries: entries.length }, 'list committed');
+    } catch (err) {
+      // The system still runs the old list (a reload failed, or was cancelled): put the old file
+      // back so that the file (what list() reads) and a later restart agree with it, and the
+      // next call writes again.
+      if (fileChanged && previous !== undefined && previous !== text) await writeFileAtomic(opts.path, previous, opts.fileMode);
+      throw err;
     }
     if (cut > 0) opts.log.warn({ cut, capacity: opts.capacity }, 'capacity reached; lowest scores cut');
     if (desired.invalid > 0) opts.log.warn({ invalid: desired.invalid }, 'inputs that are not IPv4 CIDRs ignored');
     return { enforced: entries.length, cut, ...(desired.invalid > 0 ? { invalid: desired.invalid } : {}) };
   }
 
-  async function list(): Promise<string[]> {
-    if (opts.readLive) return sortCidrs(await opts.readLive());
+  async function list(signal?: AbortSignal): Promise<string[]> {
+    throwIfAborted(signal);
+    if (opts.readLive) return sortCidrs(await opts.readLive(signal));
     const text = await readFileText();
     return text === undefined ? [] : opts.format.parse(text);
   }
 
   return {
     capacity: opts.capacity,
-    async healthcheck(): Promise<EnforcerHealth> {
+    async healthcheck(signal?: AbortSignal): Promise<EnforcerHealth> {
       try {
         await access(dirname(opts.path), constants.W_OK);
       } catch (err) {
         return { ok: false, detail: `directory of ${opts.path} not writable: ${(err as Error).message}` };
       }
       try {
-        await opts.probe?.();
+        await opts.probe?.(signal);
         return { ok: true };
       } catch (err) {
         return { ok: false, detail: (err as Error).message };
       }
     },
-    async sync(entries: BlockEntry[]): Promise<EnforceResult> {
+    async sync(entries: BlockEntry[], signal?: AbortSignal): Promise<EnforceResult> {
       desired.replace(entries);
       seeded = true;
-      return commit('sync', true);
+      return commit('sync', true, signal);
     },
-    async apply(diff: Diff): Promise<EnforceResult> {
+    async apply(diff: Diff, signal?: AbortSignal): Promise<EnforceResult> {
       await seed();
       desired.apply(diff);
-      return commit('apply', false);
+      return commit('apply', false, signal);
     },
     list,
-    async reconcile(): Promise<ReconcileResult> {
+    async reconcile(signal?: AbortSignal): Promise<ReconcileResult> {
       await seed();
-      const live = await list();
+      const live = await list(signal);
       const { kept, cut } = desired.withinCapacity(opts.capacity);
       const want = sortCidrs(kept.map((e) => e.cidr));
       const drifted = live.length !== want.length || live.some((c, i) => c !== want[i]);
       if (!drifted) return { enforced: want.length, cut, drifted };
       opts.log.warn({ live: live.length, expected: want.length }, 'target drifted; re-asserting');
       desired.invalid = 0;
-      return { ...(await commit('sync', true)), drifted };
+      return { ...(await commit('sync', true, signal)), drifted };
     },
-    async withdraw(): Promise<void> {
+    async withdraw(signal?: AbortSignal): Promise<void> {
       desired.replace([]);
       seeded = true;
-      await commit('withdraw', true);
+      await commit('withdraw', true, signal);
     },
     async close(): Promise<void> {},
   };

@@ -19,3 +19,4 @@ export * from './recent-keys.ts';
 export * from './nft/index.ts';
 export * from './serial.ts';
 export * from './backend-switch.ts';
+export * from './abort.ts';

@@ -8,7 +8,14 @@ export interface CommandResult {
   stderr: string;
 }
 
-export type CommandRunner = (command: string, options?: { input?: string; timeoutMs?: number }) => Promise<CommandResult>;
+export interface RunOptions {
+  input?: string;
+  timeoutMs?: number;
+  /** Aborted: the process (group) is killed and the call rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+export type CommandRunner = (command: string, options?: RunOptions) => Promise<CommandResult>;
 
 /** A configured command failed; carries the exit code and the end of its stderr. */
 export class EnforcerCommandError extends Error {
@@ -30,7 +37,22 @@ const MAX_OUTPUT = 1 << 20;
  */
 export const runShell: CommandRunner = (command, options = {}) =>
   new Promise((resolve, reject) => {
+    const { signal } = options;
+    if (signal?.aborted) return reject(signal.reason);
     const child = spawn('/bin/sh', ['-c', command], { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    };
+    const onAbort = () => {
+      clearTimeout(timer);
+      killGroup();
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => {
@@ -39,28 +61,24 @@ export const runShell: CommandRunner = (command, options = {}) =>
     child.stderr.on('data', (d: Buffer) => {
       if (stderr.length < MAX_OUTPUT) stderr += d.toString('utf8');
     });
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        /* already gone */
-      }
-    }, options.timeoutMs ?? 60_000);
+    const timer = setTimeout(killGroup, options.timeoutMs ?? 60_000);
     child.on('error', (err) => {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
       reject(err);
     });
-    child.on('close', (code, signal) => {
+    child.on('close', (code, killedBy) => {
       clearTimeout(timer);
-      resolve({ code: code ?? (signal ? 128 : 1), stdout, stderr });
+      signal?.removeEventListener('abort', onAbort);
+      resolve({ code: code ?? (killedBy ? 128 : 1), stdout, stderr });
     });
     child.stdin.on('error', () => undefined);
     child.stdin.end(options.input ?? '');
   });
 
 /** Runs `command` and throws {@link EnforcerCommandError} unless it exits 0. */
-export async function runChecked(run: CommandRunner, command: string, timeoutMs?: number): Promise<CommandResult> {
-  const result = await run(command, { timeoutMs });
+export async function runChecked(run: CommandRunner, command: string, timeoutMs?: number, signal?: AbortSignal): Promise<CommandResult> {
+  const result = await run(command, { timeoutMs, ...(signal ? { signal } : {}) });
   if (result.code !== 0) throw new EnforcerCommandError(result.code, result.stderr || result.stdout);
   return result;
 }

@@ -38,55 +38,55 @@ export function createAwsEnforcer(o: AwsEnforcerOptions): Enforcer {
     return { enforced, naclCidrs, wafCidrs, cut: cut + (kept.length - enforced.length), total: all.length };
   }
 
-  async function commit(): Promise<EnforceResult> {
+  async function commit(signal?: AbortSignal): Promise<EnforceResult> {
     const p = plan();
-    const naclCalls = o.nacl ? await converge(o.nacl, p.naclCidrs) : 0;
-    const wafWrites = o.waf ? await convergeShards(o.waf, p.wafCidrs) : 0;
+    const naclCalls = o.nacl ? await converge(o.nacl, p.naclCidrs, signal) : 0;
+    const wafWrites = o.waf ? await convergeShards(o.waf, p.wafCidrs, signal) : 0;
     o.log.debug({ nacl_calls: naclCalls, waf_writes: wafWrites, entries: p.enforced.length }, 'aws converged');
     if (p.cut > 0) o.log.warn({ cut: p.cut, capacity }, 'capacity reached; lowest scores cut');
     if (desired.invalid > 0) o.log.warn({ invalid: desired.invalid }, 'inputs that are not IPv4 CIDRs ignored');
     return { enforced: p.enforced.length, cut: p.cut, ...(desired.invalid > 0 ? { invalid: desired.invalid } : {}) };
   }
 
-  async function list(): Promise<string[]> {
-    const nacl = o.nacl ? [...(await readSlots(o.nacl)).values()] : [];
-    const waf = o.waf ? await readAddresses(o.waf) : [];
+  async function list(signal?: AbortSignal): Promise<string[]> {
+    const nacl = o.nacl ? [...(await readSlots(o.nacl, signal)).values()] : [];
+    const waf = o.waf ? await readAddresses(o.waf, signal) : [];
     return sortCidrs([...nacl, ...waf]);
   }
 
   return {
     capacity,
-    async healthcheck() {
+    async healthcheck(signal?: AbortSignal) {
       try {
-        if (o.nacl) await readSlots(o.nacl);
-        if (o.waf) await readShards(o.waf, false);
+        if (o.nacl) await readSlots(o.nacl, signal);
+        if (o.waf) await readShards(o.waf, false, signal);
         return { ok: true };
       } catch (err) {
         return { ok: false, detail: (err as Error).message };
       }
     },
-    async sync(entries: BlockEntry[]) {
+    async sync(entries: BlockEntry[], signal?: AbortSignal) {
       desired.replace(entries);
-      return commit();
+      return commit(signal);
     },
-    async apply(diff) {
+    async apply(diff, signal?: AbortSignal) {
       desired.apply(diff);
-      return commit();
+      return commit(signal);
     },
     list,
-    async reconcile(): Promise<ReconcileResult> {
+    async reconcile(signal?: AbortSignal): Promise<ReconcileResult> {
       const p = plan();
-      const live = await list();
+      const live = await list(signal);
       const drifted = live.length !== p.enforced.length || live.some((c, i) => c !== p.enforced[i]);
       if (!drifted) return { enforced: p.enforced.length, cut: p.cut, drifted };
       o.log.warn({ live: live.length, expected: p.enforced.length }, 'aws drifted; re-asserting');
       desired.invalid = 0;
-      return { ...(await commit()), drifted };
+      return { ...(await commit(signal)), drifted };
     },
-    async withdraw() {
+    async withdraw(signal?: AbortSignal) {
       desired.replace([]);
-      if (o.nacl) await converge(o.nacl, []);
-      if (o.waf) await convergeShards(o.waf, []);
+      if (o.nacl) await converge(o.nacl, [], signal);
+      if (o.waf) await convergeShards(o.waf, [], signal);
     },
     async close() {
       o.nacl?.ec2.destroy();

@@ -20,8 +20,8 @@ export interface NetworkAclTarget {
 }
 
 /** The enforcer's slots as the ACL holds them now: rule number → canonical CIDR. */
-export async function readSlots(t: NetworkAclTarget): Promise<Map<number, string>> {
-  const out = await t.ec2.send(new DescribeNetworkAclsCommand({ NetworkAclIds: [t.aclId] }));
+export async function readSlots(t: NetworkAclTarget, signal?: AbortSignal): Promise<Map<number, string>> {
+  const out = await t.ec2.send(new DescribeNetworkAclsCommand({ NetworkAclIds: [t.aclId] }), { abortSignal: signal });
   const acl = out.NetworkAcls?.[0];
   if (!acl) throw new Error(`network ACL ${t.aclId} not found`);
   const slots = new Map<number, string>();
@@ -35,8 +35,8 @@ export async function readSlots(t: NetworkAclTarget): Promise<Map<number, string
 }
 
 /** Makes the slots hold exactly `cidrs` (at most `slots` of them); returns the API calls made. */
-export async function converge(t: NetworkAclTarget, cidrs: string[]): Promise<number> {
-  const current = await readSlots(t);
+export async function converge(t: NetworkAclTarget, cidrs: string[], signal?: AbortSignal): Promise<number> {
+  const current = await readSlots(t, signal);
   const want = new Set(cidrs.slice(0, t.slots));
   const keep = new Map<number, string>();
   const seen = new Set<string>();
@@ -62,15 +62,15 @@ export async function converge(t: NetworkAclTarget, cidrs: string[]): Promise<nu
   });
   let calls = 0;
   while (missing.length > 0 && stale.length > 0) {
-    await t.ec2.send(new ReplaceNetworkAclEntryCommand(entry(stale.shift()!, missing.shift()!)));
+    await t.ec2.send(new ReplaceNetworkAclEntryCommand(entry(stale.shift()!, missing.shift()!)), { abortSignal: signal });
     calls += 1;
   }
   while (missing.length > 0 && empty.length > 0) {
-    await t.ec2.send(new CreateNetworkAclEntryCommand(entry(empty.shift()!, missing.shift()!)));
+    await t.ec2.send(new CreateNetworkAclEntryCommand(entry(empty.shift()!, missing.shift()!)), { abortSignal: signal });
     calls += 1;
   }
   for (const n of stale) {
-    await t.ec2.send(new DeleteNetworkAclEntryCommand({ NetworkAclId: t.aclId, RuleNumber: n, Egress: false }));
+    await t.ec2.send(new DeleteNetworkAclEntryCommand({ NetworkAclId: t.aclId, RuleNumber: n, Egress: false }), { abortSignal: signal });
     calls += 1;
   }
   return calls;

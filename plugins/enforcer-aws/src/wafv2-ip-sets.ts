@@ -34,11 +34,11 @@ interface Shard {
   addresses: string[];
 }
 
-async function listAll(t: IpSetsTarget): Promise<Map<string, { id: string; lockToken: string }>> {
+async function listAll(t: IpSetsTarget, signal?: AbortSignal): Promise<Map<string, { id: string; lockToken: string }>> {
   const found = new Map<string, { id: string; lockToken: string }>();
   let marker: string | undefined;
   do {
-    const page = await t.waf.send(new ListIPSetsCommand({ Scope: t.scope, Limit: 100, NextMarker: marker }));
+    const page = await t.waf.send(new ListIPSetsCommand({ Scope: t.scope, Limit: 100, NextMarker: marker }), { abortSignal: signal });
     for (const s of page.IPSets ?? []) if (s.Name && s.Id) found.set(s.Name, { id: s.Id, lockToken: s.LockToken ?? '' });
     marker = page.IPSets?.length ? page.NextMarker : undefined;
   } while (marker);
@@ -48,19 +48,20 @@ async function listAll(t: IpSetsTarget): Promise<Map<string, { id: string; lockT
 const shardName = (t: IpSetsTarget, i: number) => `${t.prefix}-${i}`;
 
 /** Reads every shard (creating missing ones when `create`); absent shards read as empty. */
-export async function readShards(t: IpSetsTarget, create: boolean): Promise<(Shard | undefined)[]> {
-  const existing = await listAll(t);
+export async function readShards(t: IpSetsTarget, create: boolean, signal?: AbortSignal): Promise<(Shard | undefined)[]> {
+  const existing = await listAll(t, signal);
   const shards: (Shard | undefined)[] = [];
   for (let i = 0; i < t.shards; i++) {
     const name = shardName(t, i);
     const known = existing.get(name);
     if (known) {
-      const got = await t.waf.send(new GetIPSetCommand({ Name: name, Scope: t.scope, Id: known.id }));
+      const got = await t.waf.send(new GetIPSetCommand({ Name: name, Scope: t.scope, Id: known.id }), { abortSignal: signal });
       shards.push({ name, id: known.id, lockToken: got.LockToken ?? '', addresses: got.IPSet?.Addresses ?? [] });
     } else if (create) {
-      await t.gate.wait();
+      await t.gate.wait(signal);
       const made = await t.waf.send(
         new CreateIPSetCommand({ Name: name, Scope: t.scope, IPAddressVersion: 'IPV4', Addresses: [], Description: 'Rampart block list shard (managed)' }),
+        { abortSignal: signal },
       );
       shards.push({ name, id: made.Summary!.Id!, lockToken: made.Summary!.LockToken!, addresses: [] });
     } else shards.push(undefined);
@@ -68,13 +69,13 @@ export async function readShards(t: IpSetsTarget, create: boolean): Promise<(Sha
   return shards;
 }
 
-export async function readAddresses(t: IpSetsTarget): Promise<string[]> {
-  return (await readShards(t, false)).flatMap((s) => (s?.addresses ?? []).map((a) => canonicalCidr(a)).filter((c): c is string => !!c));
+export async function readAddresses(t: IpSetsTarget, signal?: AbortSignal): Promise<string[]> {
+  return (await readShards(t, false, signal)).flatMap((s) => (s?.addresses ?? []).map((a) => canonicalCidr(a)).filter((c): c is string => !!c));
 }
 
 /** Makes the shards hold exactly `cidrs` (≤ shards × 10,000); returns the UpdateIPSet calls made. */
-export async function convergeShards(t: IpSetsTarget, cidrs: string[]): Promise<number> {
-  const shards = (await readShards(t, true)) as Shard[];
+export async function convergeShards(t: IpSetsTarget, cidrs: string[], signal?: AbortSignal): Promise<number> {
+  const shards = (await readShards(t, true, signal)) as Shard[];
   const want = new Set(cidrs);
   const placed = new Set<string>();
   const next = shards.map((s) =>
@@ -95,22 +96,22 @@ export async function convergeShards(t: IpSetsTarget, cidrs: string[]): Promise<
     const addresses = next[i]!;
     const before = shard.addresses.map((a) => canonicalCidr(a) ?? a).sort();
     if (before.length === addresses.length && [...addresses].sort().every((a, j) => a === before[j])) continue;
-    await update(t, shard, addresses);
+    await update(t, shard, addresses, signal);
     writes += 1;
   }
   return writes;
 }
 
 /** UpdateIPSet with the set's lock token; a concurrent change (stale token) is re-read once. */
-async function update(t: IpSetsTarget, shard: Shard, addresses: string[]): Promise<void> {
+async function update(t: IpSetsTarget, shard: Shard, addresses: string[], signal?: AbortSignal): Promise<void> {
   for (let attempt = 0; ; attempt++) {
-    await t.gate.wait();
+    await t.gate.wait(signal);
     try {
-      await t.waf.send(new UpdateIPSetCommand({ Name: shard.name, Scope: t.scope, Id: shard.id, Addresses: addresses, LockToken: shard.lockToken }));
+      await t.waf.send(new UpdateIPSetCommand({ Name: shard.name, Scope: t.scope, Id: shard.id, Addresses: addresses, LockToken: shard.lockToken }), { abortSignal: signal });
       return;
     } catch (err) {
       if (!(err instanceof WAFOptimisticLockException) || attempt > 0) throw err;
-      const fresh = await t.waf.send(new GetIPSetCommand({ Name: shard.name, Scope: t.scope, Id: shard.id }));
+      const fresh = await t.waf.send(new GetIPSetCommand({ Name: shard.name, Scope: t.scope, Id: shard.id }), { abortSignal: signal });
       shard.lockToken = fresh.LockToken ?? '';
     }
   }

@@ -1,3 +1,5 @@
+import { abortable } from '@rampart/plugin-kit';
+
 /**
  * Spaces calls at least `intervalMs` apart, measured from when the previous one was really let
  * through (WAFv2 allows about one write per second). Callers queue in order.
@@ -8,7 +10,8 @@ export class WriteGate {
 
   constructor(private readonly intervalMs: number) {}
 
-  wait(): Promise<void> {
+  /** Resolves at the caller's turn; an aborted `signal` releases the caller at once (its turn still passes). */
+  wait(signal?: AbortSignal): Promise<void> {
     const turn = this.chain.then(async () => {
       // A loop, because a timer may fire a millisecond before its time.
       for (let left = this.last + this.intervalMs - Date.now(); left > 0; left = this.last + this.intervalMs - Date.now()) {
@@ -17,6 +20,6 @@ export class WriteGate {
       this.last = Date.now();
     });
     this.chain = turn;
-    return turn;
+    return abortable(turn, signal);
   }
 }

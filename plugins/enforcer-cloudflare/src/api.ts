@@ -1,3 +1,5 @@
+import { abortable } from '@rampart/plugin-kit';
+
 /*
  * A small Cloudflare API v4 client: authentication headers, the `{success, errors, result}`
  * envelope, and 429 handling (wait for Retry-After, bounded) — the rate limit is part of the
@@ -49,21 +51,22 @@ export class CloudflareApi {
   }
 
   /** Calls `path` (under the base URL); 404 resolves to undefined when `allow404`. */
-  async call<T>(method: string, path: string, body?: unknown, allow404 = false): Promise<Envelope<T> | undefined> {
+  async call<T>(method: string, path: string, body?: unknown, allow404 = false, signal?: AbortSignal): Promise<Envelope<T> | undefined> {
     const sleep = this.o.sleep ?? defaultSleep;
     for (let attempt = 0; ; attempt++) {
+      const timeout = AbortSignal.timeout(this.o.timeoutMs);
       const res = await fetch(`${this.o.baseUrl}${path}`, {
         method,
         headers: this.headers(),
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.o.timeoutMs),
+        signal: signal ? AbortSignal.any([timeout, signal]) : timeout,
       });
       if (res.status === 429 && attempt < this.o.max429Retries) {
         await res.arrayBuffer();
         const header = res.headers.get('retry-after');
         const seconds = header === null ? NaN : Number(header);
         const wait = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 1000 * 2 ** attempt;
-        await sleep(Math.min(wait, this.o.maxRetryAfterMs ?? 60_000));
+        await abortable(sleep(Math.min(wait, this.o.maxRetryAfterMs ?? 60_000)), signal);
         continue;
       }
       if (res.status === 404 && allow404) {
@@ -84,7 +87,7 @@ export class CloudflareApi {
     }
   }
 
-  async get<T>(path: string): Promise<Envelope<T>> {
-    return (await this.call<T>('GET', path))!;
+  async get<T>(path: string, signal?: AbortSignal): Promise<Envelope<T>> {
+    return (await this.call<T>('GET', path, undefined, false, signal))!;
   }
 }

@@ -1,5 +1,6 @@
 import {
   DesiredSet,
+  abortable,
   canonicalCidr,
   cidrToListForm,
   selectWithinCapacity,
@@ -52,60 +53,62 @@ export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer
   const expression = `ip.src in $${o.listName}`;
   let listId: string | undefined;
 
-  async function findList(): Promise<string | undefined> {
-    const found = (await o.api.get<{ id: string; name: string }[]>(lists)).result.find((l) => l.name === o.listName);
+  async function findList(signal?: AbortSignal): Promise<string | undefined> {
+    const found = (await o.api.get<{ id: string; name: string }[]>(lists, signal)).result.find((l) => l.name === o.listName);
     return found?.id;
   }
 
-  async function ensureList(): Promise<string> {
+  async function ensureList(signal?: AbortSignal): Promise<string> {
     if (listId) return listId;
-    listId = (await findList()) ?? (await o.api.call<{ id: string }>('POST', lists, { name: o.listName, kind: 'ip', description: 'Rampart block list (managed)' }))!.result.id;
+    listId =
+      (await findList(signal)) ??
+      (await o.api.call<{ id: string }>('POST', lists, { name: o.listName, kind: 'ip', description: 'Rampart block list (managed)' }, false, signal))!.result.id;
     return listId;
   }
 
   /** The zone's custom rule that blocks the list; created or corrected when needed. */
-  async function ensureRule(): Promise<void> {
+  async function ensureRule(signal?: AbortSignal): Promise<void> {
     const rule = { description: o.ruleDescription, expression, action: o.ruleAction, enabled: true };
-    const ruleset = (await o.api.call<Ruleset>('GET', entrypoint, undefined, true))?.result;
+    const ruleset = (await o.api.call<Ruleset>('GET', entrypoint, undefined, true, signal))?.result;
     if (!ruleset) {
-      await o.api.call('PUT', entrypoint, { rules: [rule] });
+      await o.api.call('PUT', entrypoint, { rules: [rule] }, false, signal);
       return;
     }
     const mine = ruleset.rules?.find((r) => r.description === o.ruleDescription);
     const base = `/zones/${encodeURIComponent(o.zoneId)}/rulesets/${encodeURIComponent(ruleset.id)}/rules`;
-    if (!mine) await o.api.call('POST', base, { ...rule, position: { index: 1 } });
+    if (!mine) await o.api.call('POST', base, { ...rule, position: { index: 1 } }, false, signal);
     else if (mine.expression !== expression || mine.action !== o.ruleAction || mine.enabled === false) {
-      await o.api.call('PATCH', `${base}/${encodeURIComponent(mine.id)}`, rule);
+      await o.api.call('PATCH', `${base}/${encodeURIComponent(mine.id)}`, rule, false, signal);
     }
   }
 
   /** Bulk item changes are asynchronous: poll the operation until it completes or fails. */
-  async function settle(operationId: string): Promise<void> {
+  async function settle(operationId: string, signal?: AbortSignal): Promise<void> {
     const deadline = Date.now() + o.timeoutMs;
     for (;;) {
-      const op = (await o.api.get<{ status: string; error?: string }>(`${lists}/bulk_operations/${encodeURIComponent(operationId)}`)).result;
+      const op = (await o.api.get<{ status: string; error?: string }>(`${lists}/bulk_operations/${encodeURIComponent(operationId)}`, signal)).result;
       if (op.status === 'completed') return;
       if (op.status === 'failed') throw new CloudflareApiError(200, [{ message: `bulk operation failed: ${op.error ?? 'no detail'}` }], 'bulk_operations');
       if (Date.now() > deadline) throw new CloudflareApiError(0, [{ message: `bulk operation ${operationId} still ${op.status}` }], 'bulk_operations');
-      await sleep(o.pollIntervalMs);
+      await abortable(sleep(o.pollIntervalMs), signal);
     }
   }
 
-  async function bulk(method: 'PUT' | 'POST' | 'DELETE', body: unknown): Promise<void> {
-    const id = await ensureList();
-    const res = await o.api.call<{ operation_id: string }>(method, `${lists}/${encodeURIComponent(id)}/items`, body);
-    await settle(res!.result.operation_id);
+  async function bulk(method: 'PUT' | 'POST' | 'DELETE', body: unknown, signal?: AbortSignal): Promise<void> {
+    const id = await ensureList(signal);
+    const res = await o.api.call<{ operation_id: string }>(method, `${lists}/${encodeURIComponent(id)}/items`, body, false, signal);
+    await settle(res!.result.operation_id, signal);
   }
 
-  async function items(): Promise<ListItem[]> {
-    const id = listId ?? (await findList());
+  async function items(signal?: AbortSignal): Promise<ListItem[]> {
+    const id = listId ?? (await findList(signal));
     if (!id) return [];
     listId = id;
     const out: ListItem[] = [];
     let cursor: string | undefined;
     do {
       const q = `per_page=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-      const page = await o.api.get<ListItem[]>(`${lists}/${encodeURIComponent(id)}/items?${q}`);
+      const page = await o.api.get<ListItem[]>(`${lists}/${encodeURIComponent(id)}/items?${q}`, signal);
       out.push(...page.result);
       cursor = page.result_info?.cursors?.after;
     } while (cursor);
@@ -126,37 +129,37 @@ export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer
     return { enforced: k.entries.length, cut: k.cut, ...(invalid > 0 ? { invalid } : {}) };
   }
 
-  async function replace(): Promise<EnforceResult> {
+  async function replace(signal?: AbortSignal): Promise<EnforceResult> {
     const k = kept();
-    await ensureList();
+    await ensureList(signal);
     // PUT replaces the whole list in one asynchronous operation: never a half-filled list.
-    await bulk('PUT', k.entries.map((e) => ({ ip: cidrToListForm(e.cidr), comment: `rampart score ${Math.round(e.score)}` })));
-    await ensureRule();
+    await bulk('PUT', k.entries.map((e) => ({ ip: cidrToListForm(e.cidr), comment: `rampart score ${Math.round(e.score)}` })), signal);
+    await ensureRule(signal);
     return result(k);
   }
 
-  async function list(): Promise<string[]> {
-    return sortCidrs((await items()).map((i) => canonicalCidr(i.ip ?? '')).filter((c): c is string => !!c));
+  async function list(signal?: AbortSignal): Promise<string[]> {
+    return sortCidrs((await items(signal)).map((i) => canonicalCidr(i.ip ?? '')).filter((c): c is string => !!c));
   }
 
   return {
     capacity: o.capacity,
-    async healthcheck() {
+    async healthcheck(signal?: AbortSignal) {
       try {
-        await o.api.get(lists);
+        await o.api.get(lists, signal);
         return { ok: true };
       } catch (err) {
         return { ok: false, detail: (err as Error).message };
       }
     },
-    async sync(entries: BlockEntry[]) {
+    async sync(entries: BlockEntry[], signal?: AbortSignal) {
       desired.replace(entries);
-      return replace();
+      return replace(signal);
     },
-    async apply(diff: Diff) {
+    async apply(diff: Diff, signal?: AbortSignal) {
       desired.apply(diff);
       const k = kept();
-      const live = await items();
+      const live = await items(signal);
       const want = new Set(k.entries.map((e) => e.cidr));
       const liveCidrs = new Set<string>();
       const stale: { id: string }[] = [];
@@ -165,33 +168,33 @@ export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer
         if (cidr && want.has(cidr) && !liveCidrs.has(cidr)) liveCidrs.add(cidr);
         else stale.push({ id: item.id });
       }
-      for (let i = 0; i < stale.length; i += BULK) await bulk('DELETE', { items: stale.slice(i, i + BULK) });
+      for (let i = 0; i < stale.length; i += BULK) await bulk('DELETE', { items: stale.slice(i, i + BULK) }, signal);
       const missing = k.entries.filter((e) => !liveCidrs.has(e.cidr));
       for (let i = 0; i < missing.length; i += BULK) {
-        await bulk('POST', missing.slice(i, i + BULK).map((e) => ({ ip: cidrToListForm(e.cidr), comment: `rampart score ${Math.round(e.score)}` })));
+        await bulk('POST', missing.slice(i, i + BULK).map((e) => ({ ip: cidrToListForm(e.cidr), comment: `rampart score ${Math.round(e.score)}` })), signal);
       }
-      await ensureRule();
+      await ensureRule(signal);
       return result(k);
     },
     list,
-    async reconcile(): Promise<ReconcileResult> {
+    async reconcile(signal?: AbortSignal): Promise<ReconcileResult> {
       const k = kept();
       const want = k.entries.map((e) => e.cidr);
-      const live = await list();
+      const live = await list(signal);
       const drifted = live.length !== want.length || live.some((c, i) => c !== want[i]);
       if (!drifted) return { enforced: want.length, cut: k.cut, drifted };
       o.log.warn({ live: live.length, expected: want.length }, 'Cloudflare list drifted; re-asserting');
       desired.invalid = 0;
-      return { ...(await replace()), drifted };
+      return { ...(await replace(signal)), drifted };
     },
-    async withdraw() {
+    async withdraw(signal?: AbortSignal) {
       desired.replace([]);
-      const ruleset = (await o.api.call<Ruleset>('GET', entrypoint, undefined, true))?.result;
+      const ruleset = (await o.api.call<Ruleset>('GET', entrypoint, undefined, true, signal))?.result;
       const mine = ruleset?.rules?.find((r) => r.description === o.ruleDescription);
       if (ruleset && mine) {
-        await o.api.call('DELETE', `/zones/${encodeURIComponent(o.zoneId)}/rulesets/${encodeURIComponent(ruleset.id)}/rules/${encodeURIComponent(mine.id)}`);
+        await o.api.call('DELETE', `/zones/${encodeURIComponent(o.zoneId)}/rulesets/${encodeURIComponent(ruleset.id)}/rules/${encodeURIComponent(mine.id)}`, undefined, false, signal);
       }
-      if (listId ?? (await findList())) await bulk('PUT', []);
+      if (listId ?? (await findList(signal))) await bulk('PUT', [], signal);
     },
     async close() {},
   };

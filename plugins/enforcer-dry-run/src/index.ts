@@ -2,7 +2,7 @@ import { open, readFile, rename } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
-import { defineEnforcer, type BlockEntry, type Diff, type EnforceResult, type Enforcer } from '@rampart/plugin-kit';
+import { defineEnforcer, throwIfAborted, type BlockEntry, type Diff, type EnforceResult, type Enforcer } from '@rampart/plugin-kit';
 import type { IpsLabel } from '@rampart/contracts';
 import { CompactSet, cidrKey, keyCidr, writeCidr } from './compact-set.ts';
 
@@ -118,15 +118,19 @@ export const dryRunEnforcer = defineEnforcer<DryRunConfig>({
 
     return {
       capacity,
-      async healthcheck() {
+      async healthcheck(signal?: AbortSignal) {
+        throwIfAborted(signal);
         return { ok: true };
       },
-      async sync(desired) {
+      // Each call is one local file write: the signal is checked before it, nothing waits after.
+      async sync(desired, signal?: AbortSignal) {
+        throwIfAborted(signal);
         const { kept, cut: dropped } = cut(desired, capacity);
         set.replace(kept);
         return record({ op: 'sync', at: new Date().toISOString(), enforced: set.size, cut: dropped });
       },
-      async apply(diff: Diff) {
+      async apply(diff: Diff, signal?: AbortSignal) {
+        throwIfAborted(signal);
         const { added, removed } = set.apply(diff);
         let dropped = 0;
         if (set.size > capacity) {
@@ -144,11 +148,13 @@ export const dryRunEnforcer = defineEnforcer<DryRunConfig>({
           cut: dropped,
         });
       },
-      async list() {
+      async list(signal?: AbortSignal) {
+        throwIfAborted(signal);
         const file = await readDryRunFile(config.path);
         return file ? file.enforced : [];
       },
-      async withdraw() {
+      async withdraw(signal?: AbortSignal) {
+        throwIfAborted(signal);
         set.replace([]);
         await record({ op: 'withdraw', at: new Date().toISOString(), enforced: 0, cut: 0 });
       },

@@ -62,30 +62,30 @@ function chunks<T>(items: T[]): T[][] {
  * re-applying changes nothing and a list someone cleared comes back whole.
  */
 function runtimeAcl(socket: string, acl: string, timeoutMs: number) {
-  async function show(): Promise<string[]> {
-    const [answer] = await runtimeCommands(socket, [`show acl ${acl}`], timeoutMs);
+  async function show(signal?: AbortSignal): Promise<string[]> {
+    const [answer] = await runtimeCommands(socket, [`show acl ${acl}`], timeoutMs, signal);
     if (answer!.startsWith('Unknown ACL')) throw new HaproxyRuntimeError(`HAProxy does not load ${acl}: ${answer}`);
     return parseShowAcl(answer!);
   }
   return {
     show,
-    async replace(entries: BlockEntry[]): Promise<void> {
-      const [created] = await runtimeCommands(socket, [`prepare acl ${acl}`], timeoutMs);
+    async replace(entries: BlockEntry[], signal?: AbortSignal): Promise<void> {
+      const [created] = await runtimeCommands(socket, [`prepare acl ${acl}`], timeoutMs, signal);
       const version = /New version created: (\d+)/.exec(created!)?.[1];
       if (!version) throw new HaproxyRuntimeError(`prepare acl failed: ${created!.slice(0, 300)}`);
       for (const part of chunks(entries)) {
-        await runtimeSilent(socket, part.map((e) => `add acl @${version} ${acl} ${cidrToListForm(e.cidr)}`), timeoutMs);
+        await runtimeSilent(socket, part.map((e) => `add acl @${version} ${acl} ${cidrToListForm(e.cidr)}`), timeoutMs, signal);
       }
-      await runtimeSilent(socket, [`commit acl @${version} ${acl}`], timeoutMs);
+      await runtimeSilent(socket, [`commit acl @${version} ${acl}`], timeoutMs, signal);
     },
-    async converge(entries: BlockEntry[]): Promise<void> {
-      const live = new Set(await show());
+    async converge(entries: BlockEntry[], signal?: AbortSignal): Promise<void> {
+      const live = new Set(await show(signal));
       const want = new Set(entries.map((e) => e.cidr));
       const commands = [
         ...[...live].filter((c) => !want.has(c)).map((c) => `del acl ${acl} ${cidrToListForm(c)}`),
         ...[...want].filter((c) => !live.has(c)).map((c) => `add acl ${acl} ${cidrToListForm(c)}`),
       ];
-      for (const part of chunks(commands)) await runtimeSilent(socket, part, timeoutMs);
+      for (const part of chunks(commands)) await runtimeSilent(socket, part, timeoutMs, signal);
     },
   };
 }
@@ -110,10 +110,10 @@ export const haproxyEnforcer = defineEnforcer<HaproxyConfig>({
       log: ctx.log.child({ enforcer: 'haproxy' }),
       ...(runtime
         ? {
-            afterWrite: (entries: BlockEntry[], reason: 'sync' | 'apply' | 'withdraw') =>
-              reason === 'apply' ? runtime.converge(entries) : runtime.replace(entries),
+            afterWrite: (entries: BlockEntry[], reason: 'sync' | 'apply' | 'withdraw', signal?: AbortSignal) =>
+              reason === 'apply' ? runtime.converge(entries, signal) : runtime.replace(entries, signal),
             readLive: runtime.show,
-            probe: async () => void (await runtime.show()),
+            probe: async (signal?: AbortSignal) => void (await runtime.show(signal)),
           }
         : {}),
     });

@@ -22,10 +22,15 @@ export class HaproxyRuntimeError extends Error {
  * per command. In that mode HAProxy answers each line, then prints the `> ` prompt, so the
  * output splits on prompts; the first part answers `prompt` itself.
  */
-export function runtimeCommands(address: string, commands: string[], timeoutMs = 30_000): Promise<string[]> {
+export function runtimeCommands(address: string, commands: string[], timeoutMs = 30_000, signal?: AbortSignal): Promise<string[]> {
   for (const c of commands) if (/[\r\n;]/.test(c)) throw new HaproxyRuntimeError('a runtime command may not contain a newline or ";"', c);
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
     const socket: Socket = connect(socketTarget(address) as never);
+    // Aborted: the connection is dropped and the call rejects with the signal's reason.
+    const onAbort = () => socket.destroy(signal!.reason instanceof Error ? signal!.reason : new Error(String(signal!.reason)));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    socket.on('close', () => signal?.removeEventListener('abort', onAbort));
     const chunks: Buffer[] = [];
     socket.setTimeout(timeoutMs, () => socket.destroy(new HaproxyRuntimeError(`no answer from ${address} within ${timeoutMs} ms`)));
     socket.on('data', (d: Buffer) => chunks.push(d));
@@ -45,8 +50,8 @@ export function runtimeCommands(address: string, commands: string[], timeoutMs =
 }
 
 /** Runs commands that answer nothing on success (add/del/commit); throws on the first answer. */
-export async function runtimeSilent(address: string, commands: string[], timeoutMs?: number): Promise<void> {
-  const answers = await runtimeCommands(address, commands, timeoutMs);
+export async function runtimeSilent(address: string, commands: string[], timeoutMs?: number, signal?: AbortSignal): Promise<void> {
+  const answers = await runtimeCommands(address, commands, timeoutMs, signal);
   const failed = answers.findIndex((a) => a !== '');
   if (failed >= 0) throw new HaproxyRuntimeError(`HAProxy refused a command: ${answers[failed]!.slice(0, 300)}`, commands[failed]);
 }

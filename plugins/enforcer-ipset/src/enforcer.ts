@@ -43,19 +43,19 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
   let loggedCut = 0;
   const serial = serializer();
 
-  const tool = (argv: readonly string[], input?: string): Promise<CommandResult> =>
-    runArgv(options.netns ? ['ip', 'netns', 'exec', options.netns, ...argv] : argv, { input, timeoutMs });
-  const iptables = (args: readonly string[]) => tool([options.iptables, '-w', '5', ...args]);
+  const tool = (argv: readonly string[], input: string | undefined, signal: AbortSignal | undefined): Promise<CommandResult> =>
+    runArgv(options.netns ? ['ip', 'netns', 'exec', options.netns, ...argv] : argv, { input, timeoutMs, ...(signal ? { signal } : {}) });
+  const iptables = (args: readonly string[], signal: AbortSignal | undefined) => tool([options.iptables, '-w', '5', ...args], undefined, signal);
 
-  async function checked(argv: readonly string[], input?: string): Promise<CommandResult> {
-    const result = await tool(argv, input);
+  async function checked(argv: readonly string[], input: string | undefined, signal: AbortSignal | undefined): Promise<CommandResult> {
+    const result = await tool(argv, input, signal);
     if (result.code !== 0) throw new EnforcerCommandError(result.code, result.stderr);
     return result;
   }
 
   /** Members of the live set, or null when it does not exist. */
-  async function readSet(): Promise<string[] | null> {
-    const result = await tool(['ipset', 'save', options.set]);
+  async function readSet(signal?: AbortSignal): Promise<string[] | null> {
+    const result = await tool(['ipset', 'save', options.set], undefined, signal);
     if (result.code !== 0) {
       if (/does not exist/.test(result.stderr)) return null;
       throw new EnforcerCommandError(result.code, result.stderr);
@@ -67,69 +67,69 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
    * Chains that exist now (DOCKER-USER only where Docker made it), with whether our rule is in
    * them: one `iptables-save -t filter` instead of a `-C` per chain.
    */
-  async function ruleState(): Promise<{ chain: string; present: boolean }[]> {
-    const saved = await tool([`${options.iptables}-save`, '-t', 'filter']);
+  async function ruleState(signal?: AbortSignal): Promise<{ chain: string; present: boolean }[]> {
+    const saved = await tool([`${options.iptables}-save`, '-t', 'filter'], undefined, signal);
     if (saved.code !== 0) throw new EnforcerCommandError(saved.code, saved.stderr);
     return parseRuleState(saved.stdout, options.chains, ruleSpec.join(' '));
   }
 
   /** Inserts the rule where `rules` (a `ruleState()` read) says it is missing. */
-  async function wireRules(rules: { chain: string; present: boolean }[]): Promise<void> {
+  async function wireRules(rules: { chain: string; present: boolean }[], signal?: AbortSignal): Promise<void> {
     for (const { chain, present } of rules) {
       if (present) continue;
-      const result = await iptables(['-I', chain, '1', ...ruleSpec]);
+      const result = await iptables(['-I', chain, '1', ...ruleSpec], signal);
       if (result.code !== 0) throw new EnforcerCommandError(result.code, result.stderr);
     }
   }
 
-  async function unwireRules(): Promise<void> {
+  async function unwireRules(signal?: AbortSignal): Promise<void> {
     for (const chain of options.chains) {
       // -D removes one copy per call; stop when none is left (or the chain does not exist).
-      for (let i = 0; i < 16 && (await iptables(['-D', chain, ...ruleSpec])).code === 0; i += 1);
+      for (let i = 0; i < 16 && (await iptables(['-D', chain, ...ruleSpec], signal)).code === 0; i += 1);
     }
   }
 
-  async function persist(cidrs: () => string[]): Promise<void> {
+  async function persist(cidrs: () => string[], signal?: AbortSignal): Promise<void> {
     // Sorted so that the file diffs cleanly between versions.
     if (config.acl) await writeFileAtomic(config.acl, saveScript(layout, sortCidrsFast(cidrs())), 0o640);
-    if (config.reload_command) await runChecked(run, config.reload_command, timeoutMs);
+    if (config.reload_command) await runChecked(run, config.reload_command, timeoutMs, signal);
   }
 
   /** Whether `<set>` exists, as last seen; null = ask `ipset list -n` before the next replace. */
   let liveExists: boolean | null = null;
 
-  async function restoreAll(cidrs: readonly string[]): Promise<void> {
+  async function restoreAll(cidrs: readonly string[], signal?: AbortSignal): Promise<void> {
     if (liveExists === null) {
-      const names = (await checked(['ipset', 'list', '-n'])).stdout.split('\n');
+      const names = (await checked(['ipset', 'list', '-n'], undefined, signal)).stdout.split('\n');
       // A twin left by a crash between fill and swap would make `create <set>-new` fail.
-      if (names.includes(`${options.set}-new`)) await checked(['ipset', 'destroy', `${options.set}-new`]);
+      if (names.includes(`${options.set}-new`)) await checked(['ipset', 'destroy', `${options.set}-new`], undefined, signal);
       liveExists = names.includes(options.set);
     }
-    await checked(['ipset', 'restore'], fullReplaceScript(layout, cidrs, !liveExists));
+    await checked(['ipset', 'restore'], fullReplaceScript(layout, cidrs, !liveExists), signal);
     liveExists = true;
   }
 
-  async function replaceAll(): Promise<void> {
+  async function replaceAll(signal?: AbortSignal): Promise<void> {
     const cidrs = [...set.cidrs()];
     inSync = false;
     const restore = async () => {
       try {
-        await restoreAll(cidrs);
+        await restoreAll(cidrs, signal);
       } catch (err) {
         // Someone destroyed the set (or left a twin) since we last looked: look again, once.
-        if (liveExists === null) throw err;
+        if (liveExists === null || signal?.aborted) throw err;
         liveExists = null;
-        await restoreAll(cidrs);
+        await restoreAll(cidrs, signal);
       }
     };
     // Reading the rules does not depend on the set's content: overlap it with the load.
     // allSettled: neither may still run when this call returns and the next one starts.
-    const [loaded, rules] = await Promise.allSettled([restore(), ruleState()]);
+    const [loaded, rules] = await Promise.allSettled([restore(), ruleState(signal)]);
     if (loaded.status === 'rejected') throw loaded.reason;
     if (rules.status === 'rejected') throw rules.reason;
-    await wireRules(rules.value);
+    await wireRules(rules.value, signal);
     inSync = true;
-    await persist(() => cidrs);
+    await persist(() => cidrs, signal);
     log.info({ entries: cidrs.length }, 'ipset replaced');
   }
 
@@ -142,9 +142,9 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
     return { enforced: set.size, cut: set.cut, ...(invalid > 0 ? { invalid } : {}) };
   }
 
-  async function seed(): Promise<void> {
+  async function seed(signal?: AbortSignal): Promise<void> {
     if (seeded) return;
-    const live = (await readSet()) ?? [];
+    const live = (await readSet(signal)) ?? [];
     set.replace(live.map((cidr) => ({ cidr, score: 0 })));
     seeded = true;
   }
@@ -152,78 +152,80 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
   return {
     capacity: options.capacity,
 
-    async healthcheck() {
+    async healthcheck(signal?: AbortSignal) {
       for (const argv of [['ipset', 'list', '-n'], [options.iptables, '-w', '5', '-S', 'INPUT']]) {
-        const r = await tool(argv);
+        const r = await tool(argv, undefined, signal);
         if (r.code !== 0) return { ok: false, detail: r.stderr.trim().slice(0, 500) };
       }
       return { ok: true };
     },
 
-    sync: (desired: readonly BlockEntry[]) =>
+    sync: (desired: readonly BlockEntry[], signal?: AbortSignal) =>
       serial(async () => {
         set.replace(desired);
         seeded = true;
-        await replaceAll();
+        await replaceAll(signal);
         return result();
-      }),
+      }, signal),
 
-    apply: (diff: Diff) =>
+    apply: (diff: Diff, signal?: AbortSignal) =>
       serial(async () => {
-        await seed();
+        await seed(signal);
         const change = set.apply(diff);
         if (!inSync) {
-          await replaceAll();
+          await replaceAll(signal);
           return result();
         }
         const batches = diffBatches(layout, change.added, change.removed, options.batch_size);
         inSync = false;
         try {
-          for (const script of batches) await checked(['ipset', 'restore'], script);
+          for (const script of batches) await checked(['ipset', 'restore'], script, signal);
         } catch (err) {
+          // Cancelled: `inSync` stays false, so the next call replaces the set whole.
+          if (signal?.aborted) throw err;
           log.warn({ err, stage: 'apply' }, 'ipset restore failed; replacing the set');
-          await replaceAll();
+          await replaceAll(signal);
           return result();
         }
         inSync = true;
-        if (batches.length > 0 && (config.acl || config.reload_command)) await persist(() => [...set.cidrs()]);
+        if (batches.length > 0 && (config.acl || config.reload_command)) await persist(() => [...set.cidrs()], signal);
         return result();
-      }),
+      }, signal),
 
-    async list() {
-      const members = await readSet();
+    async list(signal?: AbortSignal) {
+      const members = await readSet(signal);
       if (!members) return [];
-      const rules = await ruleState();
+      const rules = await ruleState(signal);
       // A set no rule matches enforces nothing.
       if (!rules.every((r) => r.present)) return [];
       return sortCidrsFast(members);
     },
 
-    reconcile: (): Promise<ReconcileResult> =>
+    reconcile: (signal?: AbortSignal): Promise<ReconcileResult> =>
       serial(async () => {
-        await seed();
-        const members = await readSet();
-        const rules = await ruleState();
+        await seed(signal);
+        const members = await readSet(signal);
+        const rules = await ruleState(signal);
         const drifted = !inSync || !members || !rules.every((r) => r.present) || members.length !== set.size || members.some((m) => !set.has(m));
         if (drifted) {
           log.warn({ present: Boolean(members), rules }, 'ipset drifted; re-asserting');
-          await replaceAll();
+          await replaceAll(signal);
         }
         return { ...result(), drifted };
-      }),
+      }, signal),
 
-    withdraw: () =>
+    withdraw: (signal?: AbortSignal) =>
       serial(async () => {
         set.clear();
         seeded = true;
         inSync = false;
-        await unwireRules();
+        await unwireRules(signal);
         liveExists = null;
-        const destroy = await tool(['ipset', 'destroy', options.set]);
+        const destroy = await tool(['ipset', 'destroy', options.set], undefined, signal);
         if (destroy.code !== 0 && !/does not exist/.test(destroy.stderr)) throw new EnforcerCommandError(destroy.code, destroy.stderr);
-        await persist(() => []);
+        await persist(() => [], signal);
         log.info({}, 'ipset withdrawn');
-      }),
+      }, signal),
 
     // ipset and iptables run per call: nothing outlives a method, so there is nothing to release.
     async close() {},

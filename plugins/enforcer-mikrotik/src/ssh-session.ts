@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Client, ConnectConfig } from 'ssh2';
+import { abortable } from '@rampart/plugin-kit';
 
 /** ssh2 is loaded on the first connection: evaluating it at start costs every agent ~6 MB of RSS. */
 let ssh2: Promise<typeof import('ssh2')> | undefined;
@@ -80,24 +81,33 @@ export class SshSession {
     });
   }
 
-  /** Runs `command` (may span lines) and returns stdout and stderr together. */
-  async exec(command: string): Promise<string> {
-    const client = await this.connect();
+  /**
+   * Runs `command` (may span lines) and returns stdout and stderr together. An aborted `signal`
+   * closes the channel and rejects with the signal's reason.
+   */
+  async exec(command: string, signal?: AbortSignal): Promise<string> {
+    const client = await abortable(this.connect(), signal);
     return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
       client.exec(command, (err, stream) => {
         if (err) return reject(new SshError(`ssh exec: ${err.message}`));
         let out = '';
         let timedOut = false;
-        // A partial answer must not pass for a whole one: a timeout fails the call.
+        // A partial answer must not pass for a whole one: a timeout or an abort fails the call.
         const timer = setTimeout(() => {
           timedOut = true;
           stream.close();
         }, this.target.timeoutMs);
+        const onAbort = () => stream.close();
+        if (signal?.aborted) onAbort();
+        else signal?.addEventListener('abort', onAbort, { once: true });
         stream.on('data', (d: Buffer) => (out += d.toString('utf8')));
         stream.stderr.on('data', (d: Buffer) => (out += d.toString('utf8')));
         stream.on('close', () => {
           clearTimeout(timer);
-          if (timedOut) reject(new SshError(`ssh exec: no complete answer within ${this.target.timeoutMs} ms`));
+          signal?.removeEventListener('abort', onAbort);
+          if (signal?.aborted) reject(signal.reason);
+          else if (timedOut) reject(new SshError(`ssh exec: no complete answer within ${this.target.timeoutMs} ms`));
           else resolve(out.replace(/\r/g, ''));
         });
       });

@@ -37,6 +37,15 @@ export const LocalOptions = z
      */
     reconcile_seconds: z.number().min(1).max(86_400).default(60),
     settings_pull_minutes: z.number().gt(0).max(24 * 60).default(5),
+    /**
+     * Longest one enforcer call (a replace, a diff, a read-back) may run before it is aborted.
+     * Each enforcer runs on its own queue, so a slow one delays only itself.
+     */
+    enforcer_timeout_seconds: z.number().min(1).max(3600).default(120),
+    /** How often every enforcer's healthcheck runs (also once when it is created). */
+    healthcheck_seconds: z.number().min(1).max(86_400).default(60),
+    /** Longest a graceful stop waits for enforcer calls in progress (they are aborted first). */
+    stop_timeout_seconds: z.number().min(0).max(600).default(10),
     /** Overrides the schedule derived from `sync_time` (node-cron syntax, 5 or 6 fields). */
     sync_cron: z.string().min(9).max(128).optional(),
     /** Accept syncs that remove more than `max_removal_fraction` of the set, or come back empty. */

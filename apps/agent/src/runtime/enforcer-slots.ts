@@ -1,11 +1,14 @@
 import type { Logger } from 'pino';
+import type { Enforcer } from '@rampart/plugin-kit';
 import type { PlannedEnforcer } from '../config/plugins.ts';
-import type { ActiveEnforcer } from '../sync/syncer.ts';
+import type { EnforcerState, EnforcerWorker } from '../sync/enforcer-worker.ts';
 import { planEnforcerSlots, type SlotStep } from './enforcer-plan.ts';
 import type { AgentMetrics } from './metrics.ts';
 
-export interface EnforcerSlot extends ActiveEnforcer {
+export interface EnforcerSlot {
+  label: string;
   fingerprint: string;
+  worker: EnforcerWorker;
 }
 
 interface Wanted extends PlannedEnforcer {
@@ -21,14 +24,33 @@ interface FailedCreation {
   timer: NodeJS.Timeout;
 }
 
+/**
+ * A configured enforcer the agent cannot run at all: no plugin serves its label, or its entry
+ * does not validate against the plugin's schema. Not retried: only a settings change helps.
+ */
+export interface RefusedEnforcer {
+  label: string;
+  error: 'no_plugin' | 'config_invalid';
+  detail: string;
+}
+
 export interface SlotHealth {
   label: string;
+  state: EnforcerState;
   healthy: boolean;
   enforced: number;
   cut: number;
-  /** Present when the slot has no instance: why, how often it was tried, when it is tried next. */
-  error?: 'create_failed';
+  /** Why the slot is not ok: its instance is missing (`no_plugin`, `config_invalid`, `create_failed`) or its last call failed (`call_failed`). */
+  error?: 'no_plugin' | 'config_invalid' | 'create_failed' | 'call_failed';
+  /** The last error's text (a failed call, a failed creation, the refusal). */
   detail?: string;
+  last_error_at?: number;
+  failures?: number;
+  /** The last healthcheck, when it failed. */
+  healthcheck?: { ok: boolean; detail?: string; at: number };
+  /** The call running now, and for how long. */
+  busy?: { operation: string; seconds: number };
+  last_applied_at?: number;
   attempts?: number;
   next_attempt_in_seconds?: number;
 }
@@ -38,6 +60,8 @@ export interface EnforcerSlotsDeps {
   metrics: AgentMetrics;
   /** Runs a slot change between sync operations (the syncer's lock); `apply` callers hold it already. */
   serialize<T>(task: () => Promise<T>): Promise<T>;
+  /** Wraps a new instance in its own queue (the syncer's `worker`). */
+  worker(label: string, enforcer: Enforcer): EnforcerWorker;
   /** A retried creation succeeded while running: the new instance waits for its set. */
   onCreated(): void;
   /** Back-off of retried creations: base doubled per failure, capped (defaults 5 s and 5 min). */
@@ -49,11 +73,13 @@ const fingerprintOf = (p: PlannedEnforcer): string => JSON.stringify([p.definiti
 
 /**
  * The agent's enforcer instances. Settings changes go through `planEnforcerSlots`; this class
- * only carries the steps out and keeps failed creations visible and retried.
+ * only carries the steps out, keeps failed creations visible and retried, and reports every
+ * configured enforcer, whether it has an instance or not.
  */
 export class EnforcerSlots {
   live: EnforcerSlot[] = [];
   private readonly failed = new Map<string, FailedCreation>();
+  private refused: RefusedEnforcer[] = [];
   private running = true;
   private closed = false;
 
@@ -63,8 +89,17 @@ export class EnforcerSlots {
     return this.deps.now?.() ?? Date.now();
   }
 
-  /** Moves to the next plan. Call between sync operations (inside `serialize`). */
-  async apply(planned: PlannedEnforcer[], running: boolean): Promise<void> {
+  /** The live instances' workers (what the syncer hands the block set to). */
+  get workers(): EnforcerWorker[] {
+    return this.live.map((s) => s.worker);
+  }
+
+  /**
+   * Moves to the next plan. Call between sync operations (inside `serialize`). `refused` lists
+   * configured enforcers that cannot run (reported as failed; an instance they had is withdrawn
+   * and closed like any slot that is no longer wanted).
+   */
+  async apply(planned: PlannedEnforcer[], running: boolean, refused: RefusedEnforcer[] = []): Promise<void> {
     const wanted = new Map(planned.map((p) => [p.label, { ...p, fingerprint: fingerprintOf(p) }]));
     const steps = planEnforcerSlots(
       { running: this.running, slots: new Map(this.live.map((s) => [s.label, s.fingerprint])) },
@@ -77,6 +112,7 @@ export class EnforcerSlots {
       if (wanted.get(label)?.fingerprint === f.wanted.fingerprint) attempts.set(label, f.attempts);
     }
     this.failed.clear();
+    this.refused = refused.filter((r) => !wanted.has(r.label));
     this.running = running;
     for (const step of steps) await this.run(step, wanted, attempts.get(step.label) ?? 0);
   }
@@ -87,20 +123,13 @@ export class EnforcerSlots {
     switch (step.action) {
       case 'withdraw':
         if (!slot) return;
-        try {
-          await slot.enforcer.withdraw();
-          slot.enforced = 0;
-          slot.cut = 0;
-          metrics.enforcerEntries.set({ enforcer: slot.label }, 0);
-        } catch (err) {
-          metrics.enforcerErrors.inc({ enforcer: slot.label });
-          log.error({ err, enforcer: slot.label }, 'enforcer could not withdraw its rules');
-        }
+        // A call in progress (a stalled target) is aborted by the withdraw.
+        await slot.worker.withdraw().catch((err: unknown) => log.error({ err, enforcer: slot.label }, 'enforcer could not withdraw its rules'));
         return;
       case 'close':
         if (!slot) return;
         this.live = this.live.filter((s) => s !== slot);
-        await slot.enforcer.close().catch((err: unknown) => log.warn({ err, enforcer: slot.label }, 'enforcer did not close cleanly'));
+        await slot.worker.close();
         if (!wanted.has(slot.label)) {
           metrics.enforcerEntries.remove({ enforcer: slot.label });
           metrics.enforcerCut.remove({ enforcer: slot.label });
@@ -110,7 +139,7 @@ export class EnforcerSlots {
         await this.create(wanted.get(step.label)!, attempts);
         return;
       case 'hand_over':
-        if (slot) slot.needsReplace = true;
+        slot?.worker.requireReplace();
         return;
     }
   }
@@ -120,8 +149,11 @@ export class EnforcerSlots {
     const log = this.deps.log.child({ enforcer: w.label, plugin: w.definition.name });
     try {
       const enforcer = await w.definition.create(w.config, { log });
-      this.live.push({ label: w.label, enforcer, needsReplace: true, fingerprint: w.fingerprint });
+      const worker = this.deps.worker(w.label, enforcer);
+      this.live.push({ label: w.label, fingerprint: w.fingerprint, worker });
       if (attempts > 0) log.info({ attempts }, 'enforcer created after failed attempts');
+      // The first healthcheck, at start: its result shows in /healthz before any set arrives.
+      void worker.checkHealth();
       return true;
     } catch (err) {
       this.deps.metrics.enforcerErrors.inc({ enforcer: w.label });
@@ -153,12 +185,33 @@ export class EnforcerSlots {
     });
   }
 
+  /** Runs every live instance's healthcheck (each on its own queue). */
+  async checkHealth(): Promise<void> {
+    await Promise.all(this.live.map((s) => s.worker.checkHealth()));
+  }
+
+  /** Every configured enforcer: live instances, failed creations and refused entries. */
   health(): SlotHealth[] {
     const now = this.now();
-    const out: SlotHealth[] = this.live.map((e) => ({ label: e.label, healthy: !e.needsReplace, enforced: e.enforced ?? 0, cut: e.cut ?? 0 }));
+    const out: SlotHealth[] = this.live.map(({ label, worker: w }) => {
+      const state = w.currentState();
+      const h: SlotHealth = { label, state, healthy: state === 'ok', enforced: w.enforced, cut: w.cut };
+      if (w.lastError !== undefined) {
+        h.error = 'call_failed';
+        h.detail = w.lastError;
+        if (w.lastErrorAt !== undefined) h.last_error_at = w.lastErrorAt;
+        h.failures = w.failures;
+      }
+      if (w.health && !w.health.ok) h.healthcheck = w.health;
+      const busy = w.busy;
+      if (busy) h.busy = busy;
+      if (w.lastAppliedAt !== undefined) h.last_applied_at = w.lastAppliedAt;
+      return h;
+    });
     for (const [label, f] of this.failed) {
       out.push({
         label,
+        state: 'failed',
         healthy: false,
         enforced: 0,
         cut: 0,
@@ -168,6 +221,7 @@ export class EnforcerSlots {
         next_attempt_in_seconds: Math.max(0, Math.ceil((f.nextAttemptAt - now) / 1000)),
       });
     }
+    for (const r of this.refused) out.push({ label: r.label, state: 'failed', healthy: false, enforced: 0, cut: 0, error: r.error, detail: r.detail });
     return out.sort((a, b) => (a.label < b.label ? -1 : a.label > b.label ? 1 : 0));
   }
 
@@ -176,11 +230,15 @@ export class EnforcerSlots {
     return [...this.failed.keys()];
   }
 
-  /** Stops retries and releases every instance; rules stay in place. */
-  async close(): Promise<void> {
+  /**
+   * Stops retries and releases every instance; rules stay in place. Calls in progress are
+   * aborted; each instance is closed once its call ended, at most `graceMs` later.
+   */
+  async close(graceMs?: number): Promise<void> {
     this.closed = true;
     for (const f of this.failed.values()) clearTimeout(f.timer);
     this.failed.clear();
-    for (const e of this.live) await e.enforcer.close().catch(() => undefined);
+    for (const s of this.live) s.worker.abort();
+    await Promise.all(this.live.map((s) => s.worker.close(graceMs)));
   }
 }

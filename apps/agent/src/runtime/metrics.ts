@@ -1,5 +1,13 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 
+/** What the state gauges read at each scrape (set by the agent once its parts exist). */
+export interface StateProvider {
+  enforcers(): { label: string; state: string }[];
+  sources(): { label: string; state: string }[];
+}
+
+const STATES = ['ok', 'degraded', 'failed'] as const;
+
 /** Every metric of the agent, on a registry of its own (no module-level state). */
 export function createMetrics() {
   const registry = new Registry();
@@ -45,6 +53,25 @@ export function createMetrics() {
     reconciles: new Counter({ name: 'rampart_agent_reconciles_total', help: 'Read-back checks of the enforcers', labelNames: ['enforcer', 'outcome'], registers: [registry] }),
     enforcerErrors: new Counter({ name: 'rampart_agent_enforcer_errors_total', help: 'Enforcer calls that failed', labelNames: ['enforcer'], registers: [registry] }),
   };
+  const states: { provider: StateProvider | undefined } = { provider: undefined };
+  // One series per configured plugin and state, 1 for the state it is in (missing enforcers included).
+  for (const [name, kind, help] of [
+    ['rampart_agent_enforcer_state', 'enforcers', 'State of each configured enforcer (1 for the current one of ok, degraded, failed)'],
+    ['rampart_agent_source_state', 'sources', 'State of each configured source (1 for the current one of ok, degraded, failed)'],
+  ] as const) {
+    new Gauge({
+      name,
+      help,
+      labelNames: [kind === 'enforcers' ? 'enforcer' : 'source', 'state'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const item of states.provider?.[kind]() ?? []) {
+          for (const state of STATES) this.set({ [kind === 'enforcers' ? 'enforcer' : 'source']: item.label, state }, item.state === state ? 1 : 0);
+        }
+      },
+    });
+  }
   new Gauge({
     name: 'rampart_agent_sync_age_seconds',
     help: 'Seconds since the block list was last synchronised',
@@ -54,7 +81,12 @@ export function createMetrics() {
       this.set(last > 0 ? Date.now() / 1000 - last : -1);
     },
   });
-  return m;
+  return Object.assign(m, {
+    /** Where the state gauges read from. */
+    provideStates(provider: StateProvider) {
+      states.provider = provider;
+    },
+  });
 }
 
 export type AgentMetrics = ReturnType<typeof createMetrics>;

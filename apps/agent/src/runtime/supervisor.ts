@@ -24,7 +24,30 @@ interface Running {
   fingerprint: string;
   controller: AbortController;
   loop: Promise<void>;
+  /** Failed or ended runs in a row (reset once a run lasts `healthyAfterMs`). */
+  failures: number;
+  restarts: number;
+  lastError?: string;
+  lastErrorAt?: number;
+  /** When the current run started (ms). */
+  runSince: number;
 }
+
+/** A source as /healthz and `rampart-agent status` report it. */
+export interface SourceHealth {
+  label: string;
+  /**
+   * ok: running (with no failure, or for `healthyAfterMs` since the last one); degraded: failed
+   * and restarted; failed: failed 3 times in a row, each within `healthyAfterMs` of its start.
+   */
+  state: 'ok' | 'degraded' | 'failed';
+  restarts: number;
+  last_error?: string;
+  last_error_at?: number;
+}
+
+/** Consecutive failures from which a source counts as failed rather than degraded. */
+const FAILED_AFTER = 3;
 
 /**
  * Runs each source and restarts it with back-off when it fails or ends on its own (conventions
@@ -37,6 +60,22 @@ export class Supervisor {
 
   get labels(): string[] {
     return [...this.running.keys()];
+  }
+
+  health(): SourceHealth[] {
+    return [...this.running.entries()]
+      .map(([label, r]): SourceHealth => {
+        const settled = Date.now() - r.runSince > (this.options.healthyAfterMs ?? 60_000);
+        const state = r.failures === 0 || settled ? 'ok' : r.failures < FAILED_AFTER ? 'degraded' : 'failed';
+        return {
+          label,
+          state,
+          restarts: r.restarts,
+          ...(r.lastError !== undefined ? { last_error: r.lastError } : {}),
+          ...(r.lastErrorAt !== undefined ? { last_error_at: r.lastErrorAt } : {}),
+        };
+      })
+      .sort((a, b) => (a.label < b.label ? -1 : 1));
   }
 
   /** Starts what is new, restarts what changed, stops what is gone. */
@@ -55,8 +94,9 @@ export class Supervisor {
 
   private startOne(spec: SupervisedSource): void {
     const controller = new AbortController();
-    const loop = this.loop(spec, controller.signal);
-    this.running.set(spec.label, { spec, fingerprint: fingerprintOf(spec), controller, loop });
+    const entry: Running = { spec, fingerprint: fingerprintOf(spec), controller, loop: Promise.resolve(), failures: 0, restarts: 0, runSince: Date.now() };
+    this.running.set(spec.label, entry);
+    entry.loop = this.loop(spec, controller.signal, entry);
   }
 
   private async stopOne(label: string): Promise<void> {
@@ -67,13 +107,14 @@ export class Supervisor {
     await r.loop;
   }
 
-  private async loop(spec: SupervisedSource, signal: AbortSignal): Promise<void> {
+  private async loop(spec: SupervisedSource, signal: AbortSignal, entry: Running): Promise<void> {
     const { log: parent, metrics, offsets } = this.options;
     const log = parent.child({ source: spec.label, plugin: spec.definition.name });
     const backoff = this.options.backoff ?? { baseMs: 1000, maxMs: 300_000 };
     let failures = 0;
     while (!signal.aborted) {
       const startedAt = Date.now();
+      entry.runSince = startedAt;
       let error: unknown;
       try {
         const running = spec.definition.start(spec.config, spec.mode, {
@@ -90,6 +131,10 @@ export class Supervisor {
       if (signal.aborted) return;
       if (Date.now() - startedAt > (this.options.healthyAfterMs ?? 60_000)) failures = 0;
       const delay = backoffDelay(failures++, backoff);
+      entry.failures = failures;
+      entry.restarts += 1;
+      entry.lastError = (error instanceof Error ? error.message : error ? String(error) : 'source ended on its own').slice(0, 300);
+      entry.lastErrorAt = Math.floor(Date.now() / 1000);
       metrics.sourceRestarts.inc({ source: spec.label });
       log.warn({ err: error, retryInMs: delay }, error ? 'source failed; restarting' : 'source ended; restarting');
       await new Promise<void>((resolve) => {

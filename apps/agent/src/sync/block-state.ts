@@ -223,3 +223,18 @@ export function toEntries(set: KeySet): BlockEntry[] {
   for (let i = 0; i < set.keys.length; i++) out[i] = { cidr: keyCidr(set.keys[i]!), score: set.ranks[i]! };
   return out;
 }
+
+/** Binary search in a sorted key array. */
+export function hasKey(keys: Float64Array, key: number): boolean {
+  if (key < 0) return false;
+  let lo = 0;
+  let hi = keys.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const k = keys[mid]!;
+    if (k === key) return true;
+    if (k < key) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
+}

@@ -12,7 +12,7 @@ export interface ChannelHandlers {
   decisionChanged(message: z.infer<typeof SyncDecisionChanged>): void;
   feedChanged(message: z.infer<typeof SyncFeedChanged>): void;
   /** The agent's state for a `state` message. */
-  state(): { enforced: number; plugins: { plugin: string; enforced: number; healthy: boolean }[]; version: string };
+  state(): Omit<Extract<AgentSyncMessage, { type: 'state' }>, 'type' | 'hostname'>;
 }
 
 export interface ChannelOptions {
@@ -57,7 +57,7 @@ export class SyncChannel {
   /** Sends the agent's enforcement state (also a check-in). */
   sendState(): void {
     const s = this.options.handlers.state();
-    this.send({ type: 'state', version: s.version, hostname: hostname(), enforced: s.enforced, plugins: s.plugins });
+    this.send({ type: 'state', hostname: hostname(), ...s });
   }
 
   private send(message: AgentSyncMessage): void {

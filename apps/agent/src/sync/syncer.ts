@@ -3,19 +3,10 @@ import type { RampartClient } from '@rampart/client';
 import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
 import type { AgentMetrics } from '../runtime/metrics.ts';
 import { BlockState, countRemovals, diffKeySets, toEntries, type BlockPolicy, type KeySet } from './block-state.ts';
-import type { BlockEntry, Diff, EnforceResult } from '@rampart/plugin-kit';
-import { ipv4Key } from '@rampart/contracts';
+import type { BlockEntry, Diff } from '@rampart/plugin-kit';
+import { ReportedPlugin, ipv4Key, type AgentCapabilities } from '@rampart/contracts';
+import { EnforcerWorker } from './enforcer-worker.ts';
 import type { FeedStateFile } from './feed-state.ts';
-
-export interface ActiveEnforcer {
-  label: string;
-  enforcer: Enforcer;
-  /** Needs a full `sync` (first run, after a failure, after a reconcile). */
-  needsReplace: boolean;
-  /** What the enforcer reported after its last successful call (its capacity may cut the set). */
-  enforced?: number;
-  cut?: number;
-}
 
 export interface SyncerOptions {
   pageSize: number;
@@ -27,15 +18,19 @@ export interface SyncerOptions {
   decayTimerMs?: { min: number; max: number };
   /** How often the saved feed state may be rewritten. */
   saveEveryMs?: number;
+  /** Longest one enforcer call may run before it is aborted (default 120 s). */
+  enforcerTimeoutMs?: number;
 }
 
 export interface SyncerDeps {
   client: RampartClient;
   state: BlockState;
   feedState: FeedStateFile;
-  enforcers: () => ActiveEnforcer[];
+  enforcers: () => EnforcerWorker[];
   policy: () => BlockPolicy;
   gaid: () => string | undefined;
+  /** Announced with each feedback. */
+  capabilities?: () => AgentCapabilities;
   log: PluginLogger;
   metrics: AgentMetrics;
   options: () => SyncerOptions;
@@ -56,9 +51,11 @@ export type SyncKind = 'incremental' | 'full' | 'decay' | 'decision' | 'reconcil
 
 /**
  * Keeps the enforcers in line with the server: pulls the /ips feed from the saved cursor,
- * reconciles with the /ipv4 list, evaluates the block state and hands each enforcer the diff
- * (or the whole set when it must be replaced). One operation at a time; a decay timer re-runs
- * the evaluation when the next entry drops below the threshold, without asking the server.
+ * reconciles with the /ipv4 list, evaluates the block state and hands each enforcer's worker
+ * the new set. One operation at a time here; the enforcers apply independently (each worker its
+ * own queue, timeout and failure state), so one stalled target delays no other and no sync. A
+ * decay timer re-runs the evaluation when the next entry drops below the threshold, without
+ * asking the server.
  */
 export class Syncer {
   cursor = 0;
@@ -68,8 +65,51 @@ export class Syncer {
   private lastSave = 0;
   private dirty = false;
   private withdrawn = false;
+  /** One-slot memos: every worker that converges on the same sets shares one diff and one list. */
+  private entriesMemo: { set: KeySet; entries: BlockEntry[] } | undefined;
+  private diffMemo: { from: KeySet; to: KeySet; diff: Diff } | undefined;
+  private largeChange = false;
 
   constructor(private readonly deps: SyncerDeps) {}
+
+  /** A worker for an enforcer instance (EnforcerSlots creates one per slot). */
+  worker(label: string, enforcer: Enforcer): EnforcerWorker {
+    return new EnforcerWorker(label, enforcer, {
+      log: this.deps.log,
+      metrics: this.deps.metrics,
+      timeoutMs: () => this.deps.options().enforcerTimeoutMs ?? 120_000,
+      entries: (set) => {
+        if (this.entriesMemo?.set !== set) this.entriesMemo = { set, entries: toEntries(set) };
+        return this.entriesMemo.entries;
+      },
+      diff: (from, to) => {
+        if (this.diffMemo?.from !== from || this.diffMemo.to !== to) this.diffMemo = { from, to, diff: diffKeySets(from, to) };
+        return this.diffMemo.diff;
+      },
+      onSettled: (w) => this.settled(w),
+      ...(this.deps.now ? { now: this.deps.now } : {}),
+    });
+  }
+
+  private settled(w: EnforcerWorker): void {
+    void this.feedback(w);
+    if (this.deps.enforcers().some((x) => x.pending)) return;
+    // All caught up: drop the shared list and diff. A large change leaves ~100 bytes of garbage
+    // per entry (the BlockEntry array the enforcers take); an idle daemon allocates too little to
+    // trigger a collection, so it would carry it until the next burst. The packaged agent runs
+    // with --expose-gc for this.
+    this.entriesMemo = undefined;
+    this.diffMemo = undefined;
+    if (this.largeChange) {
+      this.largeChange = false;
+      (globalThis as { gc?: () => void }).gc?.();
+    }
+  }
+
+  /** Resolves when every enforcer has finished what it was handed (tests, graceful stop). */
+  async idle(): Promise<void> {
+    await Promise.all(this.deps.enforcers().map((w) => w.idle()));
+  }
 
   private now(): number {
     return Math.floor((this.deps.now?.() ?? Date.now()) / 1000);
@@ -102,7 +142,7 @@ export class Syncer {
     return this.exclusive(async () => {
       await this.pullList(force);
       await this.pullFeed();
-      for (const e of this.deps.enforcers()) e.needsReplace = true;
+      for (const w of this.deps.enforcers()) w.requireReplace();
       await this.enforce('full', force);
     });
   }
@@ -116,60 +156,29 @@ export class Syncer {
   }
 
   /**
-   * The short reconcile loop: every enforcer reads its target back and re-asserts the last set
-   * when someone else changed it (`reconcile()`, or for an enforcer without one, `list()` compared
-   * with the enforced set and a `sync`). An enforcer whose last call failed gets the whole set
-   * again from the local state, without asking the server. Resolves with the drifts repaired.
+   * The short reconcile loop: every enforcer reads its target back on its own queue and
+   * re-asserts what it last placed when someone else changed it (see `EnforcerWorker.reconcile`).
+   * An enforcer whose last call failed gets the whole set again from the local state, without
+   * asking the server. Resolves with the drifts repaired; a stalled enforcer is skipped (its
+   * pending call re-asserts the set), so it holds up no other.
    */
-  reconcile(): Promise<number> {
-    return this.exclusive(async () => {
-      // Before the first evaluation there is no set to re-assert (an empty one would withdraw).
-      if (this.withdrawn || this.lastSyncAt === 0) return 0;
-      const { log, metrics } = this.deps;
-      let repaired = 0;
-      let replace = false;
-      for (const e of this.deps.enforcers()) {
-        if (e.needsReplace) {
-          replace = true;
-          continue;
-        }
-        try {
-          let drifted: boolean;
-          if (e.enforcer.reconcile) {
-            const result = await e.enforcer.reconcile();
-            this.record(e, result);
-            drifted = result.drifted;
-          } else drifted = await this.reassertFromList(e);
-          metrics.reconciles.inc({ enforcer: e.label, outcome: drifted ? 'drift_repaired' : 'ok' });
-          if (drifted) {
-            repaired++;
-            metrics.driftsRepaired.inc({ enforcer: e.label });
-            log.warn({ enforcer: e.label, enforced: this.deps.state.enforced.keys.length }, 'enforcer target changed by someone else; re-asserted');
-          }
-        } catch (err) {
-          replace = true;
-          e.needsReplace = true;
-          metrics.reconciles.inc({ enforcer: e.label, outcome: 'error' });
-          metrics.enforcerErrors.inc({ enforcer: e.label });
-          log.error({ err, enforcer: e.label }, 'reconcile failed; replacing the enforcer set');
-        }
-      }
-      if (replace) await this.enforce('reconcile');
-      return repaired;
-    });
-  }
-
-  /**
-   * For enforcers without `reconcile()`: what the target holds must be in the enforced set and,
-   * up to the enforcer's capacity (it keeps the highest scores), all of it; else `sync` again.
-   */
-  private async reassertFromList(e: ActiveEnforcer): Promise<boolean> {
-    const { keys } = this.deps.state.enforced;
-    const live = await e.enforcer.list();
-    const expected = Math.min(keys.length, e.enforcer.capacity);
-    const drifted = live.length !== expected || live.some((cidr) => !hasKey(keys, ipv4Key(cidr)));
-    if (drifted) this.record(e, await e.enforcer.sync(toEntries(this.deps.state.enforced)));
-    return drifted;
+  async reconcile(): Promise<number> {
+    // Before the first evaluation there is no set to re-assert (an empty one would withdraw).
+    if (this.withdrawn || this.lastSyncAt === 0) return 0;
+    const workers = this.deps.enforcers();
+    const retry = (w: EnforcerWorker) => {
+      if (w.needsReplace && !w.busy && !this.withdrawn) void w.submit(this.deps.state.enforced);
+    };
+    for (const w of workers) retry(w);
+    const drifts = await Promise.all(
+      workers.map(async (w) => {
+        const drifted = await w.reconcile();
+        // A failed read-back leaves the target unknown: replace it now.
+        retry(w);
+        return drifted === true ? 1 : 0;
+      }),
+    );
+    return drifts.reduce<number>((a, b) => a + b, 0);
   }
 
   /** Runs `task` between sync operations: enforcers may be swapped there (see EnforcerSlots). */
@@ -191,26 +200,14 @@ export class Syncer {
   /** `running = no`: every enforcer withdraws what it placed; nothing is enforced until `resume`. */
   withdraw(): Promise<void> {
     return this.exclusive(async () => {
-      this.withdrawn = true;
-      clearTimeout(this.decayTimer);
-      for (const e of this.deps.enforcers()) {
-        try {
-          await e.enforcer.withdraw();
-          e.needsReplace = true;
-          this.record(e, { enforced: 0, cut: 0 });
-        } catch (err) {
-          this.deps.metrics.enforcerErrors.inc({ enforcer: e.label });
-          this.deps.log.error({ err, enforcer: e.label }, 'withdraw failed');
-        }
-      }
-      this.deps.state.enforced = { keys: new Float64Array(0), ranks: new Uint16Array(0) };
-      this.deps.metrics.setSize.set(0);
+      this.pause();
+      await Promise.all(this.deps.enforcers().map((w) => w.withdraw().catch(() => undefined)));
     });
   }
 
   resume(): void {
     this.withdrawn = false;
-    for (const e of this.deps.enforcers()) e.needsReplace = true;
+    for (const w of this.deps.enforcers()) w.requireReplace();
   }
 
   get isWithdrawn(): boolean {
@@ -278,43 +275,17 @@ export class Syncer {
       this.scheduleDecay(now, p);
       throw new SyncRefusedError('mass_removal', { previous, remove: removals });
     }
-    let failed = false;
-    let replaced = 0;
-    let full: BlockEntry[] | undefined;
-    let diff: Diff | undefined;
-    for (const e of this.deps.enforcers()) {
-      try {
-        if (e.needsReplace) {
-          full ??= toEntries(next);
-          this.record(e, await e.enforcer.sync(full));
-          replaced += full.length;
-        } else if (removals > 0 || additions > 0) {
-          diff ??= diffKeySets(state.enforced, next);
-          this.record(e, await e.enforcer.apply(diff));
-        }
-        e.needsReplace = false;
-      } catch (err) {
-        failed = true;
-        e.needsReplace = true;
-        metrics.enforcerErrors.inc({ enforcer: e.label });
-        log.error({ err, enforcer: e.label, kind }, 'enforcer failed; it will be replaced at the next sync');
-      }
-    }
-    full = undefined;
-    diff = undefined;
+    if (additions + removals > 10_000 || (next.keys.length > 10_000 && this.deps.enforcers().some((w) => w.needsReplace))) this.largeChange = true;
     state.enforced = next;
+    // Every enforcer converges on the new set on its own queue; nothing here waits for them.
+    for (const w of this.deps.enforcers()) void w.submit(next);
     this.lastSyncAt = now;
     metrics.setSize.set(next.keys.length);
     metrics.lastSync.set(now);
-    metrics.syncs.inc({ kind, outcome: failed ? 'enforcer_error' : 'ok' });
+    metrics.syncs.inc({ kind, outcome: 'ok' });
     if (additions || removals) log.info({ kind, add: additions, remove: removals, enforced: next.keys.length, cut: next.cut }, 'block set changed');
     this.scheduleDecay(now, p);
     await this.save(false);
-    void this.feedback(next);
-    // A replace of a large set leaves ~100 bytes of garbage per entry (the BlockEntry array the
-    // enforcers take). An idle daemon allocates too little to trigger a collection, so it would
-    // carry that garbage until the next burst; the packaged agent runs with --expose-gc for this.
-    if (replaced + additions + removals > 10_000) (globalThis as { gc?: () => void }).gc?.();
   }
 
   private scheduleDecay(now: number, policy: BlockPolicy): void {
@@ -337,42 +308,34 @@ export class Syncer {
     this.dirty = false;
   }
 
-  /** Keeps what an enforcer says it enforces, for feedback, /healthz, the sync channel and metrics. */
-  private record(e: ActiveEnforcer, result: EnforceResult): void {
-    e.enforced = result.enforced;
-    e.cut = result.cut;
-    this.deps.metrics.enforcerEntries.set({ enforcer: e.label }, result.enforced);
-    this.deps.metrics.enforcerCut.set({ enforcer: e.label }, result.cut);
-  }
-
-  /** `POST /agents/feedback` per enforcer: what it enforces now (also the agent's check-in). */
-  private async feedback(set: KeySet): Promise<void> {
+  /**
+   * `POST /agents/feedback` for one enforcer after each apply or replace: what it enforces now
+   * and its state (also the agent's check-in).
+   */
+  private async feedback(w: EnforcerWorker): Promise<void> {
     const agid = this.deps.gaid();
     if (!agid) return;
-    for (const e of this.deps.enforcers()) {
-      try {
-        await this.deps.client.agentFeedback(
-          { agid, plugin: e.label, hostname: hostname(), code: e.needsReplace ? 'error' : 0, score_threshold: this.deps.policy().threshold, blacklist: e.enforced ?? set.keys.length },
-          { retries: 1 },
-        );
-      } catch (err) {
-        this.deps.log.debug({ err, enforcer: e.label }, 'feedback not sent');
-      }
+    const state = w.currentState();
+    const plugin = ReportedPlugin.safeParse(w.label);
+    if (!plugin.success) return;
+    const capabilities = this.deps.capabilities?.();
+    try {
+      await this.deps.client.agentFeedback(
+        {
+          agid,
+          plugin: plugin.data,
+          hostname: hostname(),
+          code: state === 'ok' ? 0 : state,
+          score_threshold: this.deps.policy().threshold,
+          blacklist: w.enforced,
+          state,
+          ...(w.lastError !== undefined ? { error: w.lastError.slice(0, 500) } : {}),
+          ...(capabilities ? { capabilities } : {}),
+        },
+        { retries: 1 },
+      );
+    } catch (err) {
+      this.deps.log.debug({ err, enforcer: w.label }, 'feedback not sent');
     }
   }
-}
-
-/** Binary search in a sorted key array. */
-function hasKey(keys: Float64Array, key: number): boolean {
-  if (key < 0) return false;
-  let lo = 0;
-  let hi = keys.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1;
-    const k = keys[mid]!;
-    if (k === key) return true;
-    if (k < key) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return false;
 }

@@ -6,6 +6,24 @@ export function isAlive(row: Pick<AgentRow, 'last_checkin_at' | 'document'>, now
   return row.last_checkin_at !== null && nowSeconds - row.last_checkin_at <= 2 * row.document.sync_time * 60;
 }
 
+const RANK = { unknown: 0, ok: 1, degraded: 2, failed: 3 } as const;
+
+/**
+ * The worst state the agent reported for the enforcers active in its settings document. Entries
+ * of plugins no longer active (a refused setting turned off) are kept for the record but do not
+ * count; a plugin that never reported a state is unknown.
+ */
+export function agentStatus(row: Pick<AgentRow, 'document' | 'enforced'>): AgentSummary['status'] {
+  const ips = (row.document.ips ?? {}) as Record<string, { active?: boolean } | undefined>;
+  let worst: AgentSummary['status'] = 'unknown';
+  for (const [label, entry] of Object.entries(ips)) {
+    if (entry?.active !== true) continue;
+    const state = row.enforced[label]?.state ?? 'unknown';
+    if (RANK[state] > RANK[worst]) worst = state;
+  }
+  return worst;
+}
+
 export function agentSummary(row: AgentRow, nowSeconds: number): AgentSummary {
   return {
     gaid: row.gaid,
@@ -17,7 +35,10 @@ export function agentSummary(row: AgentRow, nowSeconds: number): AgentSummary {
     last_checkin: row.last_checkin_at,
     last_checkin_via: row.last_checkin_via,
     hostname: row.hostname,
-    enforced: row.enforced,
+    // Entries stored before issue 17 carry no state or error.
+    enforced: Object.fromEntries(Object.entries(row.enforced).map(([label, e]) => [label, { ...e, state: e.state ?? null, error: e.error ?? null }])),
+    status: agentStatus(row),
+    capabilities: row.capabilities,
     settings_version: row.version,
   };
 }

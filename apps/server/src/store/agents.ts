@@ -1,4 +1,4 @@
-import { AgentSettingsDocument } from '@rampart/contracts';
+import { AgentSettingsDocument, type AgentCapabilities, type PluginState } from '@rampart/contracts';
 import type { Db, Queryable } from './db.ts';
 import type { UserRow } from './users.ts';
 import type { Organization } from './organizations.ts';
@@ -12,6 +12,9 @@ export interface EnforcedEntry {
   code: number | string | null;
   score_threshold: number | null;
   healthy: boolean | null;
+  /** Absent in entries stored before issue 17. */
+  state?: PluginState | null;
+  error?: string | null;
   at: number;
 }
 
@@ -27,6 +30,7 @@ export interface AgentRow {
   deactivated_at: number | null;
   reported_version: string | null;
   hostname: string | null;
+  capabilities: AgentCapabilities | null;
 }
 
 export interface AgentTokenRow {
@@ -50,7 +54,7 @@ export interface AgentTokenPrincipal {
 
 const epoch = (column: string) => `floor(extract(epoch from ${column}))::bigint`;
 const COLUMNS = `id, org_id, gaid, document, version, ${epoch('last_checkin_at')} as last_checkin_at, last_checkin_via,
-  coalesce(enforced, '{}'::jsonb) as enforced, ${epoch('deactivated_at')} as deactivated_at, reported_version, hostname`;
+  coalesce(enforced, '{}'::jsonb) as enforced, ${epoch('deactivated_at')} as deactivated_at, reported_version, hostname, capabilities`;
 
 interface RawAgentRow extends Omit<AgentRow, 'document' | 'last_checkin_at' | 'deactivated_at'> {
   document: unknown;
@@ -171,7 +175,12 @@ export class AgentStore {
     orgId: number,
     gaid: string,
     via: CheckinVia,
-    report: { plugins: Record<string, EnforcedEntry>; hostname?: string | undefined; version?: string | undefined },
+    report: {
+      plugins: Record<string, EnforcedEntry>;
+      hostname?: string | undefined;
+      version?: string | undefined;
+      capabilities?: AgentCapabilities | undefined;
+    },
   ): Promise<boolean> {
     const plugins = Object.keys(report.plugins);
     const res = await this.db.query(
@@ -179,9 +188,19 @@ export class AgentStore {
          enforced = coalesce(enforced, '{}'::jsonb) || $4::jsonb,
          last_plugin = coalesce($5, last_plugin),
          hostname = coalesce($6, hostname),
-         reported_version = coalesce($7, reported_version)
+         reported_version = coalesce($7, reported_version),
+         capabilities = coalesce($8::jsonb, capabilities)
        where org_id = $1 and gaid = $2`,
-      [orgId, gaid, via, JSON.stringify(report.plugins), plugins.at(-1) ?? null, report.hostname ?? null, report.version ?? null],
+      [
+        orgId,
+        gaid,
+        via,
+        JSON.stringify(report.plugins),
+        plugins.at(-1) ?? null,
+        report.hostname ?? null,
+        report.version ?? null,
+        report.capabilities ? JSON.stringify(report.capabilities) : null,
+      ],
     );
     return res.rowCount > 0;
   }

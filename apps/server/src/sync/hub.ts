@@ -299,12 +299,14 @@ export class SyncHub {
       if (now - client.lastState < STATE_MIN_INTERVAL_MS) return;
       client.lastState = now;
       const at = Math.floor(now / 1000);
-      const entries = m.plugins.map((p) => ({ plugin: p.plugin, enforced: p.enforced, healthy: p.healthy as boolean | null }));
+      const entries = m.plugins.map((p) => ({ plugin: p.plugin, enforced: p.enforced, healthy: p.healthy as boolean | null, state: p.state ?? null, error: p.error ?? null }));
       // An agent that reports only its total is recorded under `all`.
-      if (entries.length === 0) entries.push({ plugin: 'all', enforced: m.enforced, healthy: null });
-      const plugins = Object.fromEntries(entries.map((p) => [p.plugin, { enforced: p.enforced, code: null, score_threshold: null, healthy: p.healthy, at }]));
+      if (entries.length === 0) entries.push({ plugin: 'all', enforced: m.enforced, healthy: null, state: null, error: null });
+      const plugins = Object.fromEntries(
+        entries.map((p) => [p.plugin, { enforced: p.enforced, code: null, score_threshold: null, healthy: p.healthy, state: p.state, error: p.error, at }]),
+      );
       this.o.store.agents
-        .recordEnforcement(client.orgId, client.gaid, 'sync', { plugins, hostname: m.hostname, version: m.version })
+        .recordEnforcement(client.orgId, client.gaid, 'sync', { plugins, hostname: m.hostname, version: m.version, capabilities: m.capabilities })
         .catch((err: unknown) => this.o.log.warn({ err, gaid: client.gaid }, 'could not record agent state'));
     }
   }

@@ -4,8 +4,8 @@ import type { CommandResult } from '../shell.ts';
 /** Runs `nft` with the given arguments, inside `netns` when one is configured. */
 export function nftRunner(netns: string, timeoutMs: number) {
   const prefix = netns ? ['ip', 'netns', 'exec', netns, 'nft'] : ['nft'];
-  return (args: readonly string[], input?: string): Promise<CommandResult> =>
-    runArgv([...prefix, ...args], { input, timeoutMs });
+  return (args: readonly string[], input?: string, signal?: AbortSignal): Promise<CommandResult> =>
+    runArgv([...prefix, ...args], { input, timeoutMs, ...(signal ? { signal } : {}) });
 }
 
 export type NftRunner = ReturnType<typeof nftRunner>;

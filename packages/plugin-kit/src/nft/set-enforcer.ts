@@ -46,22 +46,22 @@ export function createNftSetEnforcer(options: NftSetEnforcerOptions, ctx: Enforc
   let loggedCut = 0;
   const serial = serializer();
 
-  async function readTable(): Promise<TableState | null> {
-    const result = await nft(['-j', 'list', 'table', options.family, options.table]);
+  async function readTable(signal?: AbortSignal): Promise<TableState | null> {
+    const result = await nft(['-j', 'list', 'table', options.family, options.table], undefined, signal);
     if (isMissing(result)) return null;
     if (result.code !== 0) throw new EnforcerCommandError(result.code, result.stderr);
     return parseTable(result.stdout, options.priority, options.hooks);
   }
 
-  async function execute(script: string): Promise<void> {
-    const result = await nft(['-f', '-'], script);
+  async function execute(script: string, signal?: AbortSignal): Promise<void> {
+    const result = await nft(['-f', '-'], script, signal);
     if (result.code !== 0) throw new EnforcerCommandError(result.code, result.stderr);
   }
 
   /** Persists the current script for firewall reloads, then runs the operator's command. */
-  async function persist(script: string): Promise<void> {
+  async function persist(script: string, signal?: AbortSignal): Promise<void> {
     if (options.acl) await writeFileAtomic(options.acl, script, 0o640);
-    if (options.reloadCommand) await runChecked(run, options.reloadCommand, options.timeoutSeconds * 1000);
+    if (options.reloadCommand) await runChecked(run, options.reloadCommand, options.timeoutSeconds * 1000, signal);
   }
 
   function result(): EnforceResult {
@@ -89,30 +89,30 @@ export function createNftSetEnforcer(options: NftSetEnforcerOptions, ctx: Enforc
     return addrs;
   }
 
-  async function replaceAll(): Promise<void> {
+  async function replaceAll(signal?: AbortSignal): Promise<void> {
     const addrs = modelAddrs();
     const outer = outermostNets(nets);
     const script = fullReplaceScript(layout, addrs, outer);
     committedNets = null;
-    await execute(script);
+    await execute(script, signal);
     committedNets = new Set(outer);
-    await persist(script);
+    await persist(script, signal);
     log.info({ addrs: addrs.length, nets: outer.length }, 'nft table replaced');
   }
 
   /** A process restarted without a sync still owns what its table holds; scores unknown (0). */
-  async function seed(): Promise<void> {
+  async function seed(signal?: AbortSignal): Promise<void> {
     if (seeded) return;
-    const state = await readTable();
+    const state = await readTable(signal);
     const existing = state ? [...state.addrs, ...state.nets].map((cidr) => ({ cidr, score: 0 })) : [];
     set.replace(existing);
     resetNets();
     seeded = true;
   }
 
-  async function applyIncrementally(change: { added: string[]; removed: string[] }): Promise<void> {
+  async function applyIncrementally(change: { added: string[]; removed: string[] }, signal?: AbortSignal): Promise<void> {
     const before = committedNets;
-    if (!before) return replaceAll();
+    if (!before) return replaceAll(signal);
     const outer = outermostNets(nets);
     const outerSet = new Set(outer);
     const batches = elementBatches(
@@ -128,52 +128,54 @@ export function createNftSetEnforcer(options: NftSetEnforcerOptions, ctx: Enforc
     if (batches.length === 0) return;
     committedNets = null;
     try {
-      for (const script of batches) await execute(script);
+      for (const script of batches) await execute(script, signal);
     } catch (err) {
+      // Cancelled: the kernel holds some batches; `committedNets` stays null, so the next call replaces.
+      if (signal?.aborted) throw err;
       // Someone flushed or changed the table under us: the model is the truth, re-assert it.
       log.warn({ err, stage: 'apply' }, 'element transaction failed; replacing the table');
-      return replaceAll();
+      return replaceAll(signal);
     }
     committedNets = outerSet;
-    if (options.acl || options.reloadCommand) await persist(fullReplaceScript(layout, modelAddrs(), outer));
+    if (options.acl || options.reloadCommand) await persist(fullReplaceScript(layout, modelAddrs(), outer), signal);
   }
 
   return {
     capacity: options.capacity,
 
-    async healthcheck() {
-      const check = await nft(['-c', '-f', '-'], `table ${options.family} ${options.table} {}\n`);
+    async healthcheck(signal?: AbortSignal) {
+      const check = await nft(['-c', '-f', '-'], `table ${options.family} ${options.table} {}\n`, signal);
       return check.code === 0 ? { ok: true } : { ok: false, detail: check.stderr.trim().slice(0, 500) };
     },
 
-    sync: (desired: readonly BlockEntry[]) =>
+    sync: (desired: readonly BlockEntry[], signal?: AbortSignal) =>
       serial(async () => {
         set.replace(desired);
         resetNets();
         seeded = true;
-        await replaceAll();
+        await replaceAll(signal);
         return result();
-      }),
+      }, signal),
 
-    apply: (diff: Diff) =>
+    apply: (diff: Diff, signal?: AbortSignal) =>
       serial(async () => {
-        await seed();
+        await seed(signal);
         const change = set.apply(diff);
         trackNets(change);
-        await applyIncrementally(change);
+        await applyIncrementally(change, signal);
         return result();
-      }),
+      }, signal),
 
-    async list() {
-      const state = await readTable();
+    async list(signal?: AbortSignal) {
+      const state = await readTable(signal);
       if (!state || !state.wired) return [];
       return sortCidrsFast([...state.addrs, ...state.nets]);
     },
 
-    reconcile: (): Promise<ReconcileResult> =>
+    reconcile: (signal?: AbortSignal): Promise<ReconcileResult> =>
       serial(async () => {
-        await seed();
-        const state = await readTable();
+        await seed(signal);
+        const state = await readTable(signal);
         const committed = committedNets;
         const drifted =
           !committed ||
@@ -185,22 +187,22 @@ export function createNftSetEnforcer(options: NftSetEnforcerOptions, ctx: Enforc
           !state.addrs.every((c) => set.has(c));
         if (drifted) {
           log.warn({ present: Boolean(state), wired: state?.wired ?? false }, 'nft table drifted; re-asserting');
-          await replaceAll();
+          await replaceAll(signal);
         }
         return { ...result(), drifted };
-      }),
+      }, signal),
 
-    withdraw: () =>
+    withdraw: (signal?: AbortSignal) =>
       serial(async () => {
         set.clear();
         nets = new Set();
         seeded = true;
         committedNets = null;
         const script = withdrawScript(layout);
-        await execute(script);
-        await persist(script);
+        await execute(script, signal);
+        await persist(script, signal);
         log.info({}, 'nft table withdrawn');
-      }),
+      }, signal),
 
     // nft is run per call: no connection or process outlives a method, so there is nothing to release.
     async close() {},

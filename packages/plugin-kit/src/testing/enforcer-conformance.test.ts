@@ -21,20 +21,26 @@ function memoryEnforcer(capacity: number, target: Set<string>): Enforcer {
   return {
     capacity,
     healthcheck: async () => ({ ok: true }),
-    sync: async (entries) => {
+    sync: async (entries, signal) => {
+      signal?.throwIfAborted();
       desired.replace(entries);
       return commit();
     },
-    apply: async (diff) => {
+    apply: async (diff, signal) => {
+      signal?.throwIfAborted();
       desired.apply(diff);
       return commit();
     },
-    list: async () => sortCidrs(target),
+    list: async (signal) => {
+      signal?.throwIfAborted();
+      return sortCidrs(target);
+    },
     reconcile: async () => {
       const drifted = target.size !== committed.size || [...committed].some((c) => !target.has(c));
       return { ...commit(), drifted };
     },
-    withdraw: async () => {
+    withdraw: async (signal) => {
+      signal?.throwIfAborted();
       desired.clear();
       commit();
     },

@@ -120,6 +120,22 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       expect(await enforcer.list()).toEqual(want);
     });
 
+    test('a call whose signal is aborted rejects and leaves the target as it was; the next sync works', {}, async ({ enforcer }) => {
+      const start = conformanceAddresses(10);
+      await enforcer.sync(start);
+      const controller = new AbortController();
+      controller.abort(new Error('conformance: aborted'));
+      const { signal } = controller;
+      await expect(enforcer.sync(conformanceAddresses(5, 300), signal)).rejects.toThrow();
+      await expect(enforcer.apply({ add: conformanceAddresses(2, 400), remove: [start[0]!.cidr] }, signal)).rejects.toThrow();
+      await expect(enforcer.withdraw(signal)).rejects.toThrow();
+      await expect(enforcer.list(signal)).rejects.toThrow();
+      expect(await enforcer.list()).toEqual(expected(start, enforcer.capacity));
+      const second = conformanceAddresses(4, 600);
+      await enforcer.sync(second);
+      expect(await enforcer.list()).toEqual(expected(second, enforcer.capacity));
+    });
+
     test('a second sync replaces everything the first placed', {}, async ({ enforcer }) => {
       await enforcer.sync([...conformanceAddresses(20), ...NETWORKS]);
       const second = conformanceAddresses(10, 5000);

@@ -52,6 +52,17 @@ function AgentsPageAdmin({ session }: { session: Session }) {
                     </td>
                     <td>
                       <span class={`badge ${a.alive ? 'alive' : 'dead'}`}>{a.alive ? 'alive' : 'dead'}</span>
+                      {(a.status === 'degraded' || a.status === 'failed') && (
+                        <span
+                          class={`badge ${a.status === 'failed' ? 'dead' : 'warn'}`}
+                          title={plugins
+                            .filter(([, p]) => p.state === 'degraded' || p.state === 'failed')
+                            .map(([label, p]) => `${label}: ${p.state}${p.error ? ` (${p.error})` : ''}`)
+                            .join('\n')}
+                        >
+                          {a.status}
+                        </span>
+                      )}
                     </td>
                     <td>
                       {ago(a.last_checkin)}

@@ -32,11 +32,14 @@ export const agentFeedbackRoute: FastifyPluginAsyncZod<{ context: AppContext }> 
             enforced,
             code: body.code ?? null,
             score_threshold: body.score_threshold ?? null,
-            healthy: null,
+            healthy: body.state === undefined ? null : body.state !== 'failed',
+            state: body.state ?? null,
+            error: body.error ?? null,
             at: Math.floor(Date.now() / 1000),
           },
         },
         hostname: body.hostname,
+        capabilities: body.capabilities,
       });
       if (!recorded) throw new ApiError('not_found', `no agent ${body.agid} in this organization`);
       // An empty 200 (no body), as the specification's "no body" responses.
