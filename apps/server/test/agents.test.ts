@@ -103,7 +103,7 @@ describe.each(driverCases())('agents on $name', (driver) => {
       method: 'PUT',
       url: `/api/v1/agents/${agent.gaid}/config`,
       headers: { authorization: org.keys.admin },
-      payload: { ...doc, ips: { ...(doc.ips as object), dns_e: { ...((doc.ips as Record<string, object>).dns_e ?? {}), active: false } } },
+      payload: { ...doc, ips: { ...(doc.ips as object), dns_e: { ...(doc.ips as Record<string, object | undefined>).dns_e, active: false } } },
     });
     expect(put.statusCode).toBe(200);
     expect(await summary()).toMatchObject({ status: 'degraded', capabilities, enforced: { dns_e: { state: 'failed' }, csv: { state: 'degraded' } } });

@@ -133,7 +133,7 @@ export class Supervisor {
       const delay = backoffDelay(failures++, backoff);
       entry.failures = failures;
       entry.restarts += 1;
-      entry.lastError = (error instanceof Error ? error.message : error ? String(error) : 'source ended on its own').slice(0, 300);
+      entry.lastError = (error instanceof Error ? error.message : typeof error === 'string' ? error : error ? JSON.stringify(error) : 'source ended on its own').slice(0, 300);
       entry.lastErrorAt = Math.floor(Date.now() / 1000);
       metrics.sourceRestarts.inc({ source: spec.label });
       log.warn({ err: error, retryInMs: delay }, error ? 'source failed; restarting' : 'source ended; restarting');
