@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { AgentSettingsDocument, OrganizationConfig, ServerSyncMessage, VpnLicense } from '@rampart/contracts';
+import { AgentSettingsDocument, OrganizationConfig, PROBLEM_BASE, ServerSyncMessage, VpnLicense } from '@rampart/contracts';
 import { systemGate } from '@rampart/plugin-kit/testing';
 import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, createTestDatabase } from '@rampart/server/testing';
 
@@ -168,6 +168,10 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     await config.waitFor();
     expect(await config.textContent()).toMatch(/\[Interface\][\s\S]*PrivateKey = [A-Za-z0-9+/]{43}=[\s\S]*\[Peer\]/);
     await page.screenshot({ path: `${SHOTS}/vpn-created-1280.png`, fullPage: true });
+    // wg-quick takes the file name as the interface name: at most 15 of [a-zA-Z0-9_=+.-].
+    const download = page.getByRole('link', { name: /^Download / });
+    expect(await download.getAttribute('download')).toBe('rampart.conf');
+    expect(await download.textContent()).toBe('Download rampart.conf');
     const listed = (await api('GET', '/vpn', acme.keys.admin)).json as VpnLicense[];
     expect(listed.map((l) => l.account_name)).toEqual(['alice']);
 
@@ -198,6 +202,74 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     const hours = (record.ttl! - Date.now() / 1000) / 3600;
     expect(hours).toBeGreaterThan(1.9);
     expect(hours).toBeLessThanOrEqual(2);
+  });
+
+  async function lookUp(page: Page, text: string) {
+    await page.getByRole('link', { name: 'Look-up', exact: true }).click();
+    await page.getByLabel('IPv4, domain, URL or digest').fill(text);
+    await page.getByRole('button', { name: 'Look up' }).click();
+  }
+
+  it('looks a held network up (and an address inside it) and shows the network record, not "Not held"', async () => {
+    expect((await api('POST', '/ips', acme.keys.contributor, { ip: '185.220.101.0/24', confidence: 0.8, source: 'tor' })).status).toBeLessThan(300);
+    const page = await signedIn(acme.keys.admin);
+    await lookUp(page, '185.220.101.0/24');
+    await page.getByRole('heading', { name: /^185\.220\.101\.0\/24/ }).waitFor();
+    expect(await page.getByText('Not held').count()).toBe(0);
+    expect(Number(await page.getByTestId('live-score').textContent())).toBeGreaterThan(0);
+    await lookUp(page, '185.220.101.77');
+    await page.getByRole('heading', { name: /^185\.220\.101\.0\/24/ }).waitFor();
+    // A network not held, inside no held network: "Not held".
+    await lookUp(page, '185.220.0.0/16');
+    await page.getByText('Not held: no organization has reported it.').waitFor();
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await page.context().close();
+  });
+
+  it('renders the reporters of a domain, URL and file look-up in words, never [object Object]', async () => {
+    const sha256 = 'ab'.repeat(32);
+    expect((await api('POST', '/domains', acme.keys.contributor, { domain: 'reporters.example', confidence: 0.9 })).status).toBe(200);
+    expect((await api('POST', '/urls', acme.keys.contributor, { url: 'https://reporters.example/x', confidence: 0.9 })).status).toBe(200);
+    expect((await api('POST', '/files', acme.keys.contributor, { sha256, file_type: 'application/pdf', confidence: 0.9 })).status).toBe(200);
+    const page = await signedIn(acme.keys.admin);
+    for (const text of ['reporters.example', 'https://reporters.example/x', sha256]) {
+      await lookUp(page, text);
+      const article = page.getByRole('article', { name: 'Indicator' });
+      await article.getByText('Score components').waitFor();
+      await expect.poll(() => article.textContent()).toMatch(/reporters\s*trust [\d.]+ · confidence 0\.9 · events 1/);
+      expect(await article.textContent()).not.toContain('[object Object]');
+    }
+    await page.context().close();
+  });
+
+  it('keeps the session through a server error or an unreachable server on reload; only a 401 signs out', async () => {
+    const page = await signedIn(acme.keys.admin);
+    const errorsBefore = consoleErrors.length;
+    await page.route('**/api/v1/me', (route) => route.fulfill({ status: 503, contentType: 'application/problem+json', body: JSON.stringify({ type: `${PROBLEM_BASE}internal`, title: 'Service Unavailable', status: 503, detail: 'database restarting', instance: '/api/v1/me' }) }));
+    await page.reload();
+    await page.getByRole('alert').filter({ hasText: 'The server failed (503: database restarting)' }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(1);
+
+    await page.unroute('**/api/v1/me');
+    await page.route('**/api/v1/me', (route) => route.abort('connectionrefused'));
+    await page.getByRole('button', { name: 'Retry' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The server cannot be reached' }).waitFor();
+    expect(await page.getByRole('alert').textContent()).not.toContain('Failed to fetch');
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(1);
+
+    await page.unroute('**/api/v1/me');
+    await page.getByRole('button', { name: 'Retry' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+
+    await page.route('**/api/v1/me', (route) => route.fulfill({ status: 401, contentType: 'application/problem+json', body: JSON.stringify({ type: `${PROBLEM_BASE}unauthorized`, title: 'Unauthorized', status: 401, detail: 'unknown API key', instance: '/api/v1/me' }) }));
+    await page.reload();
+    await page.getByLabel('API key').waitFor();
+    await page.getByText('Signed out: 401: unknown API key').waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.context().close();
+    // The browser logs each refused request; those were asked for here.
+    const logged = consoleErrors.splice(errorsBefore);
+    expect(logged.filter((e) => !/^Failed to load resource: (the server responded with a status of (503|401)|net::ERR_CONNECTION_REFUSED)/.test(e))).toEqual([]);
   });
 
   it('renders every page at 390 and 1280 pixels without console errors', async () => {

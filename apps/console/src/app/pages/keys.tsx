@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { z } from 'zod';
 import { ApiKeyCreated, ApiKeyInfo } from '@rampart/contracts';
 import { describeError } from '../api.ts';
-import { Field, Loading, Notice, useLoad } from '../components.tsx';
+import { Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
 
 export function KeysPage({ session }: { session: Session }) {
@@ -79,10 +79,10 @@ function KeysPageAdmin({ session }: { session: Session }) {
                   </td>
                   <td>{k.username}</td>
                   <td>{k.label || '—'}</td>
-                  <td>{k.last_used_at ? new Date(k.last_used_at).toLocaleString() : 'never'}</td>
+                  <td>{k.last_used_at ? formatTime(k.last_used_at) : 'never'}</td>
                   <td>
                     {k.revoked_at ? (
-                      `revoked ${new Date(k.revoked_at).toLocaleDateString()}`
+                      `revoked ${formatTime(k.revoked_at)}`
                     ) : (
                       <button type="button" class="danger" onClick={() => void revoke(k.key_id)}>
                         Revoke
