@@ -20,7 +20,8 @@ interface Found {
 }
 
 const PATHS: Record<IndicatorKind, (id: string) => string> = {
-  ipv4: (id) => `/ips/${id}`,
+  // Encoded: text the strict grammar refuses (`10.0.0.1/08`) reaches the server's validation, which names the problem.
+  ipv4: (id) => `/ips/${encodeURIComponent(id)}`,
   file: (id) => `/files/${id}`,
   domain: (id) => `/domains/${encodeURIComponent(id)}`,
   url: (id) => `/urls/${encodeURIComponent(id)}`,
