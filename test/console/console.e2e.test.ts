@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { AgentSettingsDocument, OrganizationConfig, ServerSyncMessage, VpnLicense } from '@rampart/contracts';
+import { AgentSettingsDocument, OrganizationConfig, PROBLEM_BASE, ServerSyncMessage, VpnLicense } from '@rampart/contracts';
 import { systemGate } from '@rampart/plugin-kit/testing';
 import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, createTestDatabase } from '@rampart/server/testing';
 
@@ -14,7 +14,7 @@ import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, cre
  * DATABASE_URL is set, as in CI; else the embedded store). Screenshots go to test-results/console.
  */
 const CHROMIUM = '/usr/bin/chromium';
-const SHOTS = 'test-results/console';
+const SHOTS = process.env.CONSOLE_SHOTS ?? 'test-results/console';
 const GAID = 'RMP-AGENT-ID-CONSOLE1';
 
 describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('web console', { timeout: 120_000 }, () => {
@@ -42,8 +42,9 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     }
   }
 
-  async function signedIn(key: string, width = 1280): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width, height: 900 } });
+  async function signedIn(key: string, width = 1280, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
+    // One time zone, so the dates the console writes can be asserted exactly.
+    const context = await browser.newContext({ viewport: { width, height: width <= 400 ? 844 : 900 }, timezoneId: 'UTC', colorScheme });
     const page = await context.newPage();
     page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
     page.on('pageerror', (e) => consoleErrors.push(e.message));
@@ -168,6 +169,10 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     await config.waitFor();
     expect(await config.textContent()).toMatch(/\[Interface\][\s\S]*PrivateKey = [A-Za-z0-9+/]{43}=[\s\S]*\[Peer\]/);
     await page.screenshot({ path: `${SHOTS}/vpn-created-1280.png`, fullPage: true });
+    // wg-quick takes the file name as the interface name: at most 15 of [a-zA-Z0-9_=+.-].
+    const download = page.getByRole('link', { name: /^Download / });
+    expect(await download.getAttribute('download')).toBe('rampart.conf');
+    expect(await download.textContent()).toBe('Download rampart.conf');
     const listed = (await api('GET', '/vpn', acme.keys.admin)).json as VpnLicense[];
     expect(listed.map((l) => l.account_name)).toEqual(['alice']);
 
@@ -191,7 +196,11 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     await page.getByLabel('TTL of a blacklisting (hours, 0 = none)').fill('2');
     await page.getByRole('button', { name: 'Blacklist' }).click();
     await page.getByText('Decision saved: Blacklist.').waitFor();
-    await expect.poll(() => page.getByTestId('decision').textContent()).toMatch(/^Blacklist until /);
+    // Every date in one style, with its time zone.
+    await expect.poll(() => page.getByTestId('decision').textContent()).toMatch(/^Blacklist until \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/);
+    for (const label of ['First seen', 'Last update']) {
+      expect(await page.locator('dl.record dt', { hasText: label }).locator('xpath=following-sibling::dd[1]').textContent()).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/);
+    }
     await page.screenshot({ path: `${SHOTS}/lookup-blacklisted-1280.png`, fullPage: true });
     const record = ((await api('GET', '/ips/45.77.100.23', acme.keys.reader)).json as { body: Array<{ decision: number; ttl: number | null }> }).body[0]!;
     expect(record.decision).toBe(1);
@@ -200,8 +209,214 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     expect(hours).toBeLessThanOrEqual(2);
   });
 
-  it('renders every page at 390 and 1280 pixels without console errors', async () => {
-    for (const width of [390, 1280]) {
+  async function lookUp(page: Page, text: string) {
+    await page.getByRole('link', { name: 'Look-up', exact: true }).click();
+    await page.getByLabel('IPv4, domain, URL or digest').fill(text);
+    await page.getByRole('button', { name: 'Look up' }).click();
+  }
+
+  it('looks a held network up (and an address inside it) and shows the network record, not "Not held"', async () => {
+    expect((await api('POST', '/ips', acme.keys.contributor, { ip: '185.220.101.0/24', confidence: 0.8, source: 'tor' })).status).toBeLessThan(300);
+    const page = await signedIn(acme.keys.admin);
+    await lookUp(page, '185.220.101.0/24');
+    await page.getByRole('heading', { name: /^185\.220\.101\.0\/24/ }).waitFor();
+    expect(await page.getByText('Not held').count()).toBe(0);
+    expect(Number(await page.getByTestId('live-score').textContent())).toBeGreaterThan(0);
+    await lookUp(page, '185.220.101.77');
+    await page.getByRole('heading', { name: /^185\.220\.101\.0\/24/ }).waitFor();
+    // Text the strict grammar refuses is explained by the server, not shown as "Not held".
+    await lookUp(page, '10.0.0.1/08');
+    await page.getByRole('alert').filter({ hasText: '400' }).waitFor();
+    expect(await page.getByText('Not held').count()).toBe(0);
+    // A network not held, inside no held network: "Not held".
+    await lookUp(page, '185.220.0.0/16');
+    await page.getByText('Not held: no organization has reported it.').waitFor();
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await page.context().close();
+    // The browser logs the refused request of the malformed network; it was asked for here.
+    consoleErrors.splice(0, consoleErrors.length, ...consoleErrors.filter((e) => !e.includes('status of 400')));
+  });
+
+  it('renders the reporters of a domain, URL and file look-up in words, never [object Object]', async () => {
+    const sha256 = 'ab'.repeat(32);
+    expect((await api('POST', '/domains', acme.keys.contributor, { domain: 'reporters.example', confidence: 0.9 })).status).toBe(200);
+    expect((await api('POST', '/urls', acme.keys.contributor, { url: 'https://reporters.example/x', confidence: 0.9 })).status).toBe(200);
+    expect((await api('POST', '/files', acme.keys.contributor, { sha256, file_type: 'application/pdf', confidence: 0.9 })).status).toBe(200);
+    const page = await signedIn(acme.keys.admin);
+    for (const text of ['reporters.example', 'https://reporters.example/x', sha256]) {
+      await lookUp(page, text);
+      const article = page.getByRole('article', { name: 'Indicator' });
+      await article.getByText('Score components').waitFor();
+      await expect.poll(() => article.textContent()).toMatch(/reporters\s*trust [\d.]+ · confidence 0\.9 · events 1/);
+      expect(await article.textContent()).not.toContain('[object Object]');
+    }
+    await page.context().close();
+  });
+
+  it('keeps the session through a server error or an unreachable server on reload; only a 401 signs out', async () => {
+    const page = await signedIn(acme.keys.admin);
+    const errorsBefore = consoleErrors.length;
+    await page.route('**/api/v1/me', (route) => route.fulfill({ status: 503, contentType: 'application/problem+json', body: JSON.stringify({ type: `${PROBLEM_BASE}internal`, title: 'Service Unavailable', status: 503, detail: 'database restarting', instance: '/api/v1/me' }) }));
+    await page.reload();
+    await page.getByRole('alert').filter({ hasText: 'The server failed (503: database restarting)' }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(1);
+
+    await page.unroute('**/api/v1/me');
+    await page.route('**/api/v1/me', (route) => route.abort('connectionrefused'));
+    await page.getByRole('button', { name: 'Retry' }).click();
+    await page.getByRole('alert').filter({ hasText: 'The server cannot be reached' }).waitFor();
+    expect(await page.getByRole('alert').textContent()).not.toContain('Failed to fetch');
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(1);
+
+    await page.unroute('**/api/v1/me');
+    await page.getByRole('button', { name: 'Retry' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+
+    await page.route('**/api/v1/me', (route) => route.fulfill({ status: 401, contentType: 'application/problem+json', body: JSON.stringify({ type: `${PROBLEM_BASE}unauthorized`, title: 'Unauthorized', status: 401, detail: 'unknown API key', instance: '/api/v1/me' }) }));
+    await page.reload();
+    await page.getByLabel('API key').waitFor();
+    await page.getByText('Signed out: 401: unknown API key').waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.context().close();
+    // The browser logs each refused request; those were asked for here.
+    const logged = consoleErrors.splice(errorsBefore);
+    expect(logged.filter((e) => !/^Failed to load resource: (the server responded with a status of (503|401)|net::ERR_CONNECTION_REFUSED)/.test(e))).toEqual([]);
+  });
+
+  it('counts the addresses reported in 24 hours under a truthful name', async () => {
+    const org = await seedOrg(store, { credits: 100, name: 'Console Counts' });
+    for (const ip of ['203.0.113.5', '203.0.113.5', '203.0.113.0/28']) {
+      expect((await api('POST', '/ips', org.keys.contributor, { ip, confidence: 0.5, source: 'ssh' })).status).toBeLessThan(300);
+    }
+    const page = await signedIn(org.keys.admin);
+    await page.getByRole('heading', { name: 'Addresses you reported in the last 24 hours' }).waitFor();
+    expect(await page.getByTestId('reports-24h').textContent()).toBe('2');
+    expect(await page.getByRole('heading', { name: 'Reports in the last 24 hours' }).count()).toBe(0);
+    await page.context().close();
+  });
+
+  it('look-up: busy while asking, one request for a double click, never an error and "Not held" at once', async () => {
+    const page = await signedIn(acme.keys.admin);
+    const asked: string[] = [];
+    page.on('request', (r) => r.url().includes('/api/v1/ips/') && asked.push(r.url()));
+    await lookUp(page, '192.0.2.200');
+    await page.getByText('Not held: no organization has reported it.').waitFor();
+
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    await page.route('**/api/v1/ips/*', async (route) => {
+      await gate;
+      await route.continue();
+    });
+    asked.length = 0;
+    await page.getByLabel('IPv4, domain, URL or digest').fill('198.51.100.23');
+    await page.getByRole('button', { name: 'Look up' }).dblclick();
+    const busy = page.getByRole('button', { name: 'Looking up…' });
+    await busy.waitFor();
+    expect(await busy.isDisabled()).toBe(true);
+    expect(await page.getByRole('search').getAttribute('aria-busy')).toBe('true');
+    release();
+    await page.getByRole('heading', { name: /198\.51\.100\.23/ }).waitFor();
+    expect(asked).toHaveLength(1);
+    await page.unroute('**/api/v1/ips/*');
+
+    await lookUp(page, '192.0.2.201');
+    await page.getByText('Not held: no organization has reported it.').waitFor();
+    await page.route('**/api/v1/ips/*', (route) => route.fulfill({ status: 500, contentType: 'application/problem+json', body: JSON.stringify({ type: `${PROBLEM_BASE}internal`, title: 'Internal error', status: 500, detail: 'boom', instance: '/api/v1/ips/192.0.2.202' }) }));
+    await lookUp(page, '192.0.2.202');
+    await page.getByRole('alert').filter({ hasText: 'The server failed (500: boom)' }).waitFor();
+    expect(await page.getByText('Not held').count()).toBe(0);
+    await page.context().close();
+    consoleErrors.splice(0, consoleErrors.length, ...consoleErrors.filter((e) => !e.includes('status of 500')));
+  });
+
+  it('asks before revoking an API key, and warns when it is the key in use', async () => {
+    const spare = (await api('POST', '/keys', acme.keys.admin, { label: 'spare' })).json as { key_id: string; key: string };
+    const mine = (await api('POST', '/keys', acme.keys.admin, { label: 'this tab' })).json as { key_id: string; key: string };
+    const revoked = async (id: string) => ((await api('GET', '/keys', acme.keys.admin)).json as Array<{ key_id: string; revoked_at: string | null }>).find((k) => k.key_id === id)!.revoked_at !== null;
+    const page = await signedIn(mine.key);
+    await page.getByRole('link', { name: 'API keys' }).click();
+    const row = page.locator(`tr[data-key-id="${spare.key_id}"]`);
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await row.getByRole('group', { name: 'Confirm revocation' }).waitFor();
+    expect(await revoked(spare.key_id)).toBe(false);
+    await row.getByRole('button', { name: 'Cancel' }).click();
+    expect(await revoked(spare.key_id)).toBe(false);
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await row.getByRole('button', { name: 'Yes, revoke' }).click();
+    await expect.poll(() => row.textContent()).toMatch(/revoked \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC/);
+    expect(await revoked(spare.key_id)).toBe(true);
+
+    const own = page.locator(`tr[data-key-id="${mine.key_id}"]`);
+    expect(await own.textContent()).toContain('this session');
+    await own.getByRole('button', { name: 'Revoke' }).click();
+    expect(await own.getByRole('group', { name: 'Confirm revocation' }).textContent()).toContain('the key you are signed in with');
+    expect(await revoked(mine.key_id)).toBe(false);
+    await own.getByRole('button', { name: 'Yes, revoke' }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    expect(await revoked(mine.key_id)).toBe(true);
+    await page.context().close();
+  });
+
+  it('organization: nothing to save until something changes, and overlapping bands are refused before asking', async () => {
+    const page = await signedIn(acme.keys.admin);
+    await page.getByRole('link', { name: 'Organization' }).click();
+    await page.getByText('No changes to save.').waitFor();
+    const save = page.getByRole('button', { name: 'Save' });
+    expect(await save.isDisabled()).toBe(true);
+    const medium = page.getByLabel('medium_score min');
+    const original = await medium.inputValue();
+    await medium.fill('50');
+    await page.getByText('overlaps low_score [1, 60]: medium_score must start at 60 or above').waitFor();
+    expect(await medium.getAttribute('aria-invalid')).toBe('true');
+    expect(await save.isDisabled()).toBe(true);
+    await medium.fill(original);
+    await page.getByText('No changes to save.').waitFor();
+    expect(await save.isDisabled()).toBe(true);
+    await page.context().close();
+  });
+
+  it('never scrolls sideways at 390 px, even with a long digest, a licence id and a new key on screen', async () => {
+    const sha256 = 'cd'.repeat(32);
+    expect((await api('POST', '/files', acme.keys.contributor, { sha256, file_type: 'application/pdf', confidence: 0.9 })).status).toBe(200);
+    const page = await signedIn(acme.keys.admin, 390);
+    const sideways = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    await lookUp(page, sha256);
+    await page.getByRole('heading', { name: new RegExp(sha256) }).waitFor();
+    expect(await sideways(), 'look-up of a digest').toBeLessThanOrEqual(0);
+    await page.screenshot({ path: `${SHOTS}/lookup-digest-390.png`, fullPage: true });
+    await page.getByRole('link', { name: 'Secure VPN' }).click();
+    await page.getByLabel('account_name').fill('phone-user');
+    await page.getByRole('button', { name: 'Create license' }).click();
+    await page.getByTestId('vpn-config').waitFor();
+    expect(await sideways(), 'a new licence').toBeLessThanOrEqual(0);
+    await page.screenshot({ path: `${SHOTS}/vpn-created-390.png`, fullPage: true });
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByLabel('label').fill('phone');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByTestId('new-key').waitFor();
+    expect(await sideways(), 'a new key').toBeLessThanOrEqual(0);
+    await page.screenshot({ path: `${SHOTS}/keys-created-390.png`, fullPage: true });
+    await page.context().close();
+  });
+
+  it('follows a dark system theme on every page', async () => {
+    const page = await signedIn(acme.keys.admin, 1440, 'dark');
+    const colors = () => page.evaluate(() => ({ body: getComputedStyle(document.body).backgroundColor, text: getComputedStyle(document.body).color }));
+    const background = (selector: string) => page.locator(selector).first().evaluate((e) => getComputedStyle(e).backgroundColor);
+    for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys']] as const) {
+      await page.getByRole('link', { name: link, exact: true }).click();
+      await page.getByRole('heading', { level: 1 }).waitFor();
+      expect(await colors(), name).toEqual({ body: 'rgb(18, 22, 28)', text: 'rgb(230, 233, 238)' });
+      if (name === 'overview') expect(await background('.card')).toBe('rgb(27, 33, 41)');
+      if (name === 'lookup') expect(await background('input')).toBe('rgb(15, 19, 24)');
+      await page.screenshot({ path: `${SHOTS}/${name}-1440-dark.png`, fullPage: true });
+    }
+    await page.context().close();
+  });
+
+  it('renders every page at 390 and 1440 pixels without console errors', async () => {
+    for (const width of [390, 1440]) {
       const page = await signedIn(acme.keys.admin, width);
       for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys']] as const) {
         await page.getByRole('link', { name: link, exact: true }).click();

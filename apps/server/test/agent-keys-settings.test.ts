@@ -212,4 +212,38 @@ describe.each(driverCases())('agent keys and settings documents on $name', (driv
     expect((bad.json().errors as { path: string }[]).map((e) => e.path).sort()).toEqual(['body.blocking_roule.score', 'body.live.low_score', 'body.reserved_ips.0']);
     expect((await get('/organization/config', { authorization: org.keys.contributor })).statusCode).toBe(403);
   });
+
+  it('records no version and no history entry for a save that changes nothing', async () => {
+    const org = await seedOrg(store, { name: 'Org no-op' });
+    const put = (payload: Record<string, unknown>) => app.inject({ method: 'PUT', url: '/api/v1/organization/config', headers: { authorization: org.keys.admin }, payload });
+    const doc = { ...OrganizationConfig.parse({}), reserved_ips: ['198.51.100.0/24'] };
+    expect((await put(doc)).headers['x-settings-version']).toBe('1');
+    const again = await put(doc);
+    expect(again.statusCode).toBe(200);
+    expect(again.headers['x-settings-version']).toBe('1');
+    expect(again.json()).toEqual(doc);
+    const history = (await get('/organization/config/history', { authorization: org.keys.admin })).json();
+    expect(history.map((h: { version: number; changed_fields: string[] }) => [h.version, h.changed_fields])).toEqual([[1, ['reserved_ips']]]);
+    // Defaults saved over never-saved defaults: nothing either.
+    const fresh = await seedOrg(store, { name: 'Org no-op defaults' });
+    const defaults = await app.inject({ method: 'PUT', url: '/api/v1/organization/config', headers: { authorization: fresh.keys.admin }, payload: {} });
+    expect(defaults.headers['x-settings-version']).toBe('0');
+    expect((await get('/organization/config/history', { authorization: fresh.keys.admin })).json()).toEqual([]);
+  });
+
+  it('refuses overlapping score bands with a 400 naming the band (touching bands are fine)', async () => {
+    const org = await seedOrg(store, { name: 'Org bands' });
+    const put = (live: Record<string, unknown>) => app.inject({ method: 'PUT', url: '/api/v1/organization/config', headers: { authorization: org.keys.admin }, payload: { live } });
+    const bad = await put({ low_score: [1, 60], medium_score: [50, 120], high_score: [120, 150], critical_score: [140, 1000] });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.headers['content-type']).toContain('application/problem+json');
+    expect(bad.json().errors).toEqual([
+      { path: 'body.live.medium_score', message: 'overlaps low_score [1, 60]: medium_score must start at 60 or above' },
+      { path: 'body.live.critical_score', message: 'overlaps high_score [120, 150]: critical_score must start at 150 or above' },
+    ]);
+    expect((await get('/organization/config', { authorization: org.keys.admin })).headers['x-settings-version']).toBe('0');
+    const ok = await put({ low_score: [1, 50], medium_score: [50, 120], high_score: [130, 150], critical_score: [150, 1000] });
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json().live.high_score).toEqual([130, 150]);
+  });
 });

@@ -90,7 +90,8 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
       expect(m).toMatchObject({ version: 1, organization: { reserved_ips: ['192.0.2.0/24'] } });
     }
     // A later change to the outsider's own organization arrives; the earlier one never did.
-    expect((await app.inject({ method: 'PUT', url: '/api/v1/organization/config', headers: { authorization: acme.keys.admin }, payload: {} })).statusCode).toBe(200);
+    // (A real change: a save that changes nothing is no change and pushes nothing.)
+    expect((await app.inject({ method: 'PUT', url: '/api/v1/organization/config', headers: { authorization: acme.keys.admin }, payload: { reserved_ips: ['198.51.100.77'] } })).statusCode).toBe(200);
     await po.next('settings_changed', (x) => x.subject === 'organization');
     expect(po.messages.filter((m) => m.type === 'settings_changed')).toHaveLength(1);
   });

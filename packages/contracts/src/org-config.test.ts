@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OrganizationConfig } from './index.ts';
+import { OrganizationConfig, OrganizationConfigUpdate } from './index.ts';
 
 const ok = (value: unknown) => OrganizationConfig.safeParse(value).success;
 
@@ -59,5 +59,14 @@ describe('organization configuration (spec 2.12)', () => {
   it('is strict', () => {
     expect(ok({ blocking_rule: { score: 1, tags: [] } })).toBe(false);
     expect(ok({ live: { index: 'x' } })).toBe(false);
+  });
+
+  it('an update may have touching bands but not overlapping ones; a stored document is read as it is', () => {
+    const live = { low_score: [1, 60], medium_score: [55, 120], high_score: [120, 150], critical_score: [150, 1000] };
+    const bad = OrganizationConfigUpdate.safeParse({ live });
+    expect(bad.success).toBe(false);
+    expect(bad.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([['live.medium_score', 'overlaps low_score [1, 60]: medium_score must start at 60 or above']]);
+    expect(ok({ live })).toBe(true);
+    expect(OrganizationConfigUpdate.safeParse({}).success).toBe(true);
   });
 });

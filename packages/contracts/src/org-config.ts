@@ -59,3 +59,27 @@ export const OrganizationConfig = z
   })
   .meta({ description: 'Organization settings document (spec 2.12)' });
 export type OrganizationConfig = z.infer<typeof OrganizationConfig>;
+
+const BAND_ORDER = ['low_score', 'medium_score', 'high_score', 'critical_score'] as const;
+
+/**
+ * The score bands of a document that overlap the band below them: LOW, MEDIUM, HIGH and CRITICAL
+ * may touch (`[1, 60]`, `[60, 120]`: 60 is MEDIUM) but a band may not start below the end of the
+ * previous one. Each issue names the later band.
+ */
+export function bandOverlaps(live: Pick<LiveSettings, (typeof BAND_ORDER)[number]>): Array<{ path: (typeof BAND_ORDER)[number]; message: string }> {
+  const out: Array<{ path: (typeof BAND_ORDER)[number]; message: string }> = [];
+  for (let i = 1; i < BAND_ORDER.length; i += 1) {
+    const below = BAND_ORDER[i - 1]!;
+    const band = BAND_ORDER[i]!;
+    const [, belowMax] = live[below];
+    const [min] = live[band];
+    if (min < belowMax) out.push({ path: band, message: `overlaps ${below} [${live[below].join(', ')}]: ${band} must start at ${belowMax} or above` });
+  }
+  return out;
+}
+
+/** The body of `PUT /organization/config`: a document whose score bands do not overlap. */
+export const OrganizationConfigUpdate = OrganizationConfig.superRefine((doc, ctx) => {
+  for (const o of bandOverlaps(doc.live)) ctx.addIssue({ code: 'custom', path: ['live', o.path], message: o.message });
+});

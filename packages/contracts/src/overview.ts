@@ -11,7 +11,7 @@ export const OverviewResponse = z
         .length(1001)
         .describe('histogram[s] = indicators whose live score now, rounded down, is s (0..1000)'),
     }),
-    reports_24h: z.int().min(0).describe("Reports made by the caller's organization in the last 24 hours"),
+    reports_24h: z.int().min(0).describe("IPv4 addresses and networks the caller's organization reported in the last 24 hours, each counted once however often it was reported"),
     coins: z.object({ credit_tokens: z.number(), debit_tokens: z.number(), balance: z.number() }),
   })
   .meta({ description: 'Figures for the overview page' });

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { ClientApiError, RampartClient, parseJson } from '@rampart/client';
+import { ClientApiError, NetworkError, RampartClient, parseJson } from '@rampart/client';
 
 /** The console talks to the API of the origin it was served from, with the key of this tab. */
 export class Api {
@@ -29,9 +29,14 @@ export function describeError(err: unknown): { message: string; fields: Record<s
   if (err instanceof ClientApiError) {
     const fields: Record<string, string> = {};
     for (const e of err.errors ?? []) fields[e.path.replace(/^body\.?/, '')] = e.message;
+    if (err.status >= 500) return { message: `The server failed (${err.status}: ${err.detail ?? err.code}). Try again in a moment.`, fields };
     return { message: `${err.status}: ${err.detail ?? err.code}`, fields };
   }
+  if (err instanceof NetworkError) return { message: 'The server cannot be reached. Check the connection and try again.', fields: {} };
   return { message: err instanceof Error ? err.message : String(err), fields: {} };
 }
+
+/** Only a refused key ends a session; a failing or unreachable server does not. */
+export const isUnauthorized = (err: unknown): boolean => err instanceof ClientApiError && err.status === 401;
 
 export const KEY_STORAGE = 'rampart.console.key';

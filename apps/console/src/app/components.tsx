@@ -161,7 +161,7 @@ export function History({ entries }: { entries: Array<{ version: number; changed
           <tr key={e.version}>
             <td>{e.version}</td>
             <td>{e.changed_by}</td>
-            <td>{new Date(e.changed_at).toLocaleString()}</td>
+            <td>{formatTime(e.changed_at)}</td>
             <td>{e.changed_fields.join(', ') || '—'}</td>
           </tr>
         ))}
@@ -169,4 +169,20 @@ export function History({ entries }: { entries: Array<{ version: number; changed
     </table>
     </div>
   );
+}
+
+/**
+ * Every date of the console in one style, with its time zone: `2026-11-26 14:05 UTC` (the
+ * browser's zone). Accepts epoch seconds or an ISO string.
+ */
+export function formatTime(at: number | string | null | undefined): string {
+  if (at === null || at === undefined || at === '') return '—';
+  const date = typeof at === 'number' ? new Date(at * 1000) : new Date(at);
+  if (Number.isNaN(date.getTime())) return String(at);
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23', timeZoneName: 'short' })
+      .formatToParts(date)
+      .map((p) => [p.type, p.value]),
+  );
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute} ${parts.timeZoneName}`;
 }

@@ -1,7 +1,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { MeResponse, ROLE } from '@rampart/contracts';
-import { Api, KEY_STORAGE, describeError } from './api.ts';
+import { Api, KEY_STORAGE, describeError, isUnauthorized } from './api.ts';
 import { Field, Notice } from './components.tsx';
 import { OverviewPage } from './pages/overview.tsx';
 import { LookupPage } from './pages/lookup.tsx';
@@ -24,7 +24,7 @@ function useHash(): string {
   return hash;
 }
 
-function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
+function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Session) => void; notice?: string | undefined }) {
   const [key, setKey] = useState('');
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
@@ -46,6 +46,7 @@ function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
   return (
     <main class="signin">
       <h1>Rampart console</h1>
+      {notice && <Notice kind="info">{notice}</Notice>}
       <form onSubmit={submit} aria-label="Sign in">
         <Field label="API key" name="key" type="password" value={key} onInput={setKey} hint="Kept for this browser tab only." />
         {error && <Notice kind="error">{error}</Notice>}
@@ -117,31 +118,60 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
 function App() {
   const [session, setSession] = useState<Session | null>(null);
   const [restoring, setRestoring] = useState(() => sessionStorage.getItem(KEY_STORAGE) !== null);
+  // Why the stored key could not be checked: the server failed or is unreachable (the key is kept).
+  const [restoreError, setRestoreError] = useState<string>();
+  const [signedOutWhy, setSignedOutWhy] = useState<string>();
+  const [attempt, setAttempt] = useState(0);
   useEffect(() => {
     const key = sessionStorage.getItem(KEY_STORAGE);
     if (!key) return;
     const api = new Api(key);
+    setRestoreError(undefined);
     api.get('/me', MeResponse).then(
       (me) => {
         setSession({ api, me });
         setRestoring(false);
       },
-      () => {
-        sessionStorage.removeItem(KEY_STORAGE);
-        setRestoring(false);
+      (err: unknown) => {
+        if (isUnauthorized(err)) {
+          // Only a refused key signs out.
+          sessionStorage.removeItem(KEY_STORAGE);
+          setSignedOutWhy(`Signed out: ${describeError(err).message}`);
+          setRestoring(false);
+        } else {
+          setRestoreError(describeError(err).message);
+        }
       },
     );
-  }, []);
+  }, [attempt]);
+  const signOut = () => {
+    sessionStorage.removeItem(KEY_STORAGE);
+    setSession(null);
+    setRestoring(false);
+    setRestoreError(undefined);
+    location.hash = '#/';
+  };
+  if (restoring && restoreError)
+    return (
+      <main class="signin">
+        <h1>Rampart console</h1>
+        <Notice kind="error">{restoreError}</Notice>
+        <div class="actions">
+          <button type="button" onClick={() => setAttempt((n) => n + 1)}>
+            Retry
+          </button>
+          <button type="button" class="secondary" onClick={signOut}>
+            Sign out
+          </button>
+        </div>
+      </main>
+    );
   if (restoring) return <p aria-busy="true">Loading…</p>;
-  if (!session) return <SignIn onSignedIn={setSession} />;
+  if (!session) return <SignIn onSignedIn={setSession} notice={signedOutWhy} />;
   return (
     <Shell
       session={{ ...session, refreshMe: async () => setSession({ ...session, me: await session.api.get('/me', MeResponse) }) }}
-      onSignOut={() => {
-        sessionStorage.removeItem(KEY_STORAGE);
-        setSession(null);
-        location.hash = '#/';
-      }}
+      onSignOut={signOut}
     />
   );
 }

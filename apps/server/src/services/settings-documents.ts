@@ -77,7 +77,7 @@ export async function replaceOrganizationSettings(
       redelivered = await anchorPolicyChange(tx, input.orgId, policyChangeScope(before, after), V32_INGEST_RULES);
     },
   );
-  await publish(deps, { type: 'settings_changed', org_id: input.orgId, subject: 'organization', version: replaced.version });
+  if (replaced.changed) await publish(deps, { type: 'settings_changed', org_id: input.orgId, subject: 'organization', version: replaced.version });
   if (redelivered > 0) await publish(deps, { type: 'feed_changed', org_id: input.orgId, kind: 'ipv4', ts: Math.floor(Date.now() / 1000) });
   return { document: maskSecrets(replaced.document), version: replaced.version };
 }

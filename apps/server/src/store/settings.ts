@@ -84,14 +84,15 @@ export class SettingsStore {
 
   /**
    * Replaces the document with `build(current)` and records the change, in one transaction
-   * with the row locked; returns the new document and version.
+   * with the row locked; returns the new document and version. A document equal to the current
+   * one changes nothing (`changed: false`, same version, no history entry).
    */
   async replaceOrganization(
     orgId: number,
     build: (current: OrganizationConfig) => OrganizationConfig,
     changedBy: string,
     alsoInTransaction?: (tx: Transaction, before: OrganizationConfig, after: OrganizationConfig) => Promise<void>,
-  ): Promise<{ document: OrganizationConfig; version: number }> {
+  ): Promise<{ document: OrganizationConfig; version: number; changed: boolean }> {
     try {
       return await this.replaceOrganizationTx(orgId, build, changedBy, alsoInTransaction);
     } finally {
@@ -104,12 +105,15 @@ export class SettingsStore {
     build: (current: OrganizationConfig) => OrganizationConfig,
     changedBy: string,
     alsoInTransaction?: (tx: Transaction, before: OrganizationConfig, after: OrganizationConfig) => Promise<void>,
-  ): Promise<{ document: OrganizationConfig; version: number }> {
+  ): Promise<{ document: OrganizationConfig; version: number; changed: boolean }> {
     return this.db.transaction(async (tx) => {
       // Locks the row (or, before the first save, the organization) against a concurrent replace.
       await tx.query('select 1 from organizations where id = $1 for update', [orgId]);
       const current = await this.organization(orgId, tx);
       const document = build(current.document);
+      const fields = changedPaths(current.document, document);
+      // A save that changes nothing is no change: no new version, no empty history entry.
+      if (fields.length === 0) return { ...current, changed: false };
       const res = await tx.query<{ version: number }>(
         `insert into organization_settings (org_id, document, version, updated_by) values ($1, $2, 1, $3)
          on conflict (org_id) do update set document = excluded.document, version = organization_settings.version + 1,
@@ -118,9 +122,9 @@ export class SettingsStore {
         [orgId, JSON.stringify(document), changedBy],
       );
       const version = res.rows[0]!.version;
-      await recordAudit(tx, { orgId, subject: 'organization', version, changedBy, fields: changedPaths(current.document, document) });
+      await recordAudit(tx, { orgId, subject: 'organization', version, changedBy, fields });
       await alsoInTransaction?.(tx, current.document, document);
-      return { document, version };
+      return { document, version, changed: true };
     });
   }
 

@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks';
 import { z } from 'zod';
 import { ApiKeyCreated, ApiKeyInfo } from '@rampart/contracts';
-import { describeError } from '../api.ts';
-import { Field, Loading, Notice, useLoad } from '../components.tsx';
+import { KEY_STORAGE, describeError } from '../api.ts';
+import { Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
 
 export function KeysPage({ session }: { session: Session }) {
@@ -19,6 +19,9 @@ function KeysPageAdmin({ session }: { session: Session }) {
   const [issued, setIssued] = useState<z.infer<typeof ApiKeyCreated>>();
   const [error, setError] = useState<string>();
   const [fields, setFields] = useState<Record<string, string>>({});
+  const [confirming, setConfirming] = useState<string>();
+  // The id of the key this tab is signed in with (`rmp_<key_id>_<secret>`).
+  const inUse = /rmp_([0-9a-f]{12})_/.exec(api.key)?.[1];
 
   async function create(e: Event) {
     e.preventDefault();
@@ -35,8 +38,17 @@ function KeysPageAdmin({ session }: { session: Session }) {
     }
   }
   async function revoke(keyId: string) {
+    setError(undefined);
     try {
       await api.send('DELETE', `/keys/${keyId}`, undefined);
+      setConfirming(undefined);
+      if (keyId === inUse) {
+        // This tab's key no longer works: back to the sign-in form.
+        sessionStorage.removeItem(KEY_STORAGE);
+        location.hash = '#/';
+        location.reload();
+        return;
+      }
       list.reload();
     } catch (err) {
       setError(describeError(err).message);
@@ -73,18 +85,29 @@ function KeysPageAdmin({ session }: { session: Session }) {
             </thead>
             <tbody>
               {list.data.map((k) => (
-                <tr key={k.key_id}>
+                <tr key={k.key_id} data-key-id={k.key_id}>
                   <td>
                     <code>{k.key_id}</code>
+                    {k.key_id === inUse && <span class="badge warn">this session</span>}
                   </td>
                   <td>{k.username}</td>
                   <td>{k.label || '—'}</td>
-                  <td>{k.last_used_at ? new Date(k.last_used_at).toLocaleString() : 'never'}</td>
+                  <td>{k.last_used_at ? formatTime(k.last_used_at) : 'never'}</td>
                   <td>
                     {k.revoked_at ? (
-                      `revoked ${new Date(k.revoked_at).toLocaleDateString()}`
+                      `revoked ${formatTime(k.revoked_at)}`
+                    ) : confirming === k.key_id ? (
+                      <span role="group" aria-label="Confirm revocation" class="actions">
+                        <span>{k.key_id === inUse ? 'This is the key you are signed in with: revoking it signs you out. Revoke?' : 'Revoke this key? Programs using it stop working.'}</span>
+                        <button type="button" class="danger" onClick={() => void revoke(k.key_id)}>
+                          Yes, revoke
+                        </button>
+                        <button type="button" class="secondary" onClick={() => setConfirming(undefined)}>
+                          Cancel
+                        </button>
+                      </span>
                     ) : (
-                      <button type="button" class="danger" onClick={() => void revoke(k.key_id)}>
+                      <button type="button" class="danger" onClick={() => setConfirming(k.key_id)}>
                         Revoke
                       </button>
                     )}

@@ -1,9 +1,10 @@
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import type { z } from 'zod';
-import { DomainRecord, FileRecord, Ipv4Page, UrlRecord } from '@rampart/contracts';
+import { DomainRecord, FileRecord, Ipv4Page, UrlRecord, formatIpv4, parseIpv4, type Ipv4Record } from '@rampart/contracts';
 import { liveScore } from '@rampart/scoring';
+import { ClientApiError } from '@rampart/client';
 import { describeError } from '../api.ts';
-import { Field, Notice, ScorePlot } from '../components.tsx';
+import { Field, Notice, ScorePlot, formatTime } from '../components.tsx';
 import { canContribute, type Session } from '../session.ts';
 import { kindOf, type IndicatorKind } from '../indicator-kind.ts';
 
@@ -19,19 +20,39 @@ interface Found {
 }
 
 const PATHS: Record<IndicatorKind, (id: string) => string> = {
-  ipv4: (id) => `/ips/${id}`,
+  // Encoded: text the strict grammar refuses (`10.0.0.1/08`) reaches the server's validation, which names the problem.
+  ipv4: (id) => `/ips/${encodeURIComponent(id)}`,
   file: (id) => `/files/${id}`,
   domain: (id) => `/domains/${encodeURIComponent(id)}`,
   url: (id) => `/urls/${encodeURIComponent(id)}`,
 };
 
-const show = (v: unknown) => (v === null || v === undefined ? '—' : Array.isArray(v) ? v.join(', ') || '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+const show = (v: unknown): string =>
+  v === null || v === undefined ? '—' : Array.isArray(v) ? v.map(show).join(v.some((x) => typeof x === 'object' && x !== null) ? '; ' : ', ') || '—' : typeof v === 'object' ? describeObject(v as Record<string, unknown>) : String(v);
+
+/** `trust 1 · confidence 0.9 · events 2`: one object (a reporter, say) in words, not `[object Object]`. */
+const describeObject = (o: Record<string, unknown>): string =>
+  Object.entries(o)
+    .map(([k, v]) => `${k} ${typeof v === 'number' ? Number(v.toFixed(3)) : show(v)}`)
+    .join(' · ') || '—';
+
+/**
+ * The held record that answers a typed address or network: `GET /ips/{ipv4}` takes an address
+ * and answers with every held record containing it, most specific first. For a network, its
+ * first address is asked and only records that hold the whole network count.
+ */
+export function heldRecordFor(text: string, body: readonly Ipv4Record[]): Ipv4Record | undefined {
+  const net = parseIpv4(text);
+  if (!net) return body[0];
+  return body.find((r) => (parseIpv4(r.ip)?.prefix ?? 33) <= net.prefix);
+}
 
 async function find(session: Session, kind: IndicatorKind, id: string): Promise<Found | null> {
   const { api } = session;
   if (kind === 'ipv4') {
-    const page = await api.get(PATHS.ipv4(id), Ipv4Page, { explain: 'yes', full: 'yes' });
-    const r = page.body[0];
+    const net = parseIpv4(id);
+    const page = await api.get(PATHS.ipv4(net ? formatIpv4(net.start) : id), Ipv4Page, { explain: 'yes', full: 'yes' });
+    const r = heldRecordFor(id, page.body);
     if (!r) return null;
     return {
       kind,
@@ -45,7 +66,8 @@ async function find(session: Session, kind: IndicatorKind, id: string): Promise<
         ['Members', show(r.info?.members)],
         ['Reports', show(r.info?.events)],
         ['Sources', show(r.info?.sources)],
-        ['Last update', new Date(r.ts * 1000).toISOString()],
+        ['First seen', formatTime(r.entry_ts)],
+        ['Last update', formatTime(r.ts)],
         ['Country / AS', show(r.ip_info && (r.ip_info.country_name || r.ip_info.asn) ? [r.ip_info.country_name, r.ip_info.asn && `AS${r.ip_info.asn.replace(/^AS/i, '')} ${r.ip_info.as_name}`].filter(Boolean).join(' · ') : undefined)],
       ],
     };
@@ -64,8 +86,8 @@ async function find(session: Session, kind: IndicatorKind, id: string): Promise<
       ['Members', show(r.total_members)],
       ['Reports', show(r.total_reports)],
       ['Tags', show(r.tags)],
-      ['First seen', show(r.elk_entry_ts)],
-      ['Last update', show(r.elk_ts)],
+      ['First seen', formatTime(r.elk_entry_ts)],
+      ['Last update', formatTime(r.elk_ts)],
       ...(kind === 'file' ? ([['File type', show(r.file_type)], ['File name', show(r.file_name)]] as Array<[string, string]>) : []),
     ],
   };
@@ -83,23 +105,41 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
   const [error, setError] = useState<string>();
   const [saved, setSaved] = useState<string>();
   const [ttlHours, setTtlHours] = useState('24');
+  // One look-up or decision at a time: a double click must not spend two look-ups.
+  const [busy, setBusy] = useState(false);
+  const inFlight = useRef(false);
 
   async function search(e?: Event) {
     e?.preventDefault();
+    if (inFlight.current) return;
+    inFlight.current = true;
+    setBusy(true);
+    try {
+      await lookUp();
+    } finally {
+      inFlight.current = false;
+      setBusy(false);
+    }
+  }
+
+  async function lookUp() {
     const text = query.trim();
     setError(undefined);
     setSaved(undefined);
     try {
       setFound(await find(session, kindOf(text), text));
     } catch (err) {
-      const d = describeError(err);
-      if (d.message.startsWith('404')) setFound(null);
-      else setError(d.message);
+      const d = err instanceof ClientApiError && err.status === 404 ? undefined : describeError(err);
+      // Either an error or "not held", never both.
+      setFound(d ? undefined : null);
+      setError(d?.message);
     }
   }
 
   async function decide(decision: number) {
-    if (!found) return;
+    if (!found || inFlight.current) return;
+    inFlight.current = true;
+    setBusy(true);
     setError(undefined);
     try {
       if (found.kind === 'ipv4') {
@@ -110,11 +150,14 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
       } else {
         await session.api.send('PUT', PATHS[found.kind](found.id), { decision: found.kind === 'file' ? String(decision) : decision });
       }
-      // Re-read the record first: a search clears the previous messages.
-      await search();
+      // Re-read the record first: a look-up clears the previous messages.
+      await lookUp();
       setSaved(`Decision saved: ${DECISIONS.find((d) => d.value === decision)!.label}.`);
     } catch (err) {
       setError(describeError(err).message);
+    } finally {
+      inFlight.current = false;
+      setBusy(false);
     }
   }
 
@@ -122,10 +165,10 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
   return (
     <section aria-labelledby="lookup-h">
       <h1 id="lookup-h">Look-up</h1>
-      <form class="inline" onSubmit={search} role="search">
+      <form class="inline" onSubmit={search} role="search" aria-busy={busy ? 'true' : undefined}>
         <Field label="IPv4, domain, URL or digest" name="q" value={query} onInput={setQuery} />
-        <button type="submit" disabled={query.trim() === ''}>
-          Look up
+        <button type="submit" disabled={busy || query.trim() === ''}>
+          {busy ? 'Looking up…' : 'Look up'}
         </button>
       </form>
       {error && <Notice kind="error">{error}</Notice>}
@@ -143,7 +186,7 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
             <dt>Your decision</dt>
             <dd data-testid="decision">
               {DECISIONS.find((d) => d.value === (found.decision ?? -1))?.label}
-              {found.ttl ? ` until ${new Date(found.ttl * 1000).toLocaleString()}` : ''}
+              {found.ttl ? ` until ${formatTime(found.ttl)}` : ''}
             </dd>
             {found.fields.map(([k, v]) => (
               <>
@@ -172,7 +215,7 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
               <legend>Decision for your organization</legend>
               {found.kind === 'ipv4' && <Field label="TTL of a blacklisting (hours, 0 = none)" type="number" value={ttlHours} onInput={setTtlHours} />}
               {DECISIONS.map((d) => (
-                <button key={d.value} type="button" class={d.value === 1 ? 'danger' : 'secondary'} title={d.help} onClick={() => void decide(d.value)}>
+                <button key={d.value} type="button" class={d.value === 1 ? 'danger' : 'secondary'} title={d.help} disabled={busy} onClick={() => void decide(d.value)}>
                   {d.label}
                 </button>
               ))}

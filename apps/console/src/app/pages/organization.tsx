@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { z } from 'zod';
-import { Ipv4OrNetwork, OrganizationConfig, SettingsHistoryEntry } from '@rampart/contracts';
+import { Ipv4OrNetwork, OrganizationConfig, OrganizationConfigUpdate, SettingsHistoryEntry } from '@rampart/contracts';
 import { describeError } from '../api.ts';
 import { Field, History, Loading, Notice, Switch, useId, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
@@ -71,7 +71,9 @@ function OrganizationPageAdmin({ session }: { session: Session }) {
     if (rule.on) doc.blocking_roule = { score: Number(rule.score), tags: rule.tags.split(',').map((t) => t.trim()).filter((t) => t !== '') };
     return doc;
   }, [draft, reserved, rule]);
-  const check = candidate ? OrganizationConfig.safeParse(candidate) : undefined;
+  // The server's own rule (bands may touch, not overlap), checked here before asking it.
+  const check = candidate ? OrganizationConfigUpdate.safeParse(candidate) : undefined;
+  const unchanged = Boolean(check?.success && state.data && JSON.stringify(check.data) === JSON.stringify(OrganizationConfig.parse(state.data.config)));
   const errors = { ...serverErrors, ...(check && !check.success ? errorsByPath(check.error.issues) : {}) };
   const invalidReserved = invalidCidrLines(reserved).length > 0;
 
@@ -84,7 +86,7 @@ function OrganizationPageAdmin({ session }: { session: Session }) {
 
   async function save(e: Event) {
     e.preventDefault();
-    if (!check?.success || invalidReserved) return;
+    if (!check?.success || invalidReserved || unchanged) return;
     try {
       await api.send('PUT', '/organization/config', candidate);
       setNotice({ kind: 'ok', text: 'Saved.' });
@@ -134,9 +136,10 @@ function OrganizationPageAdmin({ session }: { session: Session }) {
         )}
         {notice && <Notice kind={notice.kind}>{notice.text}</Notice>}
         <div class="actions">
-          <button type="submit" disabled={!check?.success || invalidReserved}>
+          <button type="submit" disabled={!check?.success || invalidReserved || unchanged}>
             Save
           </button>
+          {unchanged && !notice && <span class="muted">No changes to save.</span>}
         </div>
       </form>
       <History entries={state.data.history} />

@@ -57,10 +57,11 @@ export function OverviewPage({ session }: { session: Session }) {
           )}
         </article>
         <article class="card">
-          <h2>Reports in the last 24 hours</h2>
+          <h2>Addresses you reported in the last 24 hours</h2>
           <p class="figure" data-testid="reports-24h">
             {overview.reports_24h.toLocaleString()}
           </p>
+          <p class="muted">IPv4 addresses and networks, each counted once however often your organization reported it.</p>
         </article>
         <article class="card">
           <h2>Coins</h2>

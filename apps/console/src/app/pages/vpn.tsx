@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { z } from 'zod';
 import { VpnLicense, VpnLicenseDetail } from '@rampart/contracts';
 import { describeError } from '../api.ts';
-import { Field, Loading, Notice, useLoad } from '../components.tsx';
+import { Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
 
 const LicenseDetail = VpnLicenseDetail;
@@ -14,9 +14,19 @@ export function clientConfigOf(detail: Record<string, unknown>): string | undefi
   return typeof config === 'string' ? config : undefined;
 }
 
-function ConfigBox({ text, name }: { text: string; name: string }) {
+/**
+ * A wg-quick configuration file name: the interface name is the file name without `.conf`, at
+ * most 15 characters of [a-zA-Z0-9_=+.-] (wg-quick refuses any other), else `rampart`.
+ */
+export function wgConfigName(wanted: string | undefined): string {
+  const name = (wanted ?? '').replace(/[^a-zA-Z0-9_=+.-]/g, '').slice(0, 15);
+  return `${name || 'rampart'}.conf`;
+}
+
+function ConfigBox({ text, name }: { text: string; name: string | undefined }) {
   const [copied, setCopied] = useState(false);
   const href = `data:text/plain;charset=utf-8,${encodeURIComponent(text)}`;
+  const file = wgConfigName(name);
   return (
     <div class="config-box">
       <pre data-testid="vpn-config" tabIndex={0}>{text}</pre>
@@ -32,8 +42,8 @@ function ConfigBox({ text, name }: { text: string; name: string }) {
         >
           {copied ? 'Copied' : 'Copy'}
         </button>
-        <a class="button secondary" href={href} download={`${name}.conf`}>
-          Download {name}.conf
+        <a class="button secondary" href={href} download={file}>
+          Download {file}
         </a>
       </div>
     </div>
@@ -48,7 +58,7 @@ export function VpnPage({ session }: { session: Session }) {
   const [notes, setNotes] = useState('');
   const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
   const [error, setError] = useState<string>();
-  const [created, setCreated] = useState<{ vid: string; config?: string | undefined }>();
+  const [created, setCreated] = useState<{ vid: string; config?: string | undefined; iface?: string | undefined }>();
   const [open, setOpen] = useState<Detail>();
   const [confirming, setConfirming] = useState<string>();
 
@@ -60,8 +70,8 @@ export function VpnPage({ session }: { session: Session }) {
       // POST /vpn answers with no body (spec 4.6); the new license is named by its Location header.
       const raw = await api.client.transport.request('POST', '/vpn', { body: { account_name: account.trim(), ...(notes.trim() ? { notes: notes.trim() } : {}) }, retries: 0 });
       const vid = decodeURIComponent(raw.headers.get('location')?.split('/').pop() ?? '');
-      const config = vid ? clientConfigOf(await api.get(`/vpn/${vid}`, LicenseDetail)) : undefined;
-      setCreated({ vid, config });
+      const detail = vid ? await api.get(`/vpn/${vid}`, LicenseDetail) : undefined;
+      setCreated({ vid, config: detail && clientConfigOf(detail), iface: detail?.installation?.interface });
       setAccount('');
       setNotes('');
       list.reload();
@@ -105,7 +115,7 @@ export function VpnPage({ session }: { session: Session }) {
           {created.config ? (
             <>
               <p>This client configuration holds the license's private key: copy or download it and keep it safe. Organization admins can open it again from the list.</p>
-              <ConfigBox text={created.config} name={created.vid} />
+              <ConfigBox text={created.config} name={created.iface} />
             </>
           ) : (
             <p>Open the license below for its installation instructions.</p>
@@ -133,7 +143,7 @@ export function VpnPage({ session }: { session: Session }) {
                 <tr key={l.vid} data-vid={l.vid}>
                   <td>{l.vid}</td>
                   <td>{l.account_name}</td>
-                  <td>{new Date(l.ts * 1000).toLocaleString()}</td>
+                  <td>{formatTime(l.ts)}</td>
                   <td>{l.user.username}</td>
                   <td class="actions">
                     <button type="button" class="secondary" onClick={() => void api.get(`/vpn/${l.vid}`, LicenseDetail).then(setOpen, (err: unknown) => setError(describeError(err).message))}>
@@ -179,7 +189,7 @@ function Instructions({ detail }: { detail: Detail }) {
       <p>
         Tunnel address {inst.address}, server {inst.endpoint}. {inst.private_key_shown ? '' : 'The private key is masked: only organization admins see it.'}
       </p>
-      <h3>Client configuration ({inst.interface}.conf)</h3>
+      <h3>Client configuration ({wgConfigName(inst.interface)})</h3>
       <ConfigBox text={inst.config} name={inst.interface} />
       <h3>Commands</h3>
       <pre tabIndex={0}>{inst.commands.join('\n')}</pre>

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { OrganizationConfig, ROLE, SettingsHistoryEntry, SettingsHistoryQuery } from '@rampart/contracts';
+import { OrganizationConfig, OrganizationConfigUpdate, ROLE, SettingsHistoryEntry, SettingsHistoryQuery } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { historyEntries, readOrganizationSettings, replaceOrganizationSettings } from '../../services/settings-documents.ts';
@@ -28,7 +28,7 @@ export const organizationSettingsRoutes: FastifyPluginAsyncZod<{ context: AppCon
       schema: {
         tags: ['organization'],
         summary: "Replace the organization settings document; pushed to the organization's agents",
-        body: OrganizationConfig,
+        body: OrganizationConfigUpdate,
         response: { 200: OrganizationConfig },
       },
     },
