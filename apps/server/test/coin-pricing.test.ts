@@ -78,6 +78,27 @@ describe.each(driverCases())('coins: empty feed pages, 304 and archived STIX dig
     // Other priced requests are still refused before any work.
     expect((await read('/ips/100.64.7.1')).statusCode).toBe(402);
   });
+
+  it('a 304 is served even at a zero balance; a list with content is 402', async () => {
+    for (const list of ['/ipv4/100', '/flat/2', '/domains/score/2?protocol=HTTPS', '/urls/score/2', '/files/score/2?digest=SHA256']) {
+      // Exactly one list's price: the first answer spends the balance to 0.
+      const first = await get(list);
+      expect(first.statusCode, `${list}: ${first.body}`).toBe(200);
+      const price = Number(first.headers['x-coins-cost']);
+      const poor = await seedOrg(store, { credits: price });
+      const read = (headers: Record<string, string> = {}) => app.inject({ url: `/api/v1${list}`, headers: { authorization: poor.keys.reader, ...headers } });
+      const paid = await read();
+      expect(paid.statusCode, list).toBe(200);
+      expect(paid.headers['x-coins-remaining'], list).toBe('0');
+      const unchanged = await read({ 'if-none-match': paid.headers.etag as string });
+      expect(unchanged.statusCode, `${list}: ${unchanged.body}`).toBe(304);
+      expect(unchanged.headers['x-coins-cost'], list).toBe('0');
+      expect(unchanged.headers['x-coins-remaining'], list).toBe('0');
+      const again = await read();
+      expect(again.statusCode, list).toBe(402);
+      expect(again.json(), list).toMatchObject({ type: 'https://rampart.dev/problems/insufficient_coins', balance: 0, price });
+    }
+  });
 });
 
 describe.each(driverCases())('VPN records show the balance /me shows on $name', (driver) => {

@@ -11,7 +11,10 @@ declare module 'fastify' {
     coinCharge: { orgId: number; price: number; remaining: number } | null;
     /** Set by a handler whose answer costs nothing after all (an empty feed page): refunded in onSend. */
     coinFree: boolean;
-    /** A feed request the balance cannot pay for: 402 unless its page turns out empty (chargeFeedPage). */
+    /**
+     * A feed or list request the balance cannot pay for: 402 unless its answer turns out free
+     * (an empty feed page: chargeFeedPage; a 304: chargeListAnswer).
+     */
     coinShort: ApiError | null;
   }
   interface FastifyInstance {
@@ -46,6 +49,19 @@ export function chargeFeedPage(request: FastifyRequest, records: number): void {
   else if (request.coinShort) throw request.coinShort;
 }
 
+/**
+ * A list answer with content (called once its ETag did not match): 402 now if the balance could
+ * not pay for it. A 304 costs nothing and is served even at a zero balance.
+ */
+export function chargeListAnswer(request: FastifyRequest): void {
+  if (request.coinShort) throw request.coinShort;
+}
+
+/** Answers that cost nothing whatever the price of their route: failures, 304, waived pages. */
+function freeAnswer(request: FastifyRequest, status: number): boolean {
+  return status >= 400 || status === 304 || request.coinFree;
+}
+
 export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store, prices, debits, leaseMax }) => {
   app.decorateRequest('coinCharge', null);
   app.decorateRequest('coinFree', false);
@@ -70,8 +86,9 @@ export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store,
       const short = new ApiError('insufficient_coins', `this request costs ${price} coins; the organization's balance is ${balance}`, {
         extra: { balance, price },
       });
-      // Whether a feed page costs anything is known once it is read (chargeFeedPage).
-      if (kind === 'feed') {
+      // Whether a feed page or a list costs anything is known once it is read (chargeFeedPage,
+      // chargeListAnswer); the onSend hook refuses what a handler sent without asking.
+      if (kind === 'feed' || kind === 'list') {
         request.coinShort = short;
         return;
       }
@@ -81,11 +98,17 @@ export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store,
   });
 
   app.addHook('onSend', async (request, reply, payload) => {
+    if (request.coinShort && !freeAnswer(request, reply.statusCode)) {
+      // A handler sent content it was not paid for without asking (a bug): refuse it all the same.
+      request.log.error({ route: request.routeOptions.url }, 'unpaid answer refused: its handler did not check the balance');
+      if (payload && typeof (payload as { destroy?: unknown }).destroy === 'function') (payload as { destroy(): void }).destroy();
+      throw request.coinShort;
+    }
     const charge = request.coinCharge;
     if (!charge) return payload;
     const kind = request.routeOptions.config.rampart?.coin ?? 'unknown';
     // Failures, 304 (nothing new to send) and answers the handler waived (an empty feed page) cost 0.
-    if (reply.statusCode >= 400 || reply.statusCode === 304 || request.coinFree) {
+    if (freeAnswer(request, reply.statusCode)) {
       request.coinCharge = null;
       const remaining = await ledger.refund(charge.orgId, charge.price);
       reply.header('X-Coins-Cost', '0').header('X-Coins-Remaining', String(remaining));

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CursorCodec } from './cursor.ts';
+import { chargeListAnswer } from '../plugins/coins.ts';
 
 /** Spec 8: lists beyond 10,000 entries need several paged calls. */
 export const LIST_PAGE_LINES = 10_000;
@@ -172,6 +173,7 @@ export async function sendTextList<Row, Key>(request: FastifyRequest, reply: Fas
   const etag = etagOf([options.filters, after, page.upTo, options.format, options.header ?? null, options.etagSalt ?? null, page.version]);
   reply.header('etag', etag).header('cache-control', 'private, no-cache').type('text/plain; charset=utf-8');
   if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send();
+  chargeListAnswer(request);
   if (page.empty) return reply.send(options.header !== undefined ? `${options.header}\n` : '');
   if (page.body) return reply.send(Buffer.from(page.body.buffer, page.body.byteOffset, page.body.byteLength));
   // One piece buffered ahead at most: the socket's pace decides how fast the store is read.
