@@ -4,7 +4,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { API_BASE, ApiError } from '@rampart/contracts';
+import { AGENT_CONFIG_SECRET_KEYS, API_BASE, ApiError, redactSecrets } from '@rampart/contracts';
 import type { AppConfig } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { Store } from './store/index.ts';
@@ -38,25 +38,25 @@ export interface BuildAppOptions {
   logStream?: DestinationStream;
 }
 
-/** Secrets never reach a log line, wherever they appear in logged objects. */
+/**
+ * Secrets never reach a log line. The settings' secrets are declared in the contracts' schemas
+ * and redacted at any depth by the log formatter (SECRET_KEYS); these paths are the transport's
+ * own, which no settings schema declares.
+ */
 export const REDACT_PATHS = [
   'req.headers.authorization',
   'headers.authorization',
-  '*.password',
-  '*.api_jwt_key',
-  '*.secretAccessKey',
-  '*.private_key',
-  '*.cdn_waf_x_auth_key',
-  '*.router_password',
   'config.databaseUrl',
   // Node's HTTP parser errors carry the request's raw bytes (its headers, a key among them);
   // fastify logs them at trace level when a request does not parse.
   'err.rawPacket',
 ];
 
+const SECRET_KEYS: ReadonlySet<string> = new Set(AGENT_CONFIG_SECRET_KEYS);
+
 /**
  * Each request's logger: a child carrying `reqId`. pino's own `child({ reqId })` passes the binding
- * through the redaction of every wildcard path in REDACT_PATHS (for the id fastify generated, which
+ * through pino's redaction (measured when REDACT_PATHS held wildcard paths; for the id fastify generated, which
  * holds no secret): 2.8 µs a request, 2-5% of what a public request without a database costs the
  * server (bench/request-logger.ts; bench/ipv4.ts, GET /healthz). The child is made without
  * bindings and the id appended to its serialized bindings instead (0.4 µs): the same log line,
@@ -95,7 +95,13 @@ function logConnectionEvent(log: FastifyBaseLogger, event: ConnectionEvent, stor
 /** The control plane as a fastify instance that does not listen (tests use `inject`). */
 export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: { level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, ...(logStream ? { stream: logStream } : {}) },
+    logger: {
+      level: config.logLevel,
+      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      // Walks only what a line logs; a line without a secret is not copied.
+      formatters: { log: (object) => redactSecrets(object, SECRET_KEYS, '[redacted]') },
+      ...(logStream ? { stream: logStream } : {}),
+    },
     childLoggerFactory: (logger, bindings, options) => requestLogger(logger, bindings, options),
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
