@@ -54,13 +54,22 @@ export const REDACT_PATHS = [
 
 const SECRET_KEYS: ReadonlySet<string> = new Set(AGENT_CONFIG_SECRET_KEYS);
 
+/** How the control plane's logger keeps secrets out of its lines (bench/request-logger.ts measures it). */
+export const LOG_REDACTION = {
+  redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+  // Walks only what a line logs; a line without a secret is not copied.
+  formatters: { log: (object: Record<string, unknown>) => redactSecrets(object, SECRET_KEYS, '[redacted]') },
+};
+
 /**
  * Each request's logger: a child carrying `reqId`. pino's own `child({ reqId })` passes the binding
- * through pino's redaction (measured when REDACT_PATHS held wildcard paths; for the id fastify generated, which
- * holds no secret): 2.8 µs a request, 2-5% of what a public request without a database costs the
- * server (bench/request-logger.ts; bench/ipv4.ts, GET /healthz). The child is made without
- * bindings and the id appended to its serialized bindings instead (0.4 µs): the same log line,
- * and what the child logs is redacted as before. Children with options (a route's `logLevel`)
+ * through the redaction of every wildcard path (for the id fastify generated, which holds no
+ * secret): 2.8 µs a request when REDACT_PATHS held `*.password` and the like, 2-5% of what a public
+ * request without a database costs the server (bench/request-logger.ts; bench/ipv4.ts, GET /healthz).
+ * The child is made without bindings and the id appended to its serialized bindings instead: the
+ * same log line, and what the child logs is redacted as before. Since the settings' secrets are
+ * redacted by LOG_REDACTION's formatter instead of wildcard paths, pino's child costs 0.16 µs and
+ * this 0.14 µs (bench/results/request-logger.md). Children with options (a route's `logLevel`)
  * take pino's own path.
  */
 export function requestLogger(logger: FastifyBaseLogger, bindings: { reqId?: unknown }, options: object): FastifyBaseLogger {
@@ -97,9 +106,7 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
   const app = Fastify({
     logger: {
       level: config.logLevel,
-      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-      // Walks only what a line logs; a line without a secret is not copied.
-      formatters: { log: (object) => redactSecrets(object, SECRET_KEYS, '[redacted]') },
+      ...LOG_REDACTION,
       ...(logStream ? { stream: logStream } : {}),
     },
     childLoggerFactory: (logger, bindings, options) => requestLogger(logger, bindings, options),

@@ -101,35 +101,36 @@ function isSet(value: unknown): boolean {
 
 export const CIRCULAR = '[Circular]';
 
-function redact(value: unknown, keys: ReadonlySet<string>, replacement: string, path: Set<object>, done: WeakMap<object, unknown>): unknown {
+function redact(value: unknown, keys: ReadonlySet<string>, replacement: string, path: object[]): unknown {
   if (typeof value !== 'object' || value === null) return value;
   const isArray = Array.isArray(value);
   if (!isArray && !isPlainObject(value)) return value;
-  if (path.has(value)) return CIRCULAR;
-  if (done.has(value)) return done.get(value);
-  path.add(value);
+  // Only a cycle (an object inside itself) is cut; an object shared by two branches is walked twice.
+  if (path.includes(value)) return CIRCULAR;
+  path.push(value);
   let copy: unknown[] | PlainObject | undefined;
   if (isArray) {
     const list = value as unknown[];
     let out: unknown[] | undefined;
-    list.forEach((item, index) => {
-      const next = redact(item, keys, replacement, path, done);
+    for (let index = 0; index < list.length; index++) {
+      const item = list[index];
+      const next = redact(item, keys, replacement, path);
       if (next !== item) (out ??= [...list])[index] = next;
-    });
+    }
     copy = out;
   } else {
     let out: PlainObject | undefined;
-    for (const [key, item] of Object.entries(value)) {
-      const next = keys.has(key) && isSet(item) ? replacement : redact(item, keys, replacement, path, done);
+    for (const key in value) {
+      if (!Object.hasOwn(value, key)) continue;
+      const item = value[key];
+      const next = keys.has(key) && isSet(item) ? replacement : redact(item, keys, replacement, path);
       if (next !== item) (out ??= { ...value })[key] = next;
     }
     copy = out;
   }
-  path.delete(value);
+  path.pop();
   // Copy on write: what holds no secret is returned as it is, so a log line without one costs a walk only.
-  const result = copy ?? value;
-  done.set(value, result);
-  return result;
+  return copy ?? value;
 }
 
 /**
@@ -137,5 +138,5 @@ function redact(value: unknown, keys: ReadonlySet<string>, replacement: string, 
  * in arrays too; a cycle becomes '[Circular]'. Objects that hold no secret are returned unchanged.
  */
 export function redactSecrets<T>(value: T, keys: ReadonlySet<string>, replacement: string = SECRET_MASK): T {
-  return redact(value, keys, replacement, new Set(), new WeakMap()) as T;
+  return redact(value, keys, replacement, []) as T;
 }
