@@ -84,6 +84,14 @@ describe('secrets declared in schemas', () => {
     expect(logged.settings.a.b.c.d.password).toBe('p4');
   });
 
+  it('redacts an object shared by two branches in both, without calling it circular', () => {
+    const shared = { a: { b: { c: { password: 'p' } } } };
+    expect(redactSecrets({ left: shared, right: [shared] }, new Set(AGENT_CONFIG_SECRET_KEYS), 'x')).toEqual({
+      left: { a: { b: { c: { password: 'x' } } } },
+      right: [{ a: { b: { c: { password: 'x' } } } }],
+    });
+  });
+
   it('returns what holds no secret unchanged, without copying', () => {
     const doc = { a: { b: [{ c: 1 }] }, when: new Date(0) };
     expect(redactSecrets(doc, new Set(AGENT_CONFIG_SECRET_KEYS))).toBe(doc);
