@@ -1,12 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { AGENT_CONFIG_SECRET_KEYS, maskSecrets } from '@rampart/contracts';
+import { maskSecrets } from '@rampart/contracts';
 import { Agent, AGENT_VERSION } from './agent.ts';
 import { DEFAULT_CONFIG_PATH, readAgentConfig, validateAgentText } from './config/read.ts';
 import type { AgentFileConfig, ConfigProblem } from './config/load.ts';
-import { LOCAL_SECRET_KEYS } from './config/schema.ts';
-import { REGISTRY, type Registry } from './registry.ts';
+import { REGISTRY, secretKeysOfRegistry, type Registry } from './registry.ts';
 import { createLogger } from './runtime/logger.ts';
 import { registerAgent } from './commands/register.ts';
 import { agentStatus } from './commands/status.ts';
@@ -57,7 +56,7 @@ export function buildCli(io: CliIo = defaultIo, registry: Registry = REGISTRY): 
     .addOption(configOption())
     .action(async (opts: { config: string }) => {
       const file = await loadOrExit(opts.config, io, registry);
-      const log = createLogger(file.local.log_level);
+      const log = createLogger(file.local.log_level, undefined, secretKeysOfRegistry(registry));
       const agent = new Agent({ file, log });
       await agent.start();
       await new Promise<void>((resolve) => {
@@ -130,7 +129,7 @@ export function buildCli(io: CliIo = defaultIo, registry: Registry = REGISTRY): 
         // no server document yet
       }
       const merged = { control_plane_url: file.controlPlaneUrl, settings_origin: origin, ...(settings as object), organization, local: file.local };
-      io.out(`${JSON.stringify(maskSecrets(merged, [...AGENT_CONFIG_SECRET_KEYS, ...LOCAL_SECRET_KEYS]), null, 2)}\n`);
+      io.out(`${JSON.stringify(maskSecrets(merged, secretKeysOfRegistry(registry)), null, 2)}\n`);
     });
 
   program

@@ -1,4 +1,5 @@
 import { enforcerByBackend, type EnforcerDefinition, type SourceDefinition } from '@rampart/plugin-kit';
+import { AgentConfig, secretKeysOf } from '@rampart/contracts';
 import { DRY_RUN_LABEL, dryRunEnforcer } from '@rampart/enforcer-dry-run';
 import { nftablesEnforcer } from '@rampart/enforcer-nftables';
 import { ipsetEnforcer } from '@rampart/enforcer-ipset';
@@ -89,3 +90,11 @@ export interface Registry {
 }
 
 export const REGISTRY: Registry = { sources: SOURCES, enforcers: ENFORCERS };
+
+/**
+ * The field names declared secret in the settings document's schema and in every plugin's
+ * config schema: what print-config masks and the log redacts, wherever they are nested.
+ */
+export function secretKeysOfRegistry(registry: Registry = REGISTRY): string[] {
+  return secretKeysOf(AgentConfig, ...[...registry.sources.values(), ...registry.enforcers.values()].map((plugin) => plugin.configSchema));
+}

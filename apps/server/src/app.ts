@@ -4,7 +4,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { API_BASE, ApiError } from '@rampart/contracts';
+import { AGENT_CONFIG_SECRET_KEYS, API_BASE, ApiError, redactSecrets } from '@rampart/contracts';
 import type { AppConfig } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { Store } from './store/index.ts';
@@ -38,29 +38,38 @@ export interface BuildAppOptions {
   logStream?: DestinationStream;
 }
 
-/** Secrets never reach a log line, wherever they appear in logged objects. */
+/**
+ * Secrets never reach a log line. The settings' secrets are declared in the contracts' schemas
+ * and redacted at any depth by the log formatter (SECRET_KEYS); these paths are the transport's
+ * own, which no settings schema declares.
+ */
 export const REDACT_PATHS = [
   'req.headers.authorization',
   'headers.authorization',
-  '*.password',
-  '*.api_jwt_key',
-  '*.secretAccessKey',
-  '*.private_key',
-  '*.cdn_waf_x_auth_key',
-  '*.router_password',
   'config.databaseUrl',
   // Node's HTTP parser errors carry the request's raw bytes (its headers, a key among them);
   // fastify logs them at trace level when a request does not parse.
   'err.rawPacket',
 ];
 
+const SECRET_KEYS: ReadonlySet<string> = new Set(AGENT_CONFIG_SECRET_KEYS);
+
+/** How the control plane's logger keeps secrets out of its lines (bench/request-logger.ts measures it). */
+export const LOG_REDACTION = {
+  redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+  // Walks only what a line logs; a line without a secret is not copied.
+  formatters: { log: (object: Record<string, unknown>) => redactSecrets(object, SECRET_KEYS, '[redacted]') },
+};
+
 /**
  * Each request's logger: a child carrying `reqId`. pino's own `child({ reqId })` passes the binding
- * through the redaction of every wildcard path in REDACT_PATHS (for the id fastify generated, which
- * holds no secret): 2.8 µs a request, 2-5% of what a public request without a database costs the
- * server (bench/request-logger.ts; bench/ipv4.ts, GET /healthz). The child is made without
- * bindings and the id appended to its serialized bindings instead (0.4 µs): the same log line,
- * and what the child logs is redacted as before. Children with options (a route's `logLevel`)
+ * through the redaction of every wildcard path (for the id fastify generated, which holds no
+ * secret): 2.8 µs a request when REDACT_PATHS held `*.password` and the like, 2-5% of what a public
+ * request without a database costs the server (bench/request-logger.ts; bench/ipv4.ts, GET /healthz).
+ * The child is made without bindings and the id appended to its serialized bindings instead: the
+ * same log line, and what the child logs is redacted as before. Since the settings' secrets are
+ * redacted by LOG_REDACTION's formatter instead of wildcard paths, pino's child costs 0.16 µs and
+ * this 0.14 µs (bench/results/request-logger.md). Children with options (a route's `logLevel`)
  * take pino's own path.
  */
 export function requestLogger(logger: FastifyBaseLogger, bindings: { reqId?: unknown }, options: object): FastifyBaseLogger {
@@ -95,7 +104,11 @@ function logConnectionEvent(log: FastifyBaseLogger, event: ConnectionEvent, stor
 /** The control plane as a fastify instance that does not listen (tests use `inject`). */
 export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: { level: config.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, ...(logStream ? { stream: logStream } : {}) },
+    logger: {
+      level: config.logLevel,
+      ...LOG_REDACTION,
+      ...(logStream ? { stream: logStream } : {}),
+    },
     childLoggerFactory: (logger, bindings, options) => requestLogger(logger, bindings, options),
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,

@@ -163,6 +163,35 @@ describe.each(driverCases())('agent keys and settings documents on $name', (driv
     for (const r of audit.rows) expect(r.row).not.toMatch(/new-aws-secret|router-pass|jwt-secret/);
   });
 
+  it('masks a secret nested deep in an integration the contract does not know, keeps it on write-back, and keeps it out of the history', async () => {
+    const a = await registerAgent(app, acme.keys.admin);
+    const path = `/api/v1/agents/${a.gaid}/config`;
+    const admin = { authorization: acme.keys.admin };
+    const vault = (password: string) => ({ active: false, layer1: { layer2: { layer3: [{ host: 'v1', password }, { host: 'v2', password: '' }] } } });
+    const doc = (await get(`/agents/${a.gaid}/config`, admin)).json();
+    const put = await app.inject({ method: 'PUT', url: path, headers: admin, payload: { ...doc, ips: { ...doc.ips, vault_x: vault('deep-pass') } } });
+    expect(put.statusCode).toBe(200);
+    expect(put.json().ips.vault_x).toEqual(vault(SECRET_MASK));
+    const read = await get(`/agents/${a.gaid}/config`, admin);
+    expect(read.json().ips.vault_x).toEqual(vault(SECRET_MASK));
+    expect(read.body).not.toContain('deep-pass');
+
+    const back = await app.inject({ method: 'PUT', url: path, headers: admin, payload: { ...read.json<Record<string, unknown>>(), score_threshold: 650 } });
+    expect(back.statusCode).toBe(200);
+    const unmasked = (await get(`/agents/${a.gaid}/config`, { authorization: a.token })).json();
+    expect(unmasked.ips.vault_x).toEqual(vault('deep-pass'));
+    expect(unmasked.score_threshold).toBe(650);
+
+    const history = (await get(`/agents/${a.gaid}/config/history`, admin)).json();
+    expect(history.map((h: { version: number; changed_fields: string[] }) => [h.version, h.changed_fields])).toEqual([
+      [3, ['score_threshold']],
+      [2, ['ips.vault_x']],
+      [1, ['(created)']],
+    ]);
+    const audit = await store.db.query<{ row: string }>('select row_to_json(a)::text as row from settings_audit a where org_id = $1', [acme.org.id]);
+    for (const r of audit.rows) expect(r.row).not.toContain('deep-pass');
+  });
+
   it('refuses an invalid or foreign settings document with 400/404, naming the paths', async () => {
     const a = await registerAgent(app, acme.keys.admin);
     const path = `/api/v1/agents/${a.gaid}/config`;

@@ -36,6 +36,12 @@ describe('request logs', () => {
       );
       return { ok: true };
     });
+    app.get('/log-deep-secrets', { config: { rampart: { auth: 'public' } } }, async (request) => {
+      const settings = { ips: { vault_x: { layer1: { layer2: { layer3: { password: 'deep-pass', hosts: [{ private_key: 'deep-key', name: 'h1' }] } } } } } };
+      request.log.info({ settings }, 'deep settings saved');
+      app.log.warn({ previous: { document: settings } }, 'deep settings replaced');
+      return { ok: true };
+    });
     app.get('/quiet', { config: { rampart: { auth: 'public' } }, logLevel: 'warn' }, async (request) => {
       request.log.info('not written');
       request.log.warn('written');
@@ -64,6 +70,17 @@ describe('request logs', () => {
     expect(incoming[0]!.reqId).not.toBe(incoming[1]!.reqId);
     // The binding appears once, in the place pino puts bindings (before the message's own fields).
     for (const line of lines()) expect(line.match(/"reqId":/g) ?? []).toHaveLength(1);
+  });
+
+  it('redacts a secret declared in the contracts five levels deep, in arrays too, from request and app loggers', async () => {
+    raw.length = 0;
+    expect((await app.inject({ method: 'GET', url: '/log-deep-secrets' })).statusCode).toBe(200);
+    const text = raw.join('');
+    for (const secret of ['deep-pass', 'deep-key']) expect(text).not.toContain(secret);
+    const layer3 = { password: '[redacted]', hosts: [{ private_key: '[redacted]', name: 'h1' }] };
+    const logged = records();
+    expect(logged.find((r) => r.msg === 'deep settings saved')!.settings).toEqual({ ips: { vault_x: { layer1: { layer2: { layer3 } } } } });
+    expect(logged.find((r) => r.msg === 'deep settings replaced')!.previous).toEqual({ document: { ips: { vault_x: { layer1: { layer2: { layer3 } } } } } });
   });
 
   it('redacts secrets logged through a request logger and keeps the rest', async () => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AgentIds, AgentIps } from './agent-integrations.ts';
 import { AgentId, numberLike } from './primitives.ts';
+import { secret } from './secret-fields.ts';
 
 export const DEFAULT_AUTH_HEADER = 'Authorization';
 
@@ -24,7 +25,7 @@ const agentConfigShape = {
   api_url_bulk: optionalUri.describe('Bulk IP API endpoint'),
   api_url_feedback: optionalUri.describe('Feedback API endpoint'),
   auth_name: HeaderName.optional().describe(`Name of the authentication header (default ${DEFAULT_AUTH_HEADER})`),
-  api_jwt_key: z.string().max(8192).nullable().optional().describe('JWT used for API authentication; returned masked'),
+  api_jwt_key: secret(z.string().max(8192).nullable().optional().describe('JWT used for API authentication; returned masked')),
   ids: AgentIds.optional(),
   ips: AgentIps.optional(),
 };

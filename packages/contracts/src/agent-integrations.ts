@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PF_LIST_FILE_KEY } from './constants.ts';
+import { secret } from './secret-fields.ts';
 
 /*
  * Entries of an agent's `ids` (detection sources) and `ips` (enforcement systems), keyed by
@@ -11,7 +12,7 @@ const active = z.boolean().describe('Whether this integration is in use');
 const text = z.string().max(1024).default('');
 const path = z.string().max(4096).default('').describe('File path');
 const command = z.string().max(4096).default('').describe('Shell command');
-const secret = z.string().max(4096).default('').describe('Secret; returned masked');
+const secretText = secret(z.string().max(4096).default('').describe('Secret; returned masked'));
 const minutesText = z
   .string()
   .regex(/^\d{0,9}$/, { message: 'a number of minutes, in a string' })
@@ -31,21 +32,21 @@ export const IdsEntries = {
   bridge_filter: entry({}),
   pf_list: entry({}),
   waf_log: entry({ waf_logs: path.describe('Log file path') }),
-  cdn_waf: entry({ cdn_waf_x_auth_email: text, cdn_waf_x_auth_key: secret }),
+  cdn_waf: entry({ cdn_waf_x_auth_email: text, cdn_waf_x_auth_key: secretText }),
   json_source: entry({ json: z.array(z.unknown()).max(10_000).default([]) }),
   ssh_log: entry({ ssh_log_location: path.describe('Log file path') }),
 };
 
-const withPassword = { connections: text, password: secret, command };
+const withPassword = { connections: text, password: secretText, command };
 
-const managedApi = { username: text, password: secret, api: text, group: text, policy: text, action: text };
+const managedApi = { username: text, password: secretText, api: text, group: text, policy: text, action: text };
 
 export const IpsEntries = {
   web_server_list: entry({ command }),
   packet_filter: entry({ acl: path, reload_command: command }),
   firewall_mgmt_a: entry({
     username: text,
-    password: secret,
+    password: secretText,
     address: text,
     group: text,
     policy: text,
@@ -58,20 +59,20 @@ export const IpsEntries = {
   bridge_filter: entry({}),
   pf_list: entry({ [PF_LIST_FILE_KEY]: path, pflist_reload_command: command }),
   waf: entry({ ruleset: path, waf_reload_command: command }),
-  cdn_waf: entry({ cdn_waf_x_auth_email: text, cdn_waf_x_auth_key: secret }),
-  router_a: entry({ router_host: text, router_user: text, router_password: secret }),
+  cdn_waf: entry({ cdn_waf_x_auth_email: text, cdn_waf_x_auth_key: secretText }),
+  router_a: entry({ router_host: text, router_user: text, router_password: secretText }),
   proxy_lb: entry({ lb_logs: path, lb_reload_command: command }),
   csv: entry({ csv_logs: path, csv_reload_command: command }),
-  cloud_a: entry({ accessKeyId: text, secretAccessKey: secret, region: text }),
-  firewall_c: entry({ user: text, password: secret, address: text, command }),
+  cloud_a: entry({ accessKeyId: text, secretAccessKey: secretText, region: text }),
+  firewall_c: entry({ user: text, password: secretText, address: text, command }),
   endpoint_d: entry({
     username: text,
-    password: secret,
+    password: secretText,
     api: text,
     fileslist_file: path,
     broker_ca_bundle: path,
     cert_file: path,
-    private_key: z.string().max(16_384).default('').describe('Secret; returned masked'),
+    private_key: secret(z.string().max(16_384).default('').describe('Secret; returned masked')),
   }),
   dns_e: entry({
     ...managedApi,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AGENT_CONFIG_SECRET_KEYS, AgentConfig, SECRET_MASK, maskSecrets, mergeMaskedSecrets } from './index.ts';
+import { z } from 'zod';
+import { AGENT_CONFIG_SECRET_KEYS, AgentConfig, SECRET_MASK, composedOf, maskSecrets, mergeMaskedSecrets, redactSecrets, secret, secretKeysOf } from './index.ts';
 import { sampleAgentConfig } from './fixtures.ts';
 
 describe('secrets of the agent configuration', () => {
@@ -51,5 +52,48 @@ describe('secrets of the agent configuration', () => {
 
   it('the mask in a non-secret field is ordinary text', () => {
     expect(mergeMaskedSecrets({ notes: SECRET_MASK }, { notes: 'old' })).toEqual({ notes: SECRET_MASK });
+  });
+});
+
+describe('secrets declared in schemas', () => {
+  const Plugin = z.strictObject({
+    active: z.boolean(),
+    options: z
+      .strictObject({ vault: z.array(z.record(z.string(), z.strictObject({ vault_pin: secret(z.string().min(4)).optional() }))).default([]) })
+      .prefault({}),
+  });
+
+  it('derives the secret names from the schemas, through wrappers, arrays, records, unions and declared parts', () => {
+    expect(secretKeysOf(Plugin)).toEqual(['vault_pin']);
+    const opaque = composedOf(
+      z.unknown().transform((v) => v),
+      [Plugin],
+    );
+    expect(secretKeysOf(opaque, z.union([z.object({ a: secret(z.string()) }), z.null()]))).toEqual(['a', 'vault_pin']);
+  });
+
+  it('redacts a secret nested at any depth, in arrays, and survives cycles', () => {
+    const keys = new Set(secretKeysOf(AgentConfig, Plugin));
+    const cyclic: Record<string, unknown> = { name: 'c' };
+    cyclic.self = cyclic;
+    const logged = { settings: { a: { b: { c: { d: { password: 'p4', list: [{ vault_pin: '1234' }, { vault_pin: '' }] } } } } }, cyclic };
+    expect(redactSecrets(logged, keys, '[redacted]')).toEqual({
+      settings: { a: { b: { c: { d: { password: '[redacted]', list: [{ vault_pin: '[redacted]' }, { vault_pin: '' }] } } } } },
+      cyclic: { name: 'c', self: '[Circular]' },
+    });
+    expect(logged.settings.a.b.c.d.password).toBe('p4');
+  });
+
+  it('redacts an object shared by two branches in both, without calling it circular', () => {
+    const shared = { a: { b: { c: { password: 'p' } } } };
+    expect(redactSecrets({ left: shared, right: [shared] }, new Set(AGENT_CONFIG_SECRET_KEYS), 'x')).toEqual({
+      left: { a: { b: { c: { password: 'x' } } } },
+      right: [{ a: { b: { c: { password: 'x' } } } }],
+    });
+  });
+
+  it('returns what holds no secret unchanged, without copying', () => {
+    const doc = { a: { b: [{ c: 1 }] }, when: new Date(0) };
+    expect(redactSecrets(doc, new Set(AGENT_CONFIG_SECRET_KEYS))).toBe(doc);
   });
 });

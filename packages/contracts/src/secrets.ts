@@ -1,39 +1,15 @@
+import { AgentConfig } from './agent-config.ts';
 import { SECRET_MASK } from './constants.ts';
+import { isPlainObject, redactSecrets, secretKeysOf } from './secret-fields.ts';
 
-/** Field names whose values are secrets wherever they occur in an agent configuration. */
-export const AGENT_CONFIG_SECRET_KEYS = [
-  'password',
-  'router_password',
-  'cdn_waf_x_auth_key',
-  'secretAccessKey',
-  'private_key',
-  'api_jwt_key',
-] as const;
+export { CIRCULAR, composedOf, redactSecrets, secret, secretKeysOf } from './secret-fields.ts';
 
-type PlainObject = Record<string, unknown>;
-
-function isPlainObject(value: unknown): value is PlainObject {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
-}
-
-/** Unset secrets (null, missing, '') stay as they are so a client can tell "unset" from "set". */
-function isSet(value: unknown): boolean {
-  return value !== undefined && value !== null && value !== '';
-}
-
-function mask(value: unknown, keys: ReadonlySet<string>): unknown {
-  if (Array.isArray(value)) return value.map((item) => mask(item, keys));
-  if (!isPlainObject(value)) return value;
-  return Object.fromEntries(
-    Object.entries(value).map(([key, item]) => [key, keys.has(key) && isSet(item) ? SECRET_MASK : mask(item, keys)]),
-  );
-}
+/** Field names declared secret in the agent configuration's schema, wherever they occur in it. */
+export const AGENT_CONFIG_SECRET_KEYS: readonly string[] = secretKeysOf(AgentConfig);
 
 /** A copy of `doc` with every set secret replaced by the mask, at any depth. */
 export function maskSecrets<T>(doc: T, secretKeys: readonly string[] = AGENT_CONFIG_SECRET_KEYS): T {
-  return mask(doc, new Set(secretKeys)) as T;
+  return redactSecrets(doc, new Set(secretKeys), SECRET_MASK);
 }
 
 function merge(incoming: unknown, stored: unknown, keys: ReadonlySet<string>): unknown {

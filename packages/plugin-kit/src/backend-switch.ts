@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { IpsLabel } from '@rampart/contracts';
+import { composedOf, type IpsLabel } from '@rampart/contracts';
 import type { EnforcerDefinition } from './enforcer.ts';
 
 /** A config routed to one backend: which one, and that backend's parsed config. */
@@ -19,7 +19,7 @@ export function enforcerByBackend(
   backends: Readonly<Record<string, EnforcerDefinition<any>>>,
   defaultBackend: string,
 ): EnforcerDefinition<BackendConfig> {
-  const configSchema = z.unknown().transform((value, ctx): BackendConfig => {
+  const chooser = z.unknown().transform((value, ctx): BackendConfig => {
     const options = (value as { options?: { backend?: unknown } } | null)?.options;
     const backend = options?.backend ?? defaultBackend;
     const definition = typeof backend === 'string' && Object.hasOwn(backends, backend) ? backends[backend] : undefined;
@@ -39,6 +39,8 @@ export function enforcerByBackend(
     }
     return { backend: backend as string, config: parsed.data };
   });
+  // The backends' secrets are the switch's own (print-config and logs derive them from the schemas).
+  const configSchema = composedOf(chooser, Object.values(backends).map((b) => b.configSchema));
   return {
     name: Object.keys(backends).join('|'),
     serves,

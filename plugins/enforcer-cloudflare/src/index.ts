@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { IpsEntries } from '@rampart/contracts';
+import { IpsEntries, secret } from '@rampart/contracts';
 import { defineEnforcer } from '@rampart/plugin-kit';
 import { CloudflareApi } from './api.ts';
 import { createCloudflareEnforcer } from './cloudflare-enforcer.ts';
@@ -11,7 +11,7 @@ export const CLOUDFLARE_LIST_ITEMS = 10_000;
 
 const CloudflareOptions = z
   .strictObject({
-    api_token: z.string().max(4096).default('').describe('Secret; returned masked. Used instead of email + key'),
+    api_token: secret(z.string().max(4096).default('').describe('Secret; returned masked. Used instead of email + key')),
     account_id: z.string().regex(/^$|^[0-9a-f]{32}$/, { message: 'a 32-character hex account id' }).default(''),
     zone_id: z.string().regex(/^$|^[0-9a-f]{32}$/, { message: 'a 32-character hex zone id' }).default(''),
     list_name: z

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { IpsEntries } from '@rampart/contracts';
+import { IpsEntries, secret } from '@rampart/contracts';
 import { defineEnforcer } from '@rampart/plugin-kit';
 import { createAddressListEnforcer } from './address-list-enforcer.ts';
 import { SshSession } from './ssh-session.ts';
@@ -18,7 +18,7 @@ const MikrotikOptions = z
       .default('')
       .describe("The router's pinned host key fingerprint"),
     private_key_path: z.string().max(4096).default('').describe('OpenSSH private key; used instead of router_password'),
-    private_key_passphrase: z.string().max(1024).default('').describe('Secret; returned masked'),
+    private_key_passphrase: secret(z.string().max(1024).default('').describe('Secret; returned masked')),
     list_name: z
       .string()
       .regex(/^[A-Za-z0-9_]{1,40}$/, { message: 'letters, digits and _ (at most 40)' })

@@ -1,4 +1,4 @@
-import { IdsEntries } from '@rampart/contracts';
+import { IdsEntries, secret } from '@rampart/contracts';
 import { defineSource, SourceOptionsBase } from '@rampart/plugin-kit';
 import { z } from 'zod';
 import { FirewallEventParser } from './events.ts';
@@ -20,7 +20,7 @@ export const CloudflareOptions = SourceOptionsBase.extend({
 
 export const CloudflareSourceConfig = IdsEntries.cdn_waf.extend({
   cdn_waf_x_auth_email: z.email('the Cloudflare account e-mail').max(1024),
-  cdn_waf_x_auth_key: z.string().min(1, 'the Cloudflare API key is required').max(4096).describe('Secret; returned masked'),
+  cdn_waf_x_auth_key: secret(z.string().min(1, 'the Cloudflare API key is required').max(4096).describe('Secret; returned masked')),
   options: CloudflareOptions.prefault({}),
 });
 export type CloudflareSourceConfig = z.infer<typeof CloudflareSourceConfig>;

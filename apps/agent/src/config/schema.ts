@@ -73,9 +73,3 @@ export const ControlPlaneUrl = z
   .url({ protocol: /^https?$/ })
   .max(2048)
   .refine((u) => /\/api\/v1\/?$/.test(new URL(u).pathname), { message: 'must end in /api/v1' });
-
-/**
- * Secret keys of plugin `options` that the settings document's list does not name; masked by
- * print-config and redacted from logs like the document's own secrets.
- */
-export const LOCAL_SECRET_KEYS = ['api_token', 'private_key_passphrase'] as const;
