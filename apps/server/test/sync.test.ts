@@ -120,7 +120,7 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
       method: 'POST',
       url: `/api/v1/ips?gaid=${a.gaid}`,
       headers: { authorization: a.token },
-      payload: { ip: '203.0.113.77', confidence: 0.9, source: 'ssh_log', lid: 7 },
+      payload: { ip: '45.77.203.77', confidence: 0.9, source: 'ssh_log', lid: 7 },
     });
     expect(report.statusCode, report.body).toBeLessThan(300);
     const changed = await peer.next('feed_changed', (m) => m.kind === 'ipv4' && m.ts > 0);
