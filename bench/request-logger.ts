@@ -1,8 +1,7 @@
 /**
- * The per-request child logger (app.ts `requestLogger`) against pino's own `child({ reqId })`, the
- * baseline, in the same run: CPU per child on the control plane's logger (level info, its
- * LOG_REDACTION). Rounds alternate between the two; medians count. Also checks that both write the
- * same line, and measures what the schema-derived secret redaction (formatters.log) adds to a
+ * The per-request child logger: pino's own `child({ reqId })` on the control plane's logger (level
+ * info, its LOG_REDACTION), the baseline, against the same child on a logger with the redact paths
+ * only, in the same run. Rounds alternate between the two; medians count. Also measures what the schema-derived secret redaction (formatters.log) adds to a
  * request's "request completed" line. Writes bench/results/request-logger.md.
  *
  *   npx tsx bench/request-logger.ts [--children 200000] [--rounds 7]
@@ -12,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
-import { LOG_REDACTION, REDACT_PATHS, requestLogger } from '../apps/server/src/app.ts';
+import { LOG_REDACTION, REDACT_PATHS } from '../apps/server/src/app.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -32,16 +31,15 @@ const pathsOnly = pino({ level: 'info', redact: { paths: REDACT_PATHS, censor: '
 
 const variants: Record<string, (reqId: string) => Logger> = {
   'pino child({ reqId })': (reqId) => logger.child({ reqId }),
-  'requestLogger (app.ts)': (reqId) => requestLogger(logger, { reqId }, {}) as Logger,
+  'pino child({ reqId }), paths only': (reqId) => pathsOnly.child({ reqId }),
 };
 
-// Same output first: the line each child writes, with a secret that must be redacted.
+// Each child's line carries its request id.
 const lines = Object.values(variants).map((make) => {
   make('req-7').info({ settings: { ips: { x: { y: { password: 'hunter2' } } } } }, 'hello');
-  if (lastLine.includes('hunter2')) throw new Error(`a secret was logged: ${lastLine}`);
   return lastLine.replace(/"time":\d+,/, '');
 });
-if (lines[0] !== lines[1]) throw new Error(`the lines differ:\n${lines[0]}\n${lines[1]}`);
+if (!lines[0]!.includes('"reqId":"req-7"')) throw new Error(`the child lost its reqId: ${lines[0]}`);
 
 const samples: Record<string, number[]> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
 let keep = 0;
@@ -75,10 +73,10 @@ const md = [
   '',
   '| child logger | ns CPU per child (median) | ratio to baseline |',
   '|---|---|---|',
-  `| pino child({ reqId }) (baseline) | ${Math.round(base)} | 1.00 |`,
-  `| requestLogger (app.ts) | ${Math.round(ours)} | ${(ours / base).toFixed(2)} |`,
+  `| pino child({ reqId }) on the app's logger (paths + formatters.log) | ${Math.round(base)} | 1.00 |`,
+  `| pino child({ reqId }) on a logger with paths only | ${Math.round(ours)} | ${(ours / base).toFixed(2)} |`,
   '',
-  'Both write the same line (checked above, with a secret redacted four levels deep). Fastify makes one child per request.',
+  "Fastify makes one child per request; the server uses pino's own child (the hand-made child that wrote into pino's internals is gone: it saved about 20 ns once no wildcard paths were left).",
   '',
   '| "request completed" line | ns CPU per line (median) |',
   '|---|---|',

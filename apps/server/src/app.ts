@@ -1,5 +1,5 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { symbols as pinoSymbols, type DestinationStream, type Logger } from 'pino';
+import type { DestinationStream } from 'pino';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -61,24 +61,6 @@ export const LOG_REDACTION = {
   formatters: { log: (object: Record<string, unknown>) => redactSecrets(object, SECRET_KEYS, '[redacted]') },
 };
 
-/**
- * Each request's logger: a child carrying `reqId`. pino's own `child({ reqId })` passes the binding
- * through the redaction of every wildcard path (for the id fastify generated, which holds no
- * secret): 2.8 µs a request when REDACT_PATHS held `*.password` and the like, 2-5% of what a public
- * request without a database costs the server (bench/request-logger.ts; bench/ipv4.ts, GET /healthz).
- * The child is made without bindings and the id appended to its serialized bindings instead: the
- * same log line, and what the child logs is redacted as before. Since the settings' secrets are
- * redacted by LOG_REDACTION's formatter instead of wildcard paths, pino's child costs 0.16 µs and
- * this 0.14 µs (bench/results/request-logger.md). Children with options (a route's `logLevel`)
- * take pino's own path.
- */
-export function requestLogger(logger: FastifyBaseLogger, bindings: { reqId?: unknown }, options: object): FastifyBaseLogger {
-  const keys = Object.keys(bindings);
-  if (keys.length !== 1 || keys[0] !== 'reqId' || Object.keys(options).length > 0) return logger.child(bindings, options);
-  const child = logger.child({}) as Logger;
-  (child as unknown as Record<symbol, string>)[pinoSymbols.chindingsSym] += `,"reqId":${JSON.stringify(String(bindings.reqId))}`;
-  return child;
-}
 
 /** A deployment's failed-authentication budgets, as each of its replicas enforces them. */
 function authFailureBudgets(config: AppConfig) {
@@ -109,7 +91,6 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
       ...LOG_REDACTION,
       ...(logStream ? { stream: logStream } : {}),
     },
-    childLoggerFactory: (logger, bindings, options) => requestLogger(logger, bindings, options),
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
     // 10,000-line lists and the docs page are large; keep-alive clients (firewalls) poll often.
