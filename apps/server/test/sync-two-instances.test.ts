@@ -75,14 +75,14 @@ describe.skipIf(!postgresAvailable)('sync across two server instances on one Pos
   });
 
   it('drops the settings instance A cached once they change through instance B (look-ups follow the new reserved_ips)', async () => {
-    const report = await appB.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: org.keys.contributor }, payload: { ip: '198.51.100.77', confidence: 0.9, source: 'test' } });
+    const report = await appB.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: org.keys.contributor }, payload: { ip: '45.77.204.77', confidence: 0.9, source: 'test' } });
     expect(report.statusCode).toBeLessThan(300);
-    const lookupOnA = async () => (await appA.inject({ url: '/api/v1/ips/198.51.100.77', headers: { authorization: org.keys.reader } })).json().body[0].decision;
+    const lookupOnA = async () => (await appA.inject({ url: '/api/v1/ips/45.77.204.77', headers: { authorization: org.keys.reader } })).json().body[0].decision;
     // A reads (and caches) the settings as they are: nothing reserved, the record follows its score.
     expect(await lookupOnA()).toBeNull();
-    expect((await appB.inject({ url: '/api/v1/ips/198.51.100.77', headers: { authorization: org.keys.reader } })).json().body[0].decision).toBeNull();
+    expect((await appB.inject({ url: '/api/v1/ips/45.77.204.77', headers: { authorization: org.keys.reader } })).json().body[0].decision).toBeNull();
     const doc = (await appB.inject({ url: '/api/v1/organization/config', headers: { authorization: org.keys.admin } })).json();
-    const put = await appB.inject({ method: 'PUT', url: '/api/v1/organization/config', headers: { authorization: org.keys.admin }, payload: { ...doc, reserved_ips: ['198.51.100.0/24'] } });
+    const put = await appB.inject({ method: 'PUT', url: '/api/v1/organization/config', headers: { authorization: org.keys.admin }, payload: { ...doc, reserved_ips: ['45.77.204.0/24'] } });
     expect(put.statusCode).toBe(200);
     // The notification reaches A within moments (the cache would otherwise keep the old document for 5 s).
     const deadline = Date.now() + 3000;
@@ -93,6 +93,6 @@ describe.skipIf(!postgresAvailable)('sync across two server instances on one Pos
     }
     expect(decision).toBe(0);
     // Through B itself the change is seen at once.
-    expect((await appB.inject({ url: '/api/v1/ips/198.51.100.77', headers: { authorization: org.keys.reader } })).json().body[0].decision).toBe(0);
+    expect((await appB.inject({ url: '/api/v1/ips/45.77.204.77', headers: { authorization: org.keys.reader } })).json().body[0].decision).toBe(0);
   });
 });
