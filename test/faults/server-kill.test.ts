@@ -35,7 +35,7 @@ async function killWhileReporting(storeName: string, start: () => Promise<Replic
   const workers = Array.from({ length: WORKERS }, async () => {
     while (!stop) {
       next += 1;
-      const ip = `198.18.${Math.floor(next / 250)}.${(next % 250) + 1}`;
+      const ip = `45.78.${Math.floor(next / 250)}.${(next % 250) + 1}`;
       const res = await request(`${server.base}/ips`, { method: 'POST', headers: { authorization: key }, json: { ip, confidence: 0.8, source: 'ssh' } }).catch(() => undefined);
       if (!res) return;
       if (res.status === 201) acked.push(ip);
