@@ -16,6 +16,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two files at a time: most tests wait on databases, servers, kernels and browsers, and vitest's
+    // default on a 2-core machine (one worker) ran the suite serially in 28 minutes.
+    maxWorkers: 2,
     coverage: {
       provider: 'v8',
       include: ['{apps,packages,plugins}/*/src/**/*.{ts,tsx}'],
