@@ -4,11 +4,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { OrganizationConfig } from '@rampart/contracts';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
-import { createEnrichment } from '../src/services/enrichment.ts';
-import { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
+import type { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
-import { seedOrg, type TestOrg } from './support/app.ts';
+import { seedOrg, type TestOrg, startMirrorApp } from './support/app.ts';
 
 /*
  * The feed's promise to existing clients (decisions.md, Compatibility), checked the way such a
@@ -126,10 +125,7 @@ describe.each(driverCases())('a reference follower of /ips agrees with /ipv4 on 
     const config = testConfig({ authCacheSeconds: 0, rateLimitPerMinute: 1_000_000 });
     sqlApp = await buildApp({ config, store, ipv4Mirror: null });
     await sqlApp.ready();
-    mirror = new Ipv4Mirror(store.db, createEnrichment());
-    mirrorApp = await buildApp({ config, store, ipv4Mirror: mirror });
-    await mirrorApp.ready();
-    await mirror.start();
+    ({ app: mirrorApp, mirror } = await startMirrorApp(store, config));
   }, 60_000);
   afterAll(async () => {
     vi.useRealTimers();

@@ -2,11 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
-import { createEnrichment } from '../src/services/enrichment.ts';
-import { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
+import type { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
-import { seedOrg, type TestOrg } from './support/app.ts';
+import { seedOrg, type TestOrg, startMirrorApp } from './support/app.ts';
 
 /** 2040-01-01T00:00:00Z: past 2038-01-19, where seconds stop fitting a signed 32-bit integer. */
 const AFTER_2038 = 2_208_988_800;
@@ -34,10 +33,7 @@ describe.each(driverCases())('IPv4 list mirror after 2038 on $name', (driver) =>
         [`RMP-RULE-GID-Y2038-${k}`, network, !network.endsWith('/32'), score, AFTER_2038 + 3600 - age],
       );
     }
-    mirror = new Ipv4Mirror(store.db, createEnrichment());
-    mirrorApp = await buildApp({ config, store, ipv4Mirror: mirror });
-    await mirrorApp.ready();
-    await mirror.start();
+    ({ app: mirrorApp, mirror } = await startMirrorApp(store, config));
   }, 60_000);
   afterAll(async () => {
     vi.useRealTimers();

@@ -7,7 +7,7 @@ import { createEnrichment } from '../src/services/enrichment.ts';
 import { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
-import { seedOrg, type TestOrg } from './support/app.ts';
+import { seedOrg, type TestOrg, startMirrorApp } from './support/app.ts';
 
 const HOUR = 3600;
 /** Rows seeded: more than a page of 10,000, so the lists page. */
@@ -82,10 +82,7 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
     await decide('10.0.0.7/32', 0, null);
     await decide('10.0.2.0/24', 0, null);
     await decide('10.0.4.0/24', 1, null);
-    mirror = new Ipv4Mirror(store.db, createEnrichment());
-    mirrorApp = await buildApp({ config, store, ipv4Mirror: mirror });
-    await mirrorApp.ready();
-    await mirror.start();
+    ({ app: mirrorApp, mirror } = await startMirrorApp(store, config));
   }, 60_000);
   afterAll(async () => {
     await mirrorApp.close();

@@ -3,11 +3,10 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
-import { createEnrichment } from '../src/services/enrichment.ts';
-import { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
+import type { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
-import { seedOrg, type TestOrg } from './support/app.ts';
+import { seedOrg, type TestOrg, startMirrorApp } from './support/app.ts';
 
 /*
  * An organization's `delay` applies to every read path, by one rule (`visibleUpTo`): a record
@@ -32,10 +31,7 @@ describe.each(driverCases())('an organization delay hides new records on every r
     const config = testConfig({ authCacheSeconds: 0 });
     sqlApp = await buildApp({ config, store, ipv4Mirror: null });
     await sqlApp.ready();
-    mirror = new Ipv4Mirror(store.db, createEnrichment());
-    mirrorApp = await buildApp({ config, store, ipv4Mirror: mirror });
-    await mirrorApp.ready();
-    await mirror.start();
+    ({ app: mirrorApp, mirror } = await startMirrorApp(store, config));
     reporter = await seedOrg(store, { trust: 1, credits: 100_000 });
     delayed = await seedOrg(store, { trust: 1, credits: 100_000 });
     await store.db.query('update organizations set delay = $1 where id = $2', [String(DELAY), delayed.org.id]);

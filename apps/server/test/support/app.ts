@@ -3,6 +3,8 @@ import { ROLE } from '@rampart/contracts';
 import { buildApp } from '../../src/app.ts';
 import { testConfig, type AppConfig } from '../../src/config.ts';
 import { createApiKey, createOrganization, createUser } from '../../src/services/admin.ts';
+import { createEnrichment } from '../../src/services/enrichment.ts';
+import { Ipv4Mirror } from '../../src/services/ipv4-mirror.ts';
 import type { Organization, Store } from '../../src/store/index.ts';
 
 export interface TestOrg {
@@ -31,4 +33,16 @@ export async function testApp(store: Store, overrides: Partial<AppConfig> = {}):
   const app = await buildApp({ config: testConfig({ authCacheSeconds: 0, ...overrides }), store });
   await app.ready();
   return app;
+}
+
+/**
+ * An app that answers the IPv4 lists from a started in-process mirror, for tests that compare it
+ * with an app on the same store that reads SQL (`buildApp` with `ipv4Mirror: null`).
+ */
+export async function startMirrorApp(store: Store, config: AppConfig): Promise<{ app: FastifyInstance; mirror: Ipv4Mirror }> {
+  const mirror = new Ipv4Mirror(store.db, createEnrichment());
+  const app = await buildApp({ config, store, ipv4Mirror: mirror });
+  await app.ready();
+  await mirror.start();
+  return { app, mirror };
 }
