@@ -29,10 +29,10 @@ if (missing) {
 }
 
 const address = (i: number) => `100.${64 + ((i >> 16) & 63)}.${(i >> 8) & 255}.${i & 255}`;
-const entries: BlockEntry[] = Array.from({ length: FULL }, (_, i) => ({ cidr: `${address(i * 3)}/32`, score: 100 + (i % 900) }));
-const added = Array.from({ length: DIFF / 2 }, (_, i) => ({ cidr: `${address(i * 3 + 1)}/32`, score: 500 }));
-const removed = entries.slice(0, DIFF / 2).map((e) => e.cidr);
-const afterDiff = [...entries.slice(DIFF / 2), ...added].sort((a, b) => (a.cidr < b.cidr ? -1 : 1));
+const entries: BlockEntry[] = Array.from({ length: FULL }, (_, i) => ({ value: `${address(i * 3)}/32`, score: 100 + (i % 900) }));
+const added = Array.from({ length: DIFF / 2 }, (_, i) => ({ value: `${address(i * 3 + 1)}/32`, score: 500 }));
+const removed = entries.slice(0, DIFF / 2).map((e) => e.value);
+const afterDiff = [...entries.slice(DIFF / 2), ...added].sort((a, b) => (a.value < b.value ? -1 : 1));
 const bare = (cidr: string) => cidr.slice(0, -3);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -99,7 +99,7 @@ async function measure(what: string, baseline: string, base: () => Promise<unkno
   await e.sync(entries);
   await waitFor(async () => (await statusFrom(server.port, '127.0.0.2')) === 200, 'unlisted');
   const t = await time(async () => {
-    await e.apply({ add: [{ cidr: '127.0.0.2/32', score: 999 }], remove: [] });
+    await e.apply({ add: [{ value: '127.0.0.2/32', score: 999 }], remove: [] });
     await waitFor(async () => (await statusFrom(server.port, '127.0.0.2')) === 403, 'listed', 30_000);
   });
   notes.push(`nginx, 100,000 listed: apply of one address to the first 403 for it: ${t.toFixed(0)} ms`);
@@ -114,9 +114,9 @@ async function measure(what: string, baseline: string, base: () => Promise<unkno
   const handFull = async () => {
     const out = await raw(h.socket, [`prepare acl ${h.acl}`]);
     const v = /New version created: (\d+)/.exec(out)![1];
-    for (let i = 0; i < FULL; i += 5000) await raw(h.socket, entries.slice(i, i + 5000).map((x) => `add acl @${v} ${h.acl} ${bare(x.cidr)}`));
+    for (let i = 0; i < FULL; i += 5000) await raw(h.socket, entries.slice(i, i + 5000).map((x) => `add acl @${v} ${h.acl} ${bare(x.value)}`));
     await raw(h.socket, [`commit acl @${v} ${h.acl}`]);
-    await writeFile(h.acl, entries.map((x) => bare(x.cidr)).join('\n'));
+    await writeFile(h.acl, entries.map((x) => bare(x.value)).join('\n'));
   };
   const clear = async () => {
     await raw(h.socket, [`clear acl ${h.acl}`]);
@@ -124,11 +124,11 @@ async function measure(what: string, baseline: string, base: () => Promise<unkno
   };
   await measure('HAProxy: full replace of 100,000 (prepare/add/commit)', 'raw socket commands + file', handFull, () => e.sync(entries), clear);
   const handDiff = () =>
-    raw(h.socket, [...removed.map((c) => `del acl ${h.acl} ${bare(c)}`), ...added.map((x) => `add acl ${h.acl} ${bare(x.cidr)}`)]);
+    raw(h.socket, [...removed.map((c) => `del acl ${h.acl} ${bare(c)}`), ...added.map((x) => `add acl ${h.acl} ${bare(x.value)}`)]);
   await measure('HAProxy: 1,000-address diff (del/add)', 'raw socket commands', handDiff, () => e.apply({ add: added, remove: removed }), () => e.sync(entries));
   await e.sync(entries);
   const t = await time(async () => {
-    await e.apply({ add: [{ cidr: '127.0.0.2/32', score: 999 }], remove: [] });
+    await e.apply({ add: [{ value: '127.0.0.2/32', score: 999 }], remove: [] });
     await waitFor(async () => (await statusFrom(h.port, '127.0.0.2')) === 403, 'listed', 30_000);
   });
   notes.push(`HAProxy, 100,000 listed: apply of one address to the first 403 for it: ${t.toFixed(0)} ms`);

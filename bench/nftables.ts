@@ -30,9 +30,9 @@ if (missing) {
 function address(i: number): string {
   return `100.${64 + ((i >> 16) & 63)}.${(i >> 8) & 255}.${i & 255}`;
 }
-const entries: BlockEntry[] = Array.from({ length: FULL }, (_, i) => ({ cidr: `${address(i * 3)}/32`, score: 100 + (i % 900) }));
-const added = Array.from({ length: DIFF / 2 }, (_, i) => ({ cidr: `${address(i * 3 + 1)}/32`, score: 500 }));
-const removed = entries.slice(0, DIFF / 2).map((e) => e.cidr);
+const entries: BlockEntry[] = Array.from({ length: FULL }, (_, i) => ({ value: `${address(i * 3)}/32`, score: 100 + (i % 900) }));
+const added = Array.from({ length: DIFF / 2 }, (_, i) => ({ value: `${address(i * 3 + 1)}/32`, score: 500 }));
+const removed = entries.slice(0, DIFF / 2).map((e) => e.value);
 const bare = (cidr: string) => cidr.slice(0, -3);
 
 function median(xs: number[]): number {
@@ -102,16 +102,16 @@ async function benchNftables(): Promise<void> {
   const fullFile = await file(
     'full.nft',
     `table inet rampart {}\ndelete table inet rampart\ntable inet rampart {\n  set addrs {\n    type ipv4_addr;\n    size 1000000;\n` +
-      `    elements = { ${entries.map((e) => bare(e.cidr)).join(', ')} }\n  }\n` +
+      `    elements = { ${entries.map((e) => bare(e.value)).join(', ')} }\n  }\n` +
       `  set nets {\n    type ipv4_addr;\n    flags interval;\n    size 1000000;\n  }\n${chains}}\n`,
   );
   const diffFile = await file(
     'diff.nft',
-    `delete element inet rampart addrs { ${removed.map(bare).join(', ')} }\nadd element inet rampart addrs { ${added.map((e) => bare(e.cidr)).join(', ')} }\n`,
+    `delete element inet rampart addrs { ${removed.map(bare).join(', ')} }\nadd element inet rampart addrs { ${added.map((e) => bare(e.value)).join(', ')} }\n`,
   );
   const undoFile = await file(
     'undo.nft',
-    `delete element inet rampart addrs { ${added.map((e) => bare(e.cidr)).join(', ')} }\nadd element inet rampart addrs { ${removed.map(bare).join(', ')} }\n`,
+    `delete element inet rampart addrs { ${added.map((e) => bare(e.value)).join(', ')} }\nadd element inet rampart addrs { ${removed.map(bare).join(', ')} }\n`,
   );
   const enforcer = await nftablesEnforcer.create(nftablesEnforcer.configSchema.parse({ active: true, options: { netns: ns } }), { log: silent });
   await nft(fullFile);
@@ -122,7 +122,7 @@ async function benchNftables(): Promise<void> {
     () => nft(diffFile),
     () => nft(undoFile),
     () => enforcer.apply({ add: added, remove: removed }),
-    () => enforcer.apply({ add: entries.slice(0, DIFF / 2), remove: added.map((e) => e.cidr) }),
+    () => enforcer.apply({ add: entries.slice(0, DIFF / 2), remove: added.map((e) => e.value) }),
   );
   await checkCount(enforcer, FULL);
   await enforcer.withdraw();
@@ -136,11 +136,11 @@ async function benchIpset(): Promise<void> {
   const fullFile = await file(
     'full.ipset',
     `create rampart ${create} -exist\ncreate rampart-tmp ${create} -exist\nflush rampart-tmp\n` +
-      entries.map((e) => `add rampart-tmp ${bare(e.cidr)}\n`).join('') +
+      entries.map((e) => `add rampart-tmp ${bare(e.value)}\n`).join('') +
       `swap rampart-tmp rampart\ndestroy rampart-tmp\n`,
   );
-  const diffFile = await file('diff.ipset', removed.map((c) => `del rampart ${bare(c)}\n`).join('') + added.map((e) => `add rampart ${bare(e.cidr)}\n`).join(''));
-  const undoFile = await file('undo.ipset', added.map((e) => `del rampart ${bare(e.cidr)}\n`).join('') + removed.map((c) => `add rampart ${bare(c)}\n`).join(''));
+  const diffFile = await file('diff.ipset', removed.map((c) => `del rampart ${bare(c)}\n`).join('') + added.map((e) => `add rampart ${bare(e.value)}\n`).join(''));
+  const undoFile = await file('undo.ipset', added.map((e) => `del rampart ${bare(e.value)}\n`).join('') + removed.map((c) => `add rampart ${bare(c)}\n`).join(''));
   const enforcer = await ipsetEnforcer.create(
     ipsetEnforcer.configSchema.parse({ active: true, options: { backend: 'ipset', netns: ns } }),
     { log: silent },
@@ -154,7 +154,7 @@ async function benchIpset(): Promise<void> {
     () => restore(diffFile),
     () => restore(undoFile),
     () => enforcer.apply({ add: added, remove: removed }),
-    () => enforcer.apply({ add: entries.slice(0, DIFF / 2), remove: added.map((e) => e.cidr) }),
+    () => enforcer.apply({ add: entries.slice(0, DIFF / 2), remove: added.map((e) => e.value) }),
   );
   await checkCount(enforcer, FULL);
   await enforcer.withdraw();

@@ -12,7 +12,7 @@ const policy = { threshold: 100, maximumRules: 1000 };
 function state(extra: Partial<typeof none> = {}) {
   return new BlockState(new NeverBlock({ ...none, ...extra }));
 }
-const cidrs = (s: BlockState, now = NOW, p = policy) => toEntries(s.evaluate(now, p)).map((e) => e.cidr);
+const cidrs = (s: BlockState, now = NOW, p = policy) => toEntries(s.evaluate(now, p)).map((e) => e.value);
 
 describe('record table', () => {
   it('agrees with a Map under random inserts, updates and deletes, across growth', () => {
@@ -65,9 +65,9 @@ describe('block state', () => {
     s.ingestRecord({ ip: '45.2.0.9', score: 101, ts: NOW, decision: 1, ttl: null });
     const result = s.evaluate(NOW, { threshold: 100, maximumRules: 3 });
     expect(toEntries(result)).toEqual([
-      { cidr: '45.2.0.1/32', score: 400 },
-      { cidr: '45.2.0.3/32', score: 900 },
-      { cidr: '45.2.0.9/32', score: 1001 },
+      { value: '45.2.0.1/32', score: 400 },
+      { value: '45.2.0.3/32', score: 900 },
+      { value: '45.2.0.9/32', score: 1001 },
     ]);
     expect(result.cut).toBe(2);
   });
@@ -89,7 +89,7 @@ describe('block state', () => {
     const k = (c: string) => cidrKey(c);
     const from = { keys: Float64Array.from([k('45.0.0.1'), k('45.0.0.2'), k('45.0.0.3')]), ranks: Uint16Array.from([1, 2, 3]) };
     const to = { keys: Float64Array.from([k('45.0.0.2'), k('45.0.0.3'), k('45.0.0.4')]), ranks: Uint16Array.from([9, 9, 9]) };
-    expect(diffKeySets(from, to)).toEqual({ add: [{ cidr: '45.0.0.4/32', score: 9 }], remove: ['45.0.0.1/32'] });
+    expect(diffKeySets(from, to)).toEqual({ add: [{ value: '45.0.0.4/32', score: 9 }], remove: ['45.0.0.1/32'] });
     expect(keyCidr(k('45.0.0.77/24'))).toBe('45.0.0.0/24');
   });
 });

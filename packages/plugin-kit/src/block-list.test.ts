@@ -30,31 +30,31 @@ describe('block list helpers', () => {
   it('keeps the highest scores within capacity and counts the cut', () => {
     const { kept, cut } = keepTop(
       [
-        { cidr: '192.0.2.1/32', score: 10 },
-        { cidr: '192.0.2.2/32', score: 90 },
-        { cidr: '192.0.2.3/32', score: 50 },
-        { cidr: '192.0.2.1/32', score: 95 },
+        { value: '192.0.2.1/32', score: 10 },
+        { value: '192.0.2.2/32', score: 90 },
+        { value: '192.0.2.3/32', score: 50 },
+        { value: '192.0.2.1/32', score: 95 },
       ],
       2,
     );
     expect(kept).toEqual([
-      { cidr: '192.0.2.1/32', score: 95 },
-      { cidr: '192.0.2.2/32', score: 90 },
+      { value: '192.0.2.1/32', score: 95 },
+      { value: '192.0.2.2/32', score: 90 },
     ]);
     expect(cut).toBe(1);
   });
 
   it('applies diffs idempotently, removals before additions', () => {
     const t = new BlockTable(3);
-    t.replace([{ cidr: '192.0.2.1/32', score: 1 }]);
-    const diff = { add: [{ cidr: '192.0.2.2/32', score: 2 }, { cidr: '192.0.2.1/32', score: 5 }], remove: ['192.0.2.1/32'] };
+    t.replace([{ value: '192.0.2.1/32', score: 1 }]);
+    const diff = { add: [{ value: '192.0.2.2/32', score: 2 }, { value: '192.0.2.1/32', score: 5 }], remove: ['192.0.2.1/32'] };
     expect(t.apply(diff)).toBe(0);
     expect(t.apply(diff)).toBe(0);
     expect(t.entries()).toEqual([
-      { cidr: '192.0.2.1/32', score: 5 },
-      { cidr: '192.0.2.2/32', score: 2 },
+      { value: '192.0.2.1/32', score: 5 },
+      { value: '192.0.2.2/32', score: 2 },
     ]);
-    expect(t.apply({ add: [{ cidr: '192.0.2.9/32', score: 9 }, { cidr: '192.0.2.8/32', score: 0 }], remove: [] })).toBe(1);
+    expect(t.apply({ add: [{ value: '192.0.2.9/32', score: 9 }, { value: '192.0.2.8/32', score: 0 }], remove: [] })).toBe(1);
     expect(t.cidrs()).toEqual(['192.0.2.1/32', '192.0.2.2/32', '192.0.2.9/32']);
   });
 });

@@ -24,8 +24,8 @@ function sortKey(cidr: string): number {
 
 function byKey<T>(items: T[], cidrOf: (item: T) => string): T[] {
   // Keys computed once: comparing parsed strings inside sort() costs ~20× on 100k entries.
-  const keyed = items.map((item) => ({ item, key: sortKey(cidrOf(item)), cidr: cidrOf(item) }));
-  keyed.sort((a, b) => a.key - b.key || (a.cidr < b.cidr ? -1 : a.cidr > b.cidr ? 1 : 0));
+  const keyed = items.map((item) => ({ item, key: sortKey(cidrOf(item)), value: cidrOf(item) }));
+  keyed.sort((a, b) => a.key - b.key || (a.value < b.value ? -1 : a.value > b.value ? 1 : 0));
   return keyed.map((k) => k.item);
 }
 
@@ -34,8 +34,8 @@ export function sortCidrs(cidrs: Iterable<string>): string[] {
 }
 
 /** Entries in `sortCidrs` order (a new array). */
-export function sortEntries<T extends { cidr: string }>(entries: Iterable<T>): T[] {
-  return byKey([...entries], (e) => e.cidr);
+export function sortEntries<T extends { value: string }>(entries: Iterable<T>): T[] {
+  return byKey([...entries], (e) => e.value);
 }
 
 /** Canonical CIDRs of the lines of a list file; comments (`#`) and blanks are skipped. */
@@ -57,14 +57,14 @@ export function parseCidrLines(text: string, pick: (line: string) => string = (l
 export function keepTop(entries: Iterable<BlockEntry>, capacity: number): { kept: BlockEntry[]; cut: number } {
   const best = new Map<string, number>();
   for (const e of entries) {
-    const cidr = canonicalCidr(e.cidr);
+    const cidr = canonicalCidr(e.value);
     if (!cidr) continue;
     const prev = best.get(cidr);
     if (prev === undefined || e.score > prev) best.set(cidr, e.score);
   }
-  const all = [...best].map(([cidr, score]) => ({ cidr, score }));
+  const all = [...best].map(([cidr, score]) => ({ value: cidr, score }));
   if (all.length <= capacity) return { kept: sortEntries(all), cut: 0 };
-  all.sort((a, b) => b.score - a.score || compareCidrs(a.cidr, b.cidr));
+  all.sort((a, b) => b.score - a.score || compareCidrs(a.value, b.value));
   const kept = sortEntries(all.slice(0, Math.max(0, capacity)));
   return { kept, cut: all.length - kept.length };
 }
@@ -87,7 +87,7 @@ export class BlockTable {
   replace(entries: Iterable<BlockEntry>): number {
     const { kept, cut } = keepTop(entries, this.capacity);
     this.scores.clear();
-    for (const e of kept) this.scores.set(e.cidr, e.score);
+    for (const e of kept) this.scores.set(e.value, e.score);
     return cut;
   }
 
@@ -103,10 +103,10 @@ export class BlockTable {
   }
 
   entries(): BlockEntry[] {
-    return sortEntries([...this.scores].map(([cidr, score]) => ({ cidr, score })));
+    return sortEntries([...this.scores].map(([cidr, score]) => ({ value: cidr, score })));
   }
 
   cidrs(): string[] {
-    return this.entries().map((e) => e.cidr);
+    return this.entries().map((e) => e.value);
   }
 }

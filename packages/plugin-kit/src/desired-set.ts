@@ -47,7 +47,7 @@ export class DesiredSet {
   }
 
   entries(): BlockEntry[] {
-    return [...this.#scores].map(([cidr, score]) => ({ cidr, score }));
+    return [...this.#scores].map(([cidr, score]) => ({ value: cidr, score }));
   }
 
   /** The entries that fit in `capacity`, and how many were cut. */
@@ -59,7 +59,7 @@ export class DesiredSet {
   #addAll(entries: readonly BlockEntry[], fresh: boolean): void {
     const seen = fresh ? null : new Set<string>();
     for (const entry of entries) {
-      const cidr = canonicalIpv4Cidr(entry.cidr);
+      const cidr = canonicalIpv4Cidr(entry.value);
       if (!cidr || !Number.isFinite(entry.score)) {
         this.invalid += 1;
         continue;
@@ -76,7 +76,7 @@ export class DesiredSet {
 export function selectWithinCapacity(entries: readonly BlockEntry[], capacity: number): { kept: BlockEntry[]; cut: number } {
   if (entries.length <= capacity) return { kept: [...entries], cut: 0 };
   const keyed = entries.map((entry) => {
-    const range = parseIpv4(entry.cidr);
+    const range = parseIpv4(entry.value);
     return { entry, start: range?.start ?? 0, prefix: range?.prefix ?? 0 };
   });
   keyed.sort((a, b) => b.entry.score - a.entry.score || a.start - b.start || a.prefix - b.prefix);

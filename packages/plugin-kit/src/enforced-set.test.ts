@@ -8,10 +8,10 @@ const sorted = (xs: Iterable<string>) => [...xs].sort();
 describe('EnforcedSet', () => {
   it('reports only what changed while nothing is cut', () => {
     const set = new EnforcedSet(10);
-    set.replace([{ cidr: '192.0.2.1', score: 1 }, { cidr: '192.0.2.2', score: 1 }]);
+    set.replace([{ value: '192.0.2.1', score: 1 }, { value: '192.0.2.2', score: 1 }]);
     expect(sorted(set.cidrs())).toEqual(['192.0.2.1/32', '192.0.2.2/32']);
     const change = set.apply({
-      add: [{ cidr: '192.0.2.3', score: 5 }, { cidr: '192.0.2.1/32', score: 9 }, { cidr: '192.0.2.2', score: 2 }],
+      add: [{ value: '192.0.2.3', score: 5 }, { value: '192.0.2.1/32', score: 9 }, { value: '192.0.2.2', score: 2 }],
       remove: ['192.0.2.2/32', '192.0.2.1', '203.0.113.5'],
     });
     // .1 and .2 removed and re-added in one diff: untouched; .3 new.
@@ -22,8 +22,8 @@ describe('EnforcedSet', () => {
 
   it('recomputes the cut when the capacity binds, bringing cut entries back', () => {
     const set = new EnforcedSet(2);
-    set.replace([{ cidr: '192.0.2.1', score: 10 }, { cidr: '192.0.2.2', score: 30 }]);
-    expect(set.apply({ add: [{ cidr: '192.0.2.3', score: 20 }], remove: [] })).toEqual({ added: ['192.0.2.3/32'], removed: ['192.0.2.1/32'] });
+    set.replace([{ value: '192.0.2.1', score: 10 }, { value: '192.0.2.2', score: 30 }]);
+    expect(set.apply({ add: [{ value: '192.0.2.3', score: 20 }], remove: [] })).toEqual({ added: ['192.0.2.3/32'], removed: ['192.0.2.1/32'] });
     expect(set.cut).toBe(1);
     expect(set.apply({ add: [], remove: ['192.0.2.2'] })).toEqual({ added: ['192.0.2.1/32'], removed: ['192.0.2.2/32'] });
     expect(set.cut).toBe(0);
@@ -32,7 +32,7 @@ describe('EnforcedSet', () => {
 
   it('after any sequence of diffs, the change stream rebuilds exactly the top-capacity set', () => {
     const cidr = fc.integer({ min: 0, max: 15 }).map((i) => `192.0.2.${i}/32`);
-    const entry = fc.record({ cidr, score: fc.integer({ min: 0, max: 5 }) });
+    const entry = fc.record({ value: cidr, score: fc.integer({ min: 0, max: 5 }) });
     const diff = fc.record({ add: fc.array(entry, { maxLength: 6 }), remove: fc.array(cidr, { maxLength: 6 }) });
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 8 }), fc.array(entry, { maxLength: 10 }), fc.array(diff, { maxLength: 8 }), (capacity, start, diffs) => {
@@ -40,7 +40,7 @@ describe('EnforcedSet', () => {
         set.replace(start);
         const target = new Set(set.cidrs());
         const model = new Map<string, number>();
-        for (const e of start) model.set(e.cidr, Math.max(model.get(e.cidr) ?? -Infinity, e.score));
+        for (const e of start) model.set(e.value, Math.max(model.get(e.value) ?? -Infinity, e.score));
         for (const d of diffs) {
           const change = set.apply(d);
           for (const c of change.removed) expect(target.delete(c)).toBe(true);
@@ -50,9 +50,9 @@ describe('EnforcedSet', () => {
           }
           for (const c of d.remove) model.delete(c);
           const fresh = new Map<string, number>();
-          for (const e of d.add) fresh.set(e.cidr, Math.max(fresh.get(e.cidr) ?? -Infinity, e.score));
+          for (const e of d.add) fresh.set(e.value, Math.max(fresh.get(e.value) ?? -Infinity, e.score));
           for (const [c, s] of fresh) model.set(c, s);
-          const want = keepTop([...model].map(([c, s]) => ({ cidr: c, score: s })), capacity).kept.map((e) => e.cidr);
+          const want = keepTop([...model].map(([c, s]) => ({ value: c, score: s })), capacity).kept.map((e) => e.value);
           expect(sorted(target)).toEqual(sorted(want));
           expect(sorted(set.cidrs())).toEqual(sorted(want));
         }

@@ -58,7 +58,7 @@ export class EnforcedSet {
       if (cidr && !touched.has(cidr)) touched.set(cidr, this.has(cidr));
     };
     for (const raw of diff.remove) note(raw);
-    for (const entry of diff.add) note(entry.cidr);
+    for (const entry of diff.add) note(entry.value);
     const oldKept = this.#kept;
     this.desired.apply(diff);
     this.#kept = this.#keep();
@@ -89,6 +89,6 @@ export class EnforcedSet {
 
   #keep(): Set<string> | null {
     if (this.desired.size <= this.capacity) return null;
-    return new Set(this.desired.withinCapacity(this.capacity).kept.map((e) => e.cidr));
+    return new Set(this.desired.withinCapacity(this.capacity).kept.map((e) => e.value));
   }
 }

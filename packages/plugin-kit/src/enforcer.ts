@@ -4,12 +4,12 @@ import type { PluginLogger } from './logger.ts';
 import type { CommandResult, RunOptions } from './shell.ts';
 
 /**
- * One entry of a block list: an IPv4 address or network in canonical CIDR form
- * (`203.0.113.7/32`, `198.51.100.0/24`) with the live score that ranks it when a backend's
+ * One entry of a block list: the indicator in its canonical form (for IPv4, CIDR form:
+ * `203.0.113.7/32`, `198.51.100.0/24`) with the live score that ranks it when a backend's
  * capacity forces a cut.
  */
 export interface BlockEntry {
-  cidr: string;
+  value: string;
   score: number;
 }
 

@@ -43,7 +43,7 @@ export interface FileListEnforcerOptions {
  */
 function sameCidrs(live: string[], entries: BlockEntry[]): boolean {
   const a = sortCidrs(live);
-  return a.length === entries.length && a.every((c, i) => c === entries[i]!.cidr);
+  return a.length === entries.length && a.every((c, i) => c === entries[i]!.value);
 }
 
 export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer {
@@ -63,7 +63,7 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
   async function seed(): Promise<void> {
     if (seeded) return;
     const text = await readFileText();
-    if (text !== undefined) desired.replace(opts.format.parse(text).map((cidr) => ({ cidr, score: 0 })));
+    if (text !== undefined) desired.replace(opts.format.parse(text).map((cidr) => ({ value: cidr, score: 0 })));
     seeded = true;
   }
 
@@ -131,7 +131,7 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
       await seed();
       const live = await list(signal);
       const { kept, cut } = desired.withinCapacity(opts.capacity);
-      const want = sortCidrs(kept.map((e) => e.cidr));
+      const want = sortCidrs(kept.map((e) => e.value));
       const drifted = live.length !== want.length || live.some((c, i) => c !== want[i]);
       if (!drifted) return { enforced: want.length, cut, drifted };
       opts.log.warn({ live: live.length, expected: want.length }, 'target drifted; re-asserting');

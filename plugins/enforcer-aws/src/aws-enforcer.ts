@@ -31,9 +31,9 @@ export function createAwsEnforcer(o: AwsEnforcerOptions): Enforcer {
     const all = desired.entries();
     // WAFv2 IP sets take /1 to /32; a /0 can only go to the network ACL.
     const { kept, cut } = desired.withinCapacity(capacity);
-    const byScore = [...kept].sort((a, b) => b.score - a.score || compareCidrs(a.cidr, b.cidr));
-    const naclCidrs = o.nacl ? byScore.slice(0, o.nacl.slots).map((e) => e.cidr) : [];
-    const wafCidrs = o.waf ? sortCidrs(kept.filter((e) => !e.cidr.endsWith('/0')).map((e) => e.cidr)) : [];
+    const byScore = [...kept].sort((a, b) => b.score - a.score || compareCidrs(a.value, b.value));
+    const naclCidrs = o.nacl ? byScore.slice(0, o.nacl.slots).map((e) => e.value) : [];
+    const wafCidrs = o.waf ? sortCidrs(kept.filter((e) => !e.value.endsWith('/0')).map((e) => e.value)) : [];
     const enforced = sortCidrs([...naclCidrs, ...wafCidrs]);
     return { enforced, naclCidrs, wafCidrs, cut: cut + (kept.length - enforced.length), total: all.length };
   }

@@ -22,7 +22,7 @@ function config(aws: AwsStandIn, options: Record<string, unknown>, extra: Record
 }
 
 const addresses = (n: number, offset = 0) =>
-  Array.from({ length: n }, (_, i) => ({ cidr: `10.${((i + offset) >> 16) & 255}.${((i + offset) >> 8) & 255}.${(i + offset) & 255}/32`, score: i + offset }));
+  Array.from({ length: n }, (_, i) => ({ value: `10.${((i + offset) >> 16) & 255}.${((i + offset) >> 8) & 255}.${(i + offset) & 255}/32`, score: i + offset }));
 
 describe('enforcer-aws config', () => {
   it('parses the README sample config and names what is wrong', async () => {
@@ -56,7 +56,7 @@ describe('enforcer-aws against a local EC2 + WAFv2 endpoint', () => {
     expect(aws.state.calls.every((c) => c.accessKeyId === KEY)).toBe(true);
 
     const before = aws.state.calls.length;
-    await e.apply({ add: [{ cidr: '192.0.2.0/24', score: 100 }], remove: ['10.0.0.7/32'] });
+    await e.apply({ add: [{ value: '192.0.2.0/24', score: 100 }], remove: ['10.0.0.7/32'] });
     const writes = aws.state.calls.slice(before).filter((c) => c.action !== 'DescribeNetworkAcls');
     expect(writes.map((c) => c.action)).toEqual(['ReplaceNetworkAclEntry']);
     expect(await e.list()).toEqual(['10.0.0.3/32', '10.0.0.4/32', '10.0.0.5/32', '10.0.0.6/32', '192.0.2.0/24']);
@@ -73,7 +73,7 @@ describe('enforcer-aws against a local EC2 + WAFv2 endpoint', () => {
     // Rule 200 is free; 201-204 hold entries that must go: the ACL is at its quota of 20.
     for (let n = 201; n <= 204; n++) acl.push({ ruleNumber: n, protocol: '-1', ruleAction: 'deny', egress: false, cidrBlock: `198.51.100.${n - 200}/32` });
     const e = await awsEnforcer.create(config(aws, { network_acl_id: ACL, nacl_first_rule: 200, nacl_max_entries: 5 }), { log: silent });
-    await e.sync([{ cidr: '203.0.113.9/32', score: 1 }]);
+    await e.sync([{ value: '203.0.113.9/32', score: 1 }]);
     expect(aws.denies(ACL)).toEqual(['203.0.113.9/32']);
     expect(acl.find((r) => r.cidrBlock === '203.0.113.9/32')!.ruleNumber).toBe(201);
     expect(acl).toHaveLength(17);
@@ -93,7 +93,7 @@ describe('enforcer-aws against a local EC2 + WAFv2 endpoint', () => {
       ['big-2', 5_000],
     ]);
     const before = aws.state.calls.length;
-    await e.apply({ add: [{ cidr: '198.51.100.0/24', score: 1 }], remove: ['10.0.0.1/32'] });
+    await e.apply({ add: [{ value: '198.51.100.0/24', score: 1 }], remove: ['10.0.0.1/32'] });
     const writes = aws.state.calls.slice(before).filter((c) => c.action === 'UpdateIPSet' || c.action === 'CreateIPSet');
     expect(writes).toHaveLength(1);
     expect(sets[0]!.addresses).toContain('198.51.100.0/24');
@@ -112,7 +112,7 @@ describe('enforcer-aws against a local EC2 + WAFv2 endpoint', () => {
     await e.sync(addresses(3));
     // Someone else updates the set between our read and our write: our lock token goes stale.
     aws.state.bumpLockAfterGet = 'slow-0';
-    await e.apply({ add: [{ cidr: '192.0.2.1/32', score: 1 }], remove: [] });
+    await e.apply({ add: [{ value: '192.0.2.1/32', score: 1 }], remove: [] });
     expect(aws.ipSetAddresses('slow')).toEqual(['10.0.0.0/32', '10.0.0.1/32', '10.0.0.2/32', '192.0.2.1/32']);
     const writes = aws.state.calls.slice(start).filter((c) => /^(Create|Update)IPSet$/.test(c.action));
     expect(writes.map((w) => w.action)).toEqual(['CreateIPSet', 'CreateIPSet', 'UpdateIPSet', 'UpdateIPSet', 'UpdateIPSet']);

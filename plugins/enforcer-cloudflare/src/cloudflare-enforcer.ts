@@ -117,7 +117,7 @@ export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer
 
   function kept(): { entries: BlockEntry[]; cut: number; unsupported: number } {
     const all = desired.entries();
-    const supported = all.filter((e) => Number(e.cidr.split('/')[1]) >= MIN_PREFIX);
+    const supported = all.filter((e) => Number(e.value.split('/')[1]) >= MIN_PREFIX);
     const { kept, cut } = selectWithinCapacity(supported, o.capacity);
     return { entries: sortEntries(kept), cut, unsupported: all.length - supported.length };
   }
@@ -133,7 +133,7 @@ export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer
     const k = kept();
     await ensureList(signal);
     // PUT replaces the whole list in one asynchronous operation: never a half-filled list.
-    await bulk('PUT', k.entries.map((e) => ({ ip: cidrToListForm(e.cidr), comment: `rampart score ${Math.round(e.score)}` })), signal);
+    await bulk('PUT', k.entries.map((e) => ({ ip: cidrToListForm(e.value), comment: `rampart score ${Math.round(e.score)}` })), signal);
     await ensureRule(signal);
     return result(k);
   }
@@ -160,7 +160,7 @@ export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer
       desired.apply(diff);
       const k = kept();
       const live = await items(signal);
-      const want = new Set(k.entries.map((e) => e.cidr));
+      const want = new Set(k.entries.map((e) => e.value));
       const liveCidrs = new Set<string>();
       const stale: { id: string }[] = [];
       for (const item of live) {
@@ -169,9 +169,9 @@ export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer
         else stale.push({ id: item.id });
       }
       for (let i = 0; i < stale.length; i += BULK) await bulk('DELETE', { items: stale.slice(i, i + BULK) }, signal);
-      const missing = k.entries.filter((e) => !liveCidrs.has(e.cidr));
+      const missing = k.entries.filter((e) => !liveCidrs.has(e.value));
       for (let i = 0; i < missing.length; i += BULK) {
-        await bulk('POST', missing.slice(i, i + BULK).map((e) => ({ ip: cidrToListForm(e.cidr), comment: `rampart score ${Math.round(e.score)}` })), signal);
+        await bulk('POST', missing.slice(i, i + BULK).map((e) => ({ ip: cidrToListForm(e.value), comment: `rampart score ${Math.round(e.score)}` })), signal);
       }
       await ensureRule(signal);
       return result(k);
@@ -179,7 +179,7 @@ export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer
     list,
     async reconcile(signal?: AbortSignal): Promise<ReconcileResult> {
       const k = kept();
-      const want = k.entries.map((e) => e.cidr);
+      const want = k.entries.map((e) => e.value);
       const live = await list(signal);
       const drifted = live.length !== want.length || live.some((c, i) => c !== want[i]);
       if (!drifted) return { enforced: want.length, cut: k.cut, drifted };

@@ -49,7 +49,7 @@ describe('enforcer-cloudflare against a local stand-in of the API', () => {
   it('fills the list with one bulk replace polled to completion and adds one custom rule', async () => {
     expect(await e.healthcheck()).toEqual({ ok: true });
     cf.state.rulesets.set(ZONE, { id: 'rs1', rules: [{ id: 'r0', description: 'someone else', expression: 'true', action: 'log', enabled: true }] });
-    expect(await e.sync([{ cidr: '203.0.113.7/32', score: 9 }, { cidr: '198.51.100.0/24', score: 5 }, { cidr: '0.0.0.0/1', score: 1 }])).toEqual({
+    expect(await e.sync([{ value: '203.0.113.7/32', score: 9 }, { value: '198.51.100.0/24', score: 5 }, { value: '0.0.0.0/1', score: 1 }])).toEqual({
       enforced: 2,
       cut: 0,
       invalid: 1,
@@ -64,11 +64,11 @@ describe('enforcer-cloudflare against a local stand-in of the API', () => {
   });
 
   it('applies diffs as item deletes and appends, idempotently, and survives 429s', async () => {
-    await e.apply({ add: [{ cidr: '192.0.2.0/24', score: 3 }], remove: ['203.0.113.7/32'] });
+    await e.apply({ add: [{ value: '192.0.2.0/24', score: 3 }], remove: ['203.0.113.7/32'] });
     expect(cf.items('rampart_blocklist')).toEqual(['192.0.2.0/24', '198.51.100.0/24']);
     const before = cf.state.requests.length;
     cf.state.throttle = 2;
-    await e.apply({ add: [{ cidr: '192.0.2.0/24', score: 3 }], remove: ['203.0.113.7/32'] });
+    await e.apply({ add: [{ value: '192.0.2.0/24', score: 3 }], remove: ['203.0.113.7/32'] });
     const sent = cf.state.requests.slice(before).filter((r) => !r.startsWith('GET'));
     expect(sent).toEqual([]);
     expect(cf.state.throttle).toBe(0);
@@ -90,7 +90,7 @@ describe('enforcer-cloudflare against a local stand-in of the API', () => {
     expect(await bad.healthcheck()).toMatchObject({ ok: false });
     await expect(bad.sync([])).rejects.toMatchObject({ code: 'CLOUDFLARE_API_FAILED', status: 403 });
     const big = await cloudflareEnforcer.create(config(cf, {}, { max_items: 10_000 }), { log: silent });
-    const many = Array.from({ length: 10_001 }, (_, i) => ({ cidr: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}/32`, score: i }));
+    const many = Array.from({ length: 10_001 }, (_, i) => ({ value: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}/32`, score: i }));
     // The enforcer caps at 10,000 itself, so the operation the stand-in sees fits.
     expect(await big.sync(many)).toEqual({ enforced: 10_000, cut: 1 });
     expect(cf.items('rampart_blocklist')).toHaveLength(10_000);
@@ -106,7 +106,7 @@ describe('enforcer-cloudflare with an API token', () => {
     const cf = await startCloudflareStandIn({ token: 'tok-1' });
     try {
       const e = await cloudflareEnforcer.create(config(cf, { cdn_waf_x_auth_email: '', cdn_waf_x_auth_key: '' }, { api_token: 'tok-1' }), { log: silent });
-      await e.sync([{ cidr: '203.0.113.0/24', score: 1 }]);
+      await e.sync([{ value: '203.0.113.0/24', score: 1 }]);
       expect(cf.items('rampart_blocklist')).toEqual(['203.0.113.0/24']);
     } finally {
       await cf.stop();

@@ -31,16 +31,16 @@ describe('enforcer-csv', () => {
     const cfg = CsvConfig.parse({ active: true, csv_logs: file, csv_reload_command: `cp '${file}' '${seen}'` });
     const e = await csvEnforcer.create(cfg, { log: silent });
     expect(await e.sync([
-      { cidr: '203.0.113.7/32', score: 80 },
-      { cidr: '198.51.100.0/24', score: 61.5 },
-      { cidr: '198.51.100.0/24', score: 12 },
-      { cidr: 'not-an-ip', score: 5 },
+      { value: '203.0.113.7/32', score: 80 },
+      { value: '198.51.100.0/24', score: 61.5 },
+      { value: '198.51.100.0/24', score: 12 },
+      { value: 'not-an-ip', score: 5 },
     ])).toEqual({ enforced: 2, cut: 0, invalid: 1 });
     const expected = 'cidr,score\n198.51.100.0/24,61.5\n203.0.113.7/32,80\n';
     expect(await readFile(file, 'utf8')).toBe(expected);
     expect(await readFile(seen, 'utf8')).toBe(expected);
     expect(await e.list()).toEqual(['198.51.100.0/24', '203.0.113.7/32']);
-    await e.apply({ add: [{ cidr: '192.0.2.0/30', score: 1 }], remove: ['203.0.113.7/32'] });
+    await e.apply({ add: [{ value: '192.0.2.0/30', score: 1 }], remove: ['203.0.113.7/32'] });
     expect(await readFile(seen, 'utf8')).toBe('cidr,score\n192.0.2.0/30,1\n198.51.100.0/24,61.5\n');
     await writeFile(file, 'cidr,score\n');
     expect((await e.reconcile!()).drifted).toBe(true);

@@ -23,7 +23,7 @@ export type CsvConfig = z.infer<typeof CsvConfig>;
 export const csvFormat = {
   render(entries: BlockEntry[]): string {
     // Math.round rather than toFixed: several times faster over 100,000 rows, same text.
-    return [CSV_HEADER, ...entries.map((e) => `${e.cidr},${Math.round(e.score * 1e4) / 1e4}`), ''].join('\n');
+    return [CSV_HEADER, ...entries.map((e) => `${e.value},${Math.round(e.score * 1e4) / 1e4}`), ''].join('\n');
   },
   parse(text: string): string[] {
     return parseCidrLines(text.replace(/^cidr,score\n/, ''), (line) => line.split(',')[0] ?? '');

@@ -54,7 +54,7 @@ export class CompactSet {
     const scores = new Float32Array(entries.length);
     let n = 0;
     for (const entry of entries) {
-      const key = cidrKey(entry.cidr);
+      const key = cidrKey(entry.value);
       if (key === undefined || !Number.isFinite(entry.score)) {
         this.invalid += 1;
         continue;
@@ -127,7 +127,7 @@ export class CompactSet {
     this.invalid = 0;
     const pairs = new Map<number, number>();
     for (const entry of entries) {
-      const key = cidrKey(entry.cidr);
+      const key = cidrKey(entry.value);
       if (key === undefined || !Number.isFinite(entry.score)) {
         this.invalid += 1;
         continue;

@@ -49,7 +49,7 @@ export async function readDryRunFile(path: string): Promise<DryRunFile | undefin
 /** Keeps the `capacity` highest scores (ties: lower address first), like a real backend would. */
 function cut(entries: readonly BlockEntry[], capacity: number): { kept: readonly BlockEntry[]; cut: number } {
   if (entries.length <= capacity) return { kept: entries, cut: 0 };
-  const keyed = entries.map((e) => ({ e, k: cidrKey(e.cidr) ?? 0 }));
+  const keyed = entries.map((e) => ({ e, k: cidrKey(e.value) ?? 0 }));
   keyed.sort((a, b) => b.e.score - a.e.score || a.k - b.k);
   return { kept: keyed.slice(0, capacity).map((x) => x.e), cut: entries.length - capacity };
 }
@@ -104,7 +104,7 @@ export const dryRunEnforcer = defineEnforcer<DryRunConfig>({
     const set = new CompactSet();
     const history: DryRunOperation[] = [];
     const existing = await readDryRunFile(config.path);
-    if (existing) set.replace(existing.enforced.map((cidr) => ({ cidr, score: 0 })));
+    if (existing) set.replace(existing.enforced.map((cidr) => ({ value: cidr, score: 0 })));
 
     async function record(op: DryRunOperation): Promise<EnforceResult> {
       history.push(op);
@@ -134,7 +134,7 @@ export const dryRunEnforcer = defineEnforcer<DryRunConfig>({
         const { added, removed } = set.apply(diff);
         let dropped = 0;
         if (set.size > capacity) {
-          const all = [...set.keys].map((k, i) => ({ cidr: keyCidr(k), score: set.scores[i]! }));
+          const all = [...set.keys].map((k, i) => ({ value: keyCidr(k), score: set.scores[i]! }));
           const r = cut(all, capacity);
           set.replace(r.kept);
           dropped = r.cut;

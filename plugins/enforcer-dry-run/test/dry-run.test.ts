@@ -23,15 +23,15 @@ describe('dry-run enforcer', () => {
   it('records sync, apply and withdraw in its file, canonical and sorted, and reads them back', async () => {
     const { path, enforcer } = await make();
     const r1 = await enforcer.sync([
-      { cidr: '203.0.113.7', score: 300 },
-      { cidr: '198.51.100.9/24', score: 200 },
-      { cidr: '10.0.0.1/32', score: 150 },
-      { cidr: 'not-an-ip', score: 1 },
+      { value: '203.0.113.7', score: 300 },
+      { value: '198.51.100.9/24', score: 200 },
+      { value: '10.0.0.1/32', score: 150 },
+      { value: 'not-an-ip', score: 1 },
     ]);
     expect(r1).toEqual({ enforced: 3, cut: 0, invalid: 1 });
     expect(await enforcer.list()).toEqual(['10.0.0.1/32', '198.51.100.0/24', '203.0.113.7/32']);
 
-    const r2 = await enforcer.apply({ add: [{ cidr: '192.0.2.1/32', score: 500 }, { cidr: '203.0.113.7/32', score: 310 }], remove: ['10.0.0.1', '192.0.2.99'] });
+    const r2 = await enforcer.apply({ add: [{ value: '192.0.2.1/32', score: 500 }, { value: '203.0.113.7/32', score: 310 }], remove: ['10.0.0.1', '192.0.2.99'] });
     expect(r2).toEqual({ enforced: 3, cut: 0 });
     const file = await readDryRunFile(path);
     expect(file?.enforced).toEqual(['192.0.2.1/32', '198.51.100.0/24', '203.0.113.7/32']);
@@ -41,7 +41,7 @@ describe('dry-run enforcer', () => {
     ]);
 
     // Applying the same diff again changes nothing.
-    await enforcer.apply({ add: [{ cidr: '192.0.2.1/32', score: 500 }, { cidr: '203.0.113.7/32', score: 310 }], remove: ['10.0.0.1', '192.0.2.99'] });
+    await enforcer.apply({ add: [{ value: '192.0.2.1/32', score: 500 }, { value: '203.0.113.7/32', score: 310 }], remove: ['10.0.0.1', '192.0.2.99'] });
     expect((await readDryRunFile(path))?.operations.at(-1)).toMatchObject({ added: [], removed: [], enforced: 3 });
 
     await enforcer.withdraw();
@@ -51,9 +51,9 @@ describe('dry-run enforcer', () => {
   it('cuts the lowest scores when its pretend capacity is reached', async () => {
     const { enforcer } = await make({ capacity: 2 });
     const r = await enforcer.sync([
-      { cidr: '203.0.113.1/32', score: 10 },
-      { cidr: '203.0.113.2/32', score: 30 },
-      { cidr: '203.0.113.3/32', score: 20 },
+      { value: '203.0.113.1/32', score: 10 },
+      { value: '203.0.113.2/32', score: 30 },
+      { value: '203.0.113.3/32', score: 20 },
     ]);
     expect(r).toEqual({ enforced: 2, cut: 1 });
     expect(await enforcer.list()).toEqual(['203.0.113.2/32', '203.0.113.3/32']);
@@ -61,9 +61,9 @@ describe('dry-run enforcer', () => {
 
   it('a new instance starts from what the file holds (a restarted agent still owns its rules)', async () => {
     const { path, enforcer } = await make();
-    await enforcer.sync([{ cidr: '203.0.113.1/32', score: 10 }]);
+    await enforcer.sync([{ value: '203.0.113.1/32', score: 10 }]);
     const again = await dryRunEnforcer.create(DryRunConfig.parse({ active: true, path }), { log: pino({ level: 'silent' }) });
-    await again.apply({ add: [{ cidr: '203.0.113.2/32', score: 5 }], remove: [] });
+    await again.apply({ add: [{ value: '203.0.113.2/32', score: 5 }], remove: [] });
     expect(await again.list()).toEqual(['203.0.113.1/32', '203.0.113.2/32']);
   });
 });

@@ -43,7 +43,7 @@ describe('enforcer-haproxy config', () => {
         HaproxyConfig.parse({ active: true, lb_logs: acl, lb_reload_command: `cp ${acl} ${dir}/reloaded` }),
         { log: silent },
       );
-      await e.sync([{ cidr: '203.0.113.7/32', score: 1 }, { cidr: '10.1.0.0/16', score: 2 }]);
+      await e.sync([{ value: '203.0.113.7/32', score: 1 }, { value: '10.1.0.0/16', score: 2 }]);
       const expected = '# rampart block list for "acl ... src -f"; replaced atomically\n10.1.0.0/16\n203.0.113.7\n';
       expect(await readFile(join(dir, 'reloaded'), 'utf8')).toBe(expected);
       expect(await e.list()).toEqual(['10.1.0.0/16', '203.0.113.7/32']);
@@ -68,15 +68,15 @@ describe.skipIf(skip)('enforcer-haproxy against a real HAProxy', () => {
   it('denies a listed client with 403 through the runtime API, others get 200', async () => {
     expect(await e.healthcheck()).toEqual({ ok: true });
     expect(await statusFrom(h.port, '127.0.0.2')).toBe(200);
-    await e.sync([{ cidr: '127.0.0.2/32', score: 9 }, { cidr: '198.51.100.0/24', score: 3 }]);
+    await e.sync([{ value: '127.0.0.2/32', score: 9 }, { value: '198.51.100.0/24', score: 3 }]);
     // No reload: the runtime API changed HAProxy's memory, and the file matches for restarts.
     expect(await statusFrom(h.port, '127.0.0.2')).toBe(403);
     expect(await statusFrom(h.port, '127.0.0.1')).toBe(200);
     expect(parseShowAcl((await runtimeCommands(h.socket, [`show acl ${h.acl}`]))[0]!)).toEqual(['127.0.0.2/32', '198.51.100.0/24']);
     expect(await readFile(h.acl, 'utf8')).toContain('\n127.0.0.2\n198.51.100.0/24\n');
 
-    await e.apply({ add: [{ cidr: '127.0.0.0/30', score: 5 }], remove: ['127.0.0.2/32'] });
-    await e.apply({ add: [{ cidr: '127.0.0.0/30', score: 5 }], remove: ['127.0.0.2/32'] });
+    await e.apply({ add: [{ value: '127.0.0.0/30', score: 5 }], remove: ['127.0.0.2/32'] });
+    await e.apply({ add: [{ value: '127.0.0.0/30', score: 5 }], remove: ['127.0.0.2/32'] });
     expect(await statusFrom(h.port, '127.0.0.1')).toBe(403);
     expect(await statusFrom(h.port, '127.0.0.9')).toBe(200);
     // HAProxy keeps duplicate patterns; the second apply must not have added one.
@@ -94,12 +94,12 @@ describe.skipIf(skip)('enforcer-haproxy against a real HAProxy', () => {
   });
 
   it('swaps in a list larger than one connection batch, and diffs across batches', async () => {
-    const many = Array.from({ length: 12_000 }, (_, i) => ({ cidr: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}/32`, score: i }));
+    const many = Array.from({ length: 12_000 }, (_, i) => ({ value: `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}/32`, score: i }));
     expect(await e.sync(many)).toEqual({ enforced: 12_000, cut: 0 });
     const shown = (await runtimeCommands(h.socket, [`show acl ${h.acl}`]))[0]!;
     expect(parseShowAcl(shown)).toHaveLength(12_000);
-    await e.apply({ add: [], remove: many.slice(0, 6_000).map((m) => m.cidr) });
-    expect(await e.list()).toEqual(many.slice(6_000).map((m) => m.cidr));
+    await e.apply({ add: [], remove: many.slice(0, 6_000).map((m) => m.value) });
+    expect(await e.list()).toEqual(many.slice(6_000).map((m) => m.value));
     await e.withdraw();
   });
 

@@ -39,7 +39,7 @@ export type HaproxyConfig = z.infer<typeof HaproxyConfig>;
 /** A pattern file for `acl <name> src -f <file>`: one address or network per line. */
 export const aclFileFormat = {
   render(entries: BlockEntry[]): string {
-    return ['# rampart block list for "acl ... src -f"; replaced atomically', ...entries.map((e) => cidrToListForm(e.cidr)), ''].join('\n');
+    return ['# rampart block list for "acl ... src -f"; replaced atomically', ...entries.map((e) => cidrToListForm(e.value)), ''].join('\n');
   },
   parse: (text: string) => parseCidrLines(text),
 };
@@ -74,13 +74,13 @@ function runtimeAcl(socket: string, acl: string, timeoutMs: number) {
       const version = /New version created: (\d+)/.exec(created!)?.[1];
       if (!version) throw new HaproxyRuntimeError(`prepare acl failed: ${created!.slice(0, 300)}`);
       for (const part of chunks(entries)) {
-        await runtimeSilent(socket, part.map((e) => `add acl @${version} ${acl} ${cidrToListForm(e.cidr)}`), timeoutMs, signal);
+        await runtimeSilent(socket, part.map((e) => `add acl @${version} ${acl} ${cidrToListForm(e.value)}`), timeoutMs, signal);
       }
       await runtimeSilent(socket, [`commit acl @${version} ${acl}`], timeoutMs, signal);
     },
     async converge(entries: BlockEntry[], signal?: AbortSignal): Promise<void> {
       const live = new Set(await show(signal));
-      const want = new Set(entries.map((e) => e.cidr));
+      const want = new Set(entries.map((e) => e.value));
       const commands = [
         ...[...live].filter((c) => !want.has(c)).map((c) => `del acl ${acl} ${cidrToListForm(c)}`),
         ...[...want].filter((c) => !live.has(c)).map((c) => `add acl ${acl} ${cidrToListForm(c)}`),

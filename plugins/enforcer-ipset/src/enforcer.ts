@@ -145,7 +145,7 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
   async function seed(signal?: AbortSignal): Promise<void> {
     if (seeded) return;
     const live = (await readSet(signal)) ?? [];
-    set.replace(live.map((cidr) => ({ cidr, score: 0 })));
+    set.replace(live.map((cidr) => ({ value: cidr, score: 0 })));
     seeded = true;
   }
 

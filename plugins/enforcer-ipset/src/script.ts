@@ -48,13 +48,13 @@ export function saveScript(layout: IpsetLayout, cidrs: readonly string[]): strin
 }
 
 export function diffBatches(layout: IpsetLayout, added: readonly string[], removed: readonly string[], batchSize: number): string[] {
-  const ops = [...removed.map((cidr) => ({ verb: 'del', cidr })), ...added.map((cidr) => ({ verb: 'add', cidr }))];
+  const ops = [...removed.map((cidr) => ({ verb: 'del', value: cidr })), ...added.map((cidr) => ({ verb: 'add', value: cidr }))];
   const out: string[] = [];
   for (let i = 0; i < ops.length; i += batchSize) {
     out.push(
       ops
         .slice(i, i + batchSize)
-        .map((op) => `${op.verb} ${layout.set} ${op.cidr} -exist\n`)
+        .map((op) => `${op.verb} ${layout.set} ${op.value} -exist\n`)
         .join(''),
     );
   }

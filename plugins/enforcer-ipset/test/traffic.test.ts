@@ -43,7 +43,7 @@ describe.skipIf(skipWithoutIpset('ipset traffic'))('ipset enforcer drops traffic
   });
 
   it('puts the drop rule first in INPUT, FORWARD and DOCKER-USER and sizes the set', async () => {
-    expect(await enforcer.sync([{ cidr: `${LISTED}/32`, score: 800 }, { cidr: '192.0.2.0/24', score: 500 }])).toEqual({ enforced: 2, cut: 0 });
+    expect(await enforcer.sync([{ value: `${LISTED}/32`, score: 800 }, { value: '192.0.2.0/24', score: 500 }])).toEqual({ enforced: 2, cut: 0 });
     for (const chain of ['INPUT', 'FORWARD', 'DOCKER-USER']) {
       expect((await iptablesS(chain)).split('\n')[1]).toBe(`-A ${chain} ${RULE}`);
     }
@@ -57,9 +57,9 @@ describe.skipIf(skipWithoutIpset('ipset traffic'))('ipset enforcer drops traffic
   });
 
   it('after a diff, the newly listed source is dropped and the removed one passes', async () => {
-    await enforcer.apply({ add: [{ cidr: `${UNLISTED}/32`, score: 900 }], remove: [`${LISTED}/32`] });
+    await enforcer.apply({ add: [{ value: `${UNLISTED}/32`, score: 900 }], remove: [`${LISTED}/32`] });
     expect(await net.reachability([LISTED])).toEqual(net.expectOpen([LISTED]));
-    await enforcer.apply({ add: [{ cidr: `${LISTED}/32`, score: 800 }], remove: [`${UNLISTED}/32`] });
+    await enforcer.apply({ add: [{ value: `${LISTED}/32`, score: 800 }], remove: [`${UNLISTED}/32`] });
     expect(await net.reachability([UNLISTED])).toEqual(net.expectOpen([UNLISTED]));
   });
 

@@ -87,7 +87,7 @@ export function createAddressListEnforcer(o: AddressListOptions): Enforcer {
     // Fill a list no drop rule points at, so that nothing enforced is emptied on the way.
     const referenced = new Set(rules.map((r) => r.list));
     const next = lists.find((l) => !referenced.has(l)) ?? lists[0];
-    await run([ros.clearList(next), ...entries.map((e) => ros.add(next, e.cidr))], signal);
+    await run([ros.clearList(next), ...entries.map((e) => ros.add(next, e.value))], signal);
     const missing = o.chains.filter((c) => !rules.some((r) => r.chain === c));
     if (missing.length > 0) {
       // New rules go to the top of the chain, unless the chain has no rule at all.
@@ -131,11 +131,11 @@ export function createAddressListEnforcer(o: AddressListOptions): Enforcer {
       if (!active) return replace(signal);
       const { entries, cut } = kept();
       const live = new Set(await readList(active, signal));
-      const want = new Set(entries.map((e) => e.cidr));
+      const want = new Set(entries.map((e) => e.value));
       await run(
         [
           ...[...live].filter((c) => !want.has(c)).map((c) => ros.remove(active, c)),
-          ...entries.filter((e) => !live.has(e.cidr)).map((e) => ros.add(active, e.cidr)),
+          ...entries.filter((e) => !live.has(e.value)).map((e) => ros.add(active, e.value)),
         ],
         signal,
       );
@@ -143,7 +143,7 @@ export function createAddressListEnforcer(o: AddressListOptions): Enforcer {
     },
     list,
     async reconcile(signal?: AbortSignal): Promise<ReconcileResult> {
-      const want = kept().entries.map((e) => e.cidr);
+      const want = kept().entries.map((e) => e.value);
       const live = sortCidrs(await list(signal));
       const drifted = live.length !== want.length || live.some((c, i) => c !== want[i]);
       if (!drifted) return { enforced: want.length, cut: kept().cut, drifted };

@@ -67,7 +67,7 @@ describe('enforcer-mikrotik against an SSH RouterOS stand-in', () => {
     router.state.rules.push({ id: 1, chain: 'input', action: 'accept', srcList: '', comment: 'established' });
     const e = await mikrotikEnforcer.create(config(router), { log: silent });
     expect(await e.healthcheck()).toEqual({ ok: true });
-    await e.sync([{ cidr: '203.0.113.7/32', score: 9 }, { cidr: '198.51.100.0/24', score: 5 }]);
+    await e.sync([{ value: '203.0.113.7/32', score: 9 }, { value: '198.51.100.0/24', score: 5 }]);
     // Drop rules created above the operator's rule, pointing at list a.
     expect(router.state.rules.map((r) => `${r.chain}:${r.action}:${r.srcList}`)).toEqual([
       'forward:drop:rampart-a',
@@ -76,13 +76,13 @@ describe('enforcer-mikrotik against an SSH RouterOS stand-in', () => {
     ]);
     expect(sorted(router.enforced())).toEqual(['198.51.100.0/24', '203.0.113.7/32']);
 
-    await e.sync([{ cidr: '192.0.2.1/32', score: 1 }]);
+    await e.sync([{ value: '192.0.2.1/32', score: 1 }]);
     expect(router.state.rules.filter((r) => r.action === 'drop').map((r) => r.srcList)).toEqual(['rampart-b', 'rampart-b']);
     expect(router.state.lists.has('rampart-a')).toBe(false);
     expect(router.enforced()).toEqual(['192.0.2.1/32']);
 
     const before = router.state.execs.length;
-    const diff = { add: [{ cidr: '192.0.2.2/32', score: 3 }, { cidr: '10.0.0.0/8', score: 4 }], remove: ['192.0.2.1/32'] };
+    const diff = { add: [{ value: '192.0.2.2/32', score: 3 }, { value: '10.0.0.0/8', score: 4 }], remove: ['192.0.2.1/32'] };
     await e.apply(diff);
     const sent = router.state.execs.slice(before);
     expect(sent.at(-1)).toBe(
@@ -119,7 +119,7 @@ describe('enforcer-mikrotik against an SSH RouterOS stand-in', () => {
     const e = await mikrotikEnforcer.create(config(router), { log: silent });
     expect(await e.list()).toEqual([]); // incomplete rules: nothing counts as enforced
     const start = router.state.execs.length;
-    await e.sync([{ cidr: '192.0.2.50/32', score: 2 }, { cidr: '192.0.2.51/32', score: 1 }]);
+    await e.sync([{ value: '192.0.2.50/32', score: 2 }, { value: '192.0.2.51/32', score: 1 }]);
     const sent = router.state.execs.slice(start).join('\n').split('\n');
     const repoint = sent.indexOf('/ip firewall filter set [find comment="rampart-drop"] src-address-list=rampart-b');
     const clearA = sent.indexOf('/ip firewall address-list remove [find list="rampart-a"]');
@@ -134,10 +134,10 @@ describe('enforcer-mikrotik against an SSH RouterOS stand-in', () => {
 
   it('reconnects after the router drops the connection', async () => {
     const e = await mikrotikEnforcer.create(config(router), { log: silent });
-    await e.sync([{ cidr: '192.0.2.60/32', score: 1 }]);
+    await e.sync([{ value: '192.0.2.60/32', score: 1 }]);
     router.disconnectAll();
     await waitFor(async () => (await e.healthcheck()).ok, 'the enforcer to reconnect');
-    await e.apply({ add: [{ cidr: '192.0.2.61/32', score: 1 }], remove: [] });
+    await e.apply({ add: [{ value: '192.0.2.61/32', score: 1 }], remove: [] });
     expect(await e.list()).toEqual(['192.0.2.60/32', '192.0.2.61/32']);
     await e.withdraw();
     await e.close();
@@ -171,7 +171,7 @@ describe('enforcer-mikrotik against an SSH RouterOS stand-in', () => {
     const e = await mikrotikEnforcer.create(config(router), { log: silent });
     router.state.readOnly = true;
     try {
-      await expect(e.sync([{ cidr: '192.0.2.9/32', score: 1 }])).rejects.toMatchObject({
+      await expect(e.sync([{ value: '192.0.2.9/32', score: 1 }])).rejects.toMatchObject({
         code: 'ROUTEROS_COMMAND_FAILED',
         detail: 'failure: not enough permissions (9)',
       });

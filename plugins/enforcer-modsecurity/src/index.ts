@@ -26,7 +26,7 @@ export type ModSecurityConfig = z.infer<typeof ModSecurityConfig>;
  */
 export const ipMatchFileFormat = {
   render(entries: BlockEntry[]): string {
-    return ['# rampart block list for @ipMatchFromFile; replaced atomically', ...entries.map((e) => cidrToListForm(e.cidr)), ''].join('\n');
+    return ['# rampart block list for @ipMatchFromFile; replaced atomically', ...entries.map((e) => cidrToListForm(e.value)), ''].join('\n');
   },
   parse: (text: string) => parseCidrLines(text),
 };

@@ -77,13 +77,13 @@ describe.skipIf(skip)('enforcer-modsecurity against nginx + libmodsecurity', () 
 
   it('the README rule denies a listed client with 403 and lets others through', async () => {
     expect(await statusFrom(server.port, '127.0.0.2')).toBe(200);
-    await enforcer.sync([{ cidr: '127.0.0.2/32', score: 80 }, { cidr: '198.51.100.0/24', score: 20 }]);
+    await enforcer.sync([{ value: '127.0.0.2/32', score: 80 }, { value: '198.51.100.0/24', score: 20 }]);
     expect(await readFile(join(server.dir, 'blocklist.txt'), 'utf8')).toBe(
       '# rampart block list for @ipMatchFromFile; replaced atomically\n127.0.0.2\n198.51.100.0/24\n',
     );
     await waitFor(async () => (await statusFrom(server.port, '127.0.0.2')) === 403, 'the listed client to get 403');
     expect(await statusFrom(server.port, '127.0.0.1')).toBe(200);
-    await enforcer.apply({ add: [{ cidr: '127.0.0.0/30', score: 50 }], remove: ['127.0.0.2/32'] });
+    await enforcer.apply({ add: [{ value: '127.0.0.0/30', score: 50 }], remove: ['127.0.0.2/32'] });
     await waitFor(async () => (await statusFrom(server.port, '127.0.0.1')) === 403, 'the listed network to get 403');
     expect(await statusFrom(server.port, '127.0.0.9')).toBe(200);
     await enforcer.withdraw();

@@ -52,13 +52,13 @@ describe.skipIf(skipWithoutNft('nftables bridge traffic'))('nftables bridge enfo
   });
 
   it('drops a listed source crossing the bridge, passes an unlisted one', async () => {
-    expect(await enforcer.sync([{ cidr: `${LISTED}/32`, score: 800 }])).toEqual({ enforced: 1, cut: 0 });
+    expect(await enforcer.sync([{ value: `${LISTED}/32`, score: 800 }])).toEqual({ enforced: 1, cut: 0 });
     expect((await lab.exec(bridge, ['nft', 'list', 'tables'])).stdout).toBe('table bridge rampart\n');
     expect(await reachability([UNLISTED])).toEqual(expectOpen([UNLISTED]));
   });
 
   it('after a diff, the newly listed network is dropped and the removed address passes', async () => {
-    await enforcer.apply({ add: [{ cidr: '198.51.100.16/28', score: 500 }], remove: [`${LISTED}/32`] });
+    await enforcer.apply({ add: [{ value: '198.51.100.16/28', score: 500 }], remove: [`${LISTED}/32`] });
     expect(await reachability([LISTED])).toEqual(expectOpen([LISTED]));
   });
 

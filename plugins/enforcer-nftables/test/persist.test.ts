@@ -37,7 +37,7 @@ describe.skipIf(skipWithoutNft('nftables acl and reload'))('nftables acl file, r
       nftablesEnforcer.configSchema.parse({ active: true, acl, reload_command: 'echo no >&2; exit 3', options: { netns: ns } }),
       { log },
     );
-    await expect(enforcer.sync([{ cidr: '192.0.2.1', score: 1 }])).rejects.toMatchObject({ code: 'ENFORCER_COMMAND_FAILED', exitCode: 3 });
+    await expect(enforcer.sync([{ value: '192.0.2.1', score: 1 }])).rejects.toMatchObject({ code: 'ENFORCER_COMMAND_FAILED', exitCode: 3 });
     expect(await enforcer.list()).toEqual(['192.0.2.1/32']);
     expect(await readFile(acl, 'utf8')).toContain('elements = { 192.0.2.1 }');
     await enforcer.withdraw().catch(() => undefined);
@@ -46,7 +46,7 @@ describe.skipIf(skipWithoutNft('nftables acl and reload'))('nftables acl file, r
   it('withdraw leaves an acl file that only deletes the table', async () => {
     const acl = join(dir, 'b.nft');
     const enforcer = await nftablesEnforcer.create(nftablesEnforcer.configSchema.parse({ active: true, acl, options: { netns: ns } }), { log });
-    await enforcer.sync([{ cidr: '192.0.2.1', score: 1 }]);
+    await enforcer.sync([{ value: '192.0.2.1', score: 1 }]);
     await enforcer.withdraw();
     expect(await readFile(acl, 'utf8')).toBe('table inet rampart {}\ndelete table inet rampart\n');
   });
@@ -54,10 +54,10 @@ describe.skipIf(skipWithoutNft('nftables acl and reload'))('nftables acl file, r
   it('logs the cut once when the capacity binds, and counts it', async () => {
     warnings.length = 0;
     const enforcer = await nftablesEnforcer.create(nftablesEnforcer.configSchema.parse({ active: true, options: { netns: ns, capacity: 2 } }), { log });
-    const entries = [1, 2, 3, 4].map((i) => ({ cidr: `192.0.2.${i}`, score: i }));
+    const entries = [1, 2, 3, 4].map((i) => ({ value: `192.0.2.${i}`, score: i }));
     expect(await enforcer.sync(entries)).toEqual({ enforced: 2, cut: 2 });
-    expect(await enforcer.apply({ add: [{ cidr: '192.0.2.9', score: 0 }], remove: [] })).toEqual({ enforced: 2, cut: 3 });
-    expect(await enforcer.apply({ add: [{ cidr: '192.0.2.9', score: 0 }], remove: [] })).toEqual({ enforced: 2, cut: 3 });
+    expect(await enforcer.apply({ add: [{ value: '192.0.2.9', score: 0 }], remove: [] })).toEqual({ enforced: 2, cut: 3 });
+    expect(await enforcer.apply({ add: [{ value: '192.0.2.9', score: 0 }], remove: [] })).toEqual({ enforced: 2, cut: 3 });
     expect(warnings.filter((w) => w.msg === 'capacity reached; lowest scores cut').map((w) => w.obj)).toEqual([
       { cut: 2, capacity: 2 },
       { cut: 3, capacity: 2 },

@@ -39,20 +39,20 @@ describe.skipIf(skipWithoutNft('nftables traffic'))('nftables enforcer drops tra
   });
 
   it('drops a listed source on input and forward, passes an unlisted one', async () => {
-    expect(await enforcer.sync([{ cidr: `${LISTED}/32`, score: 800 }, { cidr: '192.0.2.0/24', score: 500 }])).toEqual({ enforced: 2, cut: 0 });
+    expect(await enforcer.sync([{ value: `${LISTED}/32`, score: 800 }, { value: '192.0.2.0/24', score: 500 }])).toEqual({ enforced: 2, cut: 0 });
     expect(await net.reachability([UNLISTED])).toEqual(net.expectOpen([UNLISTED]));
   });
 
   it('after a diff, the newly listed source is dropped and the removed one passes', async () => {
-    await enforcer.apply({ add: [{ cidr: `${UNLISTED}/32`, score: 900 }], remove: [`${LISTED}/32`] });
+    await enforcer.apply({ add: [{ value: `${UNLISTED}/32`, score: 900 }], remove: [`${LISTED}/32`] });
     expect(await net.reachability([LISTED])).toEqual(net.expectOpen([LISTED]));
   });
 
   it('a network entry drops every address inside it', async () => {
-    await enforcer.apply({ add: [{ cidr: '198.51.100.0/28', score: 300 }], remove: [`${UNLISTED}/32`] });
+    await enforcer.apply({ add: [{ value: '198.51.100.0/28', score: 300 }], remove: [`${UNLISTED}/32`] });
     // .10 is inside 198.51.100.0/28, .20 is not.
     expect(await net.reachability([UNLISTED])).toEqual(net.expectOpen([UNLISTED]));
-    await enforcer.apply({ add: [{ cidr: `${LISTED}/32`, score: 800 }], remove: ['198.51.100.0/28'] });
+    await enforcer.apply({ add: [{ value: `${LISTED}/32`, score: 800 }], remove: ['198.51.100.0/28'] });
   });
 
   it('after `nft flush ruleset` traffic passes until reconcile re-asserts the list', async () => {

@@ -25,7 +25,7 @@ export type NginxConfig = z.infer<typeof NginxConfig>;
 /** Lines of an nginx `geo` block: `203.0.113.7 1;`, `198.51.100.0/24 1;`. */
 export const geoFormat = {
   render(entries: BlockEntry[]): string {
-    return ['# rampart block list, included in a geo block; replaced atomically', ...entries.map((e) => `${cidrToListForm(e.cidr)} 1;`), ''].join('\n');
+    return ['# rampart block list, included in a geo block; replaced atomically', ...entries.map((e) => `${cidrToListForm(e.value)} 1;`), ''].join('\n');
   },
   parse: (text: string) => parseCidrLines(text, (line) => line.split(/\s+/)[0] ?? ''),
 };

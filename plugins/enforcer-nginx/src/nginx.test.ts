@@ -56,14 +56,14 @@ describe.skipIf(skip)('enforcer-nginx against a real nginx', () => {
 
   it('answers 403 to a listed client and 200 to others, before and after a diff', async () => {
     expect(await listed()).toBe(200);
-    await setup.enforcer.sync([{ cidr: '127.0.0.2/32', score: 90 }, { cidr: '203.0.113.0/24', score: 10 }]);
+    await setup.enforcer.sync([{ value: '127.0.0.2/32', score: 90 }, { value: '203.0.113.0/24', score: 10 }]);
     expect(await readFile(setup.file, 'utf8')).toBe(
       '# rampart block list, included in a geo block; replaced atomically\n127.0.0.2 1;\n203.0.113.0/24 1;\n',
     );
     await waitFor(async () => (await listed()) === 403, 'the listed client to get 403');
     expect(await other()).toBe(200);
 
-    await setup.enforcer.apply({ add: [{ cidr: '127.0.0.0/30', score: 50 }], remove: ['127.0.0.2/32'] });
+    await setup.enforcer.apply({ add: [{ value: '127.0.0.0/30', score: 50 }], remove: ['127.0.0.2/32'] });
     await waitFor(async () => (await other()) === 403, 'the newly listed network to get 403');
     expect(await statusFrom(setup.server.port, '127.0.0.5')).toBe(200);
 
@@ -72,7 +72,7 @@ describe.skipIf(skip)('enforcer-nginx against a real nginx', () => {
   });
 
   it('keeps serving the old list when the config test fails', async () => {
-    await setup.enforcer.sync([{ cidr: '127.0.0.2/32', score: 90 }]);
+    await setup.enforcer.sync([{ value: '127.0.0.2/32', score: 90 }]);
     // Under load, workers of the previous configuration may still answer for a while: wait
     // until several answers in a row come from the new list before breaking the next reload.
     const steadily403 = async () => {

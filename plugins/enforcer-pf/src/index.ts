@@ -49,7 +49,7 @@ export function defaultPfReloadCommand(table: string, file: string): string {
 /** One address or network per line: the format `pfctl -T replace -f` and `table <t> file` read. */
 export const pfTableFormat = {
   render(entries: BlockEntry[]): string {
-    return ['# rampart block list; replaced atomically, do not edit', ...entries.map((e) => cidrToListForm(e.cidr)), ''].join('\n');
+    return ['# rampart block list; replaced atomically, do not edit', ...entries.map((e) => cidrToListForm(e.value)), ''].join('\n');
   },
   parse: (text: string) => parseCidrLines(text),
 };

@@ -53,8 +53,8 @@ describe('enforcer-pf', () => {
     expect(defaultPfReloadCommand('rampart', cfg.RMP_ips_txt)).toBe(`pfctl -t rampart -T replace -f '${dir}/pf table.txt'`);
     const e = await pfEnforcer.create(cfg, { log: silent });
     await e.sync([
-      { cidr: '203.0.113.7/32', score: 80 },
-      { cidr: '198.51.100.0/24', score: 60 },
+      { value: '203.0.113.7/32', score: 80 },
+      { value: '198.51.100.0/24', score: 60 },
     ]);
     const expected = '# rampart block list; replaced atomically, do not edit\n198.51.100.0/24\n203.0.113.7\n';
     expect(await readFile(cfg.RMP_ips_txt, 'utf8')).toBe(expected);
@@ -66,7 +66,7 @@ describe('enforcer-pf', () => {
     // The same diff twice: one write, one reload.
     const calls = async () => (await readFile(join(dir, 'pfctl.calls'), 'utf8')).split('\n').filter(Boolean).length;
     const before = await calls();
-    const diff = { add: [{ cidr: '192.0.2.1/32', score: 90 }], remove: ['198.51.100.0/24'] };
+    const diff = { add: [{ value: '192.0.2.1/32', score: 90 }], remove: ['198.51.100.0/24'] };
     await e.apply(diff);
     await e.apply(diff);
     expect(await calls()).toBe(before + 1);
@@ -80,7 +80,7 @@ describe('enforcer-pf', () => {
   it('runs a configured command verbatim and fails loudly when it fails', async () => {
     const cfg = config({ pflist_reload_command: `echo custom > '${dir}/custom.out'`, RMP_ips_txt: join(dir, 'custom.txt') });
     const e = await pfEnforcer.create(cfg, { log: silent });
-    await e.sync([{ cidr: '192.0.2.5/32', score: 1 }]);
+    await e.sync([{ value: '192.0.2.5/32', score: 1 }]);
     expect(await readFile(join(dir, 'custom.out'), 'utf8')).toBe('custom\n');
     const failing = await pfEnforcer.create(config({ pflist_reload_command: 'echo nope >&2; exit 3' }), { log: silent });
     await expect(failing.sync([])).rejects.toMatchObject({ code: 'ENFORCER_COMMAND_FAILED', exitCode: 3, stderr: 'nope\n' });
@@ -89,9 +89,9 @@ describe('enforcer-pf', () => {
   it('caps at table_entries_limit keeping the highest scores', async () => {
     const e = await pfEnforcer.create(config({ options: { table_entries_limit: 2 } }), { log: silent });
     const r = await e.sync([
-      { cidr: '192.0.2.1/32', score: 5 },
-      { cidr: '192.0.2.2/32', score: 50 },
-      { cidr: '192.0.2.3/32', score: 40 },
+      { value: '192.0.2.1/32', score: 5 },
+      { value: '192.0.2.2/32', score: 50 },
+      { value: '192.0.2.3/32', score: 40 },
     ]);
     expect(r).toEqual({ enforced: 2, cut: 1 });
     expect(e.capacity).toBe(2);
@@ -104,7 +104,7 @@ describe('enforcer-pf', () => {
   it('re-asserts the file when someone else changed it', async () => {
     const cfg = config({ RMP_ips_txt: join(dir, 'drift.txt') });
     const e = await pfEnforcer.create(cfg, { log: silent });
-    await e.sync([{ cidr: '192.0.2.7/32', score: 3 }]);
+    await e.sync([{ value: '192.0.2.7/32', score: 3 }]);
     expect(await e.reconcile!()).toEqual({ enforced: 1, cut: 0, drifted: false });
     await writeFile(cfg.RMP_ips_txt, '');
     expect(await e.list()).toEqual([]);

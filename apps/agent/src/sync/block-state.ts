@@ -211,7 +211,7 @@ export function diffKeySets(from: KeySet, to: KeySet): Diff {
       remove.push(keyCidr(a));
       i++;
     } else {
-      add.push({ cidr: keyCidr(b), score: to.ranks[j]! });
+      add.push({ value: keyCidr(b), score: to.ranks[j]! });
       j++;
     }
   }
@@ -220,7 +220,7 @@ export function diffKeySets(from: KeySet, to: KeySet): Diff {
 
 export function toEntries(set: KeySet): BlockEntry[] {
   const out: BlockEntry[] = new Array(set.keys.length);
-  for (let i = 0; i < set.keys.length; i++) out[i] = { cidr: keyCidr(set.keys[i]!), score: set.ranks[i]! };
+  for (let i = 0; i < set.keys.length; i++) out[i] = { value: keyCidr(set.keys[i]!), score: set.ranks[i]! };
   return out;
 }
 

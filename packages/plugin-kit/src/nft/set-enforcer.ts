@@ -104,7 +104,7 @@ export function createNftSetEnforcer(options: NftSetEnforcerOptions, ctx: Enforc
   async function seed(signal?: AbortSignal): Promise<void> {
     if (seeded) return;
     const state = await readTable(signal);
-    const existing = state ? [...state.addrs, ...state.nets].map((cidr) => ({ cidr, score: 0 })) : [];
+    const existing = state ? [...state.addrs, ...state.nets].map((cidr) => ({ value: cidr, score: 0 })) : [];
     set.replace(existing);
     resetNets();
     seeded = true;

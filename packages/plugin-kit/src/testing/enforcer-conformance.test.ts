@@ -13,7 +13,7 @@ function memoryEnforcer(capacity: number, target: Set<string>): Enforcer {
   let committed = new Set<string>();
   const commit = () => {
     const { kept, cut } = desired.withinCapacity(capacity);
-    committed = new Set(kept.map((e) => e.cidr));
+    committed = new Set(kept.map((e) => e.value));
     target.clear();
     for (const cidr of committed) target.add(cidr);
     return { enforced: kept.length, cut };
@@ -57,23 +57,23 @@ describe('DesiredSet', () => {
   it('brings a cut entry back when a higher one is removed', () => {
     const set = new DesiredSet();
     set.replace([
-      { cidr: '192.0.2.1', score: 10 },
-      { cidr: '192.0.2.2', score: 30 },
-      { cidr: '192.0.2.3', score: 20 },
+      { value: '192.0.2.1', score: 10 },
+      { value: '192.0.2.2', score: 30 },
+      { value: '192.0.2.3', score: 20 },
     ]);
-    expect(set.withinCapacity(2)).toEqual({ kept: [{ cidr: '192.0.2.2/32', score: 30 }, { cidr: '192.0.2.3/32', score: 20 }], cut: 1 });
+    expect(set.withinCapacity(2)).toEqual({ kept: [{ value: '192.0.2.2/32', score: 30 }, { value: '192.0.2.3/32', score: 20 }], cut: 1 });
     set.apply({ add: [], remove: ['192.0.2.2/32'] });
     // Nothing cut: kept in insertion order, no sort spent.
-    expect(set.withinCapacity(2)).toEqual({ kept: [{ cidr: '192.0.2.1/32', score: 10 }, { cidr: '192.0.2.3/32', score: 20 }], cut: 0 });
+    expect(set.withinCapacity(2)).toEqual({ kept: [{ value: '192.0.2.1/32', score: 10 }, { value: '192.0.2.3/32', score: 20 }], cut: 0 });
   });
 
   it('counts invalid input and keeps the newest score across calls', () => {
     const set = new DesiredSet();
-    set.replace([{ cidr: '192.0.2.1', score: 10 }, { cidr: '192.0.2.1', score: 40 }, { cidr: '2001:db8::1', score: 5 }, { cidr: '300.1.1.1', score: 5 }]);
+    set.replace([{ value: '192.0.2.1', score: 10 }, { value: '192.0.2.1', score: 40 }, { value: '2001:db8::1', score: 5 }, { value: '300.1.1.1', score: 5 }]);
     expect(set.invalid).toBe(2);
-    expect(set.entries()).toEqual([{ cidr: '192.0.2.1/32', score: 40 }]);
-    set.apply({ add: [{ cidr: '192.0.2.1/32', score: 15 }], remove: ['nonsense'] });
+    expect(set.entries()).toEqual([{ value: '192.0.2.1/32', score: 40 }]);
+    set.apply({ add: [{ value: '192.0.2.1/32', score: 15 }], remove: ['nonsense'] });
     expect(set.invalid).toBe(1);
-    expect(set.entries()).toEqual([{ cidr: '192.0.2.1/32', score: 15 }]);
+    expect(set.entries()).toEqual([{ value: '192.0.2.1/32', score: 15 }]);
   });
 });

@@ -38,17 +38,17 @@ export interface ConformanceSettings {
 export function conformanceAddresses(count: number, offset = 0): BlockEntry[] {
   return Array.from({ length: count }, (_, i) => {
     const n = i + offset;
-    return { cidr: `198.${18 + ((n >> 16) & 1)}.${(n >> 8) & 255}.${n & 255}/32`, score: 100 + (n % 900) };
+    return { value: `198.${18 + ((n >> 16) & 1)}.${(n >> 8) & 255}.${n & 255}/32`, score: 100 + (n % 900) };
   });
 }
 
 const NETWORKS: BlockEntry[] = [
-  { cidr: '10.0.0.0/8', score: 500 },
-  { cidr: '172.16.4.0/22', score: 400 },
-  { cidr: '192.0.2.0/25', score: 300 },
-  { cidr: '192.0.2.128/25', score: 300 },
-  { cidr: '203.0.113.8/31', score: 200 },
-  { cidr: '203.0.113.77/32', score: 100 },
+  { value: '10.0.0.0/8', score: 500 },
+  { value: '172.16.4.0/22', score: 400 },
+  { value: '192.0.2.0/25', score: 300 },
+  { value: '192.0.2.128/25', score: 300 },
+  { value: '203.0.113.8/31', score: 200 },
+  { value: '203.0.113.77/32', score: 100 },
 ];
 
 /**
@@ -69,11 +69,11 @@ export const EDGE_SPELLINGS: readonly string[] = [
 
 /** What `list()` must return after the desired set `entries` at `capacity`. */
 function expected(entries: BlockEntry[], capacity = Infinity): string[] {
-  return sortCidrs(keepTop(entries, capacity).kept.map((e) => e.cidr));
+  return sortCidrs(keepTop(entries, capacity).kept.map((e) => e.value));
 }
 
 function cidrsOf(entries: BlockEntry[]): string[] {
-  return sortCidrs(entries.map((e) => canonicalCidr(e.cidr)!));
+  return sortCidrs(entries.map((e) => canonicalCidr(e.value)!));
 }
 
 type Body = (subject: ConformanceSubject, ctx: TestContext) => Promise<void>;
@@ -127,7 +127,7 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       controller.abort(new Error('conformance: aborted'));
       const { signal } = controller;
       await expect(enforcer.sync(conformanceAddresses(5, 300), signal)).rejects.toThrow();
-      await expect(enforcer.apply({ add: conformanceAddresses(2, 400), remove: [start[0]!.cidr] }, signal)).rejects.toThrow();
+      await expect(enforcer.apply({ add: conformanceAddresses(2, 400), remove: [start[0]!.value] }, signal)).rejects.toThrow();
       await expect(enforcer.withdraw(signal)).rejects.toThrow();
       await expect(enforcer.list(signal)).rejects.toThrow();
       expect(await enforcer.list()).toEqual(expected(start, enforcer.capacity));
@@ -147,8 +147,8 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       const start = conformanceAddresses(10);
       await enforcer.sync(start);
       const diff: Diff = {
-        add: [...conformanceAddresses(3, 100), { cidr: '192.0.2.0/24', score: 700 }],
-        remove: [start[0]!.cidr, start[5]!.cidr],
+        add: [...conformanceAddresses(3, 100), { value: '192.0.2.0/24', score: 700 }],
+        remove: [start[0]!.value, start[5]!.value],
       };
       const after = [...start.filter((_, i) => i !== 0 && i !== 5), ...diff.add];
       const want = expected(after, enforcer.capacity);
@@ -162,42 +162,42 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       const start = conformanceAddresses(10);
       await enforcer.sync(start);
       const add = conformanceAddresses(bulkSize, 20_000);
-      await enforcer.apply({ add, remove: [start[0]!.cidr] });
+      await enforcer.apply({ add, remove: [start[0]!.value] });
       expect(await enforcer.list()).toEqual(expected([...start.slice(1), ...add], enforcer.capacity));
-      await enforcer.apply({ add: [], remove: add.map((e) => e.cidr) });
+      await enforcer.apply({ add: [], remove: add.map((e) => e.value) });
       expect(await enforcer.list()).toEqual(expected(start.slice(1), enforcer.capacity));
     });
 
     test('duplicates and non-canonical spellings collapse to one entry', {}, async ({ enforcer }) => {
       const result = await enforcer.sync([
-        { cidr: '203.0.113.7', score: 10 },
-        { cidr: '203.0.113.7/32', score: 20 },
-        { cidr: '198.51.100.9/24', score: 30 },
-        { cidr: '198.51.100.0/24', score: 40 },
+        { value: '203.0.113.7', score: 10 },
+        { value: '203.0.113.7/32', score: 20 },
+        { value: '198.51.100.9/24', score: 30 },
+        { value: '198.51.100.0/24', score: 40 },
       ]);
       expect(result).toMatchObject({ enforced: 2, cut: 0 });
       expect(await enforcer.list()).toEqual(['198.51.100.0/24', '203.0.113.7/32']);
       // Adding what is there and removing what is not are both no-ops, not errors.
-      await enforcer.apply({ add: [{ cidr: '203.0.113.7/32', score: 50 }], remove: ['192.0.2.200/32'] });
+      await enforcer.apply({ add: [{ value: '203.0.113.7/32', score: 50 }], remove: ['192.0.2.200/32'] });
       expect(await enforcer.list()).toEqual(['198.51.100.0/24', '203.0.113.7/32']);
     });
 
     test('spellings outside the IPv4 grammar are refused the same way, never enforced', {}, async ({ enforcer }) => {
-      const valid = [{ cidr: '10.0.0.1/32', score: 100 }, { cidr: '198.51.100.0/24', score: 90 }];
-      const result = await enforcer.sync([...valid, ...EDGE_SPELLINGS.map((cidr) => ({ cidr, score: 500 }))]);
+      const valid = [{ value: '10.0.0.1/32', score: 100 }, { value: '198.51.100.0/24', score: 90 }];
+      const result = await enforcer.sync([...valid, ...EDGE_SPELLINGS.map((cidr) => ({ value: cidr, score: 500 }))]);
       const want = expected(valid, enforcer.capacity);
       expect(result).toMatchObject({ enforced: want.length });
       if (result.invalid !== undefined) expect(result.invalid).toBe(EDGE_SPELLINGS.length);
       expect(await enforcer.list()).toEqual(want);
       // Nor does an edge spelling of an enforced entry remove it.
-      await enforcer.apply({ add: EDGE_SPELLINGS.map((cidr) => ({ cidr, score: 500 })), remove: ['010.0.0.1', '10.0.0.1\r', ' 10.0.0.1', '198.51.100.0/024'] });
+      await enforcer.apply({ add: EDGE_SPELLINGS.map((cidr) => ({ value: cidr, score: 500 })), remove: ['010.0.0.1', '10.0.0.1\r', ' 10.0.0.1', '198.51.100.0/024'] });
       expect(await enforcer.list()).toEqual(want);
     });
 
     test('applying the same diff twice changes nothing the second time', {}, async ({ enforcer }) => {
       const start = conformanceAddresses(8);
       await enforcer.sync(start);
-      const diff: Diff = { add: conformanceAddresses(4, 300), remove: [start[1]!.cidr, start[2]!.cidr] };
+      const diff: Diff = { add: conformanceAddresses(4, 300), remove: [start[1]!.value, start[2]!.value] };
       const first = await enforcer.apply(diff);
       const listed = await enforcer.list();
       const second = await enforcer.apply(diff);
@@ -209,22 +209,22 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
     test('networks of every prefix length are enforced and read back as CIDRs', {}, async ({ enforcer }) => {
       await enforcer.sync(NETWORKS);
       expect(await enforcer.list()).toEqual(expected(NETWORKS, enforcer.capacity));
-      await enforcer.apply({ add: [{ cidr: '100.64.0.0/10', score: 1 }], remove: ['192.0.2.0/25'] });
+      await enforcer.apply({ add: [{ value: '100.64.0.0/10', score: 1 }], remove: ['192.0.2.0/25'] });
       expect(await enforcer.list()).toEqual(
-        expected([...NETWORKS.filter((n) => n.cidr !== '192.0.2.0/25'), { cidr: '100.64.0.0/10', score: 1 }], enforcer.capacity),
+        expected([...NETWORKS.filter((n) => n.value !== '192.0.2.0/25'), { value: '100.64.0.0/10', score: 1 }], enforcer.capacity),
       );
     });
 
     test('a capacity cut keeps the highest scores and counts the rest', { capacity: 4 }, async ({ enforcer }) => {
       expect(enforcer.capacity).toBe(4);
       const scores = [50, 700, 10, 300, 900, 20, 600];
-      const desired = scores.map((score, i) => ({ cidr: `192.0.2.${i + 1}/32`, score }));
+      const desired = scores.map((score, i) => ({ value: `192.0.2.${i + 1}/32`, score }));
       expect(await enforcer.sync(desired)).toMatchObject({ enforced: 4, cut: 3 });
       expect(await enforcer.list()).toEqual(cidrsOf(desired.filter((e) => e.score >= 300)));
 
       const full = desired.filter((e) => e.score >= 300);
       await enforcer.sync(full);
-      const diff: Diff = { add: [{ cidr: '192.0.2.100/32', score: 1000 }, { cidr: '192.0.2.101/32', score: 5 }], remove: [] };
+      const diff: Diff = { add: [{ value: '192.0.2.100/32', score: 1000 }, { value: '192.0.2.101/32', score: 5 }], remove: [] };
       expect(await enforcer.apply(diff)).toMatchObject({ enforced: 4, cut: 2 });
       expect(await enforcer.list()).toEqual(['192.0.2.2/32', '192.0.2.5/32', '192.0.2.7/32', '192.0.2.100/32']);
     });
@@ -243,7 +243,7 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       if (!subject.disturb) return ctx.skip('the factory cannot disturb this target');
       const { enforcer } = subject;
       const desired = [...conformanceAddresses(6), ...NETWORKS.slice(0, 2)];
-      const extra = { cidr: '198.51.100.50/32', score: 999 };
+      const extra = { value: '198.51.100.50/32', score: 999 };
       const whole = expected([...desired, extra], enforcer.capacity);
       await enforcer.sync(desired);
       await subject.disturb();
