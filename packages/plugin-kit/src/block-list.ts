@@ -1,10 +1,10 @@
 import { canonicalIpv4Cidr, compareIpv4, ipv4Key, ipv4ListForm } from '@rampart/contracts';
-import type { BlockEntry, Diff } from './enforcer.ts';
+import type { BlockEntry } from './enforcer.ts';
 
 /*
  * Helpers every list-shaped enforcer needs: canonical IPv4 CIDRs (the grammar is
  * @rampart/contracts' IPv4 module, the one every side shares), the capacity cut (keep the
- * highest live scores) and an in-memory table of what an enforcer owns with its scores.
+ * highest live scores: `keepTop`, the conformance suite's oracle for the engine's own cut).
  */
 
 /** `203.0.113.7` → `203.0.113.7/32`, `198.51.100.9/24` → `198.51.100.0/24`; undefined if not IPv4. */
@@ -67,46 +67,4 @@ export function keepTop(entries: Iterable<BlockEntry>, capacity: number): { kept
   all.sort((a, b) => b.score - a.score || compareCidrs(a.value, b.value));
   const kept = sortEntries(all.slice(0, Math.max(0, capacity)));
   return { kept, cut: all.length - kept.length };
-}
-
-/** What an enforcer owns, with scores, so that a diff can be capped like a full set. */
-export class BlockTable {
-  private readonly scores = new Map<string, number>();
-
-  constructor(private readonly capacity: number) {}
-
-  get size(): number {
-    return this.scores.size;
-  }
-
-  has(cidr: string): boolean {
-    return this.scores.has(cidr);
-  }
-
-  /** Replaces the content; returns how many entries the capacity cut. */
-  replace(entries: Iterable<BlockEntry>): number {
-    const { kept, cut } = keepTop(entries, this.capacity);
-    this.scores.clear();
-    for (const e of kept) this.scores.set(e.value, e.score);
-    return cut;
-  }
-
-  /** Applies a diff (removals first, so a re-add within one diff stays); returns the cut. */
-  apply(diff: Diff): number {
-    for (const r of diff.remove) {
-      const cidr = canonicalCidr(r);
-      if (cidr) this.scores.delete(cidr);
-    }
-    const merged = [...this.entries()];
-    for (const a of diff.add) merged.push(a);
-    return this.replace(merged);
-  }
-
-  entries(): BlockEntry[] {
-    return sortEntries([...this.scores].map(([cidr, score]) => ({ value: cidr, score })));
-  }
-
-  cidrs(): string[] {
-    return this.entries().map((e) => e.value);
-  }
 }

@@ -1,17 +1,25 @@
 import { access, readFile, constants } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { BlockEntry, Diff, EnforceResult, Enforcer, EnforcerHealth, ReconcileResult } from './enforcer.ts';
+import type { BlockEntry, Enforcer } from './enforcer.ts';
 import type { PluginLogger } from './logger.ts';
-import { sortCidrs, sortEntries } from './block-list.ts';
-import { DesiredSet } from './desired-set.ts';
 import { writeFileAtomic } from './atomic-file.ts';
 import { runChecked, type CommandRunner } from './shell.ts';
-import { throwIfAborted } from './abort.ts';
+import { createEngineEnforcer, type EnforcerAdapter, type KindCodec, type TargetChange } from './engine/index.ts';
 
-/** How one system's list file looks. `parse` returns canonical CIDRs. */
+/** How one system's list file looks. `parse` returns canonical values. */
 export interface ListFileFormat {
   render(entries: BlockEntry[]): string;
   parse(text: string): string[];
+}
+
+/**
+ * A live target apart from the file (HAProxy's runtime API): what the system enforces now,
+ * changed in place so that no reload is needed; the file is what it loads at its next start.
+ */
+export interface ListRuntime {
+  read(signal?: AbortSignal): Promise<string[]>;
+  replace(entries: readonly BlockEntry[], signal?: AbortSignal): Promise<void>;
+  apply(change: TargetChange, signal?: AbortSignal): Promise<void>;
 }
 
 export interface FileListEnforcerOptions {
@@ -24,32 +32,21 @@ export interface FileListEnforcerOptions {
   run: CommandRunner;
   log: PluginLogger;
   fileMode?: number;
-  /**
-   * Extra step after the file is in place (HAProxy pushes through its runtime API instead of a
-   * reload). Receives the entries now in the file.
-   */
-  afterWrite?(entries: BlockEntry[], reason: 'sync' | 'apply' | 'withdraw', signal?: AbortSignal): Promise<void>;
-  /** Reads back the live target when it is not the file itself. */
-  readLive?(signal?: AbortSignal): Promise<string[]>;
+  /** The indicator kind of the list (IPv4 CIDRs by default). */
+  codec?: KindCodec;
+  /** The live target, when it is not the file itself. */
+  runtime?: ListRuntime;
   /** Extra health probe of the live target (no side effects); throws what is wrong. */
   probe?(signal?: AbortSignal): Promise<void>;
 }
 
 /**
- * The enforcer of every system that reads a list file: keeps what it owns with scores, writes
- * the whole file atomically once per batch (a diff is one batch), then reloads. A diff that
- * leaves the file unchanged neither writes nor reloads; `sync` always does both, because it is
- * how the runtime re-asserts a target someone else changed.
+ * The adapter of every system that reads a list file: the whole file is written atomically once
+ * per batch, then the system reloads it (or its runtime API takes the change). A reload that
+ * fails puts the previous file back, so that the file, what `read` returns, and what a restart
+ * loads agree with what the system still runs.
  */
-function sameCidrs(live: string[], entries: BlockEntry[]): boolean {
-  const a = sortCidrs(live);
-  return a.length === entries.length && a.every((c, i) => c === entries[i]!.value);
-}
-
-export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer {
-  const desired = new DesiredSet();
-  let seeded = false;
-
+export function fileListAdapter(opts: FileListEnforcerOptions): EnforcerAdapter {
   async function readFileText(): Promise<string | undefined> {
     try {
       return await readFile(opts.path, 'utf8');
@@ -59,90 +56,59 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
     }
   }
 
-  // A process restarted without a sync still owns what its file holds; scores are unknown (0).
-  async function seed(): Promise<void> {
-    if (seeded) return;
-    const text = await readFileText();
-    if (text !== undefined) desired.replace(opts.format.parse(text).map((cidr) => ({ value: cidr, score: 0 })));
-    seeded = true;
-  }
-
-  async function commit(reason: 'sync' | 'apply' | 'withdraw', force: boolean, signal: AbortSignal | undefined): Promise<EnforceResult> {
-    throwIfAborted(signal);
-    const { kept, cut } = desired.withinCapacity(opts.capacity);
-    const entries = sortEntries(kept);
-    const text = opts.format.render(entries);
+  /** Writes `entries` (when the file differs, or always with `force`), then runs `live`. */
+  async function commit(entries: readonly BlockEntry[], force: boolean, live: (fileChanged: boolean) => Promise<void>): Promise<void> {
+    const text = opts.format.render([...entries]);
     const previous = await readFileText();
     const fileChanged = force || previous !== text;
     if (fileChanged) await writeFileAtomic(opts.path, text, opts.fileMode);
-    // With a live target apart from the file (a runtime API), an unchanged file is not enough.
     try {
-      if (fileChanged || (opts.readLive && !sameCidrs(await opts.readLive(signal), entries))) {
-        if (opts.afterWrite) await opts.afterWrite(entries, reason, signal);
-        if (opts.reloadCommand) await runChecked(opts.run, opts.reloadCommand, opts.reloadTimeoutMs, signal);
-        opts.log.debug({ reason, entries: entries.length }, 'list committed');
-      }
+      await live(fileChanged);
     } catch (err) {
-      // The system still runs the old list (a reload failed, or was cancelled): put the old file
-      // back so that the file (what list() reads) and a later restart agree with it, and the
-      // next call writes again.
       if (fileChanged && previous !== undefined && previous !== text) await writeFileAtomic(opts.path, previous, opts.fileMode);
       throw err;
     }
-    if (cut > 0) opts.log.warn({ cut, capacity: opts.capacity }, 'capacity reached; lowest scores cut');
-    if (desired.invalid > 0) opts.log.warn({ invalid: desired.invalid }, 'inputs that are not IPv4 CIDRs ignored');
-    return { enforced: entries.length, cut, ...(desired.invalid > 0 ? { invalid: desired.invalid } : {}) };
   }
 
-  async function list(signal?: AbortSignal): Promise<string[]> {
-    throwIfAborted(signal);
-    if (opts.readLive) return sortCidrs(await opts.readLive(signal));
-    const text = await readFileText();
-    return text === undefined ? [] : opts.format.parse(text);
-  }
+  const reload = async (signal?: AbortSignal) => {
+    if (opts.reloadCommand) await runChecked(opts.run, opts.reloadCommand, opts.reloadTimeoutMs, signal);
+  };
+
+  const replaceAll = (entries: readonly BlockEntry[], signal?: AbortSignal) =>
+    commit(entries, true, async () => {
+      await opts.runtime?.replace(entries, signal);
+      await reload(signal);
+    });
 
   return {
-    capacity: opts.capacity,
-    async healthcheck(signal?: AbortSignal): Promise<EnforcerHealth> {
+    async read(signal?: AbortSignal) {
+      if (opts.runtime) return opts.runtime.read(signal);
+      const text = await readFileText();
+      return text === undefined ? [] : opts.format.parse(text);
+    },
+    replaceAll,
+    applyBatch: (change, all, signal) =>
+      commit(all(), false, async (fileChanged) => {
+        await opts.runtime?.apply(change, signal);
+        if (fileChanged) await reload(signal);
+      }),
+    removeAll: (signal) => replaceAll([], signal),
+    async probe(signal?: AbortSignal) {
       try {
         await access(dirname(opts.path), constants.W_OK);
       } catch (err) {
-        return { ok: false, detail: `directory of ${opts.path} not writable: ${(err as Error).message}` };
+        throw new Error(`directory of ${opts.path} not writable: ${(err as Error).message}`);
       }
-      try {
-        await opts.probe?.(signal);
-        return { ok: true };
-      } catch (err) {
-        return { ok: false, detail: (err as Error).message };
-      }
+      await opts.probe?.(signal);
     },
-    async sync(entries: BlockEntry[], signal?: AbortSignal): Promise<EnforceResult> {
-      desired.replace(entries);
-      seeded = true;
-      return commit('sync', true, signal);
-    },
-    async apply(diff: Diff, signal?: AbortSignal): Promise<EnforceResult> {
-      await seed();
-      desired.apply(diff);
-      return commit('apply', false, signal);
-    },
-    list,
-    async reconcile(signal?: AbortSignal): Promise<ReconcileResult> {
-      await seed();
-      const live = await list(signal);
-      const { kept, cut } = desired.withinCapacity(opts.capacity);
-      const want = sortCidrs(kept.map((e) => e.value));
-      const drifted = live.length !== want.length || live.some((c, i) => c !== want[i]);
-      if (!drifted) return { enforced: want.length, cut, drifted };
-      opts.log.warn({ live: live.length, expected: want.length }, 'target drifted; re-asserting');
-      desired.invalid = 0;
-      return { ...(await commit('sync', true, signal)), drifted };
-    },
-    async withdraw(signal?: AbortSignal): Promise<void> {
-      desired.replace([]);
-      seeded = true;
-      await commit('withdraw', true, signal);
-    },
-    async close(): Promise<void> {},
   };
+}
+
+/** The enforcer of a list file: `fileListAdapter` under the engine. */
+export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer {
+  return createEngineEnforcer(fileListAdapter(opts), {
+    capacity: opts.capacity,
+    log: opts.log,
+    ...(opts.codec ? { codec: opts.codec } : {}),
+  });
 }

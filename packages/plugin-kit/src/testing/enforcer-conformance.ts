@@ -1,6 +1,7 @@
 import { describe, expect, it, type TestContext } from 'vitest';
 import type { BlockEntry, Diff, Enforcer } from '../enforcer.ts';
 import { canonicalCidr, keepTop, sortCidrs } from '../block-list.ts';
+import { engineStats } from '../engine/engine.ts';
 
 /*
  * The conformance suite every enforcer passes against its real target (conventions §3, §12):
@@ -106,6 +107,18 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
     it(title, (ctx) => withSubject(factory, options, ctx, body), settings.timeoutMs);
 
   describe(`enforcer conformance: ${name}`, () => {
+    test('runs on the shared enforcer engine: a sync replaces, a diff is one more write', {}, async ({ enforcer }, ctx) => {
+      if (!engineStats(enforcer)) return ctx.skip('not built on the plugin-kit engine (createEngineEnforcer)');
+      await enforcer.sync(conformanceAddresses(5));
+      await enforcer.apply({ add: conformanceAddresses(2, 50), remove: [] });
+      await enforcer.apply({ add: conformanceAddresses(2, 50), remove: [] });
+      const stats = engineStats(enforcer)!;
+      expect(stats).toMatchObject({ enforced: 7, cut: 0, fallbacks: 0, failures: 0, drifts: 0 });
+      // A batch where the adapter has one, else a full replace; the repeated diff writes nothing.
+      expect(stats.replaces + stats.batches).toBe(2);
+      expect(stats.replaces).toBeGreaterThanOrEqual(1);
+    });
+
     test('is healthy and starts empty after an empty sync', {}, async ({ enforcer }) => {
       expect(await enforcer.healthcheck()).toMatchObject({ ok: true });
       expect(await enforcer.sync([])).toMatchObject({ enforced: 0, cut: 0 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { EnforcedSet } from './enforced-set.ts';
-import { keepTop } from './block-list.ts';
+import { keepTop } from '../block-list.ts';
 
 const sorted = (xs: Iterable<string>) => [...xs].sort();
 
@@ -9,7 +9,7 @@ describe('EnforcedSet', () => {
   it('reports only what changed while nothing is cut', () => {
     const set = new EnforcedSet(10);
     set.replace([{ value: '192.0.2.1', score: 1 }, { value: '192.0.2.2', score: 1 }]);
-    expect(sorted(set.cidrs())).toEqual(['192.0.2.1/32', '192.0.2.2/32']);
+    expect(sorted(set.values())).toEqual(['192.0.2.1/32', '192.0.2.2/32']);
     const change = set.apply({
       add: [{ value: '192.0.2.3', score: 5 }, { value: '192.0.2.1/32', score: 9 }, { value: '192.0.2.2', score: 2 }],
       remove: ['192.0.2.2/32', '192.0.2.1', '203.0.113.5'],
@@ -17,7 +17,7 @@ describe('EnforcedSet', () => {
     // .1 and .2 removed and re-added in one diff: untouched; .3 new.
     expect(change).toEqual({ added: ['192.0.2.3/32'], removed: [] });
     expect(set.apply({ add: [], remove: ['192.0.2.1'] })).toEqual({ added: [], removed: ['192.0.2.1/32'] });
-    expect(sorted(set.cidrs())).toEqual(['192.0.2.2/32', '192.0.2.3/32']);
+    expect(sorted(set.values())).toEqual(['192.0.2.2/32', '192.0.2.3/32']);
   });
 
   it('recomputes the cut when the capacity binds, bringing cut entries back', () => {
@@ -27,7 +27,7 @@ describe('EnforcedSet', () => {
     expect(set.cut).toBe(1);
     expect(set.apply({ add: [], remove: ['192.0.2.2'] })).toEqual({ added: ['192.0.2.1/32'], removed: ['192.0.2.2/32'] });
     expect(set.cut).toBe(0);
-    expect(sorted(set.cidrs())).toEqual(['192.0.2.1/32', '192.0.2.3/32']);
+    expect(sorted(set.values())).toEqual(['192.0.2.1/32', '192.0.2.3/32']);
   });
 
   it('after any sequence of diffs, the change stream rebuilds exactly the top-capacity set', () => {
@@ -38,7 +38,7 @@ describe('EnforcedSet', () => {
       fc.property(fc.integer({ min: 1, max: 8 }), fc.array(entry, { maxLength: 10 }), fc.array(diff, { maxLength: 8 }), (capacity, start, diffs) => {
         const set = new EnforcedSet(capacity);
         set.replace(start);
-        const target = new Set(set.cidrs());
+        const target = new Set(set.values());
         const model = new Map<string, number>();
         for (const e of start) model.set(e.value, Math.max(model.get(e.value) ?? -Infinity, e.score));
         for (const d of diffs) {
@@ -54,7 +54,7 @@ describe('EnforcedSet', () => {
           for (const [c, s] of fresh) model.set(c, s);
           const want = keepTop([...model].map(([c, s]) => ({ value: c, score: s })), capacity).kept.map((e) => e.value);
           expect(sorted(target)).toEqual(sorted(want));
-          expect(sorted(set.cidrs())).toEqual(sorted(want));
+          expect(sorted(set.values())).toEqual(sorted(want));
         }
       }),
       { numRuns: 300 },
