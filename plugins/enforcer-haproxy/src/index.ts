@@ -7,6 +7,8 @@ import {
   parseCidrLines,
   runShell,
   type BlockEntry,
+  type ListRuntime,
+  type TargetChange,
 } from '@rampart/plugin-kit';
 import { HaproxyRuntimeError, runtimeCommands, runtimeSilent } from './runtime-api.ts';
 
@@ -58,32 +60,29 @@ function chunks<T>(items: T[]): T[][] {
 /**
  * The ACL through the runtime API. A full replace fills a new version (`prepare acl`, `add acl
  * @<v>`) and swaps it in with `commit acl`: requests see the old list or the new one, never a
- * mix. A diff is compared with what HAProxy holds and sent as `add acl` / `del acl`, so that
- * re-applying changes nothing and a list someone cleared comes back whole.
+ * mix. A batch is sent as `del acl` / `add acl` (HAProxy keeps duplicate patterns, so the engine
+ * sends only what changed; a list someone cleared is found by `reconcile` and comes back whole).
  */
-function runtimeAcl(socket: string, acl: string, timeoutMs: number) {
-  async function show(signal?: AbortSignal): Promise<string[]> {
-    const [answer] = await runtimeCommands(socket, [`show acl ${acl}`], timeoutMs, signal);
-    if (answer!.startsWith('Unknown ACL')) throw new HaproxyRuntimeError(`HAProxy does not load ${acl}: ${answer}`);
-    return parseShowAcl(answer!);
-  }
+function runtimeAcl(socket: string, acl: string, timeoutMs: number): ListRuntime {
   return {
-    show,
-    async replace(entries: BlockEntry[], signal?: AbortSignal): Promise<void> {
+    async read(signal?: AbortSignal): Promise<string[]> {
+      const [answer] = await runtimeCommands(socket, [`show acl ${acl}`], timeoutMs, signal);
+      if (answer!.startsWith('Unknown ACL')) throw new HaproxyRuntimeError(`HAProxy does not load ${acl}: ${answer}`);
+      return parseShowAcl(answer!);
+    },
+    async replace(entries: readonly BlockEntry[], signal?: AbortSignal): Promise<void> {
       const [created] = await runtimeCommands(socket, [`prepare acl ${acl}`], timeoutMs, signal);
       const version = /New version created: (\d+)/.exec(created!)?.[1];
       if (!version) throw new HaproxyRuntimeError(`prepare acl failed: ${created!.slice(0, 300)}`);
-      for (const part of chunks(entries)) {
+      for (const part of chunks([...entries])) {
         await runtimeSilent(socket, part.map((e) => `add acl @${version} ${acl} ${cidrToListForm(e.value)}`), timeoutMs, signal);
       }
       await runtimeSilent(socket, [`commit acl @${version} ${acl}`], timeoutMs, signal);
     },
-    async converge(entries: BlockEntry[], signal?: AbortSignal): Promise<void> {
-      const live = new Set(await show(signal));
-      const want = new Set(entries.map((e) => e.value));
+    async apply(change: TargetChange, signal?: AbortSignal): Promise<void> {
       const commands = [
-        ...[...live].filter((c) => !want.has(c)).map((c) => `del acl ${acl} ${cidrToListForm(c)}`),
-        ...[...want].filter((c) => !live.has(c)).map((c) => `add acl ${acl} ${cidrToListForm(c)}`),
+        ...change.remove.map((c) => `del acl ${acl} ${cidrToListForm(c)}`),
+        ...change.add.map((e) => `add acl ${acl} ${cidrToListForm(e.value)}`),
       ];
       for (const part of chunks(commands)) await runtimeSilent(socket, part, timeoutMs, signal);
     },
@@ -108,14 +107,7 @@ export const haproxyEnforcer = defineEnforcer<HaproxyConfig>({
       capacity: config.options.max_entries,
       run: ctx.run ?? runShell,
       log: ctx.log.child({ enforcer: 'haproxy' }),
-      ...(runtime
-        ? {
-            afterWrite: (entries: BlockEntry[], reason: 'sync' | 'apply' | 'withdraw', signal?: AbortSignal) =>
-              reason === 'apply' ? runtime.converge(entries, signal) : runtime.replace(entries, signal),
-            readLive: runtime.show,
-            probe: async (signal?: AbortSignal) => void (await runtime.show(signal)),
-          }
-        : {}),
+      ...(runtime ? { runtime, probe: async (signal?: AbortSignal) => void (await runtime.read(signal)) } : {}),
     });
   },
 });
