@@ -1,20 +1,16 @@
 import { canonicalIpv4Cidr } from '@rampart/contracts';
 import {
-  EnforcedSet,
   EnforcerCommandError,
+  createEngineEnforcer,
   runArgv,
   runChecked,
   runShell,
-  serializer,
   sortCidrsFast,
   writeFileAtomic,
-  type BlockEntry,
   type CommandResult,
-  type Diff,
-  type EnforceResult,
   type Enforcer,
+  type EnforcerAdapter,
   type EnforcerContext,
-  type ReconcileResult,
 } from '@rampart/plugin-kit';
 import type { IpsetConfig } from './config.ts';
 import { diffBatches, fullReplaceScript, parseRuleState, parseSave, saveScript, type IpsetLayout } from './script.ts';
@@ -22,26 +18,16 @@ import { diffBatches, fullReplaceScript, parseRuleState, parseSave, saveScript, 
 /**
  * iptables + ipset: one `hash:net` set sized for the list (maxelem = capacity), filled by
  * `ipset restore`, replaced by filling a twin and swapping; a DROP rule matching it at the top of
- * INPUT, FORWARD and DOCKER-USER (when that chain exists). The model is the truth: a failed diff
- * or a drift found by `reconcile` (set gone, rule gone after a firewall reload or `nft flush
- * ruleset`) re-asserts everything.
+ * INPUT, FORWARD and DOCKER-USER (when that chain exists). A set that a rule is missing for
+ * (after a firewall reload or `nft flush ruleset`) enforces nothing and reads as empty, so the
+ * engine's reconcile re-asserts it.
  */
-export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): Enforcer {
+export function ipsetAdapter(config: IpsetConfig, ctx: EnforcerContext): EnforcerAdapter {
   const options = config.options;
   const layout: IpsetLayout = { set: options.set, capacity: options.capacity };
   const timeoutMs = options.timeout_seconds * 1000;
-  const log = ctx.log.child({ enforcer: 'ipset', set: options.set });
   const run = ctx.run ?? runShell;
-  const set = new EnforcedSet(options.capacity);
   const ruleSpec = ['-m', 'set', '--match-set', options.set, 'src', '-m', 'comment', '--comment', 'rampart', '-j', 'DROP'];
-  /**
-   * True while the kernel's set equals the model (the last commit succeeded); false before the
-   * first commit, after a withdraw or a failure: the next change then re-asserts everything.
-   */
-  let inSync = false;
-  let seeded = false;
-  let loggedCut = 0;
-  const serial = serializer();
 
   const tool = (argv: readonly string[], input: string | undefined, signal: AbortSignal | undefined): Promise<CommandResult> =>
     runArgv(options.netns ? ['ip', 'netns', 'exec', options.netns, ...argv] : argv, { input, timeoutMs, ...(signal ? { signal } : {}) });
@@ -109,125 +95,63 @@ export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): 
     liveExists = true;
   }
 
-  async function replaceAll(signal?: AbortSignal): Promise<void> {
-    const cidrs = [...set.cidrs()];
-    inSync = false;
-    const restore = async () => {
-      try {
-        await restoreAll(cidrs, signal);
-      } catch (err) {
-        // Someone destroyed the set (or left a twin) since we last looked: look again, once.
-        if (liveExists === null || signal?.aborted) throw err;
-        liveExists = null;
-        await restoreAll(cidrs, signal);
-      }
-    };
-    // Reading the rules does not depend on the set's content: overlap it with the load.
-    // allSettled: neither may still run when this call returns and the next one starts.
-    const [loaded, rules] = await Promise.allSettled([restore(), ruleState(signal)]);
-    if (loaded.status === 'rejected') throw loaded.reason;
-    if (rules.status === 'rejected') throw rules.reason;
-    await wireRules(rules.value, signal);
-    inSync = true;
-    await persist(() => cidrs, signal);
-    log.info({ entries: cidrs.length }, 'ipset replaced');
-  }
-
-  function result(): EnforceResult {
-    const invalid = set.desired.invalid;
-    // Logged when the cut changes, not on every diff while the set stays full.
-    if (set.cut !== loggedCut && set.cut > 0) log.warn({ cut: set.cut, capacity: options.capacity }, 'capacity reached; lowest scores cut');
-    loggedCut = set.cut;
-    if (invalid > 0) log.warn({ invalid }, 'inputs that are not IPv4 CIDRs ignored');
-    return { enforced: set.size, cut: set.cut, ...(invalid > 0 ? { invalid } : {}) };
-  }
-
-  async function seed(signal?: AbortSignal): Promise<void> {
-    if (seeded) return;
-    const live = (await readSet(signal)) ?? [];
-    set.replace(live.map((cidr) => ({ value: cidr, score: 0 })));
-    seeded = true;
-  }
-
   return {
-    capacity: options.capacity,
-
-    async healthcheck(signal?: AbortSignal) {
-      for (const argv of [['ipset', 'list', '-n'], [options.iptables, '-w', '5', '-S', 'INPUT']]) {
-        const r = await tool(argv, undefined, signal);
-        if (r.code !== 0) return { ok: false, detail: r.stderr.trim().slice(0, 500) };
-      }
-      return { ok: true };
-    },
-
-    sync: (desired: readonly BlockEntry[], signal?: AbortSignal) =>
-      serial(async () => {
-        set.replace(desired);
-        seeded = true;
-        await replaceAll(signal);
-        return result();
-      }, signal),
-
-    apply: (diff: Diff, signal?: AbortSignal) =>
-      serial(async () => {
-        await seed(signal);
-        const change = set.apply(diff);
-        if (!inSync) {
-          await replaceAll(signal);
-          return result();
-        }
-        const batches = diffBatches(layout, change.added, change.removed, options.batch_size);
-        inSync = false;
-        try {
-          for (const script of batches) await checked(['ipset', 'restore'], script, signal);
-        } catch (err) {
-          // Cancelled: `inSync` stays false, so the next call replaces the set whole.
-          if (signal?.aborted) throw err;
-          log.warn({ err, stage: 'apply' }, 'ipset restore failed; replacing the set');
-          await replaceAll(signal);
-          return result();
-        }
-        inSync = true;
-        if (batches.length > 0 && (config.acl || config.reload_command)) await persist(() => [...set.cidrs()], signal);
-        return result();
-      }, signal),
-
-    async list(signal?: AbortSignal) {
+    async read(signal?: AbortSignal) {
       const members = await readSet(signal);
       if (!members) return [];
-      const rules = await ruleState(signal);
       // A set no rule matches enforces nothing.
-      if (!rules.every((r) => r.present)) return [];
-      return sortCidrsFast(members);
+      const rules = await ruleState(signal);
+      return rules.every((r) => r.present) ? members : [];
     },
 
-    reconcile: (signal?: AbortSignal): Promise<ReconcileResult> =>
-      serial(async () => {
-        await seed(signal);
-        const members = await readSet(signal);
-        const rules = await ruleState(signal);
-        const drifted = !inSync || !members || !rules.every((r) => r.present) || members.length !== set.size || members.some((m) => !set.has(m));
-        if (drifted) {
-          log.warn({ present: Boolean(members), rules }, 'ipset drifted; re-asserting');
-          await replaceAll(signal);
+    async replaceAll(entries, signal?: AbortSignal) {
+      const cidrs = entries.map((e) => e.value);
+      const restore = async () => {
+        try {
+          await restoreAll(cidrs, signal);
+        } catch (err) {
+          // Someone destroyed the set (or left a twin) since we last looked: look again, once.
+          if (liveExists === null || signal?.aborted) throw err;
+          liveExists = null;
+          await restoreAll(cidrs, signal);
         }
-        return { ...result(), drifted };
-      }, signal),
+      };
+      // Reading the rules does not depend on the set's content: overlap it with the load.
+      // allSettled: neither may still run when this call returns and the next one starts.
+      const [loaded, rules] = await Promise.allSettled([restore(), ruleState(signal)]);
+      if (loaded.status === 'rejected') throw loaded.reason;
+      if (rules.status === 'rejected') throw rules.reason;
+      await wireRules(rules.value, signal);
+      await persist(() => cidrs, signal);
+    },
 
-    withdraw: (signal?: AbortSignal) =>
-      serial(async () => {
-        set.clear();
-        seeded = true;
-        inSync = false;
-        await unwireRules(signal);
-        liveExists = null;
-        const destroy = await tool(['ipset', 'destroy', options.set], undefined, signal);
-        if (destroy.code !== 0 && !/does not exist/.test(destroy.stderr)) throw new EnforcerCommandError(destroy.code, destroy.stderr);
-        await persist(() => [], signal);
-        log.info({}, 'ipset withdrawn');
-      }, signal),
+    async applyBatch(change, all, signal?: AbortSignal) {
+      const added = change.add.map((e) => e.value);
+      for (const script of diffBatches(layout, added, change.remove, options.batch_size)) await checked(['ipset', 'restore'], script, signal);
+      if (config.acl || config.reload_command) await persist(() => all().map((e) => e.value), signal);
+    },
 
+    async removeAll(signal?: AbortSignal) {
+      await unwireRules(signal);
+      liveExists = null;
+      const destroy = await tool(['ipset', 'destroy', options.set], undefined, signal);
+      if (destroy.code !== 0 && !/does not exist/.test(destroy.stderr)) throw new EnforcerCommandError(destroy.code, destroy.stderr);
+      await persist(() => [], signal);
+    },
+
+    async probe(signal?: AbortSignal) {
+      for (const argv of [['ipset', 'list', '-n'], [options.iptables, '-w', '5', '-S', 'INPUT']]) {
+        const r = await tool(argv, undefined, signal);
+        if (r.code !== 0) throw new Error(r.stderr.trim().slice(0, 500));
+      }
+    },
     // ipset and iptables run per call: nothing outlives a method, so there is nothing to release.
-    async close() {},
   };
+}
+
+export function createIpsetEnforcer(config: IpsetConfig, ctx: EnforcerContext): Enforcer {
+  return createEngineEnforcer(ipsetAdapter(config, ctx), {
+    capacity: config.options.capacity,
+    log: ctx.log.child({ enforcer: 'ipset', set: config.options.set }),
+  });
 }
