@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import ssh2 from 'ssh2';
-import { sha256Fingerprint } from './ssh-session.ts';
+import { sha256Fingerprint } from '../src/index.ts';
 
 /*
  * Test stand-in for a MikroTik router: a real SSH server (ssh2's Server) whose exec channel

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
 import { enforcerConformance } from '@rampart/plugin-kit/testing';
-import { CloudflareConfig, cloudflareEnforcer } from './index.ts';
+import { CloudflareConfig, cloudflareEnforcer } from '../src/index.ts';
 import { startCloudflareStandIn, type CloudflareStandIn } from './cloudflare-stand-in.ts';
 
 const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };

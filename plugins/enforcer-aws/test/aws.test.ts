@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
 import { enforcerConformance } from '@rampart/plugin-kit/testing';
-import { AwsConfig, awsEnforcer } from './index.ts';
+import { AwsConfig, awsEnforcer } from '../src/index.ts';
 import { startAwsStandIn, type AwsStandIn } from './aws-stand-in.ts';
 
 const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };

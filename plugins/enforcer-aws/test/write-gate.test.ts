@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { WriteGate } from './write-gate.ts';
+import { WriteGate } from '../src/write-gate.ts';
 
 describe('WriteGate', () => {
   it('lets queued calls through in order, each at least one interval after the previous', async () => {
