@@ -1,17 +1,12 @@
 import {
-  DesiredSet,
   abortable,
   canonicalCidr,
   cidrToListForm,
-  selectWithinCapacity,
-  sortCidrs,
-  sortEntries,
+  createEngineEnforcer,
   type BlockEntry,
-  type Diff,
-  type EnforceResult,
   type Enforcer,
+  type EnforcerAdapter,
   type PluginLogger,
-  type ReconcileResult,
 } from '@rampart/plugin-kit';
 import { CloudflareApi, CloudflareApiError } from './api.ts';
 
@@ -45,8 +40,13 @@ const PAGE = 500;
 /** Items per bulk call: one request body stays well under the API's size limit. */
 const BULK = 1000;
 
-export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer {
-  const desired = new DesiredSet();
+/**
+ * One account-level IP list and the zone's custom rule that blocks it. A full replace is one
+ * asynchronous bulk `PUT` (never a half-filled list) followed by creating or correcting the rule;
+ * a batch deletes the removed items by id and appends the added ones. A list whose rule is
+ * missing, disabled or edited blocks nothing and reads as empty, so `reconcile` restores both.
+ */
+export function cloudflareAdapter(o: CloudflareEnforcerOptions): EnforcerAdapter {
   const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const lists = `/accounts/${encodeURIComponent(o.accountId)}/rules/lists`;
   const entrypoint = `/zones/${encodeURIComponent(o.zoneId)}/rulesets/phases/${PHASE}/entrypoint`;
@@ -66,20 +66,25 @@ export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer
     return listId;
   }
 
+  async function ruleset(signal?: AbortSignal): Promise<Ruleset | undefined> {
+    return (await o.api.call<Ruleset>('GET', entrypoint, undefined, true, signal))?.result;
+  }
+
+  const ours = (rs: Ruleset | undefined) => rs?.rules?.find((r) => r.description === o.ruleDescription);
+  const blocks = (rule: ReturnType<typeof ours>) => !!rule && rule.expression === expression && rule.action === o.ruleAction && rule.enabled !== false;
+
   /** The zone's custom rule that blocks the list; created or corrected when needed. */
   async function ensureRule(signal?: AbortSignal): Promise<void> {
     const rule = { description: o.ruleDescription, expression, action: o.ruleAction, enabled: true };
-    const ruleset = (await o.api.call<Ruleset>('GET', entrypoint, undefined, true, signal))?.result;
-    if (!ruleset) {
+    const rs = await ruleset(signal);
+    if (!rs) {
       await o.api.call('PUT', entrypoint, { rules: [rule] }, false, signal);
       return;
     }
-    const mine = ruleset.rules?.find((r) => r.description === o.ruleDescription);
-    const base = `/zones/${encodeURIComponent(o.zoneId)}/rulesets/${encodeURIComponent(ruleset.id)}/rules`;
+    const mine = ours(rs);
+    const base = `/zones/${encodeURIComponent(o.zoneId)}/rulesets/${encodeURIComponent(rs.id)}/rules`;
     if (!mine) await o.api.call('POST', base, { ...rule, position: { index: 1 } }, false, signal);
-    else if (mine.expression !== expression || mine.action !== o.ruleAction || mine.enabled === false) {
-      await o.api.call('PATCH', `${base}/${encodeURIComponent(mine.id)}`, rule, false, signal);
-    }
+    else if (!blocks(mine)) await o.api.call('PATCH', `${base}/${encodeURIComponent(mine.id)}`, rule, false, signal);
   }
 
   /** Bulk item changes are asynchronous: poll the operation until it completes or fails. */
@@ -115,87 +120,46 @@ export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer
     return out;
   }
 
-  function kept(): { entries: BlockEntry[]; cut: number; unsupported: number } {
-    const all = desired.entries();
-    const supported = all.filter((e) => Number(e.value.split('/')[1]) >= MIN_PREFIX);
-    const { kept, cut } = selectWithinCapacity(supported, o.capacity);
-    return { entries: sortEntries(kept), cut, unsupported: all.length - supported.length };
-  }
-
-  function result(k: { entries: BlockEntry[]; cut: number; unsupported: number }): EnforceResult {
-    if (k.cut > 0) o.log.warn({ cut: k.cut, capacity: o.capacity }, 'capacity reached; lowest scores cut');
-    const invalid = desired.invalid + k.unsupported;
-    if (invalid > 0) o.log.warn({ invalid, unsupported_prefix: k.unsupported }, 'entries Cloudflare lists cannot hold ignored');
-    return { enforced: k.entries.length, cut: k.cut, ...(invalid > 0 ? { invalid } : {}) };
-  }
-
-  async function replace(signal?: AbortSignal): Promise<EnforceResult> {
-    const k = kept();
-    await ensureList(signal);
-    // PUT replaces the whole list in one asynchronous operation: never a half-filled list.
-    await bulk('PUT', k.entries.map((e) => ({ ip: cidrToListForm(e.value), comment: `rampart score ${Math.round(e.score)}` })), signal);
-    await ensureRule(signal);
-    return result(k);
-  }
-
-  async function list(signal?: AbortSignal): Promise<string[]> {
-    return sortCidrs((await items(signal)).map((i) => canonicalCidr(i.ip ?? '')).filter((c): c is string => !!c));
-  }
+  const item = (e: BlockEntry) => ({ ip: cidrToListForm(e.value), comment: `rampart score ${Math.round(e.score)}` });
 
   return {
-    capacity: o.capacity,
-    async healthcheck(signal?: AbortSignal) {
-      try {
-        await o.api.get(lists, signal);
-        return { ok: true };
-      } catch (err) {
-        return { ok: false, detail: (err as Error).message };
-      }
+    async read(signal?: AbortSignal) {
+      if (!blocks(ours(await ruleset(signal)))) return [];
+      return (await items(signal)).flatMap((i) => canonicalCidr(i.ip ?? '') ?? []);
     },
-    async sync(entries: BlockEntry[], signal?: AbortSignal) {
-      desired.replace(entries);
-      return replace(signal);
-    },
-    async apply(diff: Diff, signal?: AbortSignal) {
-      desired.apply(diff);
-      const k = kept();
-      const live = await items(signal);
-      const want = new Set(k.entries.map((e) => e.value));
-      const liveCidrs = new Set<string>();
-      const stale: { id: string }[] = [];
-      for (const item of live) {
-        const cidr = canonicalCidr(item.ip ?? '');
-        if (cidr && want.has(cidr) && !liveCidrs.has(cidr)) liveCidrs.add(cidr);
-        else stale.push({ id: item.id });
-      }
-      for (let i = 0; i < stale.length; i += BULK) await bulk('DELETE', { items: stale.slice(i, i + BULK) }, signal);
-      const missing = k.entries.filter((e) => !liveCidrs.has(e.value));
-      for (let i = 0; i < missing.length; i += BULK) {
-        await bulk('POST', missing.slice(i, i + BULK).map((e) => ({ ip: cidrToListForm(e.value), comment: `rampart score ${Math.round(e.score)}` })), signal);
-      }
+    async replaceAll(entries, signal?: AbortSignal) {
+      await ensureList(signal);
+      await bulk('PUT', entries.map(item), signal);
       await ensureRule(signal);
-      return result(k);
     },
-    list,
-    async reconcile(signal?: AbortSignal): Promise<ReconcileResult> {
-      const k = kept();
-      const want = k.entries.map((e) => e.value);
-      const live = await list(signal);
-      const drifted = live.length !== want.length || live.some((c, i) => c !== want[i]);
-      if (!drifted) return { enforced: want.length, cut: k.cut, drifted };
-      o.log.warn({ live: live.length, expected: want.length }, 'Cloudflare list drifted; re-asserting');
-      desired.invalid = 0;
-      return { ...(await replace(signal)), drifted };
+    async applyBatch(change, _all, signal?: AbortSignal) {
+      const remove = new Set(change.remove);
+      const live = await items(signal);
+      const present = new Set(live.flatMap((i) => canonicalCidr(i.ip ?? '') ?? []));
+      const stale = live.filter((i) => remove.has(canonicalCidr(i.ip ?? '') ?? '')).map((i) => ({ id: i.id }));
+      for (let i = 0; i < stale.length; i += BULK) await bulk('DELETE', { items: stale.slice(i, i + BULK) }, signal);
+      const missing = change.add.filter((e) => !present.has(e.value));
+      for (let i = 0; i < missing.length; i += BULK) await bulk('POST', missing.slice(i, i + BULK).map(item), signal);
     },
-    async withdraw(signal?: AbortSignal) {
-      desired.replace([]);
-      const ruleset = (await o.api.call<Ruleset>('GET', entrypoint, undefined, true, signal))?.result;
-      const mine = ruleset?.rules?.find((r) => r.description === o.ruleDescription);
-      if (ruleset && mine) {
-        await o.api.call('DELETE', `/zones/${encodeURIComponent(o.zoneId)}/rulesets/${encodeURIComponent(ruleset.id)}/rules/${encodeURIComponent(mine.id)}`, undefined, false, signal);
+    async removeAll(signal?: AbortSignal) {
+      const rs = await ruleset(signal);
+      const mine = ours(rs);
+      if (rs && mine) {
+        await o.api.call('DELETE', `/zones/${encodeURIComponent(o.zoneId)}/rulesets/${encodeURIComponent(rs.id)}/rules/${encodeURIComponent(mine.id)}`, undefined, false, signal);
       }
       if (listId ?? (await findList(signal))) await bulk('PUT', [], signal);
     },
-    async close() {},
+    async probe(signal?: AbortSignal) {
+      await o.api.get(lists, signal);
+    },
   };
+}
+
+export function createCloudflareEnforcer(o: CloudflareEnforcerOptions): Enforcer {
+  return createEngineEnforcer(cloudflareAdapter(o), {
+    capacity: o.capacity,
+    log: o.log,
+    // Cloudflare IP lists accept IPv4 networks from /8 to /32 only.
+    accepts: (cidr) => Number(cidr.split('/')[1]) >= MIN_PREFIX,
+  });
 }

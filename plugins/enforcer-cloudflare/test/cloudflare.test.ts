@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
+import { engineStats, type Enforcer, type PluginLogger } from '@rampart/plugin-kit';
 import { enforcerConformance } from '@rampart/plugin-kit/testing';
 import { CloudflareConfig, cloudflareEnforcer } from '../src/index.ts';
 import { startCloudflareStandIn, type CloudflareStandIn } from './cloudflare-stand-in.ts';
@@ -67,19 +67,22 @@ describe('enforcer-cloudflare against a local stand-in of the API', () => {
     await e.apply({ add: [{ value: '192.0.2.0/24', score: 3 }], remove: ['203.0.113.7/32'] });
     expect(cf.items('rampart_blocklist')).toEqual(['192.0.2.0/24', '198.51.100.0/24']);
     const before = cf.state.requests.length;
-    cf.state.throttle = 2;
     await e.apply({ add: [{ value: '192.0.2.0/24', score: 3 }], remove: ['203.0.113.7/32'] });
-    const sent = cf.state.requests.slice(before).filter((r) => !r.startsWith('GET'));
-    expect(sent).toEqual([]);
-    expect(cf.state.throttle).toBe(0);
+    // The same diff again changes nothing: no request at all.
+    expect(cf.state.requests.slice(before)).toEqual([]);
+    cf.state.throttle = 2;
     expect(await e.list()).toEqual(['192.0.2.0/24', '198.51.100.0/24']);
+    expect(cf.state.throttle).toBe(0);
   });
 
   it('restores a rule someone edited and withdraws both', async () => {
     const rule = cf.state.rulesets.get(ZONE)!.rules[0]!;
     rule.action = 'log';
-    await e.apply({ add: [], remove: [] });
+    // A list no rule blocks enforces nothing; reconcile restores the rule.
+    expect(await e.list()).toEqual([]);
+    expect(await e.reconcile!()).toEqual({ enforced: 2, cut: 0, drifted: true });
     expect(cf.state.rulesets.get(ZONE)!.rules[0]!.action).toBe('block');
+    expect(await e.list()).toEqual(['192.0.2.0/24', '198.51.100.0/24']);
     await e.withdraw();
     expect(cf.items('rampart_blocklist')).toEqual([]);
     expect(cf.state.rulesets.get(ZONE)!.rules.map((r) => r.description)).toEqual(['someone else']);
@@ -95,8 +98,15 @@ describe('enforcer-cloudflare against a local stand-in of the API', () => {
     expect(await big.sync(many)).toEqual({ enforced: 10_000, cut: 1 });
     expect(cf.items('rampart_blocklist')).toHaveLength(10_000);
     expect(cf.items('rampart_blocklist')).not.toContain('10.0.0.0');
+    // A batch whose bulk operation fails is followed by one full replace (the engine's fall-back).
     cf.state.failNextOp = 'exceeded maximum number of list items';
-    await expect(big.apply({ add: [], remove: ['10.0.0.1/32'] })).rejects.toThrow('bulk operation failed: exceeded maximum number of list items');
+    expect(await big.apply({ add: [], remove: ['10.0.0.1/32'] })).toEqual({ enforced: 10_000, cut: 0 });
+    expect(engineStats(big)).toMatchObject({ fallbacks: 1, replaces: 2 });
+    expect(cf.items('rampart_blocklist')).toContain('10.0.0.0');
+    expect(cf.items('rampart_blocklist')).not.toContain('10.0.0.1');
+    // A full replace whose operation fails fails the call.
+    cf.state.failNextOp = 'exceeded maximum number of list items';
+    await expect(big.sync([])).rejects.toThrow('bulk operation failed: exceeded maximum number of list items');
     await big.withdraw();
   });
 });
