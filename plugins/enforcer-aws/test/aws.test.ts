@@ -103,6 +103,24 @@ describe('enforcer-aws against a local EC2 + WAFv2 endpoint', () => {
     expect(aws.ipSetAddresses('big')).toEqual([]);
   });
 
+  it('an entry lost from the network ACL is drift even while WAFv2 still holds it', async () => {
+    aws.state.acls.set(ACL, []);
+    const e = await awsEnforcer.create(
+      config(aws, { network_acl_id: ACL, nacl_max_entries: 2, wafv2_scope: 'REGIONAL', wafv2_shards: 1, wafv2_ip_set_prefix: 'both' }),
+      { log: silent },
+    );
+    expect(await e.sync(addresses(4))).toEqual({ enforced: 4, cut: 0 });
+    expect(aws.denies(ACL).sort()).toEqual(['10.0.0.2/32', '10.0.0.3/32']);
+    expect(await e.reconcile!()).toEqual({ enforced: 4, cut: 0, drifted: false });
+    aws.state.acls.set(ACL, aws.state.acls.get(ACL)!.filter((r) => r.cidrBlock !== '10.0.0.3/32'));
+    // list() is the union of both layers: unchanged. The read-back per layer is not.
+    expect(await e.list()).toEqual(['10.0.0.0/32', '10.0.0.1/32', '10.0.0.2/32', '10.0.0.3/32']);
+    expect(await e.reconcile!()).toEqual({ enforced: 4, cut: 0, drifted: true });
+    expect(aws.denies(ACL).sort()).toEqual(['10.0.0.2/32', '10.0.0.3/32']);
+    await e.withdraw();
+    await e.close();
+  });
+
   it('re-reads a stale lock token once and writes again', async () => {
     const start = aws.state.calls.length;
     const e = await awsEnforcer.create(

@@ -42,8 +42,9 @@ export interface EnforcerAdapter {
   /** Releases connections; safe to call twice. */
   close?(signal?: AbortSignal): Promise<void>;
   /**
-   * Optional: what `read` returns when the target holds `enforced` (list order), for targets
-   * that store a different but equivalent form (nft keeps only the outermost of nested networks).
+   * Optional: what `read` returns (in any order, duplicates counted) when the target holds
+   * `enforced` (list order), for targets that store another, equivalent form: nft keeps only the
+   * outermost of nested networks; AWS holds the top entries twice, in two layers.
    */
-  expected?(enforced: readonly string[]): string[];
+  expected?(enforced: readonly BlockEntry[]): string[];
 }

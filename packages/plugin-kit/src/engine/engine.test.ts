@@ -157,7 +157,7 @@ describe('enforcer engine', () => {
   it('compares a drift with what the adapter says the target shows for the set', async () => {
     const t = fakeTarget();
     // A target that keeps only networks not inside another (like nft's interval set).
-    const adapter: EnforcerAdapter = { ...t.adapter, expected: (values) => values.filter((v) => v !== '45.77.1.0/24') };
+    const adapter: EnforcerAdapter = { ...t.adapter, expected: (entries) => entries.map((e) => e.value).filter((v) => v !== '45.77.1.0/24') };
     const enforcer = createEngineEnforcer(adapter, { capacity: Infinity, log: recorder().log });
     await enforcer.sync([e('45.77.0.0/16', 1), e('45.77.1.0/24', 1)]);
     t.target.delete('45.77.1.0/24');

@@ -41,10 +41,12 @@ export function engineStats(enforcer: Enforcer): Readonly<EngineStats> | undefin
   return stats.get(enforcer);
 }
 
-function sameSet(live: readonly string[], expected: readonly string[]): boolean {
+/** Equal as multisets: a value the target holds twice is drift too. */
+function sameValues(codec: KindCodec, live: readonly string[], expected: readonly string[]): boolean {
   if (live.length !== expected.length) return false;
-  const seen = new Set(live);
-  return seen.size === live.length && expected.every((value) => seen.has(value));
+  const a = sortValues(codec, live);
+  const b = sortValues(codec, expected);
+  return a.every((value, i) => value === b[i]);
 }
 
 /**
@@ -170,8 +172,9 @@ export function createEngineEnforcer(adapter: EnforcerAdapter, options: EngineOp
       serial(async () => {
         await seed(signal);
         const live = await adapter.read(signal);
-        const enforced = sortValues(codec, set.values());
-        const drifted = !committed || !sameSet(live, adapter.expected ? adapter.expected(enforced) : enforced);
+        const enforced = enforcedEntries();
+        const expected = adapter.expected ? adapter.expected(enforced) : enforced.map((e) => e.value);
+        const drifted = !committed || !sameValues(codec, live, expected);
         if (drifted) {
           figures.drifts += 1;
           log.warn({ live: live.length, expected: enforced.length }, 'target drifted; re-asserting');

@@ -108,7 +108,10 @@ export function nftSetAdapter(options: NftSetEnforcerOptions, ctx: EnforcerConte
       if (check.code !== 0) throw new Error(check.stderr.trim().slice(0, 500));
     },
 
-    expected: (enforced) => [...addrsOf(enforced), ...outermostNets(enforced.filter((v) => !isAddr(v)))],
+    expected: (enforced) => {
+      const values = enforced.map((e) => e.value);
+      return [...addrsOf(values), ...outermostNets(values.filter((v) => !isAddr(v)))];
+    },
 
     // nft is run per call: no connection or process outlives a method, so there is nothing to release.
   };
