@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
+import type { PluginLogger } from '@rampart/plugin-kit';
 import { enforcerConformance } from '@rampart/plugin-kit/testing';
 import { AwsConfig, awsEnforcer } from '../src/index.ts';
 import { startAwsStandIn, type AwsStandIn } from './aws-stand-in.ts';

@@ -18,7 +18,7 @@ function config(router: RouterStandIn, extra: Record<string, unknown> = {}) {
     router_user: 'rampart',
     router_password: 'pw-1',
     ...extra,
-    options: { port: router.port, host_key_sha256: router.hostKeySha256, batch_size: 3, ...((extra.options as object) ?? {}) },
+    options: { port: router.port, host_key_sha256: router.hostKeySha256, batch_size: 3, ...(extra.options as object) },
   });
 }
 

@@ -27,10 +27,9 @@ export const ipv4Codec: KindCodec = {
 
 /** Items sorted by the codec's order of `valueOf(item)` (a new array). */
 export function sortByCodec<T>(codec: KindCodec, items: Iterable<T>, valueOf: (item: T) => string): T[] {
-  const key = codec.key;
-  if (!key) return [...items].sort((a, b) => codec.compare(valueOf(a), valueOf(b)));
+  if (!codec.key) return [...items].sort((a, b) => codec.compare(valueOf(a), valueOf(b)));
   const keyed: { item: T; key: number }[] = [];
-  for (const item of items) keyed.push({ item, key: key(valueOf(item)) });
+  for (const item of items) keyed.push({ item, key: codec.key(valueOf(item)) });
   keyed.sort((a, b) => a.key - b.key);
   return keyed.map((k) => k.item);
 }

@@ -100,10 +100,9 @@ export function selectWithinCapacity(
 ): { kept: BlockEntry[]; cut: number } {
   if (entries.length <= capacity) return { kept: [...entries], cut: 0 };
   const keep = Math.max(0, Math.floor(capacity));
-  const key = codec.key;
   let ranked: BlockEntry[];
-  if (key) {
-    const keyed = entries.map((entry) => ({ entry, key: key(entry.value) }));
+  if (codec.key) {
+    const keyed = entries.map((entry) => ({ entry, key: codec.key!(entry.value) }));
     keyed.sort((a, b) => b.entry.score - a.entry.score || a.key - b.key);
     ranked = keyed.map((k) => k.entry);
   } else {

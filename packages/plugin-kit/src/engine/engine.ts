@@ -4,7 +4,7 @@ import type { PluginLogger } from '../logger.ts';
 import { serializer } from '../serial.ts';
 import type { EnforcerAdapter } from './adapter.ts';
 import { ipv4Codec, sortByCodec, sortValues, type KindCodec } from './codec.ts';
-import { EnforcedSet } from './enforced-set.ts';
+import { EnforcedSet, type EnforcedChange } from './enforced-set.ts';
 
 export interface EngineOptions {
   /** The target's capacity in entries (Infinity when none applies). */
@@ -14,7 +14,7 @@ export interface EngineOptions {
   /** The indicator kind (IPv4 CIDRs by default). */
   codec?: KindCodec;
   /** Refuses canonical values this target cannot hold (counted as invalid, never enforced). */
-  accepts?(value: string): boolean;
+  accepts?: (value: string) => boolean;
 }
 
 /** What the engine did since it was created: the figures behind feedback, metrics and tests. */
@@ -64,145 +64,163 @@ function sameValues(codec: KindCodec, live: readonly string[], expected: readonl
  *   starts or as soon as it aborts, and leaves the target unknown (replaced at the next call).
  */
 export function createEngineEnforcer(adapter: EnforcerAdapter, options: EngineOptions): Enforcer {
-  const codec = options.codec ?? ipv4Codec;
-  const { capacity, log } = options;
-  const set = new EnforcedSet(capacity, codec, options.accepts);
-  const figures: EngineStats = { enforced: 0, cut: 0, replaces: 0, batches: 0, fallbacks: 0, drifts: 0, failures: 0 };
-  const serial = serializer();
+  const engine = new EnforcerEngine(adapter, options);
+  stats.set(engine, engine.figures);
+  return engine;
+}
+
+class EnforcerEngine implements Enforcer {
+  readonly capacity: number;
+  readonly figures: EngineStats = { enforced: 0, cut: 0, replaces: 0, batches: 0, fallbacks: 0, drifts: 0, failures: 0 };
+  readonly #adapter: EnforcerAdapter;
+  readonly #log: PluginLogger;
+  readonly #codec: KindCodec;
+  readonly #set: EnforcedSet;
+  readonly #serial = serializer();
   /** True while the target holds what the last successful write placed. */
-  let committed = false;
-  let seeded = false;
-  let loggedCut = 0;
+  #committed = false;
+  #seeded = false;
+  #loggedCut = 0;
 
-  const enforcedEntries = (): BlockEntry[] => sortByCodec(codec, set.entries(), (e) => e.value);
+  constructor(adapter: EnforcerAdapter, options: EngineOptions) {
+    this.#adapter = adapter;
+    this.#log = options.log;
+    this.#codec = options.codec ?? ipv4Codec;
+    this.capacity = options.capacity;
+    this.#set = new EnforcedSet(options.capacity, this.#codec, options.accepts);
+  }
 
-  function result(): EnforceResult {
-    figures.enforced = set.size;
-    figures.cut = set.cut;
+  async healthcheck(signal?: AbortSignal): Promise<EnforcerHealth> {
+    try {
+      await this.#adapter.probe(signal);
+      return { ok: true };
+    } catch (err) {
+      if (signal?.aborted) throw err;
+      return { ok: false, detail: (err instanceof Error ? err.message : String(err)).slice(0, 500) };
+    }
+  }
+
+  sync(entries: BlockEntry[], signal?: AbortSignal): Promise<EnforceResult> {
+    return this.#serial(async () => {
+      this.#set.replace(entries);
+      this.#seeded = true;
+      await this.#replaceAll('sync', signal);
+      return this.#result();
+    }, signal);
+  }
+
+  apply(diff: Diff, signal?: AbortSignal): Promise<EnforceResult> {
+    return this.#serial(async () => {
+      await this.#seed(signal);
+      await this.#applyChange(this.#set.apply(diff), signal);
+      return this.#result();
+    }, signal);
+  }
+
+  async list(signal?: AbortSignal): Promise<string[]> {
+    throwIfAborted(signal);
+    return sortValues(this.#codec, new Set(await this.#adapter.read(signal)));
+  }
+
+  reconcile(signal?: AbortSignal): Promise<ReconcileResult> {
+    return this.#serial(async () => {
+      await this.#seed(signal);
+      const live = await this.#adapter.read(signal);
+      const enforced = this.#enforcedEntries();
+      const expected = this.#adapter.expected ? this.#adapter.expected(enforced) : enforced.map((e) => e.value);
+      const drifted = !this.#committed || !sameValues(this.#codec, live, expected);
+      if (drifted) {
+        this.figures.drifts += 1;
+        this.#log.warn({ live: live.length, expected: expected.length }, 'target drifted; re-asserting');
+        await this.#replaceAll('drift', signal);
+      }
+      this.#set.desired.invalid = 0;
+      return { ...this.#result(), drifted };
+    }, signal);
+  }
+
+  withdraw(signal?: AbortSignal): Promise<void> {
+    return this.#serial(async () => {
+      this.#set.clear();
+      this.#seeded = true;
+      this.#committed = false;
+      try {
+        await this.#adapter.removeAll(signal);
+      } catch (err) {
+        this.figures.failures += 1;
+        throw err;
+      }
+      this.#result();
+      this.#log.info({}, 'target withdrawn');
+    }, signal);
+  }
+
+  async close(signal?: AbortSignal): Promise<void> {
+    await this.#adapter.close?.(signal);
+  }
+
+  #enforcedEntries(): BlockEntry[] {
+    return sortByCodec(this.#codec, this.#set.entries(), (e) => e.value);
+  }
+
+  #result(): EnforceResult {
+    const set = this.#set;
+    this.figures.enforced = set.size;
+    this.figures.cut = set.cut;
     // Logged when the cut changes, not on every diff while the set stays full.
-    if (set.cut !== loggedCut && set.cut > 0) log.warn({ cut: set.cut, capacity }, 'capacity reached; lowest scores cut');
-    loggedCut = set.cut;
+    if (set.cut !== this.#loggedCut && set.cut > 0) this.#log.warn({ cut: set.cut, capacity: this.capacity }, 'capacity reached; lowest scores cut');
+    this.#loggedCut = set.cut;
     const invalid = set.desired.invalid;
-    if (invalid > 0) log.warn({ invalid }, 'inputs refused: not of this kind or not held by this target');
+    if (invalid > 0) this.#log.warn({ invalid }, 'inputs refused: not of this kind or not held by this target');
     return { enforced: set.size, cut: set.cut, ...(invalid > 0 ? { invalid } : {}) };
   }
 
   /** Runs a write; on any failure the target is unknown until the next full replace. */
-  async function write(step: () => Promise<void>): Promise<void> {
-    committed = false;
+  async #write(step: () => Promise<void>): Promise<void> {
+    this.#committed = false;
     try {
       await step();
     } catch (err) {
-      figures.failures += 1;
+      this.figures.failures += 1;
       throw err;
     }
-    committed = true;
+    this.#committed = true;
   }
 
-  async function replaceAll(reason: string, signal?: AbortSignal): Promise<void> {
-    const entries = enforcedEntries();
-    await write(() => adapter.replaceAll(entries, signal));
-    figures.replaces += 1;
-    log.info({ reason, entries: entries.length }, 'target replaced');
+  async #replaceAll(reason: string, signal?: AbortSignal): Promise<void> {
+    const entries = this.#enforcedEntries();
+    await this.#write(() => this.#adapter.replaceAll(entries, signal));
+    this.figures.replaces += 1;
+    this.#log.info({ reason, entries: entries.length }, 'target replaced');
   }
 
-  async function seed(signal?: AbortSignal): Promise<void> {
-    if (seeded) return;
-    const live = await adapter.read(signal);
-    set.replace(live.map((value) => ({ value, score: 0 })));
-    set.desired.invalid = 0;
-    seeded = true;
+  async #seed(signal?: AbortSignal): Promise<void> {
+    if (this.#seeded) return;
+    const live = await this.#adapter.read(signal);
+    this.#set.replace(live.map((value) => ({ value, score: 0 })));
+    this.#set.desired.invalid = 0;
+    this.#seeded = true;
   }
 
-  async function applyChange(change: { added: string[]; removed: string[] }, signal?: AbortSignal): Promise<void> {
+  async #applyChange(change: EnforcedChange, signal?: AbortSignal): Promise<void> {
     const empty = change.added.length === 0 && change.removed.length === 0;
-    if (committed && empty) return;
-    if (!committed || !adapter.applyBatch) return replaceAll(committed ? 'change' : 'target unknown', signal);
+    if (this.#committed && empty) return;
+    const adapter = this.#adapter;
+    if (!this.#committed || !adapter.applyBatch) return this.#replaceAll(this.#committed ? 'change' : 'target unknown', signal);
+    const desired = this.#set.desired;
     const batch = {
-      add: sortValues(codec, change.added).map((value) => ({ value, score: set.desired.score(value)! })),
-      remove: sortValues(codec, change.removed),
+      add: sortValues(this.#codec, change.added).map((value) => ({ value, score: desired.score(value)! })),
+      remove: sortValues(this.#codec, change.removed),
     };
     try {
-      await write(() => adapter.applyBatch!(batch, enforcedEntries, signal));
-      figures.batches += 1;
+      await this.#write(() => adapter.applyBatch!(batch, () => this.#enforcedEntries(), signal));
+      this.figures.batches += 1;
     } catch (err) {
       // Cancelled: the target holds part of the batch; it stays unknown and is replaced next time.
       if (signal?.aborted) throw err;
-      figures.fallbacks += 1;
-      log.warn({ err, stage: 'apply', add: batch.add.length, remove: batch.remove.length }, 'batch failed; replacing the target whole');
-      await replaceAll('batch failed', signal);
+      this.figures.fallbacks += 1;
+      this.#log.warn({ err, stage: 'apply', add: batch.add.length, remove: batch.remove.length }, 'batch failed; replacing the target whole');
+      await this.#replaceAll('batch failed', signal);
     }
   }
-
-  const enforcer: Enforcer = {
-    capacity,
-
-    async healthcheck(signal?: AbortSignal): Promise<EnforcerHealth> {
-      try {
-        await adapter.probe(signal);
-        return { ok: true };
-      } catch (err) {
-        if (signal?.aborted) throw err;
-        return { ok: false, detail: (err instanceof Error ? err.message : String(err)).slice(0, 500) };
-      }
-    },
-
-    sync: (entries: BlockEntry[], signal?: AbortSignal) =>
-      serial(async () => {
-        set.replace(entries);
-        seeded = true;
-        await replaceAll('sync', signal);
-        return result();
-      }, signal),
-
-    apply: (diff: Diff, signal?: AbortSignal) =>
-      serial(async () => {
-        await seed(signal);
-        const change = set.apply(diff);
-        await applyChange(change, signal);
-        return result();
-      }, signal),
-
-    async list(signal?: AbortSignal): Promise<string[]> {
-      throwIfAborted(signal);
-      return sortValues(codec, new Set(await adapter.read(signal)));
-    },
-
-    reconcile: (signal?: AbortSignal): Promise<ReconcileResult> =>
-      serial(async () => {
-        await seed(signal);
-        const live = await adapter.read(signal);
-        const enforced = enforcedEntries();
-        const expected = adapter.expected ? adapter.expected(enforced) : enforced.map((e) => e.value);
-        const drifted = !committed || !sameValues(codec, live, expected);
-        if (drifted) {
-          figures.drifts += 1;
-          log.warn({ live: live.length, expected: enforced.length }, 'target drifted; re-asserting');
-          await replaceAll('drift', signal);
-        }
-        set.desired.invalid = 0;
-        return { ...result(), drifted };
-      }, signal),
-
-    withdraw: (signal?: AbortSignal) =>
-      serial(async () => {
-        set.clear();
-        seeded = true;
-        committed = false;
-        try {
-          await adapter.removeAll(signal);
-        } catch (err) {
-          figures.failures += 1;
-          throw err;
-        }
-        result();
-        log.info({}, 'target withdrawn');
-      }, signal),
-
-    async close(signal?: AbortSignal): Promise<void> {
-      await adapter.close?.(signal);
-    },
-  };
-  stats.set(enforcer, figures);
-  return enforcer;
 }

@@ -30,7 +30,6 @@ const isAddr = (cidr: string) => cidr.endsWith('/32');
 export function nftSetAdapter(options: NftSetEnforcerOptions, ctx: EnforcerContext): EnforcerAdapter {
   const layout: NftLayout = options;
   const nft = nftRunner(options.netns, options.timeoutSeconds * 1000);
-  const run = ctx.run ?? runShell;
   /** Networks of the enforced set (nested ones included), as of the last write. */
   let nets = new Set<string>();
   /** The outermost networks in the kernel after the last successful write. */
@@ -51,7 +50,7 @@ export function nftSetAdapter(options: NftSetEnforcerOptions, ctx: EnforcerConte
   /** Persists the current script for firewall reloads, then runs the operator's command. */
   async function persist(script: string, signal?: AbortSignal): Promise<void> {
     if (options.acl) await writeFileAtomic(options.acl, script, 0o640);
-    if (options.reloadCommand) await runChecked(run, options.reloadCommand, options.timeoutSeconds * 1000, signal);
+    if (options.reloadCommand) await runChecked(ctx.run ? (command, opts) => ctx.run!(command, opts) : runShell, options.reloadCommand, options.timeoutSeconds * 1000, signal);
   }
 
   const addrsOf = (values: Iterable<string>) => [...values].filter(isAddr);
