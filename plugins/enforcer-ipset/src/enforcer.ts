@@ -139,6 +139,9 @@ export function ipsetAdapter(config: IpsetConfig, ctx: EnforcerContext): Enforce
       await persist(() => [], signal);
     },
 
+    // The kernel's set has no order; the acl file is sorted by `persist`.
+    unordered: true,
+
     async probe(signal?: AbortSignal) {
       for (const argv of [['ipset', 'list', '-n'], [options.iptables, '-w', '5', '-S', 'INPUT']]) {
         const r = await tool(argv, undefined, signal);

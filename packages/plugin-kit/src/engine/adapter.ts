@@ -43,8 +43,13 @@ export interface EnforcerAdapter {
   close?(signal?: AbortSignal): Promise<void>;
   /**
    * Optional: what `read` returns (in any order, duplicates counted) when the target holds
-   * `enforced` (list order), for targets that store another, equivalent form: nft keeps only the
+   * `enforced` (in any order), for targets that store another, equivalent form: nft keeps only the
    * outermost of nested networks; AWS holds the top entries twice, in two layers.
    */
   expected?(enforced: readonly BlockEntry[]): string[];
+  /**
+   * True when the target does not care about order (a kernel set): `replaceAll` and `all()` then
+   * get the entries in any order, which spares a sort of the whole set per write.
+   */
+  readonly unordered?: boolean;
 }

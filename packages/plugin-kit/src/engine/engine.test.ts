@@ -154,6 +154,15 @@ describe('enforcer engine', () => {
     expect(engineStats(enforcer)!.drifts).toBe(1);
   });
 
+  it('a value the target holds twice is drift too', async () => {
+    const t = fakeTarget();
+    const twice: EnforcerAdapter = { ...t.adapter, read: async () => [...t.target, '45.77.0.1/32'] };
+    const enforcer = createEngineEnforcer(twice, { capacity: Infinity, log: recorder().log });
+    await enforcer.sync([e('45.77.0.1', 1), e('45.77.0.2', 1)]);
+    expect(await enforcer.reconcile!()).toMatchObject({ drifted: true });
+    expect(await enforcer.list()).toEqual(['45.77.0.1/32', '45.77.0.2/32']);
+  });
+
   it('compares a drift with what the adapter says the target shows for the set', async () => {
     const t = fakeTarget();
     // A target that keeps only networks not inside another (like nft's interval set).

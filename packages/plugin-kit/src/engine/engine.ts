@@ -41,12 +41,17 @@ export function engineStats(enforcer: Enforcer): Readonly<EngineStats> | undefin
   return stats.get(enforcer);
 }
 
-/** Equal as multisets: a value the target holds twice is drift too. */
-function sameValues(codec: KindCodec, live: readonly string[], expected: readonly string[]): boolean {
+/** Equal as multisets (a value the target holds twice is drift too); O(n), no sort. */
+function sameValues(live: readonly string[], expected: readonly string[]): boolean {
   if (live.length !== expected.length) return false;
-  const a = sortValues(codec, live);
-  const b = sortValues(codec, expected);
-  return a.every((value, i) => value === b[i]);
+  const counts = new Map<string, number>();
+  for (const value of live) counts.set(value, (counts.get(value) ?? 0) + 1);
+  for (const value of expected) {
+    const left = counts.get(value);
+    if (!left) return false;
+    counts.set(value, left - 1);
+  }
+  return true;
 }
 
 /**
@@ -126,9 +131,9 @@ class EnforcerEngine implements Enforcer {
     return this.#serial(async () => {
       await this.#seed(signal);
       const live = await this.#adapter.read(signal);
-      const enforced = this.#enforcedEntries();
+      const enforced = this.#set.entries();
       const expected = this.#adapter.expected ? this.#adapter.expected(enforced) : enforced.map((e) => e.value);
-      const drifted = !this.#committed || !sameValues(this.#codec, live, expected);
+      const drifted = !this.#committed || !sameValues(live, expected);
       if (drifted) {
         this.figures.drifts += 1;
         this.#log.warn({ live: live.length, expected: expected.length }, 'target drifted; re-asserting');
@@ -160,7 +165,8 @@ class EnforcerEngine implements Enforcer {
   }
 
   #enforcedEntries(): BlockEntry[] {
-    return sortByCodec(this.#codec, this.#set.entries(), (e) => e.value);
+    const entries = this.#set.entries();
+    return this.#adapter.unordered ? entries : sortByCodec(this.#codec, entries, (e) => e.value);
   }
 
   #result(): EnforceResult {

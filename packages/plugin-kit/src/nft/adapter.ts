@@ -107,6 +107,8 @@ export function nftSetAdapter(options: NftSetEnforcerOptions, ctx: EnforcerConte
       if (check.code !== 0) throw new Error(check.stderr.trim().slice(0, 500));
     },
 
+    unordered: true,
+
     expected: (enforced) => {
       const values = enforced.map((e) => e.value);
       return [...addrsOf(values), ...outermostNets(values.filter((v) => !isAddr(v)))];
