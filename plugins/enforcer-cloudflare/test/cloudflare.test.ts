@@ -88,6 +88,27 @@ describe('enforcer-cloudflare against a local stand-in of the API', () => {
     expect(cf.state.rulesets.get(ZONE)!.rules.map((r) => r.description)).toEqual(['someone else']);
   });
 
+  it('reads nothing while its list is missing or its rule deleted or disabled; reconcile restores them', async () => {
+    const options = { list_name: 'second_list', rule_description: 'second rule' };
+    const e2 = await cloudflareEnforcer.create(config(cf, {}, options), { log: silent });
+    const rules = () => cf.state.rulesets.get(ZONE)!.rules;
+    // The rule is there, the list is not (deleted by hand): nothing is enforced.
+    rules().push({ id: 'r9', description: 'second rule', expression: 'ip.src in $second_list', action: 'block', enabled: true });
+    expect(await e2.list()).toEqual([]);
+    await e2.sync([{ value: '203.0.113.0/24', score: 1 }]);
+    expect(await e2.list()).toEqual(['203.0.113.0/24']);
+    cf.state.rulesets.get(ZONE)!.rules = rules().filter((r) => r.description !== 'second rule');
+    expect(await e2.list()).toEqual([]);
+    expect(await e2.reconcile!()).toEqual({ enforced: 1, cut: 0, drifted: true });
+    rules().find((r) => r.description === 'second rule')!.enabled = false;
+    expect(await e2.reconcile!()).toEqual({ enforced: 1, cut: 0, drifted: true });
+    expect(rules().filter((r) => r.description === 'second rule').map((r) => [r.expression, r.action, r.enabled])).toEqual([
+      ['ip.src in $second_list', 'block', true],
+    ]);
+    expect(await e2.reconcile!()).toEqual({ enforced: 1, cut: 0, drifted: false });
+    await e2.withdraw();
+  });
+
   it('fails with the API error on bad credentials and on a failed bulk operation', async () => {
     const bad = await cloudflareEnforcer.create(config(cf, { cdn_waf_x_auth_key: 'wrong' }), { log: silent });
     expect(await bad.healthcheck()).toMatchObject({ ok: false });
