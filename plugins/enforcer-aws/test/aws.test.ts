@@ -162,9 +162,10 @@ describe('enforcer-aws against a local EC2 + WAFv2 endpoint', () => {
 enforcerConformance('aws (local EC2 + WAFv2 endpoint)', async ({ capacity }) => {
   const aws = await startAwsStandIn({ accessKeyId: KEY, region: 'eu-west-1', aclIds: [ACL] });
   const options = capacity ? { network_acl_id: ACL, nacl_max_entries: capacity } : { network_acl_id: ACL, wafv2_scope: 'REGIONAL', wafv2_shards: 1 };
-  const enforcer = await awsEnforcer.create(config(aws, options), { log: silent });
+  const open = () => awsEnforcer.create(config(aws, options), { log: silent });
   return {
-    enforcer,
+    enforcer: await open(),
+    reopen: open,
     disturb: async () => {
       aws.state.acls.set(ACL, []);
       for (const s of aws.state.ipSets.values()) s.addresses = [];

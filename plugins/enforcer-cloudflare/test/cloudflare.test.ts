@@ -147,12 +147,10 @@ describe('enforcer-cloudflare with an API token', () => {
 
 enforcerConformance('cloudflare (local API stand-in)', async ({ capacity }) => {
   const cf = await startCloudflareStandIn({ token: 'tok-2' });
-  const enforcer = await cloudflareEnforcer.create(
-    config(cf, {}, { api_token: 'tok-2', ...(capacity ? { max_items: capacity } : {}) }),
-    { log: silent },
-  );
+  const open = () => cloudflareEnforcer.create(config(cf, {}, { api_token: 'tok-2', ...(capacity ? { max_items: capacity } : {}) }), { log: silent });
   return {
-    enforcer,
+    enforcer: await open(),
+    reopen: open,
     disturb: async () => {
       for (const list of cf.state.lists.values()) list.items = [];
     },

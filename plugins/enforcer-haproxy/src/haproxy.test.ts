@@ -124,6 +124,7 @@ describe.skipIf(skip)('haproxy conformance', () => {
     await writeFile(h.acl, '');
     return {
       enforcer: await runtimeEnforcer(h, capacity),
+      reopen: () => runtimeEnforcer(h, capacity),
       disturb: async () => void (await runtimeCommands(h.socket, [`clear acl ${h.acl}`])),
     };
   });

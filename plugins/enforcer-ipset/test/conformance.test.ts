@@ -14,6 +14,7 @@ describe.skipIf(skipWithoutIpset('ipset conformance'))('ipset enforcer against i
     });
     return {
       enforcer: await ipsetEnforcer.create(config, { log: silent }),
+      reopen: () => ipsetEnforcer.create(config, { log: silent }),
       disturb: async () => void (await lab.exec(ns, ['nft', 'flush', 'ruleset'])),
       teardown: () => lab.destroy(),
     };

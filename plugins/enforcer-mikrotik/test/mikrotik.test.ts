@@ -183,11 +183,11 @@ describe('enforcer-mikrotik against an SSH RouterOS stand-in', () => {
 // The stand-in keeps real state across SSH sessions; each test gets its own router.
 enforcerConformance('mikrotik (SSH RouterOS stand-in)', async ({ capacity }) => {
   const router = await startRouterStandIn({ user: 'rampart', password: 'pw-1' });
-  const enforcer = await mikrotikEnforcer.create(config(router, { options: capacity ? { max_entries: capacity, batch_size: 200 } : { batch_size: 200 } }), {
-    log: silent,
-  });
+  const open = () => mikrotikEnforcer.create(config(router, { options: capacity ? { max_entries: capacity, batch_size: 200 } : { batch_size: 200 } }), { log: silent });
+  const enforcer = await open();
   return {
     enforcer,
+    reopen: open,
     disturb: async () => {
       router.state.lists.clear();
     },

@@ -99,6 +99,6 @@ describe.skipIf(skip)('modsecurity conformance', () => {
     const server = await shared;
     const file = join(server.dir, 'blocklist.txt');
     await writeFile(file, '');
-    return { enforcer: await enforcerFor(server, capacity), disturb: () => writeFile(file, '') };
+    return { enforcer: await enforcerFor(server, capacity), reopen: () => enforcerFor(server, capacity), disturb: () => writeFile(file, '') };
   });
 });

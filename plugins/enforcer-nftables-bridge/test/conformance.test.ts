@@ -14,6 +14,7 @@ describe.skipIf(skipWithoutNft('nftables bridge conformance'))('nftables bridge 
     });
     return {
       enforcer: await nftablesBridgeEnforcer.create(config, { log: silent }),
+      reopen: () => nftablesBridgeEnforcer.create(config, { log: silent }),
       disturb: async () => void (await lab.exec(ns, ['nft', 'flush', 'ruleset'])),
       teardown: () => lab.destroy(),
     };

@@ -14,6 +14,7 @@ describe.skipIf(skipWithoutNft('nftables conformance'))('nftables enforcer again
     });
     return {
       enforcer: await nftablesEnforcer.create(config, { log: silent }),
+      reopen: () => nftablesEnforcer.create(config, { log: silent }),
       disturb: async () => void (await lab.exec(ns, ['nft', 'flush', 'ruleset'])),
       teardown: () => lab.destroy(),
     };

@@ -112,6 +112,10 @@ describe.skipIf(skip)('nginx conformance', () => {
       command: `${server.nginx} -t -q && ${server.nginx} -s reload`,
       options: { geo_file: file, ...(capacity ? { max_entries: capacity } : {}) },
     });
-    return { enforcer: await nginxEnforcer.create(config, { log: silent }), disturb: () => writeFile(file, '') };
+    return {
+      enforcer: await nginxEnforcer.create(config, { log: silent }),
+      reopen: () => nginxEnforcer.create(config, { log: silent }),
+      disturb: () => writeFile(file, ''),
+    };
   });
 });

@@ -139,6 +139,7 @@ enforcerConformance('pf', async ({ capacity }) => {
   const cfg = PfConfig.parse({ active: true, RMP_ips_txt: file, options: capacity ? { table_entries_limit: capacity } : {} });
   return {
     enforcer: await pfEnforcer.create(cfg, { log: silent }),
+    reopen: () => pfEnforcer.create(cfg, { log: silent }),
     disturb: () => writeFile(file, ''),
     teardown: () => rm(root, { recursive: true, force: true }),
   };

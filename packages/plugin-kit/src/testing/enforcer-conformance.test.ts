@@ -33,7 +33,8 @@ function memoryAdapter(target: Set<string>): EnforcerAdapter {
 
 enforcerConformance('memory reference (engine)', async ({ capacity }) => {
   const target = new Set<string>();
-  return { enforcer: createEngineEnforcer(memoryAdapter(target), { capacity: capacity ?? Infinity, log: silent }), disturb: async () => target.clear() };
+  const open = () => createEngineEnforcer(memoryAdapter(target), { capacity: capacity ?? Infinity, log: silent });
+  return { enforcer: open(), reopen: async () => open(), disturb: async () => target.clear() };
 });
 
 /** The same target without the engine, written against the contract by hand. */

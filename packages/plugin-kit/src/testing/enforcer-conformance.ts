@@ -16,6 +16,11 @@ export interface ConformanceSubject {
    * does (`nft flush ruleset`, a list file deleted). Omit when the target cannot be disturbed.
    */
   disturb?(): Promise<void>;
+  /**
+   * Opens another instance with the same configuration on the same target, the way the agent
+   * does after a restart. Omit when the target cannot be shared.
+   */
+  reopen?(): Promise<Enforcer>;
   /** Removes what the factory created (namespace, temp directory, stand-in server). */
   teardown?(): Promise<void>;
 }
@@ -272,6 +277,22 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
         expect(await enforcer.reconcile()).toMatchObject({ drifted: true, enforced: whole.length });
         expect(await enforcer.list()).toEqual(whole);
         expect(await enforcer.reconcile()).toMatchObject({ drifted: false, enforced: whole.length });
+      }
+    });
+
+    test('a new instance on the same target owns what it holds (an agent restart), then applies diffs', {}, async (subject, ctx) => {
+      if (!subject.reopen) return ctx.skip('the factory cannot open a second instance on the same target');
+      const start = conformanceAddresses(6);
+      await subject.enforcer.sync(start);
+      const again = await subject.reopen();
+      try {
+        const extra = { value: '198.51.100.60/32', score: 999 };
+        await again.apply({ add: [extra], remove: [start[0]!.value] });
+        expect(await again.list()).toEqual(expected([...start.slice(1), extra], again.capacity));
+        await again.apply({ add: [], remove: [start[1]!.value] });
+        expect(await again.list()).toEqual(expected([...start.slice(2), extra], again.capacity));
+      } finally {
+        await again.close();
       }
     });
 
