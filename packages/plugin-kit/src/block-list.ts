@@ -34,7 +34,7 @@ export function sortCidrs(cidrs: Iterable<string>): string[] {
 }
 
 /** Entries in `sortCidrs` order (a new array). */
-export function sortEntries<T extends { value: string }>(entries: Iterable<T>): T[] {
+function sortEntries<T extends { value: string }>(entries: Iterable<T>): T[] {
   return byKey([...entries], (e) => e.value);
 }
 

@@ -1,4 +1,4 @@
-import { formatIpv4, ipv4Key } from '@rampart/contracts';
+import { formatIpv4 } from '@rampart/contracts';
 
 /*
  * IPv4 ranges for enforcers whose backends speak in ranges (nft interval sets) or must reason
@@ -7,15 +7,6 @@ import { formatIpv4, ipv4Key } from '@rampart/contracts';
 
 export function formatRange(range: { start: number; prefix: number }): string {
   return `${formatIpv4(range.start)}/${range.prefix}`;
-}
-
-/** Sorts canonical CIDRs in `sortCidrs` order, parsing each once (fast for 100k-entry sets). */
-export function sortCidrsFast(cidrs: Iterable<string>): string[] {
-  // The key (network * 64 + prefix) orders by network, then prefix: exactly sortCidrs' order.
-  const keyed: { cidr: string; key: number }[] = [];
-  for (const cidr of cidrs) keyed.push({ cidr, key: ipv4Key(cidr) });
-  keyed.sort((a, b) => a.key - b.key);
-  return keyed.map((k) => k.cidr);
 }
 
 /**

@@ -5,7 +5,8 @@ import {
   runArgv,
   runChecked,
   runShell,
-  sortCidrsFast,
+  ipv4Codec,
+  sortValues,
   writeFileAtomic,
   type CommandResult,
   type Enforcer,
@@ -77,7 +78,7 @@ export function ipsetAdapter(config: IpsetConfig, ctx: EnforcerContext): Enforce
 
   async function persist(cidrs: () => string[], signal?: AbortSignal): Promise<void> {
     // Sorted so that the file diffs cleanly between versions.
-    if (config.acl) await writeFileAtomic(config.acl, saveScript(layout, sortCidrsFast(cidrs())), 0o640);
+    if (config.acl) await writeFileAtomic(config.acl, saveScript(layout, sortValues(ipv4Codec, cidrs())), 0o640);
     if (config.reload_command) await runChecked(run, config.reload_command, timeoutMs, signal);
   }
 
