@@ -54,10 +54,15 @@ describe('cdn_waf against a local Cloudflare stand-in', () => {
       { action: 'block', clientIP: '203.0.113.5', datetime: at(10), rayName: 'r6' }, // inside the lag: next poll
       { action: 'block', clientIP: '203.0.113.6', datetime: at(2000), rayName: 'r0' }, // before the lookback
     ]);
-    const offsets = memoryOffsetStore();
+    const memory = memoryOffsetStore();
+    const saved: number[] = [];
+    const offsets: OffsetStore = { load: (key) => memory.load(key), save: async (key, position) => (saved.push(position.offset), memory.save(key, position)) };
     const first = run(offsets);
     await until(() => first.seen.length >= 4, 'four detections');
     await until(() => cf.requests.length >= 4, 'the last page');
+    // Stop only once the poll has saved where it ended: stopping between the last page and that
+    // save would leave an earlier offset (a race a loaded machine hit).
+    await until(() => saved.includes(Date.parse(String(cf.requests[0]!.variables!.until))), 'the end of the poll saved');
     first.stop.abort();
     await first.running.done;
     expect(first.seen.map((d) => [d.ip, d.kind])).toEqual([
