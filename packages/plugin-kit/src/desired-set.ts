@@ -1,5 +1,6 @@
-import { canonicalIpv4Cidr, parseIpv4 } from '@rampart/contracts';
+import { parseIpv4 } from '@rampart/contracts';
 import type { BlockEntry, Diff } from './enforcer.ts';
+import { ipv4Codec, type KindCodec } from './kinds.ts';
 
 /**
  * Everything an enforcer was asked to enforce, keyed by canonical CIDR, including entries the
@@ -9,8 +10,11 @@ import type { BlockEntry, Diff } from './enforcer.ts';
  */
 export class DesiredSet {
   readonly #scores = new Map<string, number>();
-  /** Inputs seen by the last call that were not IPv4 CIDRs (ignored, counted for logs). */
+  /** Inputs seen by the last call that were not of the codec's kind (ignored, counted for logs). */
   invalid = 0;
+
+  /** `codec`: the indicator kind held (IPv4 CIDRs unless told otherwise). */
+  constructor(readonly codec: KindCodec = ipv4Codec) {}
 
   get size(): number {
     return this.#scores.size;
@@ -30,7 +34,7 @@ export class DesiredSet {
   apply(diff: Diff): void {
     this.invalid = 0;
     for (const raw of diff.remove) {
-      const cidr = canonicalIpv4Cidr(raw);
+      const cidr = this.codec.canonical(raw);
       if (cidr) this.#scores.delete(cidr);
       else this.invalid += 1;
     }
@@ -52,14 +56,14 @@ export class DesiredSet {
 
   /** The entries that fit in `capacity`, and how many were cut. */
   withinCapacity(capacity: number): { kept: BlockEntry[]; cut: number } {
-    return selectWithinCapacity(this.entries(), capacity);
+    return selectWithinCapacity(this.entries(), capacity, this.codec);
   }
 
   /** `fresh`: the map was just cleared, so any value in it comes from this call. */
   #addAll(entries: readonly BlockEntry[], fresh: boolean): void {
     const seen = fresh ? null : new Set<string>();
     for (const entry of entries) {
-      const cidr = canonicalIpv4Cidr(entry.value);
+      const cidr = this.codec.canonical(entry.value);
       if (!cidr || !Number.isFinite(entry.score)) {
         this.invalid += 1;
         continue;
@@ -72,9 +76,14 @@ export class DesiredSet {
   }
 }
 
-/** Keeps the `capacity` highest-scored entries (ties: lower address first). Input is canonical. */
-export function selectWithinCapacity(entries: readonly BlockEntry[], capacity: number): { kept: BlockEntry[]; cut: number } {
+/** Keeps the `capacity` highest-scored entries (ties: the codec's order, lower address first). Input is canonical. */
+export function selectWithinCapacity(entries: readonly BlockEntry[], capacity: number, codec: KindCodec = ipv4Codec): { kept: BlockEntry[]; cut: number } {
   if (entries.length <= capacity) return { kept: [...entries], cut: 0 };
+  if (codec.kind !== 'ipv4') {
+    const sorted = [...entries].sort((a, b) => b.score - a.score || codec.compare(a.value, b.value));
+    const keep = Math.max(0, Math.floor(capacity));
+    return { kept: sorted.slice(0, keep), cut: entries.length - keep };
+  }
   const keyed = entries.map((entry) => {
     const range = parseIpv4(entry.value);
     return { entry, start: range?.start ?? 0, prefix: range?.prefix ?? 0 };

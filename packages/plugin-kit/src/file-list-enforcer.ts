@@ -4,11 +4,12 @@ import type { BlockEntry, Diff, EnforceResult, Enforcer, EnforcerHealth, Reconci
 import type { PluginLogger } from './logger.ts';
 import { sortCidrs, sortEntries } from './block-list.ts';
 import { DesiredSet } from './desired-set.ts';
+import { ipv4Codec, type KindCodec } from './kinds.ts';
 import { writeFileAtomic } from './atomic-file.ts';
 import { runChecked, type CommandRunner } from './shell.ts';
 import { throwIfAborted } from './abort.ts';
 
-/** How one system's list file looks. `parse` returns canonical CIDRs. */
+/** How one system's list file looks. `parse` returns canonical values of the enforcer's kind, sorted. */
 export interface ListFileFormat {
   render(entries: BlockEntry[]): string;
   parse(text: string): string[];
@@ -24,6 +25,8 @@ export interface FileListEnforcerOptions {
   run: CommandRunner;
   log: PluginLogger;
   fileMode?: number;
+  /** The indicator kind the file lists (IPv4 CIDRs unless told otherwise). */
+  codec?: KindCodec;
   /**
    * Extra step after the file is in place (HAProxy pushes through its runtime API instead of a
    * reload). Receives the entries now in the file.
@@ -41,13 +44,16 @@ export interface FileListEnforcerOptions {
  * leaves the file unchanged neither writes nor reloads; `sync` always does both, because it is
  * how the runtime re-asserts a target someone else changed.
  */
-function sameCidrs(live: string[], entries: BlockEntry[]): boolean {
-  const a = sortCidrs(live);
-  return a.length === entries.length && a.every((c, i) => c === entries[i]!.value);
-}
-
 export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer {
-  const desired = new DesiredSet();
+  const codec = opts.codec ?? ipv4Codec;
+  const desired = new DesiredSet(codec);
+  // IPv4 keeps its numeric sort (fast at 100k entries); other kinds sort by their codec.
+  const sortValues = (values: Iterable<string>): string[] => (codec.kind === 'ipv4' ? sortCidrs(values) : [...new Set(values)].sort(codec.compare));
+  const sortByValue = (entries: BlockEntry[]): BlockEntry[] => (codec.kind === 'ipv4' ? sortEntries(entries) : [...entries].sort((a, b) => codec.compare(a.value, b.value)));
+  const sameCidrs = (live: string[], entries: BlockEntry[]): boolean => {
+    const a = sortValues(live);
+    return a.length === entries.length && a.every((c, i) => c === entries[i]!.value);
+  };
   let seeded = false;
 
   async function readFileText(): Promise<string | undefined> {
@@ -70,7 +76,7 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
   async function commit(reason: 'sync' | 'apply' | 'withdraw', force: boolean, signal: AbortSignal | undefined): Promise<EnforceResult> {
     throwIfAborted(signal);
     const { kept, cut } = desired.withinCapacity(opts.capacity);
-    const entries = sortEntries(kept);
+    const entries = sortByValue(kept);
     const text = opts.format.render(entries);
     const previous = await readFileText();
     const fileChanged = force || previous !== text;
@@ -90,13 +96,13 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
       throw err;
     }
     if (cut > 0) opts.log.warn({ cut, capacity: opts.capacity }, 'capacity reached; lowest scores cut');
-    if (desired.invalid > 0) opts.log.warn({ invalid: desired.invalid }, 'inputs that are not IPv4 CIDRs ignored');
+    if (desired.invalid > 0) opts.log.warn({ invalid: desired.invalid, kind: codec.kind }, 'inputs not of the enforcer kind ignored');
     return { enforced: entries.length, cut, ...(desired.invalid > 0 ? { invalid: desired.invalid } : {}) };
   }
 
   async function list(signal?: AbortSignal): Promise<string[]> {
     throwIfAborted(signal);
-    if (opts.readLive) return sortCidrs(await opts.readLive(signal));
+    if (opts.readLive) return sortValues(await opts.readLive(signal));
     const text = await readFileText();
     return text === undefined ? [] : opts.format.parse(text);
   }
@@ -131,7 +137,7 @@ export function createFileListEnforcer(opts: FileListEnforcerOptions): Enforcer 
       await seed();
       const live = await list(signal);
       const { kept, cut } = desired.withinCapacity(opts.capacity);
-      const want = sortCidrs(kept.map((e) => e.value));
+      const want = sortValues(kept.map((e) => e.value));
       const drifted = live.length !== want.length || live.some((c, i) => c !== want[i]);
       if (!drifted) return { enforced: want.length, cut, drifted };
       opts.log.warn({ live: live.length, expected: want.length }, 'target drifted; re-asserting');
