@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { RampartClient } from '@rampart/client';
 import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
 import type { AgentMetrics } from '../runtime/metrics.ts';
-import { BlockState, countRemovals, diffKeySets, toEntries, type BlockPolicy, type KeySet } from './block-state.ts';
+import { BlockState, countRemovals, diffKeySets, ipv4SetOps, toEntries, type BlockPolicy, type KeySet } from './block-state.ts';
 import type { BlockEntry, Diff } from '@rampart/plugin-kit';
 import { ReportedPlugin, ipv4Key, type AgentCapabilities } from '@rampart/contracts';
 import { EnforcerWorker } from './enforcer-worker.ts';
@@ -86,6 +86,8 @@ export class Syncer {
         if (this.diffMemo?.from !== from || this.diffMemo.to !== to) this.diffMemo = { from, to, diff: diffKeySets(from, to) };
         return this.diffMemo.diff;
       },
+      size: ipv4SetOps.size,
+      contains: ipv4SetOps.contains,
       onSettled: (w) => this.settled(w),
       ...(this.deps.now ? { now: this.deps.now } : {}),
     });
