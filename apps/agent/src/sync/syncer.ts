@@ -50,6 +50,14 @@ export class SyncRefusedError extends Error {
 export type SyncKind = 'incremental' | 'full' | 'decay' | 'decision' | 'reconcile';
 
 /**
+ * The mass-removal guard of every kind: a sync may remove at most `maxRemovalFraction` of the
+ * enforced set (fewer than `minGuardedRemovals` removals always pass), unless forced.
+ */
+export function removalAllowed(previous: number, removals: number, force: boolean, opts: Pick<SyncerOptions, 'forceSync' | 'maxRemovalFraction' | 'minGuardedRemovals'>): boolean {
+  return force || opts.forceSync || removals < opts.minGuardedRemovals || removals <= previous * opts.maxRemovalFraction;
+}
+
+/**
  * Keeps the enforcers in line with the server: pulls the /ips feed from the saved cursor,
  * reconciles with the /ipv4 list, evaluates the block state and hands each enforcer's worker
  * the new set. One operation at a time here; the enforcers apply independently (each worker its
@@ -270,8 +278,7 @@ export class Syncer {
     // ~80 MB each, and a first sync needs only the full list.
     const removals = countRemovals(state.enforced, next);
     const additions = next.keys.length - (previous - removals);
-    const allowed = force || opts.forceSync || removals < opts.minGuardedRemovals || removals <= previous * opts.maxRemovalFraction;
-    if (!allowed) {
+    if (!removalAllowed(previous, removals, force, opts)) {
       log.warn({ kind, previous, remove: removals, add: additions }, 'sync would remove too much of the block set; refused');
       metrics.syncs.inc({ kind, outcome: 'refused' });
       this.scheduleDecay(now, p);
