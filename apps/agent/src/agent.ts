@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { RampartClient } from '@rampart/client';
 import { ReportedPlugin, type AgentCapabilities } from '@rampart/contracts';
-import { SourceOptionsBase, fileOffsetStore, policyOptionsOf, type DetectionMode } from '@rampart/plugin-kit';
+import { INDICATOR_KINDS, SourceOptionsBase, codecOf, fileOffsetStore, policyOptionsOf, type DetectionMode, type IndicatorKind } from '@rampart/plugin-kit';
 import { ConfigInvalidError, type AgentFileConfig } from './config/load.ts';
 import { planPlugins, type PlannedEnforcer, type PluginPlan } from './config/plugins.ts';
 import { REGISTRY, type Registry } from './registry.ts';
@@ -24,6 +24,12 @@ import { SyncChannel } from './sync/channel.ts';
 import { FeedStateFile } from './sync/feed-state.ts';
 import { NeverBlock, hostAddresses } from './sync/never-block.ts';
 import { Syncer } from './sync/syncer.ts';
+import { NamedBlockState } from './sync/named-block-state.ts';
+import { NamedFeedStateFile } from './sync/named-feed-state.ts';
+import { NamedNeverBlock, forKind } from './sync/named-never-block.ts';
+import { NamedSyncer, type NamedKind } from './sync/named-syncer.ts';
+
+const NAMED_KINDS: readonly NamedKind[] = ['domain', 'url', 'file'];
 
 export const AGENT_VERSION = 'v0.1.0';
 
@@ -47,6 +53,11 @@ export class Agent {
   private client!: RampartClient;
   private state!: BlockState;
   private syncer!: Syncer;
+  /** One syncer per named kind; a kind is synced only while some configured enforcer takes it. */
+  private readonly named = new Map<NamedKind, NamedSyncer>();
+  /** Named kinds that need a full reconcile at their next sync (newly taken, or running again). */
+  private readonly namedNeedFull = new Set<NamedKind>(NAMED_KINDS);
+  private controlPlaneHost = '';
   private spool!: Spool;
   private reporter!: Reporter;
   private pipeline!: DetectionPipeline;
@@ -78,7 +89,8 @@ export class Agent {
       version: AGENT_VERSION,
       enforcers: [...this.registry.enforcers.keys()].sort(),
       sources: [...this.registry.sources.keys()].sort(),
-      kinds: ['ipv4'],
+      // Every kind some enforcer of this build can take.
+      kinds: INDICATOR_KINDS.filter((kind) => [...this.registry.enforcers.values()].some((d) => (d.kinds ?? ['ipv4']).includes(kind))),
     };
   }
 
@@ -105,35 +117,46 @@ export class Agent {
       authScheme: local.auth_scheme,
       userAgent: `rampart-agent/${AGENT_VERSION}`,
     });
-    this.controlPlaneAddresses = await resolveHost(new URL(file.controlPlaneUrl).hostname);
+    this.controlPlaneHost = new URL(file.controlPlaneUrl).hostname;
+    this.controlPlaneAddresses = await resolveHost(this.controlPlaneHost);
 
     this.state = new BlockState(this.buildNeverBlock(current));
     this.slots = new EnforcerSlots({
       log: this.log,
       metrics: this.metrics,
       serialize: (task) => this.syncer.between(task),
-      worker: (label, enforcer) => this.syncer.worker(label, enforcer),
+      worker: (label, enforcer, kind) => (kind === 'ipv4' ? this.syncer.worker(label, enforcer) : this.named.get(kind)!.worker(label, enforcer)),
       onCreated: () => this.kick('incremental'),
     });
     this.syncer = new Syncer({
       client: this.client,
       state: this.state,
       feedState: new FeedStateFile(local.state_dir),
-      enforcers: () => this.slots.workers,
+      enforcers: () => this.slots.workersOf('ipv4'),
       policy: () => this.policy(),
       gaid: () => this.settings.current().settings.gaid,
       capabilities: () => this.capabilities,
       log: this.log.child({ component: 'sync' }),
       metrics: this.metrics,
-      options: () => ({
-        pageSize: this.settings.local.local.feed_page_size,
-        forceSync: this.settings.local.local.force_sync,
-        maxRemovalFraction: this.settings.local.local.max_removal_fraction,
-        minGuardedRemovals: 10,
-        enforcerTimeoutMs: this.settings.local.local.enforcer_timeout_seconds * 1000,
-      }),
+      options: () => this.syncOptions(),
     });
     await this.syncer.restore();
+    const namedNeverBlock = this.buildNamedNeverBlock(current);
+    for (const kind of NAMED_KINDS) {
+      const syncer = new NamedSyncer({
+        kind,
+        client: this.client,
+        state: new NamedBlockState(codecOf(kind), forKind(namedNeverBlock, kind)),
+        feedState: new NamedFeedStateFile(local.state_dir, kind),
+        enforcers: () => this.slots.workersOf(kind),
+        policy: () => this.policy(),
+        log: this.log.child({ component: 'sync', kind }),
+        metrics: this.metrics,
+        options: () => this.syncOptions(),
+      });
+      await syncer.restore();
+      this.named.set(kind, syncer);
+    }
 
     this.spool = await Spool.open({ dir: join(local.state_dir, 'spool') });
     this.reporter = new Reporter({
@@ -177,15 +200,20 @@ export class Agent {
           hello: (m) => {
             void this.settings.fromServer({ settings: m.settings, organization: m.organization });
             const cursor = m.feed?.ipv4;
-            if (cursor === undefined || cursor > this.syncer.cursor) this.kick('incremental');
+            if (cursor === undefined || cursor > this.syncer.cursor) this.kick('incremental', ['ipv4']);
+            for (const syncer of this.activeNamed()) {
+              const head = m.feed?.[syncer.kind];
+              if (head === undefined || head > syncer.cursor) this.kick('incremental', [syncer.kind]);
+            }
           },
           settingsChanged: (m) => void this.settings.fromServer({ settings: m.settings, organization: m.organization }),
           decisionChanged: (m) => {
-            if (m.kind === 'ipv4') this.syncer.decision(m.indicator, m.decision, m.ttl).catch((err: unknown) => this.log.warn({ err }, 'decision not applied'));
+            if (!this.running) return;
+            const named = m.kind === 'ipv4' ? undefined : this.activeNamed().find((s) => s.kind === m.kind);
+            const task = m.kind === 'ipv4' ? this.syncer.decision(m.indicator, m.decision, m.ttl) : named?.decision(m.indicator, m.decision, m.ttl);
+            task?.catch((err: unknown) => this.log.warn({ err, kind: m.kind }, 'decision not applied'));
           },
-          feedChanged: (m) => {
-            if (m.kind === 'ipv4') this.kick('incremental');
-          },
+          feedChanged: (m) => this.kick('incremental', [m.kind]),
           state: () => ({
             version: AGENT_VERSION,
             enforced: this.state.enforced.keys.length,
@@ -214,9 +242,40 @@ export class Agent {
     this.log.info({ gaid: current.settings.gaid, origin: current.origin, ops: this.ops.port }, 'agent started');
   }
 
-  /** Runs a sync in the background; a full reconcile that failed is retried by the next one. */
-  private kick(kind: 'incremental' | 'full'): void {
+  private syncOptions() {
+    const local = this.settings.local.local;
+    return {
+      pageSize: local.feed_page_size,
+      forceSync: local.force_sync,
+      maxRemovalFraction: local.max_removal_fraction,
+      minGuardedRemovals: 10,
+      enforcerTimeoutMs: local.enforcer_timeout_seconds * 1000,
+    };
+  }
+
+  /** The named kinds' syncers whose kind some configured enforcer takes: the others pull nothing. */
+  private activeNamed(): NamedSyncer[] {
+    const wanted = this.slots?.kinds ?? new Set<IndicatorKind>();
+    return NAMED_KINDS.filter((kind) => wanted.has(kind)).map((kind) => this.named.get(kind)!);
+  }
+
+  /**
+   * Runs a sync in the background for `kinds` (default: IPv4 and every named kind some enforcer
+   * takes); a full reconcile that failed is retried by the next one.
+   */
+  private kick(kind: 'incremental' | 'full', kinds?: readonly IndicatorKind[]): void {
     if (!this.running) return;
+    for (const syncer of this.activeNamed()) {
+      if (kinds && !kinds.includes(syncer.kind)) continue;
+      const full = kind === 'full' || this.namedNeedFull.has(syncer.kind);
+      (full ? syncer.full() : syncer.incremental()).then(
+        () => {
+          if (full) this.namedNeedFull.delete(syncer.kind);
+        },
+        (err: unknown) => this.log.warn({ err, kind: full ? 'full' : 'incremental', indicator: syncer.kind }, 'sync failed'),
+      );
+    }
+    if (kinds && !kinds.includes('ipv4')) return;
     const full = kind === 'full' || this.needFull;
     const task = full ? this.syncer.full() : this.syncer.incremental();
     task.then(
@@ -238,7 +297,7 @@ export class Agent {
       if (this.running) {
         // Bounded by the enforcer timeout; a stalled enforcer is skipped, so it holds up no other.
         try {
-          await this.syncer.reconcile();
+          await Promise.all([this.syncer.reconcile(), ...this.activeNamed().map((s) => s.reconcile())]);
         } catch (err) {
           this.log.warn({ err }, 'reconcile failed');
         }
@@ -270,6 +329,18 @@ export class Agent {
     return { threshold: settings.score_threshold, maximumRules: settings.maximum_rules, blockingRule: organization.blocking_roule ?? null };
   }
 
+  /** Domains, URLs and digests never blocked: the control plane's host name and the local allow lists. */
+  private buildNamedNeverBlock(current: EffectiveSettings): NamedNeverBlock {
+    const local = this.settings.local.local;
+    return new NamedNeverBlock({
+      controlPlane: [this.controlPlaneHost],
+      domains: local.allow_domains,
+      urls: local.allow_urls,
+      digests: local.allow_digests,
+      ipv4: this.state?.neverBlock ?? this.buildNeverBlock(current),
+    });
+  }
+
   private buildNeverBlock(current: EffectiveSettings): NeverBlock {
     return new NeverBlock({
       ownAddresses: hostAddresses(),
@@ -298,6 +369,9 @@ export class Agent {
       }
     }
     this.state.neverBlock = this.buildNeverBlock(next);
+    const namedNeverBlock = this.buildNamedNeverBlock(next);
+    for (const syncer of this.named.values()) syncer.state.neverBlock = forKind(namedNeverBlock, syncer.kind);
+    const kindsBefore = new Set(this.slots.kinds);
     const running = next.settings.running === 'yes';
     const wasRunning = this.running;
     if (resolved) {
@@ -311,10 +385,18 @@ export class Agent {
     // One step between syncs: the syncer stops before rules are withdrawn and starts after
     // the new instances exist, so no sync ever reaches an instance that is going away.
     await this.syncer.between(async () => {
-      if (!running && wasRunning) this.syncer.pause();
+      if (!running && wasRunning) {
+        this.syncer.pause();
+        for (const syncer of this.named.values()) syncer.pause();
+      }
       await this.slots.apply(this.planned, running, this.refused);
-      if (running && !wasRunning) this.syncer.resume();
+      if (running && !wasRunning) {
+        this.syncer.resume();
+        for (const syncer of this.named.values()) syncer.resume();
+      }
     });
+    // A kind newly taken by some enforcer starts with a full reconcile of its own.
+    for (const kind of NAMED_KINDS) if (this.slots.kinds.has(kind) && !kindsBefore.has(kind)) this.namedNeedFull.add(kind);
     if (resolved) await this.applySources(resolved);
     if (resolved && previous) {
       this.channel?.sendState();
@@ -324,7 +406,10 @@ export class Agent {
     if (running !== wasRunning) {
       this.running = running;
       this.reporter?.setPaused(!running);
-      if (running) this.needFull = true;
+      if (running) {
+        this.needFull = true;
+        for (const kind of NAMED_KINDS) this.namedNeedFull.add(kind);
+      }
     }
     const policyChanged =
       previous &&
@@ -398,6 +483,12 @@ export class Agent {
       feed_cursor: this.syncer?.cursor ?? 0,
       enforced: this.state?.enforced.keys.length ?? 0,
       known_indicators: this.state?.table.size ?? 0,
+      // Domains, URLs and digests, for each kind some configured enforcer takes.
+      kinds: Object.fromEntries(
+        this.slots
+          ? this.activeNamed().map((s) => [s.kind, { feed_cursor: s.cursor, enforced: s.state.enforced.values.length, known_indicators: s.state.size, last_sync_at: s.lastSyncAt || null }])
+          : [],
+      ),
       spool_depth: this.spool?.depth ?? 0,
       sources: this.supervisor?.health() ?? [],
       enforcers,
@@ -423,6 +514,7 @@ export class Agent {
     await this.reporter?.stop();
     await this.applying;
     await this.syncer?.stop().catch((err: unknown) => this.log.warn({ err }, 'feed state not saved'));
+    for (const syncer of this.named.values()) await syncer.stop().catch((err: unknown) => this.log.warn({ err, kind: syncer.kind }, 'feed state not saved'));
     await enforcersClosed;
     await this.spool?.close();
     await this.ops?.close();

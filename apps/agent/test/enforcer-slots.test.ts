@@ -62,6 +62,7 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
     label: 'dry_run',
     definition: definition as EnforcerDefinition<unknown>,
     config: DryRunConfig.parse({ active: true, path: join(dir, file) }),
+    kind: 'ipv4',
   });
 
   /** What the syncer does at its next sync: every worker gets the set (a replaced one, whole). */
