@@ -1,11 +1,9 @@
 import { mkdir } from 'node:fs/promises';
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { RampartClient } from '@rampart/client';
 import { ReportedPlugin, type AgentCapabilities } from '@rampart/contracts';
-import { INDICATOR_KINDS, SourceOptionsBase, codecOf, fileOffsetStore, policyOptionsOf, type DetectionMode, type IndicatorKind } from '@rampart/plugin-kit';
+import { INDICATOR_KINDS, SourceOptionsBase, fileOffsetStore, policyOptionsOf, type DetectionMode, type IndicatorKind } from '@rampart/plugin-kit';
 import { ConfigInvalidError, type AgentFileConfig } from './config/load.ts';
 import { planPlugins, type PlannedEnforcer, type PluginPlan } from './config/plugins.ts';
 import { REGISTRY, type Registry } from './registry.ts';
@@ -13,6 +11,7 @@ import { pickKey, loadCredentials } from './runtime/credentials.ts';
 import { startOpsServer } from './runtime/http.ts';
 import { createMetrics, type AgentMetrics } from './runtime/metrics.ts';
 import { EnforcerSlots, type RefusedEnforcer } from './runtime/enforcer-slots.ts';
+import { memoryMb, refusedEnforcers, resolveHost } from './runtime/agent-support.ts';
 import { DetectionPipeline } from './runtime/pipeline.ts';
 import { Reporter } from './runtime/reporter.ts';
 import { Scheduler, cronForMinutes } from './runtime/scheduler.ts';
@@ -23,13 +22,9 @@ import { BlockState, type BlockPolicy } from './sync/block-state.ts';
 import { SyncChannel } from './sync/channel.ts';
 import { FeedStateFile } from './sync/feed-state.ts';
 import { NeverBlock, hostAddresses } from './sync/never-block.ts';
-import { Syncer } from './sync/syncer.ts';
-import { NamedBlockState } from './sync/named-block-state.ts';
-import { NamedFeedStateFile } from './sync/named-feed-state.ts';
-import { NamedNeverBlock, forKind } from './sync/named-never-block.ts';
-import { NamedSyncer, type NamedKind } from './sync/named-syncer.ts';
-
-const NAMED_KINDS: readonly NamedKind[] = ['domain', 'url', 'file'];
+import { Syncer, syncerOptionsOf, type SyncerOptions } from './sync/syncer.ts';
+import { NamedKinds } from './sync/named-kinds.ts';
+import { namedNeverBlockOf, type NamedNeverBlock } from './sync/named-never-block.ts';
 
 export const AGENT_VERSION = 'v0.1.0';
 
@@ -53,10 +48,8 @@ export class Agent {
   private client!: RampartClient;
   private state!: BlockState;
   private syncer!: Syncer;
-  /** One syncer per named kind; a kind is synced only while some configured enforcer takes it. */
-  private readonly named = new Map<NamedKind, NamedSyncer>();
-  /** Named kinds that need a full reconcile at their next sync (newly taken, or running again). */
-  private readonly namedNeedFull = new Set<NamedKind>(NAMED_KINDS);
+  /** Domains, URLs and file digests (synced only while some configured enforcer takes them). */
+  private named!: NamedKinds;
   private controlPlaneHost = '';
   private spool!: Spool;
   private reporter!: Reporter;
@@ -125,7 +118,7 @@ export class Agent {
       log: this.log,
       metrics: this.metrics,
       serialize: (task) => this.syncer.between(task),
-      worker: (label, enforcer, kind) => (kind === 'ipv4' ? this.syncer.worker(label, enforcer) : this.named.get(kind)!.worker(label, enforcer)),
+      worker: (label, enforcer, kind) => (kind === 'ipv4' ? this.syncer.worker(label, enforcer) : this.named.worker(kind, label, enforcer)),
       onCreated: () => this.kick('incremental'),
     });
     this.syncer = new Syncer({
@@ -141,22 +134,17 @@ export class Agent {
       options: () => this.syncOptions(),
     });
     await this.syncer.restore();
-    const namedNeverBlock = this.buildNamedNeverBlock(current);
-    for (const kind of NAMED_KINDS) {
-      const syncer = new NamedSyncer({
-        kind,
-        client: this.client,
-        state: new NamedBlockState(codecOf(kind), forKind(namedNeverBlock, kind)),
-        feedState: new NamedFeedStateFile(local.state_dir, kind),
-        enforcers: () => this.slots.workersOf(kind),
-        policy: () => this.policy(),
-        log: this.log.child({ component: 'sync', kind }),
-        metrics: this.metrics,
-        options: () => this.syncOptions(),
-      });
-      await syncer.restore();
-      this.named.set(kind, syncer);
-    }
+    this.named = new NamedKinds({
+      client: this.client,
+      stateDir: local.state_dir,
+      log: this.log.child({ component: 'sync' }),
+      metrics: this.metrics,
+      policy: () => this.policy(),
+      options: () => this.syncOptions(),
+      workersOf: (kind) => this.slots.workersOf(kind),
+      wanted: () => this.slots.kinds,
+    });
+    await this.named.restore(this.buildNamedNeverBlock(current));
 
     this.spool = await Spool.open({ dir: join(local.state_dir, 'spool') });
     this.reporter = new Reporter({
@@ -201,16 +189,12 @@ export class Agent {
             void this.settings.fromServer({ settings: m.settings, organization: m.organization });
             const cursor = m.feed?.ipv4;
             if (cursor === undefined || cursor > this.syncer.cursor) this.kick('incremental', ['ipv4']);
-            for (const syncer of this.activeNamed()) {
-              const head = m.feed?.[syncer.kind];
-              if (head === undefined || head > syncer.cursor) this.kick('incremental', [syncer.kind]);
-            }
+            if (this.running) this.named.hello(m.feed);
           },
           settingsChanged: (m) => void this.settings.fromServer({ settings: m.settings, organization: m.organization }),
           decisionChanged: (m) => {
             if (!this.running) return;
-            const named = m.kind === 'ipv4' ? undefined : this.activeNamed().find((s) => s.kind === m.kind);
-            const task = m.kind === 'ipv4' ? this.syncer.decision(m.indicator, m.decision, m.ttl) : named?.decision(m.indicator, m.decision, m.ttl);
+            const task = m.kind === 'ipv4' ? this.syncer.decision(m.indicator, m.decision, m.ttl) : this.named.decision(m.kind, m.indicator, m.decision, m.ttl);
             task?.catch((err: unknown) => this.log.warn({ err, kind: m.kind }, 'decision not applied'));
           },
           feedChanged: (m) => this.kick('incremental', [m.kind]),
@@ -242,21 +226,8 @@ export class Agent {
     this.log.info({ gaid: current.settings.gaid, origin: current.origin, ops: this.ops.port }, 'agent started');
   }
 
-  private syncOptions() {
-    const local = this.settings.local.local;
-    return {
-      pageSize: local.feed_page_size,
-      forceSync: local.force_sync,
-      maxRemovalFraction: local.max_removal_fraction,
-      minGuardedRemovals: 10,
-      enforcerTimeoutMs: local.enforcer_timeout_seconds * 1000,
-    };
-  }
-
-  /** The named kinds' syncers whose kind some configured enforcer takes: the others pull nothing. */
-  private activeNamed(): NamedSyncer[] {
-    const wanted = this.slots?.kinds ?? new Set<IndicatorKind>();
-    return NAMED_KINDS.filter((kind) => wanted.has(kind)).map((kind) => this.named.get(kind)!);
+  private syncOptions(): SyncerOptions {
+    return syncerOptionsOf(this.settings.local.local);
   }
 
   /**
@@ -265,16 +236,7 @@ export class Agent {
    */
   private kick(kind: 'incremental' | 'full', kinds?: readonly IndicatorKind[]): void {
     if (!this.running) return;
-    for (const syncer of this.activeNamed()) {
-      if (kinds && !kinds.includes(syncer.kind)) continue;
-      const full = kind === 'full' || this.namedNeedFull.has(syncer.kind);
-      (full ? syncer.full() : syncer.incremental()).then(
-        () => {
-          if (full) this.namedNeedFull.delete(syncer.kind);
-        },
-        (err: unknown) => this.log.warn({ err, kind: full ? 'full' : 'incremental', indicator: syncer.kind }, 'sync failed'),
-      );
-    }
+    this.named.kick(kind, kinds);
     if (kinds && !kinds.includes('ipv4')) return;
     const full = kind === 'full' || this.needFull;
     const task = full ? this.syncer.full() : this.syncer.incremental();
@@ -297,7 +259,7 @@ export class Agent {
       if (this.running) {
         // Bounded by the enforcer timeout; a stalled enforcer is skipped, so it holds up no other.
         try {
-          await Promise.all([this.syncer.reconcile(), ...this.activeNamed().map((s) => s.reconcile())]);
+          await Promise.all([this.syncer.reconcile(), this.named.reconcile()]);
         } catch (err) {
           this.log.warn({ err }, 'reconcile failed');
         }
@@ -331,14 +293,7 @@ export class Agent {
 
   /** Domains, URLs and digests never blocked: the control plane's host name and the local allow lists. */
   private buildNamedNeverBlock(current: EffectiveSettings): NamedNeverBlock {
-    const local = this.settings.local.local;
-    return new NamedNeverBlock({
-      controlPlane: [this.controlPlaneHost],
-      domains: local.allow_domains,
-      urls: local.allow_urls,
-      digests: local.allow_digests,
-      ipv4: this.state?.neverBlock ?? this.buildNeverBlock(current),
-    });
+    return namedNeverBlockOf([this.controlPlaneHost], this.settings.local.local, this.state?.neverBlock ?? this.buildNeverBlock(current));
   }
 
   private buildNeverBlock(current: EffectiveSettings): NeverBlock {
@@ -370,7 +325,7 @@ export class Agent {
     }
     this.state.neverBlock = this.buildNeverBlock(next);
     const namedNeverBlock = this.buildNamedNeverBlock(next);
-    for (const syncer of this.named.values()) syncer.state.neverBlock = forKind(namedNeverBlock, syncer.kind);
+    this.named.setNeverBlock(namedNeverBlock);
     const kindsBefore = new Set(this.slots.kinds);
     const running = next.settings.running === 'yes';
     const wasRunning = this.running;
@@ -385,18 +340,12 @@ export class Agent {
     // One step between syncs: the syncer stops before rules are withdrawn and starts after
     // the new instances exist, so no sync ever reaches an instance that is going away.
     await this.syncer.between(async () => {
-      if (!running && wasRunning) {
-        this.syncer.pause();
-        for (const syncer of this.named.values()) syncer.pause();
-      }
+      if (!running && wasRunning) for (const s of [this.syncer, this.named]) s.pause();
       await this.slots.apply(this.planned, running, this.refused);
-      if (running && !wasRunning) {
-        this.syncer.resume();
-        for (const syncer of this.named.values()) syncer.resume();
-      }
+      if (running && !wasRunning) for (const s of [this.syncer, this.named]) s.resume();
     });
     // A kind newly taken by some enforcer starts with a full reconcile of its own.
-    for (const kind of NAMED_KINDS) if (this.slots.kinds.has(kind) && !kindsBefore.has(kind)) this.namedNeedFull.add(kind);
+    this.named.taken(kindsBefore);
     if (resolved) await this.applySources(resolved);
     if (resolved && previous) {
       this.channel?.sendState();
@@ -406,10 +355,7 @@ export class Agent {
     if (running !== wasRunning) {
       this.running = running;
       this.reporter?.setPaused(!running);
-      if (running) {
-        this.needFull = true;
-        for (const kind of NAMED_KINDS) this.namedNeedFull.add(kind);
-      }
+      if (running) this.needFull = true;
     }
     const policyChanged =
       previous &&
@@ -484,11 +430,7 @@ export class Agent {
       enforced: this.state?.enforced.keys.length ?? 0,
       known_indicators: this.state?.table.size ?? 0,
       // Domains, URLs and digests, for each kind some configured enforcer takes.
-      kinds: Object.fromEntries(
-        this.slots
-          ? this.activeNamed().map((s) => [s.kind, { feed_cursor: s.cursor, enforced: s.state.enforced.values.length, known_indicators: s.state.size, last_sync_at: s.lastSyncAt || null }])
-          : [],
-      ),
+      kinds: this.named?.health() ?? {},
       spool_depth: this.spool?.depth ?? 0,
       sources: this.supervisor?.health() ?? [],
       enforcers,
@@ -514,41 +456,10 @@ export class Agent {
     await this.reporter?.stop();
     await this.applying;
     await this.syncer?.stop().catch((err: unknown) => this.log.warn({ err }, 'feed state not saved'));
-    for (const syncer of this.named.values()) await syncer.stop().catch((err: unknown) => this.log.warn({ err, kind: syncer.kind }, 'feed state not saved'));
+    await this.named?.stop();
     await enforcersClosed;
     await this.spool?.close();
     await this.ops?.close();
     this.log.info({}, 'agent stopped');
-  }
-}
-
-/** The `ips.<label>` problems of a plan, one refusal per label. */
-function refusedEnforcers(problems: { path: string; message: string }[]): RefusedEnforcer[] {
-  const byLabel = new Map<string, RefusedEnforcer>();
-  for (const p of problems) {
-    const m = /^ips\.([^.]+)(\.|$)/.exec(p.path);
-    if (!m) continue;
-    const label = m[1]!;
-    const error = p.path === `ips.${label}` && p.message.startsWith('no enforcer') ? 'no_plugin' : 'config_invalid';
-    const prior = byLabel.get(label);
-    const detail = p.path === `ips.${label}` ? p.message : `${p.path}: ${p.message}`;
-    byLabel.set(label, prior ? { ...prior, detail: `${prior.detail}; ${detail}`.slice(0, 500) } : { label, error, detail });
-  }
-  return [...byLabel.values()];
-}
-
-function memoryMb(): Record<string, number> {
-  const m = process.memoryUsage();
-  const mb = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
-  return { rss: mb(m.rss), heap_used: mb(m.heapUsed), heap_total: mb(m.heapTotal), external: mb(m.external), array_buffers: mb(m.arrayBuffers) };
-}
-
-async function resolveHost(host: string): Promise<string[]> {
-  const bare = host.replace(/^\[|\]$/g, '');
-  if (isIP(bare)) return [bare];
-  try {
-    return (await lookup(bare, { all: true })).map((a) => a.address);
-  } catch {
-    return [];
   }
 }

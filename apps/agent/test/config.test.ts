@@ -113,10 +113,12 @@ describe('agent configuration', () => {
     expect(config?.local.enforcers.packet_filter).toEqual({ backend: 'nftables', table: 'rampart', priority: -10, capacity: 1_000_000 });
     expect(config?.local.reconcile_seconds).toBe(60);
     expect(config?.local.allow_domains).toEqual(['example.org']);
-    expect((config?.settings.ips as { dry_run: { kinds: object } }).dry_run.kinds).toEqual({
-      domain: { path: '/var/lib/rampart-agent/dry-run-domains.json' },
-      url: { path: '/var/lib/rampart-agent/dry-run-urls.json' },
-      file: { path: '/var/lib/rampart-agent/dry-run-files.json' },
+    expect(config!.settings.ips?.['dry_run']).toMatchObject({
+      kinds: {
+        domain: { path: '/var/lib/rampart-agent/dry-run-domains.json' },
+        url: { path: '/var/lib/rampart-agent/dry-run-urls.json' },
+        file: { path: '/var/lib/rampart-agent/dry-run-files.json' },
+      },
     });
   });
 

@@ -12,8 +12,9 @@ export type { IndicatorKind };
 export interface KindCodec {
   readonly kind: IndicatorKind;
   /** The canonical form of `raw`, or undefined when `raw` is not an indicator of this kind. */
-  canonical(raw: string): string | undefined;
-  compare(a: string, b: string): number;
+  // Function-valued properties, not methods: they are passed around unbound (`sort(codec.compare)`).
+  readonly canonical: (raw: string) => string | undefined;
+  readonly compare: (a: string, b: string) => number;
 }
 
 const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -136,7 +136,8 @@ export class NamedBlockState {
 
   /** Drops entries that can never block again: list-only entries no longer listed, without a live decision. */
   prune(now: number): void {
-    for (const entry of [...this.all]) {
+    // Deleting the current member while iterating a Set is safe.
+    for (const entry of this.all) {
       const liveDecision = entry.decision === 1 && (entry.ttl === 0 || entry.ttl > now);
       if (entry.s0 === 0 && !(entry.flags & LISTED) && !liveDecision) this.remove(entry);
     }

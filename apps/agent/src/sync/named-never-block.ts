@@ -96,3 +96,8 @@ export interface KindNeverBlock {
 export function forKind(list: NamedNeverBlock, kind: Exclude<IndicatorKind, 'ipv4'>): KindNeverBlock {
   return { protects: (values) => list.protectsValues(kind, values) };
 }
+
+/** The list from the control plane's host names and the local options `allow_domains`, `allow_urls`, `allow_digests`. */
+export function namedNeverBlockOf(controlPlane: string[], local: { allow_domains: string[]; allow_urls: string[]; allow_digests: string[] }, ipv4: NeverBlock): NamedNeverBlock {
+  return new NamedNeverBlock({ controlPlane, domains: local.allow_domains, urls: local.allow_urls, digests: local.allow_digests, ipv4 });
+}

@@ -22,6 +22,22 @@ export interface SyncerOptions {
   enforcerTimeoutMs?: number;
 }
 
+/** The sync options of the agent's local configuration (every kind's syncer uses the same). */
+export function syncerOptionsOf(local: {
+  feed_page_size: number;
+  force_sync: boolean;
+  max_removal_fraction: number;
+  enforcer_timeout_seconds: number;
+}): SyncerOptions {
+  return {
+    pageSize: local.feed_page_size,
+    forceSync: local.force_sync,
+    maxRemovalFraction: local.max_removal_fraction,
+    minGuardedRemovals: 10,
+    enforcerTimeoutMs: local.enforcer_timeout_seconds * 1000,
+  };
+}
+
 export interface SyncerDeps {
   client: RampartClient;
   state: BlockState;
