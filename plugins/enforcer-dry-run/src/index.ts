@@ -1,4 +1,4 @@
-import { open, readFile, rename } from 'node:fs/promises';
+import { open, rename } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
@@ -6,6 +6,9 @@ import { defineEnforcer, throwIfAborted, type BlockEntry, type Diff, type Enforc
 import type { IpsLabel } from '@rampart/contracts';
 import { CompactSet, cidrKey, keyCidr, writeCidr } from './compact-set.ts';
 import { createNamedDryRun } from './named-kind.ts';
+import { readDryRunFile, type DryRunOperation } from './record.ts';
+
+export { readDryRunFile, type DryRunFile, type DryRunOperation } from './record.ts';
 
 /** The open-set `ips` label this enforcer is configured under (`ips.dry_run`). */
 export const DRY_RUN_LABEL = 'dry_run';
@@ -29,36 +32,8 @@ export const DryRunConfig = z.strictObject({
 });
 export type DryRunConfig = z.infer<typeof DryRunConfig>;
 
-export interface DryRunOperation {
-  op: 'sync' | 'apply' | 'withdraw';
-  at: string;
-  enforced: number;
-  /** Present for apply: what really changed (at most 1,000 of each listed). */
-  added?: string[];
-  removed?: string[];
-  cut: number;
-}
-
-/** The file the enforcer writes; tests and operators read it back. */
-export interface DryRunFile {
-  plugin: 'dry-run';
-  /** Present in the files of domains, URLs and digests (the IPv4 file predates kinds). */
-  kind?: 'domain' | 'url' | 'file';
-  updated_at: string;
-  enforced: string[];
-  operations: DryRunOperation[];
-}
-
+/** Operations list at most this many added or removed entries. */
 const LISTED = 1000;
-
-export async function readDryRunFile(path: string): Promise<DryRunFile | undefined> {
-  try {
-    return JSON.parse(await readFile(path, 'utf8')) as DryRunFile;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-}
 
 /** Keeps the `capacity` highest scores (ties: lower address first), like a real backend would. */
 function cut(entries: readonly BlockEntry[], capacity: number): { kept: readonly BlockEntry[]; cut: number } {

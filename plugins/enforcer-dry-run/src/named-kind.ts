@@ -1,6 +1,5 @@
-import { readFile } from 'node:fs/promises';
 import { DesiredSet, codecOf, throwIfAborted, writeFileAtomic, type Diff, type EnforceResult, type Enforcer, type PluginLogger } from '@rampart/plugin-kit';
-import type { DryRunFile, DryRunOperation } from './index.ts';
+import { readDryRunFile as readRecord, type DryRunFile, type DryRunOperation } from './record.ts';
 
 const LISTED = 1000;
 
@@ -10,15 +9,6 @@ export interface NamedDryRunOptions {
   capacity: number;
   historyLimit: number;
   log: PluginLogger;
-}
-
-async function readRecord(path: string): Promise<DryRunFile | undefined> {
-  try {
-    return JSON.parse(await readFile(path, 'utf8')) as DryRunFile;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
 }
 
 /**
