@@ -38,7 +38,7 @@ describe('agent end to end: domains, URLs and file digests', () => {
   afterAll(async () => {
     if (agent) await agent.kill9();
     await cp?.close();
-    if (!process.env.KEEP_E2E_DIR) await dir?.remove();
+    await dir?.remove();
   });
 
   const post = (path: string, body: unknown) => admin.transport.request('POST', path, { body });
