@@ -167,7 +167,7 @@ describe('agent end to end', () => {
       return a?.status === 'failed' && a;
     });
     expect(listed.enforced.dns_e).toMatchObject({ state: 'failed', healthy: false, error: expect.stringMatching(/^no enforcer for 'dns_e'; known enforcers: /) });
-    expect(listed.capabilities).toMatchObject({ version: 'v0.1.0', kinds: ['ipv4'], sources: expect.arrayContaining(['ssh_log']) });
+    expect(listed.capabilities).toMatchObject({ version: 'v0.1.0', kinds: ['ipv4', 'domain', 'url', 'file'], sources: expect.arrayContaining(['ssh_log']) });
     expect(listed.capabilities?.enforcers).toContain('dry_run');
     expect(listed.capabilities?.enforcers).not.toContain('dns_e');
 

@@ -1,11 +1,9 @@
 import { mkdir } from 'node:fs/promises';
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { RampartClient } from '@rampart/client';
 import { ReportedPlugin, type AgentCapabilities } from '@rampart/contracts';
-import { SourceOptionsBase, fileOffsetStore, policyOptionsOf, type DetectionMode } from '@rampart/plugin-kit';
+import { INDICATOR_KINDS, SourceOptionsBase, fileOffsetStore, policyOptionsOf, type DetectionMode, type IndicatorKind } from '@rampart/plugin-kit';
 import { ConfigInvalidError, type AgentFileConfig } from './config/load.ts';
 import { planPlugins, type PlannedEnforcer, type PluginPlan } from './config/plugins.ts';
 import { REGISTRY, type Registry } from './registry.ts';
@@ -13,6 +11,7 @@ import { pickKey, loadCredentials } from './runtime/credentials.ts';
 import { startOpsServer } from './runtime/http.ts';
 import { createMetrics, type AgentMetrics } from './runtime/metrics.ts';
 import { EnforcerSlots, type RefusedEnforcer } from './runtime/enforcer-slots.ts';
+import { memoryMb, refusedEnforcers, resolveHost } from './runtime/agent-support.ts';
 import { DetectionPipeline } from './runtime/pipeline.ts';
 import { Reporter } from './runtime/reporter.ts';
 import { Scheduler, cronForMinutes } from './runtime/scheduler.ts';
@@ -23,7 +22,9 @@ import { BlockState, type BlockPolicy } from './sync/block-state.ts';
 import { SyncChannel } from './sync/channel.ts';
 import { FeedStateFile } from './sync/feed-state.ts';
 import { NeverBlock, hostAddresses } from './sync/never-block.ts';
-import { Syncer } from './sync/syncer.ts';
+import { Syncer, syncerOptionsOf, type SyncerOptions } from './sync/syncer.ts';
+import { NamedKinds } from './sync/named-kinds.ts';
+import { namedNeverBlockOf, type NamedNeverBlock } from './sync/named-never-block.ts';
 
 export const AGENT_VERSION = 'v0.1.0';
 
@@ -47,6 +48,9 @@ export class Agent {
   private client!: RampartClient;
   private state!: BlockState;
   private syncer!: Syncer;
+  /** Domains, URLs and file digests (synced only while some configured enforcer takes them). */
+  private named!: NamedKinds;
+  private controlPlaneHost = '';
   private spool!: Spool;
   private reporter!: Reporter;
   private pipeline!: DetectionPipeline;
@@ -78,7 +82,8 @@ export class Agent {
       version: AGENT_VERSION,
       enforcers: [...this.registry.enforcers.keys()].sort(),
       sources: [...this.registry.sources.keys()].sort(),
-      kinds: ['ipv4'],
+      // Every kind some enforcer of this build can take.
+      kinds: INDICATOR_KINDS.filter((kind) => [...this.registry.enforcers.values()].some((d) => (d.kinds ?? ['ipv4']).includes(kind))),
     };
   }
 
@@ -105,35 +110,41 @@ export class Agent {
       authScheme: local.auth_scheme,
       userAgent: `rampart-agent/${AGENT_VERSION}`,
     });
-    this.controlPlaneAddresses = await resolveHost(new URL(file.controlPlaneUrl).hostname);
+    this.controlPlaneHost = new URL(file.controlPlaneUrl).hostname;
+    this.controlPlaneAddresses = await resolveHost(this.controlPlaneHost);
 
     this.state = new BlockState(this.buildNeverBlock(current));
     this.slots = new EnforcerSlots({
       log: this.log,
       metrics: this.metrics,
       serialize: (task) => this.syncer.between(task),
-      worker: (label, enforcer) => this.syncer.worker(label, enforcer),
+      worker: (label, enforcer, kind) => (kind === 'ipv4' ? this.syncer.worker(label, enforcer) : this.named.worker(kind, label, enforcer)),
       onCreated: () => this.kick('incremental'),
     });
     this.syncer = new Syncer({
       client: this.client,
       state: this.state,
       feedState: new FeedStateFile(local.state_dir),
-      enforcers: () => this.slots.workers,
+      enforcers: () => this.slots.workersOf('ipv4'),
       policy: () => this.policy(),
       gaid: () => this.settings.current().settings.gaid,
       capabilities: () => this.capabilities,
       log: this.log.child({ component: 'sync' }),
       metrics: this.metrics,
-      options: () => ({
-        pageSize: this.settings.local.local.feed_page_size,
-        forceSync: this.settings.local.local.force_sync,
-        maxRemovalFraction: this.settings.local.local.max_removal_fraction,
-        minGuardedRemovals: 10,
-        enforcerTimeoutMs: this.settings.local.local.enforcer_timeout_seconds * 1000,
-      }),
+      options: () => this.syncOptions(),
     });
     await this.syncer.restore();
+    this.named = new NamedKinds({
+      client: this.client,
+      stateDir: local.state_dir,
+      log: this.log.child({ component: 'sync' }),
+      metrics: this.metrics,
+      policy: () => this.policy(),
+      options: () => this.syncOptions(),
+      workersOf: (kind) => this.slots.workersOf(kind),
+      wanted: () => this.slots.kinds,
+    });
+    await this.named.restore(this.buildNamedNeverBlock(current));
 
     this.spool = await Spool.open({ dir: join(local.state_dir, 'spool') });
     this.reporter = new Reporter({
@@ -177,15 +188,16 @@ export class Agent {
           hello: (m) => {
             void this.settings.fromServer({ settings: m.settings, organization: m.organization });
             const cursor = m.feed?.ipv4;
-            if (cursor === undefined || cursor > this.syncer.cursor) this.kick('incremental');
+            if (cursor === undefined || cursor > this.syncer.cursor) this.kick('incremental', ['ipv4']);
+            if (this.running) this.named.hello(m.feed);
           },
           settingsChanged: (m) => void this.settings.fromServer({ settings: m.settings, organization: m.organization }),
           decisionChanged: (m) => {
-            if (m.kind === 'ipv4') this.syncer.decision(m.indicator, m.decision, m.ttl).catch((err: unknown) => this.log.warn({ err }, 'decision not applied'));
+            if (!this.running) return;
+            const task = m.kind === 'ipv4' ? this.syncer.decision(m.indicator, m.decision, m.ttl) : this.named.decision(m.kind, m.indicator, m.decision, m.ttl);
+            task?.catch((err: unknown) => this.log.warn({ err, kind: m.kind }, 'decision not applied'));
           },
-          feedChanged: (m) => {
-            if (m.kind === 'ipv4') this.kick('incremental');
-          },
+          feedChanged: (m) => this.kick('incremental', [m.kind]),
           state: () => ({
             version: AGENT_VERSION,
             enforced: this.state.enforced.keys.length,
@@ -214,9 +226,18 @@ export class Agent {
     this.log.info({ gaid: current.settings.gaid, origin: current.origin, ops: this.ops.port }, 'agent started');
   }
 
-  /** Runs a sync in the background; a full reconcile that failed is retried by the next one. */
-  private kick(kind: 'incremental' | 'full'): void {
+  private syncOptions(): SyncerOptions {
+    return syncerOptionsOf(this.settings.local.local);
+  }
+
+  /**
+   * Runs a sync in the background for `kinds` (default: IPv4 and every named kind some enforcer
+   * takes); a full reconcile that failed is retried by the next one.
+   */
+  private kick(kind: 'incremental' | 'full', kinds?: readonly IndicatorKind[]): void {
     if (!this.running) return;
+    this.named.kick(kind, kinds);
+    if (kinds && !kinds.includes('ipv4')) return;
     const full = kind === 'full' || this.needFull;
     const task = full ? this.syncer.full() : this.syncer.incremental();
     task.then(
@@ -238,7 +259,7 @@ export class Agent {
       if (this.running) {
         // Bounded by the enforcer timeout; a stalled enforcer is skipped, so it holds up no other.
         try {
-          await this.syncer.reconcile();
+          await Promise.all([this.syncer.reconcile(), this.named.reconcile()]);
         } catch (err) {
           this.log.warn({ err }, 'reconcile failed');
         }
@@ -270,6 +291,11 @@ export class Agent {
     return { threshold: settings.score_threshold, maximumRules: settings.maximum_rules, blockingRule: organization.blocking_roule ?? null };
   }
 
+  /** Domains, URLs and digests never blocked: the control plane's host name and the local allow lists. */
+  private buildNamedNeverBlock(current: EffectiveSettings): NamedNeverBlock {
+    return namedNeverBlockOf([this.controlPlaneHost], this.settings.local.local, this.state?.neverBlock ?? this.buildNeverBlock(current));
+  }
+
   private buildNeverBlock(current: EffectiveSettings): NeverBlock {
     return new NeverBlock({
       ownAddresses: hostAddresses(),
@@ -298,6 +324,9 @@ export class Agent {
       }
     }
     this.state.neverBlock = this.buildNeverBlock(next);
+    const namedNeverBlock = this.buildNamedNeverBlock(next);
+    this.named.setNeverBlock(namedNeverBlock);
+    const kindsBefore = new Set(this.slots.kinds);
     const running = next.settings.running === 'yes';
     const wasRunning = this.running;
     if (resolved) {
@@ -311,10 +340,12 @@ export class Agent {
     // One step between syncs: the syncer stops before rules are withdrawn and starts after
     // the new instances exist, so no sync ever reaches an instance that is going away.
     await this.syncer.between(async () => {
-      if (!running && wasRunning) this.syncer.pause();
+      if (!running && wasRunning) for (const s of [this.syncer, this.named]) s.pause();
       await this.slots.apply(this.planned, running, this.refused);
-      if (running && !wasRunning) this.syncer.resume();
+      if (running && !wasRunning) for (const s of [this.syncer, this.named]) s.resume();
     });
+    // A kind newly taken by some enforcer starts with a full reconcile of its own.
+    this.named.taken(kindsBefore);
     if (resolved) await this.applySources(resolved);
     if (resolved && previous) {
       this.channel?.sendState();
@@ -398,6 +429,8 @@ export class Agent {
       feed_cursor: this.syncer?.cursor ?? 0,
       enforced: this.state?.enforced.keys.length ?? 0,
       known_indicators: this.state?.table.size ?? 0,
+      // Domains, URLs and digests, for each kind some configured enforcer takes.
+      kinds: this.named?.health() ?? {},
       spool_depth: this.spool?.depth ?? 0,
       sources: this.supervisor?.health() ?? [],
       enforcers,
@@ -423,40 +456,10 @@ export class Agent {
     await this.reporter?.stop();
     await this.applying;
     await this.syncer?.stop().catch((err: unknown) => this.log.warn({ err }, 'feed state not saved'));
+    await this.named?.stop();
     await enforcersClosed;
     await this.spool?.close();
     await this.ops?.close();
     this.log.info({}, 'agent stopped');
-  }
-}
-
-/** The `ips.<label>` problems of a plan, one refusal per label. */
-function refusedEnforcers(problems: { path: string; message: string }[]): RefusedEnforcer[] {
-  const byLabel = new Map<string, RefusedEnforcer>();
-  for (const p of problems) {
-    const m = /^ips\.([^.]+)(\.|$)/.exec(p.path);
-    if (!m) continue;
-    const label = m[1]!;
-    const error = p.path === `ips.${label}` && p.message.startsWith('no enforcer') ? 'no_plugin' : 'config_invalid';
-    const prior = byLabel.get(label);
-    const detail = p.path === `ips.${label}` ? p.message : `${p.path}: ${p.message}`;
-    byLabel.set(label, prior ? { ...prior, detail: `${prior.detail}; ${detail}`.slice(0, 500) } : { label, error, detail });
-  }
-  return [...byLabel.values()];
-}
-
-function memoryMb(): Record<string, number> {
-  const m = process.memoryUsage();
-  const mb = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
-  return { rss: mb(m.rss), heap_used: mb(m.heapUsed), heap_total: mb(m.heapTotal), external: mb(m.external), array_buffers: mb(m.arrayBuffers) };
-}
-
-async function resolveHost(host: string): Promise<string[]> {
-  const bare = host.replace(/^\[|\]$/g, '');
-  if (isIP(bare)) return [bare];
-  try {
-    return (await lookup(bare, { all: true })).map((a) => a.address);
-  } catch {
-    return [];
   }
 }

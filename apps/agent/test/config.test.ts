@@ -112,6 +112,14 @@ describe('agent configuration', () => {
     expect(problems).toEqual([]);
     expect(config?.local.enforcers.packet_filter).toEqual({ backend: 'nftables', table: 'rampart', priority: -10, capacity: 1_000_000 });
     expect(config?.local.reconcile_seconds).toBe(60);
+    expect(config?.local.allow_domains).toEqual(['example.org']);
+    expect(config!.settings.ips?.['dry_run']).toMatchObject({
+      kinds: {
+        domain: { path: '/var/lib/rampart-agent/dry-run-domains.json' },
+        url: { path: '/var/lib/rampart-agent/dry-run-urls.json' },
+        file: { path: '/var/lib/rampart-agent/dry-run-files.json' },
+      },
+    });
   });
 
   it('reports JSON errors and non-objects instead of throwing', () => {

@@ -9,7 +9,7 @@ import type { PlannedEnforcer } from '../src/config/plugins.ts';
 import { ipv4Key } from '@rampart/contracts';
 import { EnforcerSlots } from '../src/runtime/enforcer-slots.ts';
 import { createMetrics } from '../src/runtime/metrics.ts';
-import { diffKeySets, toEntries, type KeySet } from '../src/sync/block-state.ts';
+import { ipv4SetOps, toEntries, type KeySet } from '../src/sync/block-state.ts';
 import { EnforcerWorker } from '../src/sync/enforcer-worker.ts';
 
 /*
@@ -53,7 +53,7 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
     const log = pino({ level: 'silent' });
     const metrics = createMetrics();
     const worker = (label: string, enforcer: Enforcer) =>
-      new EnforcerWorker(label, enforcer, { log, metrics, timeoutMs: () => 5_000, entries: toEntries, diff: diffKeySets });
+      new EnforcerWorker(label, enforcer, { log, metrics, timeoutMs: () => 5_000, ...ipv4SetOps });
     slots = new EnforcerSlots({ log, metrics, serialize, worker, onCreated: () => (created += 1), retry });
     return slots;
   }
@@ -62,6 +62,7 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
     label: 'dry_run',
     definition: definition as EnforcerDefinition<unknown>,
     config: DryRunConfig.parse({ active: true, path: join(dir, file) }),
+    kind: 'ipv4',
   });
 
   /** What the syncer does at its next sync: every worker gets the set (a replaced one, whole). */

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ipv4Key } from '@rampart/contracts';
 import { CsvConfig, csvEnforcer, csvFormat } from '@rampart/enforcer-csv';
 import { createMetrics, type AgentMetrics } from '../src/runtime/metrics.ts';
-import { diffKeySets, toEntries, type KeySet } from '../src/sync/block-state.ts';
+import { ipv4SetOps, type KeySet } from '../src/sync/block-state.ts';
 import { EnforcerWorker } from '../src/sync/enforcer-worker.ts';
 
 /*
@@ -40,8 +40,7 @@ describe('EnforcerWorker states with the csv enforcer', () => {
       log: pino({ level: 'silent' }),
       metrics,
       timeoutMs: () => 10_000,
-      entries: toEntries,
-      diff: diffKeySets,
+      ...ipv4SetOps,
       onSettled: (w) => settled.push(w.currentState()),
     });
   });

@@ -105,13 +105,16 @@ describe.each(driverCases())('hostile clients on $name', (driver) => {
     for (const route of AGENT_KEY_ROUTES) expect(app.hasRoute({ method: route.method, url: route.url }), `${route.method} ${route.url}`).toBe(true);
     const agent = await registerAgent(app, acme.keys.admin);
     const headers = { authorization: agent.token };
-    const forbidden = ['/me', '/files?ts=0', '/domains?ts=0', '/urls?ts=0', '/flat/500', '/files/score/500?digest=SHA256', '/domains/score/500?protocol=HTTP', '/urls/score/500', '/domains/example.org', '/info/cdn/list', '/agents', '/keys'];
+    const forbidden = ['/me', '/flat/500', '/domains/example.org', '/urls/http%3A%2F%2Fexample.org%2F', '/files/' + 'a'.repeat(64), '/info/cdn/list', '/agents', '/keys'];
     for (const url of forbidden) {
       const res = await app.inject({ url: `/api/v1${url}`, headers });
       expect(res.statusCode, url).toBe(403);
       expect(res.json().type, url).toBe('https://rampart.dev/problems/forbidden');
     }
-    for (const url of ['/ips?ts=0', '/ipv4/500', '/ips/192.0.2.1', `/agents/${agent.gaid}/config`]) {
+    // The feeds and score lists of every kind an enforcer may take (issue 17 item 7); look-ups stay closed.
+    const open = ['/ips?ts=0', '/ipv4/500', '/ips/192.0.2.1', `/agents/${agent.gaid}/config`, '/files?ts=0', '/domains?ts=0', '/urls?ts=0'];
+    open.push('/files/score/500?digest=SHA256', '/domains/score/500?protocol=HTTP', '/urls/score/500');
+    for (const url of open) {
       expect((await app.inject({ url: `/api/v1${url}`, headers })).statusCode, url).toBe(200);
     }
   });

@@ -14,7 +14,7 @@ import {
   VersionRecord,
 } from '@rampart/contracts';
 import { Transport, parseJson, type RequestOptions, type TransportOptions } from './http.ts';
-import { splitList, walkPages, walkTs, type CursorPage } from './pagination.ts';
+import { splitCsvLines, splitList, walkPages, walkTs, type CursorPage } from './pagination.ts';
 
 export type ClientOptions = TransportOptions;
 
@@ -28,6 +28,14 @@ export interface Ipv4ListQuery {
   format?: 'CSV' | 'LIST';
   agid?: string;
   plugin?: string;
+  page?: string;
+}
+
+export interface ScoreListQuery {
+  /** `/domains/score`: the domain list is written as `protocol://domain` (required there). */
+  protocol?: 'HTTP' | 'HTTPS';
+  /** `/files/score`: which digest of each file is listed (required there). */
+  digest?: 'MD5' | 'SHA1' | 'SHA256';
   page?: string;
 }
 
@@ -97,6 +105,20 @@ export class RampartClient {
 
   ipv4List(minScore: number, query: Omit<Ipv4ListQuery, 'page'> = {}, call: Call = {}) {
     return walkPages((page) => this.ipv4ListPage(minScore, page === undefined ? query : { ...query, page }, call));
+  }
+
+  /**
+   * One page of a named kind's score list (`/domains/score/{m}` with `protocol`, `/urls/score/{m}`,
+   * `/files/score/{m}` with `digest`): what the caller's organization should block now.
+   */
+  async scoreListPage(kind: 'domain' | 'url' | 'file', minScore: number, query: ScoreListQuery = {}, call: Call = {}): Promise<CursorPage<string>> {
+    // One entry per line (CSV): a URL may hold commas, which the server then quotes.
+    const raw = await this.transport.request('GET', `/${kind}s/score/${minScore}`, { ...call, query: { ...query, format: 'CSV' } });
+    return { items: splitCsvLines(raw.text), nextPage: raw.headers.get('next_page') ?? undefined };
+  }
+
+  scoreList(kind: 'domain' | 'url' | 'file', minScore: number, query: Omit<ScoreListQuery, 'page'> = {}, call: Call = {}) {
+    return walkPages((page) => this.scoreListPage(kind, minScore, page === undefined ? query : { ...query, page }, call));
   }
 
   async filesPage(query: { ts: number; page_size?: number; min_score?: number; tags?: string }, call: Call = {}): Promise<FilePage> {

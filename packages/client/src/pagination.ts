@@ -54,3 +54,17 @@ export function splitList(text: string): string[] {
     .map((entry) => entry.trim())
     .filter((entry) => entry.length > 0);
 }
+
+/**
+ * Splits a `CSV` list of one field per line (the score lists of domains, URLs and digests) into
+ * its entries: a field the server quoted (a URL holding a comma or a quote, RFC 4180) is unquoted.
+ */
+export function splitCsvLines(text: string): string[] {
+  const out: string[] = [];
+  for (const raw of text.split('\n')) {
+    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+    if (line.trim() === '') continue;
+    out.push(line.startsWith('"') && line.endsWith('"') && line.length >= 2 ? line.slice(1, -1).replaceAll('""', '"') : line.trim());
+  }
+  return out;
+}

@@ -2,6 +2,7 @@ export * from './constants.ts';
 export * from './primitives.ts';
 export * from './ipv4.ts';
 export * from './ipv4-special.ts';
+export * from './indicator-names.ts';
 export * from './problem.ts';
 export * from './secrets.ts';
 export * from './user.ts';

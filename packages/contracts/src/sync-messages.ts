@@ -11,7 +11,9 @@ import { OrganizationConfig } from './org-config.ts';
  * peers may add types), which is why the unions below are parsed per type.
  */
 
-const IndicatorKind = z.enum(['ipv4', 'file', 'domain', 'url']);
+/** The four kinds of indicator the feeds carry (spec 1.1). */
+export const IndicatorKind = z.enum(['ipv4', 'file', 'domain', 'url']);
+export type IndicatorKind = z.infer<typeof IndicatorKind>;
 
 /** First frame after the upgrade: who the server thinks the agent is, and the current documents. */
 export const SyncHello = z.object({

@@ -1,12 +1,14 @@
 import type { z } from 'zod';
 import type { IpsLabel } from '@rampart/contracts';
+import type { IndicatorKind } from './kinds.ts';
 import type { PluginLogger } from './logger.ts';
 import type { CommandResult, RunOptions } from './shell.ts';
 
 /**
- * One entry of a block list: the indicator in its canonical form (for IPv4, CIDR form:
- * `203.0.113.7/32`, `198.51.100.0/24`) with the live score that ranks it when a backend's
- * capacity forces a cut.
+ * One entry of a block list: the indicator in its kind's canonical form (kinds.ts: for IPv4 a
+ * CIDR, `203.0.113.7/32`; a domain `xn--bcher-kva.example`; a URL as WHATWG serializes it; a
+ * digest in upper-case hex) with the live score that ranks it when a backend's capacity forces a
+ * cut. One enforcer instance takes one kind (`EnforcerContext.kind`).
  */
 export interface BlockEntry {
   value: string;
@@ -86,6 +88,11 @@ export interface Enforcer {
 
 export interface EnforcerContext {
   log: PluginLogger;
+  /**
+   * The indicator kind this instance enforces (default `ipv4`). The agent creates one instance
+   * per kind that `EnforcerDefinition.kindsOf(config)` turns on, each with its own queue.
+   */
+  kind?: IndicatorKind;
   /** Runs a command line through the shell the way operators configure reload commands. */
   run?(command: string, options?: RunOptions): Promise<CommandResult>;
 }
@@ -97,7 +104,20 @@ export interface EnforcerDefinition<C = unknown> {
   serves: IpsLabel;
   /** Validates the `ips.<label>` entry merged with the plugin's local options; no I/O. */
   configSchema: z.ZodType<C>;
+  /** The indicator kinds this plugin can enforce (default `['ipv4']`). */
+  kinds?: readonly IndicatorKind[];
+  /**
+   * The kinds a validated config turns on, a subset of `kinds` (default `['ipv4']`). The agent
+   * syncs a kind's feed only while some configured enforcer takes it.
+   */
+  kindsOf?(config: C): readonly IndicatorKind[];
   create(config: C, ctx: EnforcerContext): Promise<Enforcer>;
+}
+
+/** The kinds `definition` enforces under `config`. */
+export function enforcerKinds<C>(definition: EnforcerDefinition<C>, config: C): readonly IndicatorKind[] {
+  const able = definition.kinds ?? ['ipv4'];
+  return (definition.kindsOf?.(config) ?? ['ipv4']).filter((kind) => able.includes(kind));
 }
 
 export function defineEnforcer<C>(definition: EnforcerDefinition<C>): EnforcerDefinition<C> {

@@ -1,6 +1,7 @@
 export * from './logger.ts';
 export * from './source.ts';
 export * from './enforcer.ts';
+export * from './kinds.ts';
 export * from './block-list.ts';
 export * from './atomic-file.ts';
 export * from './shell.ts';

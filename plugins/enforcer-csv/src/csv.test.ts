@@ -21,6 +21,7 @@ describe('enforcer-csv', () => {
     const parsed = CsvConfig.parse(JSON.parse(sample!));
     expect(parsed.csv_logs).toBe('/var/lib/rampart/blocklist.csv');
     expect(parsed.options.max_entries).toBe(1_000_000);
+    expect(parsed.options.kinds.url).toEqual({ path: '/var/lib/rampart/urls.csv', reload_command: 'curl -fsS -X POST http://127.0.0.1:8080/import-urls' });
     const bad = CsvConfig.safeParse({ active: true, options: { max_entries: 0 } });
     expect(bad.error!.issues.map((i) => i.path.join('.')).sort()).toEqual(['csv_logs', 'options.max_entries']);
   });

@@ -1,10 +1,14 @@
-import { open, readFile, rename } from 'node:fs/promises';
+import { open, rename } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
-import { defineEnforcer, throwIfAborted, type BlockEntry, type Diff, type EnforceResult, type Enforcer } from '@rampart/plugin-kit';
+import { defineEnforcer, throwIfAborted, type BlockEntry, type Diff, type EnforceResult, type Enforcer, type EnforcerContext } from '@rampart/plugin-kit';
 import type { IpsLabel } from '@rampart/contracts';
 import { CompactSet, cidrKey, keyCidr, writeCidr } from './compact-set.ts';
+import { createNamedDryRun } from './named-kind.ts';
+import { readDryRunFile, type DryRunOperation } from './record.ts';
+
+export { readDryRunFile, type DryRunFile, type DryRunOperation } from './record.ts';
 
 /** The open-set `ips` label this enforcer is configured under (`ips.dry_run`). */
 export const DRY_RUN_LABEL = 'dry_run';
@@ -14,37 +18,22 @@ export const DryRunConfig = z.strictObject({
   path: z.string().min(1).max(4096).describe('JSON file the enforcer writes what it would enforce to'),
   capacity: z.int().min(1).optional().describe('Pretend capacity, to exercise the lowest-score cut'),
   history_limit: z.int().min(0).max(10_000).default(100).describe('Operations kept in the file'),
+  kinds: z
+    .strictObject({
+      domain: z.strictObject({ path: z.string().min(1).max(4096) }).optional(),
+      url: z.strictObject({ path: z.string().min(1).max(4096) }).optional(),
+      file: z.strictObject({ path: z.string().min(1).max(4096) }).optional(),
+    })
+    .default({})
+    .describe('Domains, URLs and file digests, each recorded in a JSON file of its own; a kind named here is synced and enforced'),
+}).superRefine((cfg, ctx) => {
+  const paths = [cfg.path, ...Object.values(cfg.kinds).map((k) => k?.path)].filter(Boolean);
+  if (new Set(paths).size !== paths.length) ctx.addIssue({ code: 'custom', path: ['kinds'], message: 'each kind needs a file of its own' });
 });
 export type DryRunConfig = z.infer<typeof DryRunConfig>;
 
-export interface DryRunOperation {
-  op: 'sync' | 'apply' | 'withdraw';
-  at: string;
-  enforced: number;
-  /** Present for apply: what really changed (at most 1,000 of each listed). */
-  added?: string[];
-  removed?: string[];
-  cut: number;
-}
-
-/** The file the enforcer writes; tests and operators read it back. */
-export interface DryRunFile {
-  plugin: 'dry-run';
-  updated_at: string;
-  enforced: string[];
-  operations: DryRunOperation[];
-}
-
+/** Operations list at most this many added or removed entries. */
 const LISTED = 1000;
-
-export async function readDryRunFile(path: string): Promise<DryRunFile | undefined> {
-  try {
-    return JSON.parse(await readFile(path, 'utf8')) as DryRunFile;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
-}
 
 /** Keeps the `capacity` highest scores (ties: lower address first), like a real backend would. */
 function cut(entries: readonly BlockEntry[], capacity: number): { kept: readonly BlockEntry[]; cut: number } {
@@ -99,7 +88,10 @@ export const dryRunEnforcer = defineEnforcer<DryRunConfig>({
   // The contracts' `ips` object is an open set; `dry_run` is one of its further entries.
   serves: DRY_RUN_LABEL as IpsLabel,
   configSchema: DryRunConfig,
+  kinds: ['ipv4', 'domain', 'url', 'file'],
+  kindsOf: (config) => ['ipv4', ...(['domain', 'url', 'file'] as const).filter((kind) => config.kinds[kind])],
   async create(config, ctx): Promise<Enforcer> {
+    if (ctx.kind && ctx.kind !== 'ipv4') return createNamed(config, ctx, ctx.kind);
     const capacity = config.capacity ?? Infinity;
     const set = new CompactSet();
     const history: DryRunOperation[] = [];
@@ -162,3 +154,9 @@ export const dryRunEnforcer = defineEnforcer<DryRunConfig>({
     };
   },
 });
+
+function createNamed(config: DryRunConfig, ctx: EnforcerContext, kind: 'domain' | 'url' | 'file'): Promise<Enforcer> {
+  const target = config.kinds[kind];
+  if (!target) throw new Error(`dry-run: no file configured for kind '${kind}' (kinds.${kind}.path)`);
+  return createNamedDryRun({ kind, path: target.path, capacity: config.capacity ?? Infinity, historyLimit: config.history_limit, log: ctx.log });
+}

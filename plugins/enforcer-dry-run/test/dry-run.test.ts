@@ -82,6 +82,16 @@ describe('README', () => {
     const { readFile } = await import('node:fs/promises');
     const text = await readFile(new URL('../README.md', import.meta.url), 'utf8');
     const sample = JSON.parse(/```json\n([\s\S]*?)```/.exec(text)![1]!) as { dry_run: unknown };
-    expect(DryRunConfig.parse(sample.dry_run)).toEqual({ active: true, path: '/var/lib/rampart-agent/dry-run.json', capacity: 100000, history_limit: 100 });
+    expect(DryRunConfig.parse(sample.dry_run)).toEqual({
+      active: true,
+      path: '/var/lib/rampart-agent/dry-run.json',
+      capacity: 100000,
+      history_limit: 100,
+      kinds: {
+        domain: { path: '/var/lib/rampart-agent/dry-run-domains.json' },
+        url: { path: '/var/lib/rampart-agent/dry-run-urls.json' },
+        file: { path: '/var/lib/rampart-agent/dry-run-files.json' },
+      },
+    });
   });
 });

@@ -1,4 +1,4 @@
-import type { EnforcerDefinition, SourceDefinition } from '@rampart/plugin-kit';
+import { enforcerKinds, type EnforcerDefinition, type IndicatorKind, type SourceDefinition } from '@rampart/plugin-kit';
 import type { AgentSettingsDocument } from '@rampart/contracts';
 import type { ConfigProblem } from './load.ts';
 import { UnknownPluginError, findEnforcer, findSource, type Registry } from '../registry.ts';
@@ -10,9 +10,17 @@ export interface PlannedSource {
 }
 
 export interface PlannedEnforcer {
+  /** The slot's name: the `ips` label, suffixed `/<kind>` for a kind other than IPv4 (`dry_run/domain`). */
   label: string;
   definition: EnforcerDefinition<unknown>;
   config: unknown;
+  /** The indicator kind this instance enforces (one instance per kind the config turns on). */
+  kind: IndicatorKind;
+}
+
+/** The slot name of an `ips` label's instance for `kind`. */
+export function slotLabel(label: string, kind: IndicatorKind): string {
+  return kind === 'ipv4' ? label : `${label}/${kind}`;
 }
 
 export interface PluginPlan {
@@ -47,7 +55,9 @@ export function planPlugins(settings: AgentSettingsDocument, registry: Registry,
   }
   for (const [label, raw] of activeEntries(settings.ips as Record<string, unknown> | undefined)) {
     const entry = withOptions(raw, local.enforcers?.[label]);
-    resolve('ips', label, entry, () => findEnforcer(label, registry.enforcers), (definition, config) => plan.enforcers.push({ label, definition, config }));
+    resolve('ips', label, entry, () => findEnforcer(label, registry.enforcers), (definition, config) => {
+      for (const kind of enforcerKinds(definition, config)) plan.enforcers.push({ label: slotLabel(label, kind), definition, config, kind });
+    });
   }
   return { plan, problems };
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import ipaddr from 'ipaddr.js';
-import { isIpv4 } from '@rampart/contracts';
+import { canonicalDigest, canonicalDomain, canonicalUrl, isIpv4 } from '@rampart/contracts';
 
 /**
  * IPv6 text only: ipaddr.js also takes IPv4 in inet_aton spellings (`010.0.0.1` is 8.0.0.1 to
@@ -26,6 +26,21 @@ export const LocalOptions = z
   .strictObject({
     state_dir: z.string().min(1).max(4096).default('/var/lib/rampart-agent'),
     allow_list: z.array(AddressOrCidr).max(10_000).default([]).describe('Operator allow-list: never blocked'),
+    /** Domains never blocked, nor their sub-domains or parents (the control plane's host name is always protected). */
+    allow_domains: z
+      .array(z.string().max(253).refine((t) => canonicalDomain(t) !== undefined, { message: 'not a domain name' }))
+      .max(10_000)
+      .default([]),
+    /** URL prefixes never blocked (compared in canonical form); a URL whose host is protected is never blocked either. */
+    allow_urls: z
+      .array(z.string().max(2048).refine((t) => canonicalUrl(t) !== undefined, { message: 'not an http, https or ftp URL' }))
+      .max(10_000)
+      .default([]),
+    /** File digests (MD5, SHA1 or SHA256) never blocked: a file any of whose digests is listed is never blocked. */
+    allow_digests: z
+      .array(z.string().max(64).refine((t) => canonicalDigest(t) !== undefined, { message: 'not an MD5, SHA1 or SHA256 hex digest' }))
+      .max(10_000)
+      .default([]),
     metrics_host: z.string().min(1).max(255).default('127.0.0.1'),
     metrics_port: z.int().min(0).max(65_535).default(9464).describe('0 picks a free port'),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

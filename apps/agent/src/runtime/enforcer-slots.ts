@@ -1,14 +1,19 @@
 import type { Logger } from 'pino';
-import type { Enforcer } from '@rampart/plugin-kit';
+import type { Enforcer, IndicatorKind } from '@rampart/plugin-kit';
 import type { PlannedEnforcer } from '../config/plugins.ts';
 import type { EnforcerState, EnforcerWorker } from '../sync/enforcer-worker.ts';
 import { planEnforcerSlots, type SlotStep } from './enforcer-plan.ts';
 import type { AgentMetrics } from './metrics.ts';
 
+// The worker's set type differs by kind (IPv4 KeySet, NamedSet); slots only move workers around.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyWorker = EnforcerWorker<any>;
+
 export interface EnforcerSlot {
   label: string;
+  kind: IndicatorKind;
   fingerprint: string;
-  worker: EnforcerWorker;
+  worker: AnyWorker;
 }
 
 interface Wanted extends PlannedEnforcer {
@@ -60,8 +65,8 @@ export interface EnforcerSlotsDeps {
   metrics: AgentMetrics;
   /** Runs a slot change between sync operations (the syncer's lock); `apply` callers hold it already. */
   serialize<T>(task: () => Promise<T>): Promise<T>;
-  /** Wraps a new instance in its own queue (the syncer's `worker`). */
-  worker(label: string, enforcer: Enforcer): EnforcerWorker;
+  /** Wraps a new instance in its own queue (the `worker` of its kind's syncer). */
+  worker(label: string, enforcer: Enforcer, kind: IndicatorKind): AnyWorker;
   /** A retried creation succeeded while running: the new instance waits for its set. */
   onCreated(): void;
   /** Back-off of retried creations: base doubled per failure, capped (defaults 5 s and 5 min). */
@@ -69,7 +74,7 @@ export interface EnforcerSlotsDeps {
   now?: () => number;
 }
 
-const fingerprintOf = (p: PlannedEnforcer): string => JSON.stringify([p.definition.name, p.config]);
+const fingerprintOf = (p: PlannedEnforcer): string => JSON.stringify([p.definition.name, p.kind, p.config]);
 
 /**
  * The agent's enforcer instances. Settings changes go through `planEnforcerSlots`; this class
@@ -82,6 +87,7 @@ export class EnforcerSlots {
   private refused: RefusedEnforcer[] = [];
   private running = true;
   private closed = false;
+  private wantedKinds = new Set<IndicatorKind>();
 
   constructor(private readonly deps: EnforcerSlotsDeps) {}
 
@@ -90,8 +96,18 @@ export class EnforcerSlots {
   }
 
   /** The live instances' workers (what the syncer hands the block set to). */
-  get workers(): EnforcerWorker[] {
+  get workers(): AnyWorker[] {
     return this.live.map((s) => s.worker);
+  }
+
+  /** The live workers of one kind (what that kind's syncer hands its block set to). */
+  workersOf(kind: IndicatorKind): AnyWorker[] {
+    return this.live.filter((s) => s.kind === kind).map((s) => s.worker);
+  }
+
+  /** The kinds some configured enforcer takes (live, failing or not yet created). */
+  get kinds(): Set<IndicatorKind> {
+    return this.wantedKinds;
   }
 
   /**
@@ -101,6 +117,7 @@ export class EnforcerSlots {
    */
   async apply(planned: PlannedEnforcer[], running: boolean, refused: RefusedEnforcer[] = []): Promise<void> {
     const wanted = new Map(planned.map((p) => [p.label, { ...p, fingerprint: fingerprintOf(p) }]));
+    this.wantedKinds = new Set(planned.map((p) => p.kind));
     const steps = planEnforcerSlots(
       { running: this.running, slots: new Map(this.live.map((s) => [s.label, s.fingerprint])) },
       { running, slots: new Map([...wanted].map(([label, w]) => [label, w.fingerprint])) },
@@ -146,11 +163,11 @@ export class EnforcerSlots {
 
   /** Builds an instance; on failure schedules the next attempt. True when it was created. */
   private async create(w: Wanted, attempts: number): Promise<boolean> {
-    const log = this.deps.log.child({ enforcer: w.label, plugin: w.definition.name });
+    const log = this.deps.log.child({ enforcer: w.label, plugin: w.definition.name, kind: w.kind });
     try {
-      const enforcer = await w.definition.create(w.config, { log });
-      const worker = this.deps.worker(w.label, enforcer);
-      this.live.push({ label: w.label, fingerprint: w.fingerprint, worker });
+      const enforcer = await w.definition.create(w.config, { log, kind: w.kind });
+      const worker = this.deps.worker(w.label, enforcer, w.kind);
+      this.live.push({ label: w.label, kind: w.kind, fingerprint: w.fingerprint, worker });
       if (attempts > 0) log.info({ attempts }, 'enforcer created after failed attempts');
       // The first healthcheck, at start: its result shows in /healthz before any set arrives.
       void worker.checkHealth();

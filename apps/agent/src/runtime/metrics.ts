@@ -35,6 +35,9 @@ export function createMetrics() {
     setSize: new Gauge({ name: 'rampart_agent_block_set_size', help: 'Entries enforced now', registers: [registry] }),
     tableSize: new Gauge({ name: 'rampart_agent_known_indicators', help: 'Indicators the agent holds from the feed', registers: [registry] }),
     lastSync: new Gauge({ name: 'rampart_agent_last_sync_timestamp_seconds', help: 'When the block list was last synchronised', registers: [registry] }),
+    kindSetSize: new Gauge({ name: 'rampart_agent_kind_block_set_size', help: 'Domains, URLs or digests enforced now, by kind', labelNames: ['kind'], registers: [registry] }),
+    kindKnown: new Gauge({ name: 'rampart_agent_kind_known_indicators', help: 'Domains, URLs or files the agent holds from their feed, by kind', labelNames: ['kind'], registers: [registry] }),
+    kindSyncs: new Counter({ name: 'rampart_agent_kind_syncs_total', help: 'Block-list syncs of domains, URLs and digests', labelNames: ['kind', 'sync', 'outcome'], registers: [registry] }),
     syncs: new Counter({ name: 'rampart_agent_syncs_total', help: 'Block-list syncs', labelNames: ['kind', 'outcome'], registers: [registry] }),
     sourceRestarts: new Counter({ name: 'rampart_agent_source_restarts_total', help: 'Sources restarted after a failure', labelNames: ['source'], registers: [registry] }),
     driftsRepaired: new Counter({

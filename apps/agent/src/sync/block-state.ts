@@ -23,9 +23,50 @@ export interface Evaluation extends KeySet {
   protectedCount: number;
 }
 
-const BLACKLIST_RANK = 1001;
+export const BLACKLIST_RANK = 1001;
 const KEY_SPAN = 2 ** 38; // keys are < 2^32 * 64
 const RANK_SPAN = 2048;
+
+/**
+ * Rank of one entry now (its live score, `BLACKLIST_RANK` for a blacklist decision), or 0 when it
+ * should not be blocked: the rule of every indicator kind. `ttl` 0 means none; `flags` LISTED and
+ * UPDATED (record-table.ts).
+ */
+export function entryRank(s0: number, ts: number, decision: number, ttl: number, flags: number, now: number, policy: BlockPolicy): number {
+  const live = s0 > 0 ? liveScore(s0, now - ts) : 0;
+  const verdict = isBlocked({
+    reserved: false, // reserved_ips are in the never-block list, checked first
+    decision: decision as -1 | 0 | 1,
+    ttl: ttl === 0 ? null : ttl,
+    now,
+    liveScore: s0 > 0 ? live : 0,
+    threshold: policy.threshold,
+  });
+  if (verdict.blocked) return verdict.reason === 'blacklist' ? BLACKLIST_RANK : Math.max(1, Math.round(live));
+  if (verdict.reason === 'whitelist' || !(flags & LISTED)) return 0;
+  // Listed by the server at the last reconcile but below our threshold here: the server
+  // applied a rule whose inputs (tags of blocking_roule) the feed does not carry. Trust it until
+  // the record changes or, with a rule, until the live score falls below the rule's score.
+  if (s0 === 0) return Math.max(1, Math.min(1000, policy.threshold));
+  if (flags & UPDATED) return 0;
+  if (policy.blockingRule && live >= policy.blockingRule.score) return Math.max(1, Math.round(live));
+  return 0;
+}
+
+/** Epoch seconds after `now` at which one entry's rank may change by itself (decay or a ttl ending); Infinity when never. */
+export function entryNextChange(s0: number, ts: number, decision: number, ttl: number, now: number, policy: BlockPolicy): number {
+  let next = Infinity;
+  if (decision === 1 && ttl > now) next = Math.min(next, ttl);
+  if (s0 > 0 && decision !== 0) {
+    const at = ts + secondsUntilBelow(s0, policy.threshold);
+    if (at > now) next = Math.min(next, at);
+    if (policy.blockingRule) {
+      const ruleAt = ts + secondsUntilBelow(s0, policy.blockingRule.score);
+      if (ruleAt > now) next = Math.min(next, ruleAt);
+    }
+  }
+  return next;
+}
 
 export interface FeedRecordInput {
   ip: string;
@@ -106,34 +147,12 @@ export class BlockState {
     for (const key of drop) this.table.delete(key);
   }
 
-  /** Rank of one entry now, or 0 when it should not be blocked. */
-  private rankOf(s0: number, ts: number, decision: number, ttl: number, flags: number, now: number, policy: BlockPolicy): number {
-    const live = s0 > 0 ? liveScore(s0, now - ts) : 0;
-    const verdict = isBlocked({
-      reserved: false, // reserved_ips are in the never-block list, checked first
-      decision: decision as -1 | 0 | 1,
-      ttl: ttl === 0 ? null : ttl,
-      now,
-      liveScore: s0 > 0 ? live : 0,
-      threshold: policy.threshold,
-    });
-    if (verdict.blocked) return verdict.reason === 'blacklist' ? BLACKLIST_RANK : Math.max(1, Math.round(live));
-    if (verdict.reason === 'whitelist' || !(flags & LISTED)) return 0;
-    // Listed by the server at the last reconcile but below our threshold here: the server
-    // applied a rule whose inputs (tags of blocking_roule) the feed does not carry. Trust it until
-    // the record changes or, with a rule, until the live score falls below the rule's score.
-    if (s0 === 0) return Math.max(1, Math.min(1000, policy.threshold));
-    if (flags & UPDATED) return 0;
-    if (policy.blockingRule && live >= policy.blockingRule.score) return Math.max(1, Math.round(live));
-    return 0;
-  }
-
   evaluate(now: number, policy: BlockPolicy): Evaluation {
     const packed = new Float64Array(this.table.size);
     let n = 0;
     let protectedCount = 0;
     this.table.forEach((key, s0, ts, decision, ttl, flags) => {
-      const rank = this.rankOf(s0, ts, decision, ttl, flags, now, policy);
+      const rank = entryRank(s0, ts, decision, ttl, flags, now, policy);
       if (rank === 0) return;
       const net = keyNet(key);
       if (this.neverBlock.protectsRange(net.start, net.end)) {
@@ -168,15 +187,7 @@ export class BlockState {
   nextChange(now: number, policy: BlockPolicy): number {
     let next = Infinity;
     this.table.forEach((_key, s0, ts, decision, ttl, _flags) => {
-      if (decision === 1 && ttl > now) next = Math.min(next, ttl);
-      if (s0 > 0 && decision !== 0) {
-        const at = ts + secondsUntilBelow(s0, policy.threshold);
-        if (at > now) next = Math.min(next, at);
-        if (policy.blockingRule) {
-          const ruleAt = ts + secondsUntilBelow(s0, policy.blockingRule.score);
-          if (ruleAt > now) next = Math.min(next, ruleAt);
-        }
-      }
+      next = Math.min(next, entryNextChange(s0, ts, decision, ttl, now, policy));
     });
     return next;
   }
@@ -238,3 +249,11 @@ export function hasKey(keys: Float64Array, key: number): boolean {
   }
   return false;
 }
+
+/** How an enforcer worker reads an IPv4 `KeySet` (see `EnforcerWorkerDeps`). */
+export const ipv4SetOps = {
+  entries: toEntries,
+  diff: diffKeySets,
+  size: (set: KeySet): number => set.keys.length,
+  contains: (set: KeySet, value: string): boolean => hasKey(set.keys, ipv4Key(value)),
+};

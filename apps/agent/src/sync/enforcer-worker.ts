@@ -1,7 +1,6 @@
 import { abortable, type BlockEntry, type Diff, type EnforceResult, type Enforcer, type EnforcerHealth, type PluginLogger } from '@rampart/plugin-kit';
-import { ipv4Key } from '@rampart/contracts';
 import type { AgentMetrics } from '../runtime/metrics.ts';
-import { hasKey, type KeySet } from './block-state.ts';
+import type { KeySet } from './block-state.ts';
 
 /**
  * What one enforcer is doing, as /healthz, `rampart-agent status`, metrics and feedback report it:
@@ -12,16 +11,23 @@ import { hasKey, type KeySet } from './block-state.ts';
  */
 export type EnforcerState = 'ok' | 'degraded' | 'failed';
 
-export interface EnforcerWorkerDeps {
+/**
+ * `S` is the block set of one indicator kind as its syncer keeps it (IPv4: `KeySet`, sorted typed
+ * arrays; other kinds: `NamedSet`); the worker sees it only through these functions.
+ */
+export interface EnforcerWorkerDeps<S = KeySet> {
   log: PluginLogger;
   metrics: AgentMetrics;
   /** Longest one call of this enforcer may run before it is aborted (re-read per call). */
   timeoutMs(): number;
   /** The whole set as entries, and the change between two sets (memoised by the syncer). */
-  entries(set: KeySet): BlockEntry[];
-  diff(from: KeySet, to: KeySet): Diff;
+  entries(set: S): BlockEntry[];
+  diff(from: S, to: S): Diff;
+  /** Entries in the set, and whether it holds a value `list()` read back. */
+  size(set: S): number;
+  contains(set: S, value: string): boolean;
   /** After every apply or replace, successful or not (feedback to the control plane). */
-  onSettled?(worker: EnforcerWorker): void;
+  onSettled?(worker: EnforcerWorker<S>): void;
   now?: () => number;
 }
 
@@ -56,7 +62,7 @@ const errorText = (err: unknown): string => (err instanceof Error ? err.message 
  * sets coalesce: when it ends, the worker applies the difference from what it last placed to the
  * latest set (or replaces it whole when the call failed, as the target is then unknown).
  */
-export class EnforcerWorker {
+export class EnforcerWorker<S = KeySet> {
   /** Reported by the last successful call. */
   enforced = 0;
   cut = 0;
@@ -71,9 +77,9 @@ export class EnforcerWorker {
   lastAppliedAt: number | undefined;
 
   /** What the target holds per the last successful call; null when unknown (replace next). */
-  private applied: KeySet | null = null;
+  private applied: S | null = null;
   /** The latest set handed over. */
-  private target: KeySet | null = null;
+  private target: S | null = null;
   /** Bumped by `requireReplace`; a call that started before keeps `applied` unknown. */
   private replaceGeneration = 0;
   private queue: Promise<unknown> = Promise.resolve();
@@ -85,7 +91,7 @@ export class EnforcerWorker {
   constructor(
     readonly label: string,
     readonly enforcer: Enforcer,
-    private readonly deps: EnforcerWorkerDeps,
+    private readonly deps: EnforcerWorkerDeps<S>,
   ) {}
 
   private now(): number {
@@ -121,7 +127,7 @@ export class EnforcerWorker {
    * Hands over the latest set. Resolves when this enforcer has converged on it (or on a later
    * one) or the attempt failed; never rejects. Callers need not wait: the syncer does not.
    */
-  submit(target: KeySet): Promise<void> {
+  submit(target: S): Promise<void> {
     this.target = target;
     if (this.queued) return this.queued;
     const turn = this.enqueue(async () => {
@@ -180,8 +186,8 @@ export class EnforcerWorker {
           drifted = result.drifted;
         } else {
           const live = await this.call('list', (signal) => this.enforcer.list(signal));
-          const expected = Math.min(applied.keys.length, this.enforcer.capacity);
-          drifted = live.length !== expected || live.some((cidr) => !hasKey(applied.keys, ipv4Key(cidr)));
+          const expected = Math.min(this.deps.size(applied), this.enforcer.capacity);
+          drifted = live.length !== expected || live.some((value) => !this.deps.contains(applied, value));
           if (drifted) {
             const entries = this.deps.entries(applied);
             this.record(await this.call('sync', (signal) => this.enforcer.sync(entries, signal)));

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type { RampartClient } from '@rampart/client';
 import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
 import type { AgentMetrics } from '../runtime/metrics.ts';
-import { BlockState, countRemovals, diffKeySets, toEntries, type BlockPolicy, type KeySet } from './block-state.ts';
+import { BlockState, countRemovals, diffKeySets, ipv4SetOps, toEntries, type BlockPolicy, type KeySet } from './block-state.ts';
 import type { BlockEntry, Diff } from '@rampart/plugin-kit';
 import { ReportedPlugin, ipv4Key, type AgentCapabilities } from '@rampart/contracts';
 import { EnforcerWorker } from './enforcer-worker.ts';
@@ -20,6 +20,22 @@ export interface SyncerOptions {
   saveEveryMs?: number;
   /** Longest one enforcer call may run before it is aborted (default 120 s). */
   enforcerTimeoutMs?: number;
+}
+
+/** The sync options of the agent's local configuration (every kind's syncer uses the same). */
+export function syncerOptionsOf(local: {
+  feed_page_size: number;
+  force_sync: boolean;
+  max_removal_fraction: number;
+  enforcer_timeout_seconds: number;
+}): SyncerOptions {
+  return {
+    pageSize: local.feed_page_size,
+    forceSync: local.force_sync,
+    maxRemovalFraction: local.max_removal_fraction,
+    minGuardedRemovals: 10,
+    enforcerTimeoutMs: local.enforcer_timeout_seconds * 1000,
+  };
 }
 
 export interface SyncerDeps {
@@ -48,6 +64,14 @@ export class SyncRefusedError extends Error {
 }
 
 export type SyncKind = 'incremental' | 'full' | 'decay' | 'decision' | 'reconcile';
+
+/**
+ * The mass-removal guard of every kind: a sync may remove at most `maxRemovalFraction` of the
+ * enforced set (fewer than `minGuardedRemovals` removals always pass), unless forced.
+ */
+export function removalAllowed(previous: number, removals: number, force: boolean, opts: Pick<SyncerOptions, 'forceSync' | 'maxRemovalFraction' | 'minGuardedRemovals'>): boolean {
+  return force || opts.forceSync || removals < opts.minGuardedRemovals || removals <= previous * opts.maxRemovalFraction;
+}
 
 /**
  * Keeps the enforcers in line with the server: pulls the /ips feed from the saved cursor,
@@ -86,6 +110,8 @@ export class Syncer {
         if (this.diffMemo?.from !== from || this.diffMemo.to !== to) this.diffMemo = { from, to, diff: diffKeySets(from, to) };
         return this.diffMemo.diff;
       },
+      size: ipv4SetOps.size,
+      contains: ipv4SetOps.contains,
       onSettled: (w) => this.settled(w),
       ...(this.deps.now ? { now: this.deps.now } : {}),
     });
@@ -268,8 +294,7 @@ export class Syncer {
     // ~80 MB each, and a first sync needs only the full list.
     const removals = countRemovals(state.enforced, next);
     const additions = next.keys.length - (previous - removals);
-    const allowed = force || opts.forceSync || removals < opts.minGuardedRemovals || removals <= previous * opts.maxRemovalFraction;
-    if (!allowed) {
+    if (!removalAllowed(previous, removals, force, opts)) {
       log.warn({ kind, previous, remove: removals, add: additions }, 'sync would remove too much of the block set; refused');
       metrics.syncs.inc({ kind, outcome: 'refused' });
       this.scheduleDecay(now, p);

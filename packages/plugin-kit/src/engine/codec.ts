@@ -1,4 +1,4 @@
-import { canonicalIpv4Cidr, compareIpv4, ipv4Key } from '@rampart/contracts';
+import { canonicalIpv4Cidr, compareIpv4, ipv4Key, type IndicatorKind } from '@rampart/contracts';
 
 /**
  * What the engine needs to know of an indicator kind: its canonical spelling (the key of the
@@ -7,19 +7,22 @@ import { canonicalIpv4Cidr, compareIpv4, ipv4Key } from '@rampart/contracts';
  * enforcer serves; a domain, URL or file digest enforcer supplies its own codec.
  */
 export interface KindCodec {
+  readonly kind: IndicatorKind;
   /** The canonical form of `raw`, or undefined when `raw` is not of this kind. */
-  canonical(raw: string): string | undefined;
+  // Function-valued properties, not methods: they are passed around unbound (`sort(codec.compare)`).
+  readonly canonical: (raw: string) => string | undefined;
   /** List order of two canonical values. */
-  compare(a: string, b: string): number;
+  readonly compare: (a: string, b: string) => number;
   /**
    * Optional: a number whose order is `compare`'s, so that 100k-entry sorts compute one key per
    * value instead of comparing strings (about 20× faster for IPv4).
    */
-  key?(canonical: string): number;
+  readonly key?: (canonical: string) => number;
 }
 
 /** IPv4 addresses and networks as canonical CIDRs (`203.0.113.7/32`), in `sortCidrs` order. */
 export const ipv4Codec: KindCodec = {
+  kind: 'ipv4',
   canonical: canonicalIpv4Cidr,
   compare: compareIpv4,
   key: ipv4Key,

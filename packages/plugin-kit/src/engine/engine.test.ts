@@ -4,6 +4,7 @@ import type { BlockEntry } from '../enforcer.ts';
 import type { EnforcerAdapter, TargetChange } from './adapter.ts';
 import { createEngineEnforcer, engineStats } from './engine.ts';
 import type { KindCodec } from './codec.ts';
+import { domainCodec } from '../kinds.ts';
 
 /*
  * The engine over a fake adapter whose target is a Set: every primitive call is recorded, and
@@ -224,10 +225,7 @@ describe('enforcer engine', () => {
   });
 
   it('is generic over the indicator kind', async () => {
-    const domain: KindCodec = {
-      canonical: (raw) => (/^[a-z0-9-]+(\.[a-z0-9-]+)+\.?$/i.test(raw) ? raw.toLowerCase().replace(/\.$/, '') : undefined),
-      compare: (a, b) => (a < b ? -1 : a > b ? 1 : 0),
-    };
+    const domain: KindCodec = domainCodec;
     const t = fakeTarget();
     const enforcer = createEngineEnforcer(t.adapter, { capacity: 2, log: recorder().log, codec: domain });
     expect(await enforcer.sync([e('Evil.Example.', 5), e('b.example', 5), e('a.example', 1), e('not a domain', 9)])).toEqual({

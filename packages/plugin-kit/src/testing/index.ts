@@ -7,3 +7,4 @@ export * from './netns-lab.ts';
 export * from './firewall-topology.ts';
 export * from './haproxy-instance.ts';
 export * from './source-conformance.ts';
+export * from './kind-conformance.ts';

@@ -2,6 +2,7 @@ import { reanchoredScore } from '@rampart/scoring';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import {
   ApiError,
+  canonicalDigest,
   DigestParams,
   FileDecisionBody,
   FileLookupQuery,
@@ -70,7 +71,8 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      const digest = request.params.digest.toUpperCase();
+      // DigestParams admits only MD5/SHA1/SHA256 hex: the canonical form always exists.
+      const digest = canonicalDigest(request.params.digest)!;
       const decision = request.body.decision as -1 | 0 | 1;
       await store.files.setDecision(principal.org.id, digest, decision, reanchoredScore);
       await context.events.publish({ type: 'feed_changed', org_id: principal.org.id, kind: 'file', ts: Math.floor(Date.now() / 1000) });
