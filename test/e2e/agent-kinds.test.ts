@@ -2,6 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RampartClient } from '@rampart/client';
+import type { AgentSummary } from '@rampart/contracts';
 import type { DryRunFile } from '@rampart/enforcer-dry-run';
 import { secondsUntilBelow } from '@rampart/scoring';
 import { seedOrg } from '@rampart/server/testing';
@@ -64,6 +65,7 @@ describe('agent end to end: domains, URLs and file digests', () => {
     await setScore('domain', 'value', 'weak.example', 10);
     const now = Math.floor(Date.now() / 1000);
     await setScore('domain', 'value', 'fading.example', 60, now - Math.floor(secondsUntilBelow(60, THRESHOLD)) + 45);
+    const fadesAtMs = (now + 45) * 1000;
     await setScore('url', 'value', 'http://evil.example/a,b?x=1', 800);
     await setScore('url', 'value', 'https://evil.example/login', 650);
     await setScore('url', 'value', 'http://weak.example/low', 10);
@@ -130,13 +132,20 @@ describe('agent end to end: domains, URLs and file digests', () => {
     ]);
 
     const enforced = async (name: string) => (await readJson<DryRunFile>(path(name)))?.enforced;
-    const settle = (what: string, name: string, want: string[]) =>
-      waitFor(what, async () => JSON.stringify(await enforced(name)) === JSON.stringify(want) && true, 30_000);
+      const settle = (what: string, name: string, want: string[], timeoutMs = 30_000) =>
+      waitFor(what, async () => JSON.stringify(await enforced(name)) === JSON.stringify(want) && true, timeoutMs);
     const domains = ['evil-one.example', 'fading.example', 'xn--bcher-evil-9db.example'];
     const digests = [MD5.toUpperCase(), LONE_SHA256.toUpperCase(), SHA1.toUpperCase(), SHA256.toUpperCase()];
     await settle('domains enforced', 'dry-run-domains.json', domains);
     await settle('URLs enforced', 'dry-run-urls.json', ['http://evil.example/a,b?x=1', 'https://evil.example/login']);
     await settle('digests enforced', 'dry-run-files.json', digests);
+    // Every instance reports under its own name: GET /agents shows what each one enforces.
+    const listed = await waitFor('every kind in GET /agents', async () => {
+      const res = await admin.transport.request('GET', '/agents');
+      const a = (JSON.parse(res.text) as AgentSummary[]).find((x) => x.gaid === gaid);
+      return a && ['dry_run/domain', 'dry_run/url', 'dry_run/file', 'csv/domain', 'csv/url', 'csv/file'].every((p) => a.enforced[p]?.state === 'ok') && a;
+    });
+    expect([listed.enforced['dry_run/domain']!.enforced, listed.enforced['dry_run/url']!.enforced, listed.enforced['dry_run/file']!.enforced]).toEqual([3, 2, 4]);
     const file = (await readJson<DryRunFile>(path('dry-run-domains.json')))!;
     expect(file.kind).toBe('domain');
     // `www.safe.example` (950) is a sub-domain of an allowed name: never blocked.
@@ -158,7 +167,8 @@ describe('agent end to end: domains, URLs and file digests', () => {
     expect(await readFile(path('digests.csv'), 'utf8')).toBe(`digest,score\n${LONE_SHA256.toUpperCase()},400\n`);
 
     // `fading.example` decays below the threshold on the agent's own clock.
-    await settle('decayed domain removed', 'dry-run-domains.json', ['xn--bcher-evil-9db.example']);
+    // (It falls ~45 s after it was scored, however fast the steps above ran: wait that long and 30 s more.)
+    await settle('decayed domain removed', 'dry-run-domains.json', ['xn--bcher-evil-9db.example'], Math.max(0, fadesAtMs - Date.now()) + 30_000);
     expect(await readFile(path('domains.csv'), 'utf8')).toBe('domain,score\nxn--bcher-evil-9db.example,700\n');
 
     // The cursors are on disk, one file per kind; /healthz reports each kind.

@@ -143,6 +143,8 @@ export class Agent {
       options: () => this.syncOptions(),
       workersOf: (kind) => this.slots.workersOf(kind),
       wanted: () => this.slots.kinds,
+      gaid: () => this.settings.current().settings.gaid,
+      capabilities: () => this.capabilities,
     });
     await this.named.restore(this.buildNamedNeverBlock(current));
 

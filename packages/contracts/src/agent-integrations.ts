@@ -109,8 +109,12 @@ export const IPS_LABELS = Object.keys(IpsEntries) as IpsLabel[];
 /**
  * Names an agent reports enforcement under (feedback `plugin`, sync `state` plugins): a label of
  * section 2.11 (`ips` or `ids`), `dry_run` (rampart-agent's enforcer that only writes what it would
- * block), `agent` (the agent itself, e.g. while `running` is `no`) or `all` (its total). A closed
- * set, so that an agent's record holds at most one entry per name.
+ * block), `agent` (the agent itself, e.g. while `running` is `no`) or `all` (its total); an
+ * enforcer instance of another kind than IPv4 as `<label>/<kind>` (`csv/url`), the agent's own
+ * name for it. A closed set, so that an agent's record holds at most one entry per name.
  */
-export const REPORTED_PLUGIN_NAMES: readonly [string, ...string[]] = ['agent', 'all', 'dry_run', ...new Set<string>([...IPS_LABELS, ...IDS_LABELS])];
-export const ReportedPlugin = z.enum(REPORTED_PLUGIN_NAMES).describe('An integration label of the agent configuration (ips or ids), `agent` or `all`');
+const KIND_SUFFIXED = [...new Set<string>(['dry_run', ...IPS_LABELS])].flatMap((label) => (['domain', 'url', 'file'] as const).map((kind) => `${label}/${kind}`));
+export const REPORTED_PLUGIN_NAMES: readonly [string, ...string[]] = ['agent', 'all', 'dry_run', ...new Set<string>([...IPS_LABELS, ...IDS_LABELS]), ...KIND_SUFFIXED];
+export const ReportedPlugin = z
+  .enum(REPORTED_PLUGIN_NAMES)
+  .describe('An integration label of the agent configuration (ips or ids), `agent` or `all`; an enforcer of domains, URLs or file digests reports as `<label>/<kind>` (`dry_run/domain`)');

@@ -1,4 +1,5 @@
 import type { RampartClient } from '@rampart/client';
+import type { AgentCapabilities } from '@rampart/contracts';
 import { codecOf, type Enforcer, type IndicatorKind, type PluginLogger } from '@rampart/plugin-kit';
 import type { AgentMetrics } from '../runtime/metrics.ts';
 import type { BlockPolicy } from './block-state.ts';
@@ -22,6 +23,8 @@ export interface NamedKindsDeps {
   workersOf: (kind: NamedKind) => EnforcerWorker<NamedSet>[];
   /** The kinds some configured enforcer takes now. */
   wanted: () => ReadonlySet<IndicatorKind>;
+  gaid?: () => string | undefined;
+  capabilities?: () => AgentCapabilities;
 }
 
 /**
@@ -48,6 +51,8 @@ export class NamedKinds {
         log: this.deps.log,
         metrics: this.deps.metrics,
         options: this.deps.options,
+        ...(this.deps.gaid ? { gaid: this.deps.gaid } : {}),
+        ...(this.deps.capabilities ? { capabilities: this.deps.capabilities } : {}),
       });
       await syncer.restore();
       this.syncers.set(kind, syncer);

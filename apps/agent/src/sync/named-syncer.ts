@@ -1,9 +1,10 @@
 import type { RampartClient } from '@rampart/client';
-import type { DomainRecord, FileRecord, UrlRecord } from '@rampart/contracts';
+import type { AgentCapabilities, DomainRecord, FileRecord, UrlRecord } from '@rampart/contracts';
 import type { Enforcer, IndicatorKind, PluginLogger } from '@rampart/plugin-kit';
 import type { AgentMetrics } from '../runtime/metrics.ts';
 import type { BlockPolicy } from './block-state.ts';
 import { EnforcerWorker } from './enforcer-worker.ts';
+import { sendFeedback } from './feedback.ts';
 import { EMPTY_NAMED_SET, NamedBlockState, countNamedRemovals, namedSetOps, type NamedRecordInput, type NamedSet } from './named-block-state.ts';
 import type { NamedFeedStateFile } from './named-feed-state.ts';
 import { SyncRefusedError, removalAllowed, type SyncKind, type SyncerOptions } from './syncer.ts';
@@ -20,6 +21,10 @@ export interface NamedSyncerDeps {
   log: PluginLogger;
   metrics: AgentMetrics;
   options: () => SyncerOptions;
+  /** The agent's id, for feedback (none before registration). */
+  gaid?: () => string | undefined;
+  /** Announced with each feedback. */
+  capabilities?: () => AgentCapabilities;
   now?: () => number;
 }
 
@@ -67,6 +72,7 @@ export class NamedSyncer {
       metrics: this.deps.metrics,
       timeoutMs: () => this.deps.options().enforcerTimeoutMs ?? 120_000,
       ...namedSetOps,
+      onSettled: (w) => void sendFeedback({ ...this.deps, gaid: this.deps.gaid ?? (() => undefined), threshold: () => this.deps.policy().threshold }, w),
       ...(this.deps.now ? { now: this.deps.now } : {}),
     });
   }

@@ -1,11 +1,11 @@
-import { hostname } from 'node:os';
 import type { RampartClient } from '@rampart/client';
 import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
 import type { AgentMetrics } from '../runtime/metrics.ts';
 import { BlockState, countRemovals, diffKeySets, ipv4SetOps, toEntries, type BlockPolicy, type KeySet } from './block-state.ts';
 import type { BlockEntry, Diff } from '@rampart/plugin-kit';
-import { ReportedPlugin, ipv4Key, type AgentCapabilities } from '@rampart/contracts';
+import { ipv4Key, type AgentCapabilities } from '@rampart/contracts';
 import { EnforcerWorker } from './enforcer-worker.ts';
+import { sendFeedback } from './feedback.ts';
 import type { FeedStateFile } from './feed-state.ts';
 
 export interface SyncerOptions {
@@ -118,7 +118,7 @@ export class Syncer {
   }
 
   private settled(w: EnforcerWorker): void {
-    void this.feedback(w);
+    void sendFeedback({ ...this.deps, threshold: () => this.deps.policy().threshold }, w);
     if (this.deps.enforcers().some((x) => x.pending)) return;
     // All caught up: drop the shared list and diff. A large change leaves ~100 bytes of garbage
     // per entry (the BlockEntry array the enforcers take); an idle daemon allocates too little to
@@ -331,36 +331,5 @@ export class Syncer {
     await this.deps.feedState.save({ cursor: this.cursor, listedAt: this.deps.state.listedAt, table: this.deps.state.table });
     this.lastSave = Date.now();
     this.dirty = false;
-  }
-
-  /**
-   * `POST /agents/feedback` for one enforcer after each apply or replace: what it enforces now
-   * and its state (also the agent's check-in).
-   */
-  private async feedback(w: EnforcerWorker): Promise<void> {
-    const agid = this.deps.gaid();
-    if (!agid) return;
-    const state = w.currentState();
-    const plugin = ReportedPlugin.safeParse(w.label);
-    if (!plugin.success) return;
-    const capabilities = this.deps.capabilities?.();
-    try {
-      await this.deps.client.agentFeedback(
-        {
-          agid,
-          plugin: plugin.data,
-          hostname: hostname(),
-          code: state === 'ok' ? 0 : state,
-          score_threshold: this.deps.policy().threshold,
-          blacklist: w.enforced,
-          state,
-          ...(w.lastError !== undefined ? { error: w.lastError.slice(0, 500) } : {}),
-          ...(capabilities ? { capabilities } : {}),
-        },
-        { retries: 1 },
-      );
-    } catch (err) {
-      this.deps.log.debug({ err, enforcer: w.label }, 'feedback not sent');
-    }
   }
 }

@@ -1,0 +1,49 @@
+import { hostname } from 'node:os';
+import type { RampartClient } from '@rampart/client';
+import { ReportedPlugin, type AgentCapabilities } from '@rampart/contracts';
+import type { PluginLogger } from '@rampart/plugin-kit';
+import type { EnforcerWorker } from './enforcer-worker.ts';
+
+export interface FeedbackDeps {
+  client: RampartClient;
+  gaid: () => string | undefined;
+  /** Announced with each feedback. */
+  capabilities?: () => AgentCapabilities;
+  threshold: () => number;
+  log: PluginLogger;
+}
+
+/**
+ * `POST /agents/feedback` for one enforcer instance after each apply or replace: what it
+ * enforces now and its state (also the agent's check-in). IPv4 instances report under their
+ * label, the others as `<label>/<kind>` (`csv/url`), so the control plane sees every instance.
+ */
+export async function sendFeedback(deps: FeedbackDeps, w: EnforcerWorker<unknown>): Promise<void> {
+  const agid = deps.gaid();
+  if (!agid) return;
+  const plugin = ReportedPlugin.safeParse(w.label);
+  if (!plugin.success) {
+    deps.log.debug({ enforcer: w.label }, 'feedback not sent: not a reported plugin name');
+    return;
+  }
+  const state = w.currentState();
+  const capabilities = deps.capabilities?.();
+  try {
+    await deps.client.agentFeedback(
+      {
+        agid,
+        plugin: plugin.data,
+        hostname: hostname(),
+        code: state === 'ok' ? 0 : state,
+        score_threshold: deps.threshold(),
+        blacklist: w.enforced,
+        state,
+        ...(w.lastError !== undefined ? { error: w.lastError.slice(0, 500) } : {}),
+        ...(capabilities ? { capabilities } : {}),
+      },
+      { retries: 1 },
+    );
+  } catch (err) {
+    deps.log.debug({ err, enforcer: w.label }, 'feedback not sent');
+  }
+}
