@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Bundles the control plane for `npm start`: dist/main.mjs (the server), dist/embed.mjs (for
-// programs that build the app themselves, such as bench/) and dist/console/ (the web console's
+// programs that build the app themselves, such as bench/), dist/console/ (the web console's
 // static files, so that the running server never starts esbuild: its service process stayed
-// resident, ~42 MB, after the console was built at the first request). Run as plain Node, the
+// resident, ~42 MB, after the console was built at the first request) and dist/pgdata-template/
+// (an initialized embedded store that a first start copies instead of running initdb). Run as plain Node, the
 // server needs no TypeScript loader at run time: about 85 MB less resident memory and no start-up
 // compile. Workspace packages (@rampart/*) are bundled; other dependencies stay in node_modules.
 //
@@ -46,7 +47,7 @@ function newestInput() {
 }
 
 function upToDate(newest) {
-  if (!existsSync(stampFile) || !existsSync(join(dist, 'main.mjs')) || !existsSync(join(dist, 'console', 'index.html'))) return false;
+  if (!existsSync(stampFile) || !existsSync(join(dist, 'main.mjs')) || !existsSync(join(dist, 'console', 'index.html')) || !existsSync(join(dist, 'pgdata-template', 'PG_VERSION'))) return false;
   const stamp = JSON.parse(readFileSync(stampFile, 'utf8'));
   return stamp.newestInput === newest && stamp.node === process.version;
 }
@@ -64,7 +65,13 @@ async function bundleServer() {
   }
   await build({
     // console-build: the console's own build function, run below to write dist/console.
-    entryPoints: { main: `${root}/src/main.ts`, embed: `${root}/src/embed.ts`, 'console-build': `${workspace}/apps/console/src/build.ts` },
+    // pglite-initdb: initdb, run below to write dist/pgdata-template.
+    entryPoints: {
+      main: `${root}/src/main.ts`,
+      embed: `${root}/src/embed.ts`,
+      'console-build': `${workspace}/apps/console/src/build.ts`,
+      'pglite-initdb': `${root}/src/store/pglite-initdb.ts`,
+    },
     outdir: dist,
     outExtension: { '.js': '.mjs' },
     splitting: true,
@@ -92,12 +99,23 @@ async function buildConsoleFiles() {
   for (const [name, asset] of await buildConsole()) writeFileSync(join(out, name), asset.body);
 }
 
+/**
+ * An initialized embedded-store data directory: a first start copies it instead of running
+ * initdb (seconds of CPU). Made with the PGlite the bundle runs; its modes are fixed on copy.
+ */
+async function buildDataDirTemplate() {
+  const { initdbInChild } = await import(pathToFileURL(join(dist, 'pglite-initdb.mjs')).href);
+  const template = join(dist, 'pgdata-template');
+  rmSync(template, { recursive: true, force: true });
+  await initdbInChild(template);
+}
+
 const newest = newestInput();
 if (process.argv.includes('--force') || !upToDate(newest)) {
   rmSync(stampFile, { force: true });
   // Chunks are named by content hash: those of an earlier build would pile up.
   rmSync(join(dist, 'chunks'), { recursive: true, force: true });
   await bundleServer();
-  await buildConsoleFiles();
+  await Promise.all([buildConsoleFiles(), buildDataDirTemplate()]);
   writeFileSync(stampFile, `${JSON.stringify({ newestInput: newest, node: process.version, builtAt: new Date().toISOString() })}\n`);
 }

@@ -37,7 +37,7 @@ function childNames(pid: number): string[] {
 }
 
 describe('the server bundle (npm start)', () => {
-  it('is rebuilt only when an input changed', { timeout: 120_000 }, () => {
+  it('is rebuilt only when an input changed', { timeout: 300_000 }, () => {
     build();
     const built = statSync(join(dist, 'main.mjs')).mtimeMs;
     build();
@@ -56,7 +56,7 @@ describe('the server bundle (npm start)', () => {
     build();
   });
 
-  it('serves the console built beside it and starts no esbuild process', { timeout: 120_000 }, async () => {
+  it('makes a new store from the build\'s template, serves the console built beside it and starts no esbuild process', { timeout: 180_000 }, async () => {
     build();
     const dataDir = mkdtempSync(join(tmpdir(), 'rampart-bundle-'));
     dirs.push(dataDir);
@@ -78,6 +78,12 @@ describe('the server bundle (npm start)', () => {
       const page = await fetch(`${base}/console/`);
       expect(await page.text()).toBe(readFileSync(join(dist, 'console', 'index.html'), 'utf8'));
       expect(childNames(child.pid!)).toEqual([]);
+      // The store is a copy of dist/pgdata-template (initdb would have drawn a new system
+      // identifier, pg_control's first 8 bytes), made private like any store.
+      const identifier = (dir: string) => readFileSync(join(dir, 'global', 'pg_control')).subarray(0, 8).toString('hex');
+      expect(identifier(dataDir)).toBe(identifier(join(dist, 'pgdata-template')));
+      expect(statSync(join(dataDir, 'PG_VERSION')).mode & 0o777).toBe(0o600);
+      expect(statSync(join(dataDir, 'base')).mode & 0o777).toBe(0o700);
     } finally {
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');

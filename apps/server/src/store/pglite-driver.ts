@@ -5,7 +5,7 @@ import type { Db, NotificationHandler, QueryResult, Transaction } from './db.ts'
 import { lockDataDir, type LockOwner } from './data-dir-lock.ts';
 import { makePrivate, restrictUmask } from './data-dir-permissions.ts';
 import { StoreNodeFS, durableStartParams } from './pglite-node-fs.ts';
-import { initdbInChild } from './pglite-initdb.ts';
+import { initializeDataDir } from './pglite-initdb.ts';
 
 /**
  * The embedded default store. PGlite holds one connection, so every statement is
@@ -40,7 +40,7 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
   const fs = dataDir && options.durable !== false ? new StoreNodeFS(dataDir) : undefined;
   let pglite: PGlite;
   try {
-    if (fs && !existsSync(join(dataDir!, 'PG_VERSION'))) await initdbInChild(dataDir!);
+    if (fs && !existsSync(join(dataDir!, 'PG_VERSION'))) await initializeDataDir(dataDir!);
     pglite = fs
       ? await PGlite.create({ fs, startParams: [...durableStartParams(PGlite.defaultStartParams), ...MEMORY_START_PARAMS] })
       : dataDir
