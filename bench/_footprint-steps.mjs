@@ -20,7 +20,7 @@ const steps = { node: rssMb() };
 const server = join(fileURLToPath(new URL('..', import.meta.url)), 'apps', 'server', 'dist', 'embed.mjs');
 const { buildApp, createEnrichment, loadConfig, openStore } = await import(server);
 steps.code = rssMb();
-const config = { ...loadConfig({ ...(databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: dataDir }) }), logLevel: 'silent', demo: false };
+const config = { ...loadConfig(databaseUrl ? { DATABASE_URL: databaseUrl } : { DATA_DIR: dataDir }), logLevel: 'silent', demo: false };
 const enrichment = createEnrichment({ dataDir: config.dataDir });
 // First use of each part: a lazy loader pays here what an eager one paid at creation.
 enrichment.asnOf('8.8.8.8');
