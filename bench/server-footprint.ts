@@ -256,7 +256,7 @@ function report(samples: Record<Subject, Sample[]>, steps: Record<'pglite' | 'po
     const cells = stepNames.map((n) => {
       const d = s[n]! - prev;
       prev = s[n]!;
-      return `+${d.toFixed(0)}`;
+      return d >= 0 ? `+${d.toFixed(0)}` : d.toFixed(0);
     });
     return `| ${kind === 'pglite' ? 'PGlite (existing data directory)' : 'PostgreSQL'} | ${cells.join(' | ')} | ${s.app!.toFixed(0)} |`;
   };
