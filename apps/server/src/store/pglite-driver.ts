@@ -28,6 +28,18 @@ export interface PgliteOptions {
  */
 const MEMORY_START_PARAMS = ['-c', 'shared_buffers=16MB'];
 
+/**
+ * PGlite runs each statement synchronously on this thread and settles its promise without a turn
+ * of the event loop, and the store's fsync is synchronous too: a transaction of several
+ * statements would run from BEGIN to COMMIT while no socket is read. Requests then reach the
+ * report batcher one at a time, each after the previous batch ended, and every batch holds one
+ * report. One turn of the loop before each statement lets the requests in flight move on (parse,
+ * authenticate, queue their report) while a transaction runs, so the next batch takes them all.
+ */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 export async function openPglite(dataDir: string | undefined, options: PgliteOptions = {}): Promise<Db> {
   if (dataDir) {
     restrictUmask();
@@ -65,6 +77,7 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
   }
 
   const rawQuery = async <T>(sql: string, params?: readonly unknown[]): Promise<QueryResult<T>> => {
+    await nextTurn();
     const res = await pglite.query<T>(sql, params as unknown[] | undefined);
     // PGlite reports affectedRows 0 for a SELECT; pg counts the rows returned. Agree with pg.
     return { rows: res.rows, rowCount: Math.max(res.affectedRows ?? 0, res.rows.length) };
