@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 // `npm run bench`: runs every benchmark (bench/*.ts, except generators `gen-*` and helpers `_*`)
 // one after the other — they measure, so they must not compete for the 2 cores — and gathers
-// the result files they write in this run (bench/results/*.md) into bench/results/latest.md.
+// the result files they write in this run (bench/results/*.md) into bench/results/latest.md,
+// headed by every verdict row of those files (a table row or line that says met or missed) and the
+// load average before and after (the machine's other work skews every ratio; see each file).
 // `npm run bench -- ipv4 parse` runs only those.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -17,7 +20,8 @@ const names = readdirSync(dir)
   .sort();
 
 const started = Date.now();
-const sections = [`# Benchmark results\n\nRun: ${new Date().toISOString()} on ${process.platform}/${process.arch}, Node ${process.version}.\n`];
+const loadBefore = loadavg();
+const sections = [];
 let failed = 0;
 for (const name of names) {
   process.stdout.write(`\n=== bench/${name}.ts ===\n`);
@@ -29,9 +33,24 @@ for (const name of names) {
 }
 // Each benchmark writes its own bench/results/*.md (a name of its choosing); gather the fresh ones.
 const results = join(dir, 'results');
+const verdicts = [];
 for (const file of readdirSync(results).filter((f) => f.endsWith('.md') && f !== 'latest.md').sort()) {
-  if (statSync(join(results, file)).mtimeMs >= started) sections.push(readFileSync(join(results, file), 'utf8'));
+  if (statSync(join(results, file)).mtimeMs < started) continue;
+  const text = readFileSync(join(results, file), 'utf8');
+  sections.push(text);
+  for (const line of text.split('\n')) if (/\b(met|missed)\b/.test(line)) verdicts.push(`- ${file}: ${line.replace(/^[-|\s]+|[|\s]+$/g, '').replaceAll(' | ', '; ')}`);
 }
-writeFileSync(join(dir, 'results', 'latest.md'), sections.join('\n'));
+const fmt = (l) => l.map((x) => x.toFixed(2)).join(' ');
+const head = [
+  '# Benchmark results',
+  '',
+  `Run: ${new Date(started).toISOString()} on ${process.platform}/${process.arch}, Node ${process.version}; load average before ${fmt(loadBefore)}, after ${fmt(loadavg())}.`,
+  '',
+  '## Verdicts',
+  '',
+  ...(verdicts.length ? verdicts : ['(no verdict rows in this run)']),
+  '',
+].join('\n');
+writeFileSync(join(dir, 'results', 'latest.md'), [head, ...sections].join('\n'));
 process.stdout.write(`\nwrote bench/results/latest.md (${names.length} benchmarks, ${failed} failed)\n`);
 process.exit(failed ? 1 : 0);

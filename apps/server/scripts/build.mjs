@@ -1,40 +1,121 @@
 #!/usr/bin/env node
-// Bundles the control plane for `npm start`: dist/main.mjs (the server) and dist/embed.mjs (for
-// programs that build the app themselves, such as bench/). Run as plain Node, the server needs no
-// TypeScript loader at run time: about 85 MB less resident memory and no start-up compile.
-// Workspace packages (@rampart/*) are bundled; other dependencies stay in node_modules.
-// Usage: node scripts/build.mjs (a fraction of a second).
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+// Bundles the control plane for `npm start`: dist/main.mjs (the server), dist/embed.mjs (for
+// programs that build the app themselves, such as bench/), dist/console/ (the web console's
+// static files, so that the running server never starts esbuild: its service process stayed
+// resident, ~42 MB, after the console was built at the first request) and dist/pgdata-template/
+// (an initialized embedded store that a first start copies instead of running initdb). Run as plain Node, the
+// server needs no TypeScript loader at run time: about 85 MB less resident memory and no start-up
+// compile. Workspace packages (@rampart/*) are bundled; other dependencies stay in node_modules.
+//
+// The build is skipped when nothing it reads changed since the last one (the sources of the
+// server, the console and the packages they bundle, their manifests, the lock file and this
+// script, by modification time; ~5 ms to check): a restart does not pay for it.
+// Usage: node scripts/build.mjs [--force]
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const workspace = fileURLToPath(new URL('../../..', import.meta.url));
-const manifests = [`${root}/package.json`, ...['contracts', 'scoring', 'client'].map((n) => `${workspace}/packages/${n}/package.json`), `${workspace}/apps/console/package.json`];
-const external = new Set(['*.node']);
-for (const file of manifests) {
-  const pkg = JSON.parse(readFileSync(file, 'utf8'));
-  for (const name of Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies })) {
-    if (name.startsWith('@rampart/')) continue;
-    external.add(name);
-    external.add(`${name}/*`);
-  }
+const dist = join(root, 'dist');
+const stampFile = join(dist, 'build-stamp.json');
+const packages = ['contracts', 'scoring', 'client'].map((n) => join(workspace, 'packages', n));
+const manifests = [root, ...packages, join(workspace, 'apps', 'console')].map((dir) => join(dir, 'package.json'));
+
+/** Every input of the build: the source trees (files and the directories holding them) and single files. */
+const inputTrees = [join(root, 'src'), join(root, 'scripts'), join(workspace, 'apps', 'console', 'src'), ...packages.map((p) => join(p, 'src'))];
+const inputFiles = [...manifests, join(workspace, 'package-lock.json'), join(root, 'tsconfig.json')];
+
+/** The newest modification time (ms) among the inputs; a directory's time covers files added or removed. */
+function newestInput() {
+  let newest = 0;
+  const see = (path) => {
+    const s = statSync(path, { throwIfNoEntry: false });
+    if (s) newest = Math.max(newest, s.mtimeMs);
+    return s;
+  };
+  const walk = (dir) => {
+    if (!see(dir)?.isDirectory()) return;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.isDirectory()) walk(join(dir, entry.name));
+      else see(join(dir, entry.name));
+    }
+  };
+  inputTrees.forEach(walk);
+  inputFiles.forEach(see);
+  return newest;
 }
 
-await build({
-  entryPoints: { main: `${root}/src/main.ts`, embed: `${root}/src/embed.ts` },
-  outdir: `${root}/dist`,
-  outExtension: { '.js': '.mjs' },
-  splitting: true,
-  chunkNames: 'chunks/[name]-[hash]',
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  legalComments: 'none',
-  sourcemap: 'linked',
-  external: [...external],
-  // CommonJS dependencies bundled in (none expected) would call require() for Node built-ins.
-  banner: { js: "import { createRequire as __rampartRequire } from 'node:module'; const require = __rampartRequire(import.meta.url);" },
-  logLevel: 'warning',
-});
+function upToDate(newest) {
+  if (!existsSync(stampFile) || !existsSync(join(dist, 'main.mjs')) || !existsSync(join(dist, 'console', 'index.html')) || !existsSync(join(dist, 'pgdata-template', 'PG_VERSION'))) return false;
+  const stamp = JSON.parse(readFileSync(stampFile, 'utf8'));
+  return stamp.newestInput === newest && stamp.node === process.version;
+}
+
+async function bundleServer() {
+  const { build } = await import('esbuild');
+  const external = new Set(['*.node']);
+  for (const file of manifests) {
+    const pkg = JSON.parse(readFileSync(file, 'utf8'));
+    for (const name of Object.keys({ ...pkg.dependencies, ...pkg.peerDependencies })) {
+      if (name.startsWith('@rampart/')) continue;
+      external.add(name);
+      external.add(`${name}/*`);
+    }
+  }
+  await build({
+    // console-build: the console's own build function, run below to write dist/console.
+    // pglite-initdb: initdb, run below to write dist/pgdata-template.
+    entryPoints: {
+      main: `${root}/src/main.ts`,
+      embed: `${root}/src/embed.ts`,
+      'console-build': `${workspace}/apps/console/src/build.ts`,
+      'pglite-initdb': `${root}/src/store/pglite-initdb.ts`,
+    },
+    outdir: dist,
+    outExtension: { '.js': '.mjs' },
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    legalComments: 'none',
+    sourcemap: 'linked',
+    external: [...external],
+    // The bundle serves the console from dist/console (routes/console.ts); sources run by tsx build it.
+    define: { RAMPART_BUNDLE: 'true' },
+    // CommonJS dependencies bundled in (none expected) would call require() for Node built-ins.
+    banner: { js: "import { createRequire as __rampartRequire } from 'node:module'; const require = __rampartRequire(import.meta.url);" },
+    logLevel: 'warning',
+  });
+}
+
+async function buildConsoleFiles() {
+  const { buildConsole } = await import(pathToFileURL(join(dist, 'console-build.mjs')).href);
+  const out = join(dist, 'console');
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out, { recursive: true });
+  for (const [name, asset] of await buildConsole()) writeFileSync(join(out, name), asset.body);
+}
+
+/**
+ * An initialized embedded-store data directory: a first start copies it instead of running
+ * initdb (seconds of CPU). Made with the PGlite the bundle runs; its modes are fixed on copy.
+ */
+async function buildDataDirTemplate() {
+  const { initdbInChild } = await import(pathToFileURL(join(dist, 'pglite-initdb.mjs')).href);
+  const template = join(dist, 'pgdata-template');
+  rmSync(template, { recursive: true, force: true });
+  await initdbInChild(template);
+}
+
+const newest = newestInput();
+if (process.argv.includes('--force') || !upToDate(newest)) {
+  rmSync(stampFile, { force: true });
+  // Chunks are named by content hash: those of an earlier build would pile up.
+  rmSync(join(dist, 'chunks'), { recursive: true, force: true });
+  await bundleServer();
+  await Promise.all([buildConsoleFiles(), buildDataDirTemplate()]);
+  writeFileSync(stampFile, `${JSON.stringify({ newestInput: newest, node: process.version, builtAt: new Date().toISOString() })}\n`);
+}

@@ -14,7 +14,7 @@ export interface AppContext {
   buildDate: string;
   events: EventBus;
   cursors: CursorCodec;
-  /** Offline ASN, geolocation and CDN facts about addresses (built once at start). */
+  /** Offline ASN, geolocation and CDN facts about addresses (made at start, its tables loaded on first use). */
   enrichment: Enrichment;
   /** In-memory copy of what the plain-text IPv4 lists read (null: they always read SQL). */
   ipv4Mirror: Ipv4Mirror | null;

@@ -1,12 +1,16 @@
 import type { AddressInfo } from 'node:net';
-import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
-import { bootstrapDemo } from './services/admin.ts';
 import { DataDirLockedError, openStore } from './store/index.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.pgPoolMax, owner: 'server' });
+  // The store opens (a new embedded store's initdb in its child process, PGlite's WebAssembly
+  // compile, migrations) while the app's code loads: a start waits for the longer of the two,
+  // not their sum.
+  const opening = openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.pgPoolMax, owner: 'server' });
+  opening.catch(() => {});
+  const [{ buildApp }, { bootstrapDemo }] = await Promise.all([import('./app.ts'), import('./services/admin.ts')]);
+  const store = await opening;
   const app = await buildApp({ config, store });
   // Created before listening so that no request sees a half-made demo organization.
   const demo = config.demo ? await bootstrapDemo(store) : undefined;

@@ -14,14 +14,25 @@ const SECURITY_HEADERS = {
   'x-frame-options': 'DENY',
 };
 
-/** Prebuilt files (`npm run build -w @rampart/console`) when present; otherwise built in memory on first use. */
+/** `true` in the server's bundle (scripts/build.mjs defines it); undeclared when the sources run. */
+declare const RAMPART_BUNDLE: boolean | undefined;
+
+function readAssets(dir: string): Map<string, ConsoleAsset> {
+  const files = new Map<string, ConsoleAsset>();
+  for (const name of readdirSync(dir)) files.set(name, { contentType: CONTENT_TYPES[name.split('.').pop() ?? ''] ?? 'application/octet-stream', body: readFileSync(join(dir, name)) });
+  return files;
+}
+
+/**
+ * The bundle (`npm start`) serves the files scripts/build.mjs wrote beside it, so the running
+ * server never starts esbuild. Otherwise prebuilt files (`npm run build -w @rampart/console`) when
+ * present, else built in memory on first use (sources through tsx: the console as it is now).
+ */
 async function loadAssets(): Promise<Map<string, ConsoleAsset>> {
+  const bundled = serverPath('dist', 'console');
+  if (typeof RAMPART_BUNDLE !== 'undefined' && RAMPART_BUNDLE && existsSync(join(bundled, 'index.html'))) return readAssets(bundled);
   const dist = serverPath('..', 'console', 'dist');
-  if (existsSync(join(dist, 'index.html'))) {
-    const files = new Map<string, ConsoleAsset>();
-    for (const name of readdirSync(dist)) files.set(name, { contentType: CONTENT_TYPES[name.split('.').pop() ?? ''] ?? 'application/octet-stream', body: readFileSync(join(dist, name)) });
-    return files;
-  }
+  if (existsSync(join(dist, 'index.html'))) return readAssets(dist);
   const { buildConsole } = await import('@rampart/console');
   return buildConsole();
 }

@@ -82,6 +82,12 @@ function cached<V>(cache: Map<string, V>, key: string, load: (key: string) => V)
   return value;
 }
 
+/** A value made on first use: a server that never asks pays neither the time nor the memory. */
+function onFirstUse<V>(load: () => V): () => V {
+  let value: V | undefined;
+  return () => (value ??= load());
+}
+
 function countryFacts(code: string): { country: string; continentCode: string; continent: string; currency: string } {
   const facts = (countries as Record<string, (typeof countries)[TCountryCode] | undefined>)[code];
   if (!facts) return { country: '', continentCode: '', continent: '', currency: '' };
@@ -93,18 +99,25 @@ function countryFacts(code: string): { country: string; continentCode: string; c
   };
 }
 
+/**
+ * The ASN table (~25 MB, ~0.4 s) and the city database (~28 MB) are loaded on first use, not at
+ * start: a server that is never asked about an address (an idle one, one whose reports carry
+ * nothing new) neither waits for them nor keeps them resident. The CDN data file is small and is
+ * read and checked here, so that a broken refreshed copy stops the start with its error.
+ */
 export function createEnrichment(options: EnrichmentOptions = {}): Enrichment {
-  const asn = cached(asnCache, options.asnCsvPath ?? defaultAsnCsvPath(), loadAsnIndex);
-  const geo = cached(geoCache, options.geoMmdbPath ?? defaultGeoMmdbPath(), loadGeoReader);
+  const asnTable = onFirstUse(() => cached(asnCache, options.asnCsvPath ?? defaultAsnCsvPath(), loadAsnIndex));
+  const geoReader = onFirstUse(() => cached(geoCache, options.geoMmdbPath ?? defaultGeoMmdbPath(), loadGeoReader));
   const cdn = new CdnIndex(readCdnDataFile(cdnFilePath(options)));
 
+  const asnOfNumber = (n: number): AsnEntry | null => asnTable().find(n) ?? null;
   const asnOf = (ip: string): AsnEntry | null => {
     const n = parseIpv4Address(ip);
-    return n === undefined ? null : (asn.find(n) ?? null);
+    return n === undefined ? null : asnOfNumber(n);
   };
   const geoOf = (ip: string): GeoInfo | null => {
     if (parseIpv4Address(ip) === undefined) return null;
-    const row: GeoRow | null = geo.get(ip);
+    const row: GeoRow | null = geoReader().get(ip);
     if (!row) return null;
     const facts = countryFacts(row.country_code);
     return {
@@ -122,7 +135,7 @@ export function createEnrichment(options: EnrichmentOptions = {}): Enrichment {
   };
   return {
     asnOf,
-    asnOfNumber: (n) => asn.find(n) ?? null,
+    asnOfNumber,
     cdnOf: (ip) => cdn.cdnOf(ip),
     cdnOfNumber: (n) => cdn.cdnOfIpv4(n),
     isHosting: (ip) => {

@@ -1,7 +1,5 @@
 import type { Db } from './db.ts';
 import { migrate } from './migrate.ts';
-import { openPglite } from './pglite-driver.ts';
-import { openPostgres } from './pg-driver.ts';
 import type { LockOwner } from './data-dir-lock.ts';
 import { OrganizationStore } from './organizations.ts';
 import { UserStore } from './users.ts';
@@ -74,9 +72,11 @@ export interface OpenStoreOptions {
 
 /** PostgreSQL when a URL is given, otherwise the embedded PGlite under dataDir (in memory without one). */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
+  // Only the driver in use is loaded: a server on PostgreSQL never loads PGlite's code, nor the
+  // embedded one pg's.
   const db = options.databaseUrl
-    ? await openPostgres({ connectionString: options.databaseUrl, ...(options.poolMax ? { max: options.poolMax } : {}) })
-    : await openPglite(options.dataDir, options.owner ? { owner: options.owner } : {});
+    ? await (await import('./pg-driver.ts')).openPostgres({ connectionString: options.databaseUrl, ...(options.poolMax ? { max: options.poolMax } : {}) })
+    : await (await import('./pglite-driver.ts')).openPglite(options.dataDir, options.owner ? { owner: options.owner } : {});
   if (options.migrate !== false) await migrate(db);
   return storeOver(db);
 }

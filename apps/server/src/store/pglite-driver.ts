@@ -5,7 +5,7 @@ import type { Db, NotificationHandler, QueryResult, Transaction } from './db.ts'
 import { lockDataDir, type LockOwner } from './data-dir-lock.ts';
 import { makePrivate, restrictUmask } from './data-dir-permissions.ts';
 import { StoreNodeFS, durableStartParams } from './pglite-node-fs.ts';
-import { initdbInChild } from './pglite-initdb.ts';
+import { initializeDataDir } from './pglite-initdb.ts';
 
 /**
  * The embedded default store. PGlite holds one connection, so every statement is
@@ -28,6 +28,18 @@ export interface PgliteOptions {
  */
 const MEMORY_START_PARAMS = ['-c', 'shared_buffers=16MB'];
 
+/**
+ * PGlite runs each statement synchronously on this thread and settles its promise without a turn
+ * of the event loop, and the store's fsync is synchronous too: a transaction of several
+ * statements would run from BEGIN to COMMIT while no socket is read. Requests then reach the
+ * report batcher one at a time, each after the previous batch ended, and every batch holds one
+ * report. One turn of the loop before each statement lets the requests in flight move on (parse,
+ * authenticate, queue their report) while a transaction runs, so the next batch takes them all.
+ */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 export async function openPglite(dataDir: string | undefined, options: PgliteOptions = {}): Promise<Db> {
   if (dataDir) {
     restrictUmask();
@@ -40,7 +52,7 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
   const fs = dataDir && options.durable !== false ? new StoreNodeFS(dataDir) : undefined;
   let pglite: PGlite;
   try {
-    if (fs && !existsSync(join(dataDir!, 'PG_VERSION'))) await initdbInChild(dataDir!);
+    if (fs && !existsSync(join(dataDir!, 'PG_VERSION'))) await initializeDataDir(dataDir!);
     pglite = fs
       ? await PGlite.create({ fs, startParams: [...durableStartParams(PGlite.defaultStartParams), ...MEMORY_START_PARAMS] })
       : dataDir
@@ -65,6 +77,7 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
   }
 
   const rawQuery = async <T>(sql: string, params?: readonly unknown[]): Promise<QueryResult<T>> => {
+    await nextTurn();
     const res = await pglite.query<T>(sql, params as unknown[] | undefined);
     // PGlite reports affectedRows 0 for a SELECT; pg counts the rows returned. Agree with pg.
     return { rows: res.rows, rowCount: Math.max(res.affectedRows ?? 0, res.rows.length) };

@@ -1,8 +1,36 @@
 import { spawn } from 'node:child_process';
-import { closeSync, fsyncSync, openSync, readdirSync } from 'node:fs';
+import { closeSync, cpSync, existsSync, fsyncSync, openSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { serverPath } from '../paths.ts';
+import { makePrivate } from './data-dir-permissions.ts';
+
+/** `true` in the server's bundle (scripts/build.mjs defines it); undeclared when the sources run. */
+declare const RAMPART_BUNDLE: boolean | undefined;
+
+/**
+ * The data directory scripts/build.mjs initialized beside the bundle (dist/pgdata-template), with
+ * the same PGlite the bundle runs (a new lock file rebuilds it). Null when the sources run: they
+ * always run initdb, so that no template older than the code is ever used.
+ */
+export function dataDirTemplate(): string | null {
+  const dir = serverPath('dist', 'pgdata-template');
+  return typeof RAMPART_BUNDLE !== 'undefined' && RAMPART_BUNDLE && existsSync(join(dir, 'PG_VERSION')) ? dir : null;
+}
+
+/**
+ * Makes a new embedded store's data directory: a copy of the build's initialized template when
+ * there is one (tens of milliseconds), else initdb in a child process (seconds). Either way its
+ * files are private and on disk before the store is used.
+ */
+export async function initializeDataDir(dataDir: string): Promise<void> {
+  const template = dataDirTemplate();
+  if (!template) return initdbInChild(dataDir);
+  cpSync(template, dataDir, { recursive: true });
+  makePrivate(dataDir);
+  syncTree(dataDir);
+}
 
 /**
  * A new embedded store's initdb, run in a child process. PGlite runs initdb in a WebAssembly

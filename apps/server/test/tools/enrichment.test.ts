@@ -1,8 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEnrichment, cdnFilePath } from '../../src/services/enrichment.ts';
+import { defaultAsnCsvPath, loadAsnIndex } from '../../src/services/enrichment/asn.ts';
 import { readCdnDataFile, SHIPPED_CDN_FILE } from '../../src/services/enrichment/cdn-data.ts';
 import { Ipv4RangeIndex } from '../../src/services/enrichment/range-index.ts';
 
@@ -90,5 +92,75 @@ describe('Enrichment (offline databases shipped by npm packages)', () => {
     expect(refreshed.cdnList()).toEqual({ date: '2030-01-02', records: [{ name: 'Only', addresses: ['192.0.2.0/24'] }] });
     expect(refreshed.cdnOf('192.0.2.9')).toBe('Only');
     expect(refreshed.cdnOf('104.16.1.1')).toBeNull();
+  });
+});
+
+describe('ASN table loaded in chunks into typed arrays', () => {
+  /** The table as a plain CSV reader sees it, indexed the simple way (one value per range). */
+  function reference(path: string): { index: Ipv4RangeIndex<{ asn: number; name: string }>; rows: string[][] } {
+    const rows = parse(readFileSync(path), { relaxColumnCount: true }) as string[][];
+    const index = Ipv4RangeIndex.fromSorted(
+      Uint32Array.from(rows, (r) => Number(r[0])),
+      Uint32Array.from(rows, (r) => Number(r[1])),
+      rows.map((r) => ({ asn: Number(r[2]), name: r[3] ?? '' })),
+    );
+    return { index, rows };
+  }
+
+  it('answers as a CSV parser of the whole shipped file does, at every range edge (lines cross 1 MB chunks)', () => {
+    const path = defaultAsnCsvPath();
+    const loaded = loadAsnIndex(path);
+    const { index, rows } = reference(path);
+    expect(loaded.size).toBe(index.size);
+    expect(rows.length).toBeGreaterThan(400_000);
+    let compared = 0;
+    const mismatches: string[] = [];
+    for (const r of rows) {
+      for (const n of [Number(r[0]), Number(r[1]), Number(r[1]) + 1]) {
+        const a = loaded.find(n);
+        const b = index.find(n);
+        compared++;
+        if (a?.asn !== b?.asn || a?.name !== b?.name) mismatches.push(`${n}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+      }
+    }
+    expect(compared).toBe(rows.length * 3);
+    expect(mismatches.slice(0, 5)).toEqual([]);
+  });
+
+  it('reads quoted names, CRLF lines, an overlapping row and a last line without newline', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rampart-asn-'));
+    dirs.push(dir);
+    const file = join(dir, 'asn.csv');
+    writeFileSync(file, '10,20,1,"Comma, Inc."\r\n15,30,2,"Say ""hi"""\r\n40,50,1,"Comma, Inc."\n60,70,3,');
+    const idx = loadAsnIndex(file);
+    expect([10, 20, 21, 30, 31, 45, 60, 70, 71].map((n) => idx.find(n))).toEqual([
+      { asn: 1, name: 'Comma, Inc.' }, { asn: 1, name: 'Comma, Inc.' }, { asn: 2, name: 'Say "hi"' }, { asn: 2, name: 'Say "hi"' },
+      undefined, { asn: 1, name: 'Comma, Inc.' }, { asn: 3, name: '' }, { asn: 3, name: '' }, undefined,
+    ]);
+    // One shared entry per AS.
+    expect(idx.find(10)).toBe(idx.find(45));
+  });
+});
+
+describe('Enrichment loads its tables on first use', () => {
+  it('starts without reading the ASN table or the city database, and reads each when first asked', () => {
+    const missing = join(tmpdir(), 'rampart-no-such-dir', 'absent');
+    const lazy = createEnrichment({ asnCsvPath: `${missing}.csv`, geoMmdbPath: `${missing}.mmdb` });
+    // The CDN part is read at creation and answers at once.
+    expect(lazy.cdnOf('104.16.1.1')).toBe('Cloudflare');
+    expect(() => lazy.asnOf('8.8.8.8')).toThrow(/ENOENT/);
+    expect(() => lazy.geoOf('8.8.8.8')).toThrow(/ENOENT/);
+    // Addresses that need no table are answered without one.
+    expect(lazy.asnOf('not-an-ip')).toBeNull();
+  });
+
+  it('answers the same as the tables loaded directly', () => {
+    const fresh = createEnrichment();
+    const table = loadAsnIndex(defaultAsnCsvPath());
+    for (const ip of ['1.1.1.1', '8.8.8.8', '81.2.69.160', '3.5.140.2', '10.0.0.1', '223.255.255.1']) {
+      const n = ip.split('.').reduce((a, b) => a * 256 + Number(b), 0);
+      expect(fresh.asnOf(ip)).toEqual(table.find(n) ?? null);
+    }
+    expect(fresh.geoOf('81.2.69.160')?.city).toBe('Bracknell');
   });
 });

@@ -1,0 +1,93 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+
+/*
+ * What `npm start` runs: scripts/build.mjs (skipped when nothing changed) and the bundle, which
+ * serves the console built beside it without starting esbuild.
+ */
+
+const serverDir = fileURLToPath(new URL('..', import.meta.url));
+const dist = join(serverDir, 'dist');
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function build(): void {
+  const r = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: serverDir, encoding: 'utf8' });
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+}
+
+/** Children of `pid` by process name (from /proc). */
+function childNames(pid: number): string[] {
+  const names: string[] = [];
+  for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === pid) names.push(stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')));
+    } catch {
+      // exited while listed
+    }
+  }
+  return names;
+}
+
+describe('the server bundle (npm start)', () => {
+  it('is rebuilt only when an input changed', { timeout: 300_000 }, () => {
+    build();
+    const built = statSync(join(dist, 'main.mjs')).mtimeMs;
+    build();
+    expect(statSync(join(dist, 'main.mjs')).mtimeMs).toBe(built);
+    // A source file saved again (same bytes, newer time) makes the next start rebuild.
+    const source = join(serverDir, 'src', 'paths.ts');
+    const { atime, mtime } = statSync(source);
+    const later = new Date(Math.max(Date.now(), built) + 2000);
+    utimesSync(source, later, later);
+    try {
+      build();
+      expect(statSync(join(dist, 'main.mjs')).mtimeMs).toBeGreaterThan(built);
+    } finally {
+      utimesSync(source, atime, mtime);
+    }
+    build();
+  });
+
+  it('makes a new store from the build\'s template, serves the console built beside it and starts no esbuild process', { timeout: 180_000 }, async () => {
+    build();
+    const dataDir = mkdtempSync(join(tmpdir(), 'rampart-bundle-'));
+    dirs.push(dataDir);
+    const { DATABASE_URL: _ignored, ...rest } = process.env;
+    const child = spawn(process.execPath, ['dist/main.mjs'], { cwd: serverDir, env: { ...rest, DATA_DIR: dataDir, PORT: '0', RAMPART_DEMO: 'false' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+    try {
+      const deadline = Date.now() + 90_000;
+      while (!/control plane listening/.test(out)) {
+        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`server did not start: ${out}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const base = (JSON.parse(out.split('\n').find((l) => l.includes('control plane listening'))!) as { url: string }).url.replace(/\/api\/v1$/, '');
+      const res = await fetch(`${base}/console/app.js`);
+      expect(res.status).toBe(200);
+      expect(Buffer.from(await res.arrayBuffer()).equals(readFileSync(join(dist, 'console', 'app.js')))).toBe(true);
+      const page = await fetch(`${base}/console/`);
+      expect(await page.text()).toBe(readFileSync(join(dist, 'console', 'index.html'), 'utf8'));
+      expect(childNames(child.pid!)).toEqual([]);
+      // The store is a copy of dist/pgdata-template (initdb would have drawn a new system
+      // identifier, pg_control's first 8 bytes), made private like any store.
+      const identifier = (dir: string) => readFileSync(join(dir, 'global', 'pg_control')).subarray(0, 8).toString('hex');
+      expect(identifier(dataDir)).toBe(identifier(join(dist, 'pgdata-template')));
+      expect(statSync(join(dataDir, 'PG_VERSION')).mode & 0o777).toBe(0o600);
+      expect(statSync(join(dataDir, 'base')).mode & 0o777).toBe(0o700);
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+});
