@@ -5,6 +5,10 @@ import {
   AgentRegisterResponse,
   AgentSettingsDocument,
   AgentTokenIssued,
+  DecisionListResponse,
+  IndicatorListResponse,
+  type DecisionListQuery,
+  type IndicatorListQuery,
   DomainPage,
   FilePage,
   IpsReportBody,
@@ -143,5 +147,34 @@ export class RampartClient {
 
   async organizationConfig(call: Call = {}): Promise<OrganizationConfig> {
     return parseJson(OrganizationConfig, await this.transport.request('GET', '/organization/config', call));
+  }
+
+  /** One page of the organization's decisions (`GET /decisions`); pass `next_page` as `page` with the same filters. */
+  async decisionsPage(query: Partial<DecisionListQuery> = {}, call: Call = {}): Promise<DecisionListResponse> {
+    return parseJson(DecisionListResponse, await this.transport.request('GET', '/decisions', { ...call, query: { ...query } }));
+  }
+
+  /** Every decision matching the filters, page after page. */
+  async *decisions(query: Omit<Partial<DecisionListQuery>, 'page'> = {}, call: Call = {}): AsyncGenerator<DecisionListResponse['items'][number]> {
+    yield* this.walkBrowse((page) => this.decisionsPage({ ...query, ...(page ? { page } : {}) }, call));
+  }
+
+  /** One page of the indicators the organization sees (`GET /indicators`). */
+  async indicatorsPage(query: Partial<IndicatorListQuery> = {}, call: Call = {}): Promise<IndicatorListResponse> {
+    return parseJson(IndicatorListResponse, await this.transport.request('GET', '/indicators', { ...call, query: { ...query } }));
+  }
+
+  /** Every indicator matching the filters, page after page. */
+  async *indicators(query: Omit<Partial<IndicatorListQuery>, 'page'> = {}, call: Call = {}): AsyncGenerator<IndicatorListResponse['items'][number]> {
+    yield* this.walkBrowse((page) => this.indicatorsPage({ ...query, ...(page ? { page } : {}) }, call));
+  }
+
+  private async *walkBrowse<T>(fetchPage: (page: string | undefined) => Promise<{ items: T[]; next_page: string | null }>): AsyncGenerator<T> {
+    for await (const page of walkPages(async (cursor) => {
+      const res = await fetchPage(cursor);
+      return { items: res.items, nextPage: res.next_page ?? undefined };
+    })) {
+      yield* page.items;
+    }
   }
 }

@@ -22,3 +22,4 @@ export * from './sync-messages.ts';
 export * from './agent-admin.ts';
 export * from './keys.ts';
 export * from './overview.ts';
+export * from './browse.ts';

@@ -13,6 +13,7 @@ import { SecretStore } from './secrets.ts';
 import { FileStore } from './files.ts';
 import { NamedIndicatorStore } from './named-indicators.ts';
 import { VpnStore } from './vpn.ts';
+import { BrowseStore } from './browse.ts';
 
 export type { Db, Queryable, Transaction, QueryResult } from './db.ts';
 export type { Organization } from './organizations.ts';
@@ -24,6 +25,7 @@ export type { CheckinVia, AgentRow, AgentTokenRow, AgentTokenPrincipal, Enforced
 export type { FileRow, DigestKind } from './files.ts';
 export type { NamedRow } from './named-indicators.ts';
 export type { VpnLicenseRow } from './vpn.ts';
+export type { BrowseKind, DecisionRow, IndicatorRow, DecisionFilter, IndicatorFilter } from './browse.ts';
 export type { ReportAggregate, Scorer } from './indicator-sql.ts';
 export { changedPaths } from './settings.ts';
 export { DataDirLockedError, type LockOwner } from './data-dir-lock.ts';
@@ -42,6 +44,7 @@ export interface Store {
   readonly domains: NamedIndicatorStore;
   readonly urls: NamedIndicatorStore;
   readonly vpn: VpnStore;
+  readonly browse: BrowseStore;
   close(): Promise<void>;
 }
 
@@ -59,6 +62,7 @@ export function storeOver(db: Db): Store {
     domains: new NamedIndicatorStore(db, 'domain'),
     urls: new NamedIndicatorStore(db, 'url'),
     vpn: new VpnStore(db),
+    browse: new BrowseStore(db),
     close: () => db.close(),
   };
 }
