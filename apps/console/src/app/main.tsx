@@ -10,6 +10,7 @@ import { AgentPage } from './pages/agent.tsx';
 import { OrganizationPage } from './pages/organization.tsx';
 import { VpnPage } from './pages/vpn.tsx';
 import { KeysPage } from './pages/keys.tsx';
+import { DecisionsPage, IndicatorsPage } from './pages/browse.tsx';
 import type { Session } from './session.ts';
 
 const ROLE_NAMES: Record<number, string> = { [ROLE.reader]: 'reader', [ROLE.contributor]: 'contributor', [ROLE.admin]: 'organization admin', [ROLE.operator]: 'alliance operator' };
@@ -61,6 +62,8 @@ function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Session) => void; noti
 const PAGES = [
   { path: '/', label: 'Overview' },
   { path: '/lookup', label: 'Look-up' },
+  { path: '/indicators', label: 'Indicators' },
+  { path: '/decisions', label: 'Decisions' },
   { path: '/agents', label: 'Agents' },
   { path: '/organization', label: 'Organization' },
   { path: '/vpn', label: 'Secure VPN' },
@@ -74,6 +77,8 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
   let page;
   if (path === '/') page = <OverviewPage session={session} />;
   else if (path === '/lookup') page = <LookupPage session={session} initial={new URLSearchParams(query ?? '').get('q') ?? ''} />;
+  else if (path === '/indicators') page = <IndicatorsPage session={session} />;
+  else if (path === '/decisions') page = <DecisionsPage session={session} />;
   else if (path === '/agents') page = <AgentsPage session={session} />;
   else if (path.startsWith('/agents/')) page = <AgentPage session={session} gaid={decodeURIComponent(path.slice('/agents/'.length))} />;
   else if (path === '/organization') page = <OrganizationPage session={session} />;

@@ -7,6 +7,7 @@ import { describeError } from '../api.ts';
 import { Field, Notice, ScorePlot, formatTime } from '../components.tsx';
 import { canContribute, type Session } from '../session.ts';
 import { kindOf, type IndicatorKind } from '../indicator-kind.ts';
+import { INDICATOR_PATHS, setDecision } from '../decide.ts';
 
 interface Found {
   kind: IndicatorKind;
@@ -19,13 +20,7 @@ interface Found {
   fields: Array<[string, string]>;
 }
 
-const PATHS: Record<IndicatorKind, (id: string) => string> = {
-  // Encoded: text the strict grammar refuses (`10.0.0.1/08`) reaches the server's validation, which names the problem.
-  ipv4: (id) => `/ips/${encodeURIComponent(id)}`,
-  file: (id) => `/files/${id}`,
-  domain: (id) => `/domains/${encodeURIComponent(id)}`,
-  url: (id) => `/urls/${encodeURIComponent(id)}`,
-};
+const PATHS = INDICATOR_PATHS;
 
 const show = (v: unknown): string =>
   v === null || v === undefined ? '—' : Array.isArray(v) ? v.map(show).join(v.some((x) => typeof x === 'object' && x !== null) ? '; ' : ', ') || '—' : typeof v === 'object' ? describeObject(v as Record<string, unknown>) : String(v);
@@ -142,14 +137,9 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
     setBusy(true);
     setError(undefined);
     try {
-      if (found.kind === 'ipv4') {
-        const hours = Number(ttlHours);
-        const ttl = decision === 1 && hours > 0 ? Math.floor(Date.now() / 1000 + hours * 3600) : undefined;
-        // PUT /ips/{ip} changes only the decision; POST /ips would also count a report.
-        await session.api.send('PUT', `/ips/${encodeURIComponent(found.id)}`, { decision, ...(ttl ? { ttl } : {}) });
-      } else {
-        await session.api.send('PUT', PATHS[found.kind](found.id), { decision: found.kind === 'file' ? String(decision) : decision });
-      }
+      const hours = Number(ttlHours);
+      const ttl = found.kind === 'ipv4' && decision === 1 && hours > 0 ? Math.floor(Date.now() / 1000 + hours * 3600) : undefined;
+      await setDecision(session.api, found.kind, found.id, decision as -1 | 0 | 1, ttl);
       // Re-read the record first: a look-up clears the previous messages.
       await lookUp();
       setSaved(`Decision saved: ${DECISIONS.find((d) => d.value === decision)!.label}.`);
