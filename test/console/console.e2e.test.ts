@@ -402,11 +402,68 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     await page.context().close();
   });
 
+  it('browses indicators and decisions: filters, bulk decisions, CSV export, a decision on an address nobody reported', async () => {
+    for (const [i, ip] of ['45.77.20.1', '45.77.20.2', '45.77.20.3'].entries()) {
+      expect((await api('POST', '/ips', acme.keys.contributor, { ip, confidence: 0.9, source: i === 2 ? 'waf' : 'ssh' })).status).toBeLessThan(300);
+    }
+    const decided = async () => ((await api('GET', '/decisions?kind=ipv4', acme.keys.reader)).json as { items: Array<{ value: string; decision: number; held: boolean }> }).items;
+    for (const width of [1440, 390]) {
+      const page = await signedIn(acme.keys.contributor, width);
+      const sideways = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      await page.getByRole('link', { name: 'Indicators', exact: true }).click();
+      const table = page.getByRole('table', { name: 'Indicators' });
+      await table.getByText('45.77.20.3').waitFor();
+      // One filter: only the address reported from the WAF.
+      await page.getByLabel('Source').fill('waf');
+      await page.getByRole('button', { name: 'Apply filters' }).click();
+      await expect.poll(() => table.locator('tbody tr').count()).toBe(1);
+      expect(await table.locator('tbody tr').first().textContent()).toContain('45.77.20.3');
+      await page.getByLabel('Source').fill('ssh');
+      await page.getByRole('button', { name: 'Apply filters' }).click();
+      await expect.poll(() => table.locator('tbody tr').count()).toBe(2);
+      // Bulk: blacklist both, then clear them again.
+      await page.getByLabel('Select every row of this page').check();
+      await page.getByRole('button', { name: 'Blacklist selected' }).click();
+      await page.getByText('Blacklist: 2 changed.').waitFor();
+      expect((await decided()).filter((d) => d.value.startsWith('45.77.20.')).map((d) => [d.value, d.decision]).sort()).toEqual([['45.77.20.1', 1], ['45.77.20.2', 1]]);
+      await expect.poll(() => table.getByText('Blacklist').count()).toBe(2);
+      await page.screenshot({ path: `${SHOTS}/indicators-bulk-${width}.png`, fullPage: true });
+      expect(await sideways(), `indicators at ${width}`).toBeLessThanOrEqual(0);
+      await page.getByLabel('Select every row of this page').check();
+      await page.getByRole('button', { name: 'Clear decision' }).click();
+      await page.getByText('Clear: 2 changed.').waitFor();
+      expect((await decided()).filter((d) => d.value.startsWith('45.77.20.'))).toEqual([]);
+
+      // A decision on an address nobody reported: the organization's own, listed as not held.
+      const unreported = width === 1440 ? '45.77.250.1' : '45.77.250.2';
+      await page.getByRole('link', { name: 'Decisions', exact: true }).click();
+      await page.getByLabel('Indicator', { exact: true }).fill(unreported);
+      await page.getByRole('button', { name: 'Blacklist', exact: true }).click();
+      await page.getByText(`Blacklisted ${unreported} for your organization.`).waitFor();
+      const row = page.getByRole('table', { name: 'Decisions' }).locator('tbody tr', { hasText: unreported });
+      await expect.poll(() => row.textContent()).toContain('no: nobody reported it');
+      expect((await decided()).find((d) => d.value === unreported)).toEqual(expect.objectContaining({ decision: 1, held: false }));
+      const download = page.waitForEvent('download');
+      await page.getByRole('button', { name: 'Export CSV' }).click();
+      const file = await download;
+      expect(file.suggestedFilename()).toBe('decisions.csv');
+      const csv = await new Response((await file.createReadStream()) as unknown as ReadableStream).text();
+      expect(csv.split('\r\n')[0]).toBe('kind,value,decision,ttl,expired,held,live_score,updated_at');
+      expect(csv).toContain(`ipv4,${unreported},1,,false,false,,`);
+      await page.screenshot({ path: `${SHOTS}/decisions-${width}.png`, fullPage: true });
+      expect(await sideways(), `decisions at ${width}`).toBeLessThanOrEqual(0);
+      await page.context().close();
+    }
+    // Another organization sees none of acme's decisions.
+    const other = await seedOrg(store, { name: 'Console Other' });
+    expect(((await api('GET', '/decisions', other.keys.reader)).json as { items: unknown[] }).items).toEqual([]);
+  });
+
   it('follows a dark system theme on every page', async () => {
     const page = await signedIn(acme.keys.admin, 1440, 'dark');
     const colors = () => page.evaluate(() => ({ body: getComputedStyle(document.body).backgroundColor, text: getComputedStyle(document.body).color }));
     const background = (selector: string) => page.locator(selector).first().evaluate((e) => getComputedStyle(e).backgroundColor);
-    for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys']] as const) {
+    for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Indicators', 'indicators'], ['Decisions', 'decisions'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys']] as const) {
       await page.getByRole('link', { name: link, exact: true }).click();
       await page.getByRole('heading', { level: 1 }).waitFor();
       expect(await colors(), name).toEqual({ body: 'rgb(18, 22, 28)', text: 'rgb(230, 233, 238)' });
@@ -420,7 +477,7 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
   it('renders every page at 390 and 1440 pixels without console errors', async () => {
     for (const width of [390, 1440]) {
       const page = await signedIn(acme.keys.admin, width);
-      for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys']] as const) {
+      for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Indicators', 'indicators'], ['Decisions', 'decisions'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys']] as const) {
         await page.getByRole('link', { name: link, exact: true }).click();
         await page.getByRole('heading', { level: 1 }).waitFor();
         await page.screenshot({ path: `${SHOTS}/${name}-${width}.png`, fullPage: true });

@@ -125,7 +125,7 @@ function SelectableTable<T extends Row>(props: {
   if (rows.length === 0) return <Notice kind="info">Nothing matches these filters.</Notice>;
   return (
     <div class="table-wrap">
-      <table aria-label={props.label} class="browse">
+      <table aria-label={props.label} class={props.selectable ? 'browse selectable' : 'browse'}>
         <thead>
           <tr>
             {props.selectable && (
