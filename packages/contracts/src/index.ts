@@ -23,3 +23,4 @@ export * from './agent-admin.ts';
 export * from './keys.ts';
 export * from './overview.ts';
 export * from './browse.ts';
+export * from './why.ts';

@@ -14,6 +14,7 @@ import { FileStore } from './files.ts';
 import { NamedIndicatorStore } from './named-indicators.ts';
 import { VpnStore } from './vpn.ts';
 import { BrowseStore } from './browse.ts';
+import { WhyStore } from './why.ts';
 
 export type { Db, Queryable, Transaction, QueryResult } from './db.ts';
 export type { Organization } from './organizations.ts';
@@ -25,6 +26,7 @@ export type { CheckinVia, AgentRow, AgentTokenRow, AgentTokenPrincipal, Enforced
 export type { FileRow, DigestKind } from './files.ts';
 export type { NamedRow } from './named-indicators.ts';
 export type { VpnLicenseRow } from './vpn.ts';
+export type { ReporterRow, DecisionOn } from './why.ts';
 export type { BrowseKind, DecisionRow, IndicatorRow, DecisionFilter, IndicatorFilter } from './browse.ts';
 export type { ReportAggregate, Scorer } from './indicator-sql.ts';
 export { changedPaths } from './settings.ts';
@@ -45,6 +47,7 @@ export interface Store {
   readonly urls: NamedIndicatorStore;
   readonly vpn: VpnStore;
   readonly browse: BrowseStore;
+  readonly why: WhyStore;
   close(): Promise<void>;
 }
 
@@ -63,6 +66,7 @@ export function storeOver(db: Db): Store {
     urls: new NamedIndicatorStore(db, 'url'),
     vpn: new VpnStore(db),
     browse: new BrowseStore(db),
+    why: new WhyStore(db),
     close: () => db.close(),
   };
 }
