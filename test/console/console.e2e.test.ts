@@ -459,6 +459,44 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     expect(((await api('GET', '/decisions', other.keys.reader)).json as { items: unknown[] }).items).toEqual([]);
   });
 
+  it('explains on a look-up why an address is blocked: the decision, the reporters and each agent', async () => {
+    expect((await api('POST', '/ips', acme.keys.contributor, { ip: '45.77.40.1', confidence: 0.7, source: 'ssh' })).status).toBeLessThan(300);
+    for (const width of [1440, 390]) {
+      const page = await signedIn(acme.keys.contributor, width);
+      await page.getByRole('link', { name: 'Look-up', exact: true }).click();
+      await page.getByLabel('IPv4, domain, URL or digest').fill('45.77.40.1');
+      await page.getByRole('button', { name: 'Look up' }).click();
+      const panel = page.getByRole('region', { name: 'Why is this blocked?' });
+      await panel.getByRole('button', { name: 'Explain (one look-up)' }).click();
+      await panel.getByTestId('why-reason').waitFor();
+      expect(await panel.getByTestId('why-reason').textContent()).toBe("Its live score decides: blocked where it reaches an agent's threshold.");
+      const reporters = panel.getByRole('table', { name: 'Reporting organizations' });
+      expect(await reporters.locator('tbody tr').count()).toBe(1);
+      expect(await reporters.locator('tbody tr').first().textContent()).toContain('Console Acme');
+      const agentRow = panel.getByRole('table', { name: 'Agents' }).locator('tbody tr', { hasText: GAID });
+      expect(await agentRow.textContent()).toContain('no (score below threshold)');
+      // Blacklist it from the same page: the explanation now names the decision, and the agent lists it with no end.
+      await page.getByLabel('TTL of a blacklisting (hours, 0 = none)').fill('0');
+      await page.getByRole('button', { name: 'Blacklist' }).click();
+      await page.getByText('Decision saved: Blacklist.').waitFor();
+      await panel.getByRole('button', { name: 'Explain (one look-up)' }).click();
+      await expect.poll(() => panel.getByTestId('why-reason').textContent()).toBe('Your organization blacklisted it: blocked at every threshold.');
+      expect(await panel.getByTestId('why-decision').textContent()).toBe('Your decision: Blacklist on 45.77.40.1');
+      expect(await agentRow.textContent()).toContain('yes (blacklisted)no end');
+      await page.screenshot({ path: `${SHOTS}/lookup-why-${width}.png`, fullPage: true });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `why at ${width}`).toBeLessThanOrEqual(0);
+      // Clear it again for the other width, and explain an address nobody reported.
+      await page.getByRole('button', { name: 'Follow score' }).click();
+      await page.getByText('Decision saved: Follow score.').waitFor();
+      await page.getByLabel('IPv4, domain, URL or digest').fill('45.77.41.1');
+      await page.getByRole('button', { name: 'Look up' }).click();
+      await page.getByText('Not held: no organization has reported it.').waitFor();
+      await panel.getByRole('button', { name: 'Explain (one look-up)' }).click();
+      await expect.poll(() => panel.getByTestId('why-reason').textContent()).toBe('No record is held for it, so no list carries it.');
+      await page.context().close();
+    }
+  });
+
   it('follows a dark system theme on every page', async () => {
     const page = await signedIn(acme.keys.admin, 1440, 'dark');
     const colors = () => page.evaluate(() => ({ body: getComputedStyle(document.body).backgroundColor, text: getComputedStyle(document.body).color }));

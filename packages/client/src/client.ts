@@ -7,6 +7,7 @@ import {
   AgentTokenIssued,
   DecisionListResponse,
   IndicatorListResponse,
+  WhyResponse,
   type DecisionListQuery,
   type IndicatorListQuery,
   DomainPage,
@@ -167,6 +168,11 @@ export class RampartClient {
   /** Every indicator matching the filters, page after page. */
   async *indicators(query: Omit<Partial<IndicatorListQuery>, 'page'> = {}, call: Call = {}): AsyncGenerator<IndicatorListResponse['items'][number]> {
     yield* this.walkBrowse((page) => this.indicatorsPage({ ...query, ...(page ? { page } : {}) }, call));
+  }
+
+  /** Why an indicator is (or is not) blocked for the caller's organization now (`GET /why`, priced as a look-up). */
+  async why(kind: 'ipv4' | 'domain' | 'url' | 'file', value: string, call: Call = {}): Promise<WhyResponse> {
+    return parseJson(WhyResponse, await this.transport.request('GET', '/why', { ...call, query: { kind, value } }));
   }
 
   private async *walkBrowse<T>(fetchPage: (page: string | undefined) => Promise<{ items: T[]; next_page: string | null }>): AsyncGenerator<T> {

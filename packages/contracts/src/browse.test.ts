@@ -33,3 +33,18 @@ describe('browse contracts', () => {
     expect(IndicatorListResponse.parse({ items: [], next_page: null })).toEqual({ items: [], next_page: null });
   });
 });
+
+describe('why contracts', async () => {
+  const { WhyQuery, WhyResponse } = await import('./why.ts');
+  it('need a kind and a value of bounded length', () => {
+    expect(WhyQuery.parse({ kind: 'url', value: ' https://x.example/ ' })).toEqual({ kind: 'url', value: 'https://x.example/' });
+    expect(paths(WhyQuery.safeParse({ value: '45.77.1.1' }))).toEqual(['kind']);
+    expect(paths(WhyQuery.safeParse({ kind: 'ipv4', value: 'x'.repeat(2049) }))).toEqual(['value']);
+    expect(WhyQuery.safeParse({ kind: 'ipv4', value: '45.77.1.1', full: 'yes' }).success).toBe(false);
+  });
+  it('name every reason a verdict can have', () => {
+    const base = { kind: 'ipv4', value: '45.77.1.1', at: 1, held: false, decision: null, reserved_range: null, blocking_rule: null, records: [], reporters: [], score_components: null, agents: [] };
+    for (const reason of ['reserved', 'whitelist', 'blacklist', 'score', 'blocking_rule', 'below_threshold', 'not_held']) expect(WhyResponse.safeParse({ ...base, reason }).success).toBe(true);
+    expect(WhyResponse.safeParse({ ...base, reason: 'because' }).success).toBe(false);
+  });
+});

@@ -8,6 +8,7 @@ import { Field, Notice, ScorePlot, formatTime } from '../components.tsx';
 import { canContribute, type Session } from '../session.ts';
 import { kindOf, type IndicatorKind } from '../indicator-kind.ts';
 import { INDICATOR_PATHS, setDecision } from '../decide.ts';
+import { WhyPanel } from './why.tsx';
 
 interface Found {
   kind: IndicatorKind;
@@ -97,6 +98,8 @@ const DECISIONS = [
 export function LookupPage({ session, initial }: { session: Session; initial: string }) {
   const [query, setQuery] = useState(initial);
   const [found, setFound] = useState<Found | null | undefined>();
+  // What was last looked up (the why panel explains it, held or not), and a key to reset it.
+  const [asked, setAsked] = useState<{ kind: IndicatorKind; text: string; n: number }>();
   const [error, setError] = useState<string>();
   const [saved, setSaved] = useState<string>();
   const [ttlHours, setTtlHours] = useState('24');
@@ -123,11 +126,13 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
     setSaved(undefined);
     try {
       setFound(await find(session, kindOf(text), text));
+      setAsked((a) => ({ kind: kindOf(text), text, n: (a?.n ?? 0) + 1 }));
     } catch (err) {
       const d = err instanceof ClientApiError && err.status === 404 ? undefined : describeError(err);
       // Either an error or "not held", never both.
       setFound(d ? undefined : null);
       setError(d?.message);
+      if (!d) setAsked((a) => ({ kind: kindOf(text), text, n: (a?.n ?? 0) + 1 }));
     }
   }
 
@@ -163,6 +168,7 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
       </form>
       {error && <Notice kind="error">{error}</Notice>}
       {found === null && <Notice kind="info">Not held: no organization has reported it.</Notice>}
+      {found === null && asked && <WhyPanel key={asked.n} session={session} kind={asked.kind} value={asked.text} />}
       {found && (
         <article class="card wide" aria-label="Indicator">
           <h2>
@@ -214,6 +220,7 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
           {saved && <Notice kind="ok">{saved}</Notice>}
         </article>
       )}
+      {found && asked && <WhyPanel key={asked.n} session={session} kind={asked.kind} value={asked.text} />}
     </section>
   );
 }
