@@ -24,3 +24,4 @@ export * from './keys.ts';
 export * from './overview.ts';
 export * from './browse.ts';
 export * from './why.ts';
+export * from './operators.ts';

@@ -15,6 +15,7 @@ import { NamedIndicatorStore } from './named-indicators.ts';
 import { VpnStore } from './vpn.ts';
 import { BrowseStore } from './browse.ts';
 import { WhyStore } from './why.ts';
+import { OperatorStore } from './operators.ts';
 
 export type { Db, Queryable, Transaction, QueryResult } from './db.ts';
 export type { Organization } from './organizations.ts';
@@ -27,6 +28,7 @@ export type { FileRow, DigestKind } from './files.ts';
 export type { NamedRow } from './named-indicators.ts';
 export type { VpnLicenseRow } from './vpn.ts';
 export type { ReporterRow, DecisionOn } from './why.ts';
+export type { AuditActor, AuditRecord, AuditRow, OrganizationSummaryRow } from './operators.ts';
 export type { BrowseKind, DecisionRow, IndicatorRow, DecisionFilter, IndicatorFilter } from './browse.ts';
 export type { ReportAggregate, Scorer } from './indicator-sql.ts';
 export { changedPaths } from './settings.ts';
@@ -48,6 +50,7 @@ export interface Store {
   readonly vpn: VpnStore;
   readonly browse: BrowseStore;
   readonly why: WhyStore;
+  readonly operators: OperatorStore;
   close(): Promise<void>;
 }
 
@@ -67,6 +70,7 @@ export function storeOver(db: Db): Store {
     vpn: new VpnStore(db),
     browse: new BrowseStore(db),
     why: new WhyStore(db),
+    operators: new OperatorStore(db),
     close: () => db.close(),
   };
 }
