@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { OrgId, PageCursor } from './primitives.ts';
+import { OrgId, PageCursor, numberLike } from './primitives.ts';
 
 /*
  * Beyond the specification: what an alliance operator (role 9) does from the API and the web
@@ -37,16 +37,17 @@ export const OperatorOrgListQuery = z.strictObject({
 export type OperatorOrgListQuery = z.infer<typeof OperatorOrgListQuery>;
 
 export const OperatorOrgListResponse = z.object({ items: z.array(OperatorOrganization), next_page: z.string().nullable() });
+export type OperatorOrgListResponse = z.infer<typeof OperatorOrgListResponse>;
 
-const Trust = z.number().min(0).max(1).describe('Trust level, 0 to 1');
-const Delay = z.int().min(0).max(MAX_DELAY_SECONDS).describe(`Delay in seconds, 0 to ${MAX_DELAY_SECONDS}`);
+const Trust = numberLike(z.number().min(0).max(1)).describe('Trust level, 0 to 1');
+const Delay = numberLike(z.int().min(0).max(MAX_DELAY_SECONDS)).describe(`Delay in seconds, 0 to ${MAX_DELAY_SECONDS}`);
 
 export const OperatorOrgCreateBody = z
   .strictObject({
     name: z.string().trim().min(1).max(200),
-    trust: Trust.default(0.5),
-    delay: Delay.default(0),
-    credits: z.int().min(0).max(MAX_COIN_GRANT).default(0).describe('Coins granted at creation'),
+    trust: Trust.prefault(0.5),
+    delay: Delay.prefault(0),
+    credits: numberLike(z.int().min(0).max(MAX_COIN_GRANT)).prefault(0).describe('Coins granted at creation'),
   })
   .meta({ description: 'A new organization' });
 
@@ -57,7 +58,7 @@ export const OperatorOrgPatchBody = z
 
 export const OperatorCoinsBody = z
   .strictObject({
-    amount: z.int().min(1).max(MAX_COIN_GRANT).describe('Coins added to credit_tokens'),
+    amount: numberLike(z.int().min(1).max(MAX_COIN_GRANT)).describe('Coins added to credit_tokens'),
     note: z.string().trim().max(200).default('').describe('Why (kept in the audit log)'),
   })
   .meta({ description: 'Grant coins' });
