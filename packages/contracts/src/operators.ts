@@ -74,6 +74,7 @@ export const OperatorUser = z
     created_at: z.string(),
   })
   .meta({ description: 'A user of an organization' });
+export type OperatorUser = z.infer<typeof OperatorUser>;
 
 export const AuditEntry = z
   .object({

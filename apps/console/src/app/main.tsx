@@ -11,6 +11,7 @@ import { OrganizationPage } from './pages/organization.tsx';
 import { VpnPage } from './pages/vpn.tsx';
 import { KeysPage } from './pages/keys.tsx';
 import { DecisionsPage, IndicatorsPage } from './pages/browse.tsx';
+import { AuditPage, OperatorsPage, isOperator } from './pages/operators.tsx';
 import type { Session } from './session.ts';
 
 const ROLE_NAMES: Record<number, string> = { [ROLE.reader]: 'reader', [ROLE.contributor]: 'contributor', [ROLE.admin]: 'organization admin', [ROLE.operator]: 'alliance operator' };
@@ -68,6 +69,8 @@ const PAGES = [
   { path: '/organization', label: 'Organization' },
   { path: '/vpn', label: 'Secure VPN' },
   { path: '/keys', label: 'API keys' },
+  { path: '/audit', label: 'Audit log' },
+  { path: '/operators', label: 'Organizations' },
 ];
 
 function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
@@ -84,6 +87,8 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
   else if (path === '/organization') page = <OrganizationPage session={session} />;
   else if (path === '/vpn') page = <VpnPage session={session} />;
   else if (path === '/keys') page = <KeysPage session={session} />;
+  else if (path === '/audit') page = <AuditPage session={session} />;
+  else if (path === '/operators') page = <OperatorsPage session={session} />;
   else page = <Notice kind="error">No such page.</Notice>;
   const current = PAGES.filter((p) => p.path !== '/' && path.startsWith(p.path))[0]?.path ?? '/';
   return (
@@ -94,7 +99,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
         </a>
         <nav aria-label="Main">
           <ul>
-            {PAGES.map((p) => (
+            {PAGES.filter((p) => p.path !== '/operators' || isOperator(session)).map((p) => (
               <li key={p.path}>
                 <a href={`#${p.path}`} aria-current={current === p.path ? 'page' : undefined}>
                   {p.label}
