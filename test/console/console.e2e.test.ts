@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AgentSettingsDocument, OrganizationConfig, PROBLEM_BASE, ServerSyncMessage, VpnLicense } from '@rampart/contracts';
 import { systemGate } from '@rampart/plugin-kit/testing';
-import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, createTestDatabase } from '@rampart/server/testing';
+import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, createTestDatabase, createApiKey, createUser } from '@rampart/server/testing';
 
 /*
  * The web console in a real headless Chromium against a real server (PostgreSQL when
@@ -497,11 +497,72 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     }
   });
 
+  it('lets an alliance operator create an organization, grant coins and set trust and delay, and the audit log shows who, what and from where', async () => {
+    const username = `operator.${acme.org.gid.slice(-8).toLowerCase()}@example.org`;
+    await createUser(store, { orgGid: acme.org.gid, username, role: 9 });
+    const operatorKey = (await createApiKey(store, { username })).key;
+    for (const width of [1440, 390]) {
+      const name = `Console CERT ${width}`;
+      const page = await signedIn(operatorKey, width);
+      await page.getByRole('link', { name: 'Organizations', exact: true }).click();
+      const create = page.getByRole('form', { name: 'New organization' });
+      await create.getByLabel('Name').fill(name);
+      await create.getByLabel('Trust (0 to 1)').fill('1.5');
+      await create.getByRole('button', { name: 'Create organization' }).click();
+      // A bad field is named next to it, and nothing is created.
+      await expect.poll(() => create.getByLabel('Trust (0 to 1)').getAttribute('aria-invalid')).toBe('true');
+      expect(await create.locator('.error-text').textContent()).toMatch(/1/);
+      expect(((await api('GET', `/operator/organizations?q=${encodeURIComponent(name)}`, operatorKey)).json as { items: unknown[] }).items).toEqual([]);
+      await create.getByLabel('Trust (0 to 1)').fill('0.6');
+      await create.getByLabel('Coins').fill('1000');
+      await create.getByRole('button', { name: 'Create organization' }).click();
+      await create.getByText(new RegExp(`^Created ${name} \\(RMP-GID-`)).waitFor();
+      await page.getByLabel('Name contains').fill(name);
+      await page.getByRole('button', { name: 'Search' }).click();
+      const card = page.getByRole('article', { name: `Organization ${name}` });
+      await expect.poll(() => card.getByTestId('balance').textContent()).toBe('1,000');
+      await card.getByLabel('Coins to grant').fill('250');
+      await card.getByLabel('Why (kept in the audit log)').fill('pilot');
+      await card.getByRole('button', { name: 'Grant coins' }).click();
+      await expect.poll(() => page.getByRole('article', { name: `Organization ${name}` }).getByTestId('balance').textContent()).toBe('1,250');
+      const again = page.getByRole('article', { name: `Organization ${name}` });
+      await again.getByLabel('Delay (seconds)').fill('120');
+      await again.getByRole('button', { name: 'Save trust and delay' }).click();
+      await expect.poll(() => page.getByRole('article', { name: `Organization ${name}` }).textContent()).toContain('delay 120 s');
+      await page.screenshot({ path: `${SHOTS}/operators-${width}.png`, fullPage: true });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `operators at ${width}`).toBeLessThanOrEqual(0);
+      const listed = (await api('GET', `/operator/organizations?q=${encodeURIComponent(name)}`, operatorKey)).json as { items: Array<{ credit_tokens: number; delay: number; trust: number }> };
+      expect(listed.items.map((o) => [o.credit_tokens, o.delay, o.trust])).toEqual([[1250, 120, 0.6]]);
+
+      await page.getByRole('link', { name: 'Audit log', exact: true }).click();
+      const log = page.getByRole('table', { name: 'Audit log' });
+      await log.locator('tbody tr').first().waitFor();
+      const rows = await log.locator('tbody tr').allTextContents();
+      expect(rows[0]).toContain('organization.update');
+      expect(rows[0]).toContain('delay 0 → 120');
+      expect(rows[0]).toContain(username);
+      expect(rows[0]).toContain('127.0.0.1');
+      expect(rows[1]).toContain('organization.grant_coins');
+      expect(rows[2]).toContain('organization.create');
+      await page.screenshot({ path: `${SHOTS}/audit-${width}.png`, fullPage: true });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `audit at ${width}`).toBeLessThanOrEqual(0);
+      await page.context().close();
+    }
+    // An organization admin sees no Organizations page and only its own organization's audit entries.
+    const page = await signedIn(acme.keys.admin, 1440);
+    expect(await page.getByRole('link', { name: 'Organizations', exact: true }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Audit log', exact: true }).click();
+    await page.getByRole('heading', { name: 'Audit log' }).waitFor();
+    await expect.poll(async () => (await page.locator('main').textContent()) ?? '').toMatch(/key\.create|Nothing recorded yet/);
+    expect(await page.locator('main').textContent()).not.toContain('Console CERT');
+    await page.context().close();
+  });
+
   it('follows a dark system theme on every page', async () => {
     const page = await signedIn(acme.keys.admin, 1440, 'dark');
     const colors = () => page.evaluate(() => ({ body: getComputedStyle(document.body).backgroundColor, text: getComputedStyle(document.body).color }));
     const background = (selector: string) => page.locator(selector).first().evaluate((e) => getComputedStyle(e).backgroundColor);
-    for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Indicators', 'indicators'], ['Decisions', 'decisions'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys']] as const) {
+    for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Indicators', 'indicators'], ['Decisions', 'decisions'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys'], ['Audit log', 'audit']] as const) {
       await page.getByRole('link', { name: link, exact: true }).click();
       await page.getByRole('heading', { level: 1 }).waitFor();
       expect(await colors(), name).toEqual({ body: 'rgb(18, 22, 28)', text: 'rgb(230, 233, 238)' });
@@ -515,7 +576,7 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
   it('renders every page at 390 and 1440 pixels without console errors', async () => {
     for (const width of [390, 1440]) {
       const page = await signedIn(acme.keys.admin, width);
-      for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Indicators', 'indicators'], ['Decisions', 'decisions'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys']] as const) {
+      for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Indicators', 'indicators'], ['Decisions', 'decisions'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys'], ['Audit log', 'audit']] as const) {
         await page.getByRole('link', { name: link, exact: true }).click();
         await page.getByRole('heading', { level: 1 }).waitFor();
         await page.screenshot({ path: `${SHOTS}/${name}-${width}.png`, fullPage: true });

@@ -53,7 +53,7 @@ function CreateOrganization({ session, onDone }: { session: Session; onDone: () 
       <h2>New organization</h2>
       <div class="grid">
         <Field label="Name" name="name" value={draft.name} onInput={set('name')} error={action.fields.name} />
-        <Field label="Trust (0 to 1)" name="trust" type="number" value={draft.trust} onInput={set('trust')} error={action.fields.trust} />
+        <Field label="Trust (0 to 1)" name="trust" value={draft.trust} onInput={set('trust')} error={action.fields.trust} />
         <Field label="Delay (seconds)" name="delay" type="number" value={draft.delay} onInput={set('delay')} error={action.fields.delay} />
         <Field label="Coins" name="credits" type="number" value={draft.credits} onInput={set('credits')} error={action.fields.credits} />
       </div>
@@ -113,7 +113,7 @@ function OrganizationCard({ session, org, onChanged }: { session: Session; org: 
             });
           }}
         >
-          <Field label="Trust (0 to 1)" name="trust" type="number" value={trust} onInput={setTrust} error={action.fields.trust} />
+          <Field label="Trust (0 to 1)" name="trust" value={trust} onInput={setTrust} error={action.fields.trust} />
           <Field label="Delay (seconds)" name="delay" type="number" value={delay} onInput={setDelay} error={action.fields.delay} />
           <button type="submit" disabled={action.busy || (trust === String(org.trust) && delay === String(org.delay))}>
             Save trust and delay
