@@ -425,7 +425,7 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
       await page.getByLabel('Select every row of this page').check();
       await page.getByRole('button', { name: 'Blacklist selected' }).click();
       await page.getByText('Blacklist: 2 changed.').waitFor();
-      expect((await decided()).filter((d) => d.value.startsWith('45.77.20.')).map((d) => [d.value, d.decision]).sort()).toEqual([['45.77.20.1', 1], ['45.77.20.2', 1]]);
+      expect((await decided()).filter((d) => d.value.startsWith('45.77.20.')).map((d) => [d.value, d.decision]).sort((a, b) => String(a[0]).localeCompare(String(b[0])))).toEqual([['45.77.20.1', 1], ['45.77.20.2', 1]]);
       await expect.poll(() => table.getByText('Blacklist').count()).toBe(2);
       await page.screenshot({ path: `${SHOTS}/indicators-bulk-${width}.png`, fullPage: true });
       expect(await sideways(), `indicators at ${width}`).toBeLessThanOrEqual(0);

@@ -48,23 +48,24 @@ describe.each(driverCases())('GET /why on $name', (driver) => {
     expect(res.records).toHaveLength(1);
     const record = res.records[0]!;
     expect(record.value).toBe('45.77.30.1');
-    expect(res.reporters.map((r) => [r.gid, r.name, r.trust, r.confidence, r.events, r.sources]).sort()).toEqual(
+    const byGid = (a: unknown[], b: unknown[]) => String(a[0]).localeCompare(String(b[0]));
+    expect(res.reporters.map((r) => [r.gid, r.name, r.trust, r.confidence, r.events, r.sources]).sort(byGid)).toEqual(
       [
         [acme.org.gid, 'Why Acme', 0.6, 0.5, 1, ['waf']],
         [other.org.gid, 'Why Other', 0.9, 0.9, 1, ['ssh']],
-      ].sort(),
+      ].sort(byGid),
     );
     expect(res.score_components).toMatchObject({ algorithm: '3.2', s0: record.score });
-    const byGaid = Object.fromEntries(res.agents.map((a) => [a.gaid, a]));
-    expect(Object.keys(byGaid).sort()).toEqual([low.gaid, high.gaid].sort());
+    const agentsByGaid = Object.fromEntries(res.agents.map((a) => [a.gaid, a]));
+    expect(Object.keys(agentsByGaid).sort()).toEqual([low.gaid, high.gaid].sort());
     const live = liveScore(record.score, res.at - record.ts);
     expect(live).toBeGreaterThanOrEqual(10);
     expect(live).toBeLessThan(999);
-    expect(byGaid[low.gaid]).toMatchObject({ score_threshold: 10, blocked: true, reason: 'score', blocked_until: record.ts + lastSecondAtOrAbove(record.score, 10) + 1, alive: true, running: 'yes', enforcing: true });
-    expect(byGaid[low.gaid]!.enforcers).toEqual([
+    expect(agentsByGaid[low.gaid]).toMatchObject({ score_threshold: 10, blocked: true, reason: 'score', blocked_until: record.ts + lastSecondAtOrAbove(record.score, 10) + 1, alive: true, running: 'yes', enforcing: true });
+    expect(agentsByGaid[low.gaid]!.enforcers).toEqual([
       expect.objectContaining({ name: 'packet_filter', active: true, state: 'ok', score_threshold: 10, enforced: 7, error: null }),
     ]);
-    expect(byGaid[high.gaid]).toMatchObject({ score_threshold: 999, blocked: false, reason: 'below_threshold', blocked_until: null, alive: false, enforcing: false });
+    expect(agentsByGaid[high.gaid]).toMatchObject({ score_threshold: 999, blocked: false, reason: 'below_threshold', blocked_until: null, alive: false, enforcing: false });
   });
 
   it('names the decision that blocks, on a covering network, until its ttl, at every threshold', async () => {

@@ -4,7 +4,7 @@
  * since indicators are text other organizations wrote — except plain numbers (a score of -1).
  */
 export function csvField(value: unknown): string {
-  let text = value === null || value === undefined ? '' : Array.isArray(value) ? value.join(' ') : String(value);
+  let text = value === null || value === undefined ? '' : Array.isArray(value) ? value.join(' ') : typeof value === 'object' ? JSON.stringify(value) : String(value as string | number | boolean);
   if (/^[=+\-@\t\r]/.test(text) && !/^-?\d+(\.\d+)?$/.test(text)) text = `'${text}`;
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }

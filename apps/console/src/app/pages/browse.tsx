@@ -137,7 +137,10 @@ function SelectableTable<T extends Row>(props: {
                   onChange={(e) => {
                     const on = (e.target as HTMLInputElement).checked;
                     const next = new Map(selected);
-                    for (const r of rows) on ? next.set(rowKey(r), r) : next.delete(rowKey(r));
+                    for (const r of rows) {
+                      if (on) next.set(rowKey(r), r);
+                      else next.delete(rowKey(r));
+                    }
                     setSelected(next);
                   }}
                 />

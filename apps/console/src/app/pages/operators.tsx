@@ -65,6 +65,47 @@ function CreateOrganization({ session, onDone }: { session: Session; onDone: () 
   );
 }
 
+/** The users and API keys of one organization (never a secret). */
+function OrganizationMembers({ session, gid }: { session: Session; gid: string }) {
+  const { api } = session;
+  const users = useLoad(() => api.get(`/operator/organizations/${gid}/users`, z.array(OperatorUser)), [gid]);
+  const keys = useLoad(() => api.get(`/operator/organizations/${gid}/keys`, z.array(ApiKeyInfo)), [gid]);
+  return (
+    <>
+      <details>
+        <summary>Users ({users.data?.length ?? '…'})</summary>
+        {!users.data ? (
+          <Loading {...users} />
+        ) : (
+          <ul>
+            {users.data.map((u) => (
+              <li key={u.guid}>
+                {u.username} · {ROLE_NAMES[u.role] ?? `role ${u.role}`}
+                {u.unsuccessful_login ? ` · ${u.unsuccessful_login} failed sign-ins` : ''}
+              </li>
+            ))}
+          </ul>
+        )}
+      </details>
+      <details>
+        <summary>API keys ({keys.data?.length ?? '…'})</summary>
+        {!keys.data ? (
+          <Loading {...keys} />
+        ) : (
+          <ul>
+            {keys.data.map((k) => (
+              <li key={k.key_id}>
+                <code>{k.key_id}</code> · {k.username} · {k.label || 'no label'} · last used {formatTime(k.last_used_at)}
+                {k.revoked_at ? ` · revoked ${formatTime(k.revoked_at)}` : ''}
+              </li>
+            ))}
+          </ul>
+        )}
+      </details>
+    </>
+  );
+}
+
 /** One organization: coins, trust and delay, its users and keys. */
 function OrganizationCard({ session, org, onChanged }: { session: Session; org: z.infer<typeof OperatorOrganization>; onChanged: () => void }) {
   const { api } = session;
@@ -73,8 +114,6 @@ function OrganizationCard({ session, org, onChanged }: { session: Session; org: 
   const [trust, setTrust] = useState(String(org.trust));
   const [delay, setDelay] = useState(String(org.delay));
   const action = useAction();
-  const users = useLoad(() => api.get(`/operator/organizations/${org.gid}/users`, z.array(OperatorUser)), [org.gid]);
-  const keys = useLoad(() => api.get(`/operator/organizations/${org.gid}/keys`, z.array(ApiKeyInfo)), [org.gid]);
   return (
     <article class="card" aria-label={`Organization ${org.name}`}>
       <h2>{org.name}</h2>
@@ -121,36 +160,7 @@ function OrganizationCard({ session, org, onChanged }: { session: Session; org: 
         </form>
       </div>
       {action.message && <Notice kind={action.message.kind}>{action.message.text}</Notice>}
-      <details>
-        <summary>Users ({users.data?.length ?? '…'})</summary>
-        {!users.data ? (
-          <Loading {...users} />
-        ) : (
-          <ul>
-            {users.data.map((u) => (
-              <li key={u.guid}>
-                {u.username} · {ROLE_NAMES[u.role] ?? `role ${u.role}`}
-                {u.unsuccessful_login ? ` · ${u.unsuccessful_login} failed sign-ins` : ''}
-              </li>
-            ))}
-          </ul>
-        )}
-      </details>
-      <details>
-        <summary>API keys ({keys.data?.length ?? '…'})</summary>
-        {!keys.data ? (
-          <Loading {...keys} />
-        ) : (
-          <ul>
-            {keys.data.map((k) => (
-              <li key={k.key_id}>
-                <code>{k.key_id}</code> · {k.username} · {k.label || 'no label'} · last used {formatTime(k.last_used_at)}
-                {k.revoked_at ? ` · revoked ${formatTime(k.revoked_at)}` : ''}
-              </li>
-            ))}
-          </ul>
-        )}
-      </details>
+      <OrganizationMembers session={session} gid={org.gid} />
     </article>
   );
 }
@@ -199,11 +209,14 @@ function OperatorsPageOperator({ session }: { session: Session }) {
   );
 }
 
+const asText = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v));
+
+/** `delay 0 → 120 · trust 0.5 → 0.6`: an entry's detail in words. */
 const describeDetail = (detail: Record<string, unknown>) =>
   Object.entries(detail)
     .map(([k, v]) => {
       const change = v as { from?: unknown; to?: unknown } | null;
-      return change && typeof change === 'object' && 'from' in change ? `${k} ${String(change.from)} → ${String(change.to)}` : `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`;
+      return change && typeof change === 'object' && 'from' in change ? `${k} ${asText(change.from)} → ${asText(change.to)}` : `${k} ${asText(v)}`;
     })
     .join(' · ') || '—';
 

@@ -60,79 +60,95 @@ export function WhyPanel({ session, kind, value }: { session: Session; kind: Ind
               Held records covering it: {why.records.map((r) => `${r.value} (live ${r.live_score.toFixed(1)})`).join(', ')}
             </p>
           )}
-          {why.reporters.length > 0 && (
-            <div class="table-wrap">
-              <table class="browse" aria-label="Reporting organizations">
-                <caption>Organizations whose reports made the score</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Organization</th>
-                    <th scope="col">Trust</th>
-                    <th scope="col">Confidence</th>
-                    <th scope="col">Reports</th>
-                    <th scope="col">Last report</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {why.reporters.map((r) => (
-                    <tr key={r.gid}>
-                      <td data-label="Organization">{r.name}</td>
-                      <td data-label="Trust">{r.trust}</td>
-                      <td data-label="Confidence">{r.confidence}</td>
-                      <td data-label="Reports">{r.events}</td>
-                      <td data-label="Last report">{formatTime(r.last_ts)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )}
-          {why.kind === 'ipv4' && (
-            <div class="table-wrap">
-              <table class="browse" aria-label="Agents">
-                <caption>Your agents</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Agent</th>
-                    <th scope="col">Threshold</th>
-                    <th scope="col">On its list</th>
-                    <th scope="col">Until</th>
-                    <th scope="col">Enforcing</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {why.agents.length === 0 && (
-                    <tr>
-                      <td colSpan={5}>No active agents.</td>
-                    </tr>
-                  )}
-                  {why.agents.map((a) => (
-                    <tr key={a.gaid}>
-                      <td data-label="Agent">
-                        <a href={`#/agents/${encodeURIComponent(a.gaid)}`}>{a.gaid}</a>
-                      </td>
-                      <td data-label="Threshold">{a.score_threshold}</td>
-                      <td data-label="On its list">{`${a.blocked ? 'yes' : 'no'} (${AGENT_REASONS[a.reason]})`}</td>
-                      <td data-label="Until">{a.blocked ? (a.blocked_until === null ? 'no end' : formatTime(a.blocked_until)) : '—'}</td>
-                      <td data-label="Enforcing">
-                        {a.enforcing
-                          ? `yes: ${a.enforcers.filter((e) => e.active && e.state !== 'failed').map((e) => e.name).join(', ')}`
-                          : !a.alive
-                            ? 'no: not checked in lately'
-                            : a.running === 'no'
-                              ? 'no: stopped (running = no)'
-                              : a.blocked
-                                ? `no: ${a.enforcers.find((e) => e.error)?.error ?? 'no healthy enforcer reported'}`
-                                : 'no'}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )}
+          <WhyReporters why={why} />
+          <WhyAgents why={why} />
         </>
       )}
     </section>
+  );
+}
+
+function WhyReporters({ why }: { why: WhyResponse }) {
+  return (
+    <>
+      {why.reporters.length > 0 && (
+        <div class="table-wrap">
+          <table class="browse" aria-label="Reporting organizations">
+            <caption>Organizations whose reports made the score</caption>
+            <thead>
+              <tr>
+                <th scope="col">Organization</th>
+                <th scope="col">Trust</th>
+                <th scope="col">Confidence</th>
+                <th scope="col">Reports</th>
+                <th scope="col">Last report</th>
+              </tr>
+            </thead>
+            <tbody>
+              {why.reporters.map((r) => (
+                <tr key={r.gid}>
+                  <td data-label="Organization">{r.name}</td>
+                  <td data-label="Trust">{r.trust}</td>
+                  <td data-label="Confidence">{r.confidence}</td>
+                  <td data-label="Reports">{r.events}</td>
+                  <td data-label="Last report">{formatTime(r.last_ts)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
+  );
+}
+
+function WhyAgents({ why }: { why: WhyResponse }) {
+  return (
+    <>
+      {why.kind === 'ipv4' && (
+        <div class="table-wrap">
+          <table class="browse" aria-label="Agents">
+            <caption>Your agents</caption>
+            <thead>
+              <tr>
+                <th scope="col">Agent</th>
+                <th scope="col">Threshold</th>
+                <th scope="col">On its list</th>
+                <th scope="col">Until</th>
+                <th scope="col">Enforcing</th>
+              </tr>
+            </thead>
+            <tbody>
+              {why.agents.length === 0 && (
+                <tr>
+                  <td colSpan={5}>No active agents.</td>
+                </tr>
+              )}
+              {why.agents.map((a) => (
+                <tr key={a.gaid}>
+                  <td data-label="Agent">
+                    <a href={`#/agents/${encodeURIComponent(a.gaid)}`}>{a.gaid}</a>
+                  </td>
+                  <td data-label="Threshold">{a.score_threshold}</td>
+                  <td data-label="On its list">{`${a.blocked ? 'yes' : 'no'} (${AGENT_REASONS[a.reason]})`}</td>
+                  <td data-label="Until">{a.blocked ? (a.blocked_until === null ? 'no end' : formatTime(a.blocked_until)) : '—'}</td>
+                  <td data-label="Enforcing">
+                    {a.enforcing
+                      ? `yes: ${a.enforcers.filter((e) => e.active && e.state !== 'failed').map((e) => e.name).join(', ')}`
+                      : !a.alive
+                        ? 'no: not checked in lately'
+                        : a.running === 'no'
+                          ? 'no: stopped (running = no)'
+                          : a.blocked
+                            ? `no: ${a.enforcers.find((e) => e.error)?.error ?? 'no healthy enforcer reported'}`
+                            : 'no'}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
   );
 }
