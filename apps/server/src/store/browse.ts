@@ -177,33 +177,46 @@ export class BrowseStore {
     };
     let nowRef: string | undefined;
     const now = () => (nowRef ??= `${add(f.now)}::bigint`);
-    const live = () => LIVE('e.score', 'e.ts', now());
-    const where: string[] = [];
-    if (f.visibleUpTo !== null) where.push(`e.ts <= ${add(f.visibleUpTo)}::bigint`);
-    if (f.minScore !== null) where.push(`${live()} >= ${add(f.minScore)}::float8`);
-    if (f.maxScore !== null) where.push(`${live()} <= ${add(f.maxScore)}::float8`);
-    if (f.maxExclusive !== null) where.push(`${live()} < ${add(f.maxExclusive)}::float8`);
-    if (f.decision === 'none') where.push(`(e.decision is null or e.decision not in (0, 1) or (e.decision = 1 and e.ttl is not null and e.ttl <= ${now()}))`);
-    else if (f.decision === 0) where.push('e.decision = 0');
-    else if (f.decision === 1) where.push(`e.decision = 1 and (e.ttl is null or e.ttl > ${now()})`);
-    if (f.source !== null) where.push(`${add(f.source)} = any(e.sources)`);
-    if (f.tag !== null) where.push(`${add(f.tag)} = any(e.tags)`);
-    if (f.reporterOrgId !== null) where.push(`exists (select 1 from ${t.reports} r where r.indicator_id = e.id and r.org_id = ${add(f.reporterOrgId)}::bigint)`);
-    if (f.country !== null) where.push(`upper(e.ip_info->>'country') = ${add(f.country)}`);
-    if (f.asn !== null) where.push(`upper(e.ip_info->>'asn') = ${add(f.asn)}`);
-    if (f.text !== null) where.push(`strpos(lower(e.value), lower(${add(f.text)})) > 0`);
-    if (f.after) where.push(`(e.ts, e.id) < (${add(f.after[0])}::bigint, ${add(f.after[1])}::bigint)`);
+    const limit = `${add(f.limit)}::bigint`;
+    // Filters over one branch's (ts, score) pair; `i` is the indicator row, `d` its decision.
+    const conditions = (ts: string, score: string): string[] => {
+      const live = () => LIVE(score, ts, now());
+      const where: string[] = [];
+      if (f.visibleUpTo !== null) where.push(`${ts} <= ${add(f.visibleUpTo)}::bigint`);
+      if (f.minScore !== null) where.push(`${live()} >= ${add(f.minScore)}::float8`);
+      if (f.maxScore !== null) where.push(`${live()} <= ${add(f.maxScore)}::float8`);
+      if (f.maxExclusive !== null) where.push(`${live()} < ${add(f.maxExclusive)}::float8`);
+      if (f.decision === 'none') where.push(`(d.decision is null or d.decision not in (0, 1) or (d.decision = 1 and d.ttl is not null and d.ttl <= ${now()}))`);
+      else if (f.decision === 0) where.push('d.decision = 0');
+      else if (f.decision === 1) where.push(`d.decision = 1 and (d.ttl is null or d.ttl > ${now()})`);
+      if (f.source !== null) where.push(`${add(f.source)} = any(i.sources)`);
+      if (f.tag !== null) where.push(`${add(f.tag)} = any(i.tags)`);
+      if (f.reporterOrgId !== null) where.push(`exists (select 1 from ${t.reports} r where r.indicator_id = i.id and r.org_id = ${add(f.reporterOrgId)}::bigint)`);
+      if (f.country !== null) where.push(`upper(i.ip_info->>'country') = ${add(f.country)}`);
+      if (f.asn !== null) where.push(`upper(i.ip_info->>'asn') = ${add(f.asn)}`);
+      if (f.text !== null) where.push(`strpos(lower(${shape.value}), lower(${add(f.text)})) > 0`);
+      if (f.after) where.push(`(${ts}, i.id) < (${add(f.after[0])}::bigint, ${add(f.after[1])}::bigint)`);
+      return where;
+    };
+    // Two branches, each read newest first from its (ts, id) index and stopping at the page size:
+    // records whose own pair is in force for the organization, and its newer anchors (migration
+    // 0011). The decision is joined inside a branch only when a filter needs it; the page is then
+    // joined with what it shows, so a page costs the rows it reads, not the whole table.
+    const decisionJoin = f.decision !== null ? shape.decision : '';
+    const branch = (anchored: boolean) => {
+      const [ts, score] = anchored ? ['a.ts', 'a.score'] : ['i.ts', 'i.score'];
+      const from = anchored
+        ? `${t.anchors} a join ${t.indicators} i on i.id = a.indicator_id ${decisionJoin} where a.org_id = $1 and a.ts > i.ts`
+        : `${t.indicators} i ${decisionJoin} where not exists (select 1 from ${t.anchors} x where x.org_id = $1 and x.indicator_id = i.id and x.ts > i.ts)`;
+      const extra = conditions(ts, score).map((c) => ` and ${c}`).join('');
+      return `(select i.id, ${ts} as ts, ${score} as score from ${from}${extra} order by ${ts} desc, i.id desc limit ${limit})`;
+    };
     const res = await this.db.query<IndicatorRow>(
-      `select e.* from (
-         select i.id, ${shape.value} as value, ${shape.extra}, coalesce(a.score, i.score) as score, coalesce(a.ts, i.ts) as ts,
-                i.entry_ts, i.members, i.events, i.tags, d.decision, d.ttl
-         from ${t.indicators} i
-         left join ${t.anchors} a on a.org_id = $1 and a.indicator_id = i.id and a.ts > i.ts
-         ${shape.decision}
-       ) e
-       ${where.length ? `where ${where.join(' and ')}` : ''}
-       order by e.ts desc, e.id desc
-       limit ${add(f.limit)}`,
+      `select i.id, ${shape.value} as value, ${shape.extra}, k.score, k.ts, i.entry_ts, i.members, i.events, i.tags, d.decision, d.ttl
+       from (select * from (${branch(false)} union all ${branch(true)}) u order by u.ts desc, u.id desc limit ${limit}) k
+       join ${t.indicators} i on i.id = k.id
+       ${shape.decision}
+       order by k.ts desc, k.id desc`,
       params,
     );
     return res.rows.map((r) => ({
