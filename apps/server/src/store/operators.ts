@@ -3,9 +3,10 @@ import type { Organization } from './organizations.ts';
 
 /** Who acted and from where: written with the action, in its transaction. */
 export interface AuditActor {
-  userId: number;
+  /** null: the `rampart` CLI on the server host (no API user). */
+  userId: number | null;
   username: string;
-  orgId: number;
+  orgId: number | null;
   address: string;
 }
 
