@@ -37,10 +37,9 @@ export async function listOrganizations(deps: OperatorDeps, query: OperatorOrgLi
 }
 
 async function organizationSummary(store: Store, gid: string): Promise<OperatorOrganization> {
-  const org = await store.orgs.byGid(gid);
-  if (!org) throw new ApiError('not_found', `no organization ${gid}`);
-  const [row] = await store.operators.organizations({ text: null, afterId: org.id - 1, limit: 1 });
-  return summary(row!);
+  const [row] = await store.operators.organizations({ text: null, afterId: null, limit: 1, gid });
+  if (!row) throw new ApiError('not_found', `no organization ${gid}`);
+  return summary(row);
 }
 
 export async function createOrganization(store: Store, actor: AuditActor, body: { name: string; trust: number; delay: number; credits: number }): Promise<OperatorOrganization> {

@@ -51,13 +51,14 @@ export async function writeAudit(q: Queryable, actor: AuditActor, entry: AuditRe
 export class OperatorStore {
   constructor(private readonly db: Db) {}
 
-  async organizations(q: { text: string | null; afterId: number | null; limit: number }): Promise<OrganizationSummaryRow[]> {
+  async organizations(q: { text: string | null; afterId: number | null; limit: number; gid?: string }): Promise<OrganizationSummaryRow[]> {
     const res = await this.db.query<OrganizationSummaryRow>(
       `select ${ORG_COLUMNS}, o.created_at, (select count(*)::int from users u where u.org_id = o.id) as users
        from organizations o
        where ($1::text is null or strpos(lower(o.name), lower($1::text)) > 0) and ($2::bigint is null or o.id > $2::bigint)
+         and ($4::text is null or o.gid = $4::text)
        order by o.id limit $3`,
-      [q.text, q.afterId, q.limit],
+      [q.text, q.afterId, q.limit, q.gid ?? null],
     );
     return res.rows.map((r) => ({ ...r, id: Number(r.id), users: Number(r.users), created_at: new Date(r.created_at).toISOString() }));
   }
