@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AgentSettingsDocument, OrganizationConfig, PROBLEM_BASE, ServerSyncMessage, VpnLicense } from '@rampart/contracts';
 import { systemGate } from '@rampart/plugin-kit/testing';
-import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, createTestDatabase } from '@rampart/server/testing';
+import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, createTestDatabase, createApiKey, createUser } from '@rampart/server/testing';
 
 /*
  * The web console in a real headless Chromium against a real server (PostgreSQL when
@@ -402,11 +402,172 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     await page.context().close();
   });
 
+  it('browses indicators and decisions: filters, bulk decisions, CSV export, a decision on an address nobody reported', async () => {
+    for (const [i, ip] of ['45.77.20.1', '45.77.20.2', '45.77.20.3'].entries()) {
+      // Sources of this test only: other tests report addresses of acme too.
+      expect((await api('POST', '/ips', acme.keys.contributor, { ip, confidence: 0.9, source: i === 2 ? 'browse-waf' : 'browse-ssh' })).status).toBeLessThan(300);
+    }
+    const decided = async () => ((await api('GET', '/decisions?kind=ipv4', acme.keys.reader)).json as { items: Array<{ value: string; decision: number; held: boolean }> }).items;
+    for (const width of [1440, 390]) {
+      const page = await signedIn(acme.keys.contributor, width);
+      const sideways = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      await page.getByRole('link', { name: 'Indicators', exact: true }).click();
+      const table = page.getByRole('table', { name: 'Indicators' });
+      await table.getByText('45.77.20.3').waitFor();
+      // One filter: only the address reported from the WAF.
+      await page.getByLabel('Source').fill('browse-waf');
+      await page.getByRole('button', { name: 'Apply filters' }).click();
+      await expect.poll(() => table.locator('tbody tr').count()).toBe(1);
+      expect(await table.locator('tbody tr').first().textContent()).toContain('45.77.20.3');
+      await page.getByLabel('Source').fill('browse-ssh');
+      await page.getByRole('button', { name: 'Apply filters' }).click();
+      await expect.poll(() => table.locator('tbody tr').count()).toBe(2);
+      // Bulk: blacklist both, then clear them again.
+      await page.getByLabel('Select every row of this page').check();
+      await page.getByRole('button', { name: 'Blacklist selected' }).click();
+      await page.getByText('Blacklist: 2 changed.').waitFor();
+      expect((await decided()).filter((d) => d.value.startsWith('45.77.20.')).map((d) => [d.value, d.decision]).sort((a, b) => String(a[0]).localeCompare(String(b[0])))).toEqual([['45.77.20.1', 1], ['45.77.20.2', 1]]);
+      await expect.poll(() => table.getByText('Blacklist').count()).toBe(2);
+      await page.screenshot({ path: `${SHOTS}/indicators-bulk-${width}.png`, fullPage: true });
+      expect(await sideways(), `indicators at ${width}`).toBeLessThanOrEqual(0);
+      await page.getByLabel('Select every row of this page').check();
+      await page.getByRole('button', { name: 'Clear decision' }).click();
+      await page.getByText('Clear: 2 changed.').waitFor();
+      expect((await decided()).filter((d) => d.value.startsWith('45.77.20.'))).toEqual([]);
+
+      // A decision on an address nobody reported: the organization's own, listed as not held.
+      const unreported = width === 1440 ? '45.77.250.1' : '45.77.250.2';
+      await page.getByRole('link', { name: 'Decisions', exact: true }).click();
+      await page.getByLabel('Indicator', { exact: true }).fill(unreported);
+      await page.getByRole('button', { name: 'Blacklist', exact: true }).click();
+      await page.getByText(`Blacklisted ${unreported} for your organization.`).waitFor();
+      const row = page.getByRole('table', { name: 'Decisions' }).locator('tbody tr', { hasText: unreported });
+      await expect.poll(() => row.textContent()).toContain('no: nobody reported it');
+      expect((await decided()).find((d) => d.value === unreported)).toEqual(expect.objectContaining({ decision: 1, held: false }));
+      const download = page.waitForEvent('download');
+      await page.getByRole('button', { name: 'Export CSV' }).click();
+      const file = await download;
+      expect(file.suggestedFilename()).toBe('decisions.csv');
+      const csv = await new Response((await file.createReadStream()) as unknown as ReadableStream).text();
+      expect(csv.split('\r\n')[0]).toBe('kind,value,decision,ttl,expired,held,live_score,updated_at');
+      expect(csv).toContain(`ipv4,${unreported},1,,false,false,,`);
+      await page.screenshot({ path: `${SHOTS}/decisions-${width}.png`, fullPage: true });
+      expect(await sideways(), `decisions at ${width}`).toBeLessThanOrEqual(0);
+      await page.context().close();
+    }
+    // Another organization sees none of acme's decisions.
+    const other = await seedOrg(store, { name: 'Console Other' });
+    expect(((await api('GET', '/decisions', other.keys.reader)).json as { items: unknown[] }).items).toEqual([]);
+  });
+
+  it('explains on a look-up why an address is blocked: the decision, the reporters and each agent', async () => {
+    expect((await api('POST', '/ips', acme.keys.contributor, { ip: '45.77.40.1', confidence: 0.7, source: 'ssh' })).status).toBeLessThan(300);
+    for (const width of [1440, 390]) {
+      const page = await signedIn(acme.keys.contributor, width);
+      await page.getByRole('link', { name: 'Look-up', exact: true }).click();
+      await page.getByLabel('IPv4, domain, URL or digest').fill('45.77.40.1');
+      await page.getByRole('button', { name: 'Look up' }).click();
+      const panel = page.getByRole('region', { name: 'Why is this blocked?' });
+      await panel.getByRole('button', { name: 'Explain (one look-up)' }).click();
+      await panel.getByTestId('why-reason').waitFor();
+      expect(await panel.getByTestId('why-reason').textContent()).toBe("Its live score decides: blocked where it reaches an agent's threshold.");
+      const reporters = panel.getByRole('table', { name: 'Reporting organizations' });
+      expect(await reporters.locator('tbody tr').count()).toBe(1);
+      expect(await reporters.locator('tbody tr').first().textContent()).toContain('Console Acme');
+      const agentRow = panel.getByRole('table', { name: 'Agents' }).locator('tbody tr', { hasText: GAID });
+      expect(await agentRow.textContent()).toContain('no (score below threshold)');
+      // Blacklist it from the same page: the explanation now names the decision, and the agent lists it with no end.
+      await page.getByLabel('TTL of a blacklisting (hours, 0 = none)').fill('0');
+      await page.getByRole('button', { name: 'Blacklist' }).click();
+      await page.getByText('Decision saved: Blacklist.').waitFor();
+      await panel.getByRole('button', { name: 'Explain (one look-up)' }).click();
+      await expect.poll(() => panel.getByTestId('why-reason').textContent()).toBe('Your organization blacklisted it: blocked at every threshold.');
+      expect(await panel.getByTestId('why-decision').textContent()).toBe('Your decision: Blacklist on 45.77.40.1');
+      expect(await agentRow.textContent()).toContain('yes (blacklisted)no end');
+      await page.screenshot({ path: `${SHOTS}/lookup-why-${width}.png`, fullPage: true });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `why at ${width}`).toBeLessThanOrEqual(0);
+      // Clear it again for the other width, and explain an address nobody reported.
+      await page.getByRole('button', { name: 'Follow score' }).click();
+      await page.getByText('Decision saved: Follow score.').waitFor();
+      await page.getByLabel('IPv4, domain, URL or digest').fill('45.77.41.1');
+      await page.getByRole('button', { name: 'Look up' }).click();
+      await page.getByText('Not held: no organization has reported it.').waitFor();
+      await panel.getByRole('button', { name: 'Explain (one look-up)' }).click();
+      await expect.poll(() => panel.getByTestId('why-reason').textContent()).toBe('No record is held for it, so no list carries it.');
+      await page.context().close();
+    }
+  });
+
+  it('lets an alliance operator create an organization, grant coins and set trust and delay, and the audit log shows who, what and from where', async () => {
+    const username = `operator.${acme.org.gid.slice(-8).toLowerCase()}@example.org`;
+    await createUser(store, { orgGid: acme.org.gid, username, role: 9 });
+    const operatorKey = (await createApiKey(store, { username })).key;
+    for (const width of [1440, 390]) {
+      const name = `Console CERT ${width}`;
+      const page = await signedIn(operatorKey, width);
+      await page.getByRole('link', { name: 'Organizations', exact: true }).click();
+      const create = page.getByRole('form', { name: 'New organization' });
+      await create.getByLabel('Name').fill(name);
+      await create.getByLabel('Trust (0 to 1)').fill('1.5');
+      const errorsBefore = consoleErrors.length;
+      await create.getByRole('button', { name: 'Create organization' }).click();
+      // A bad field is named next to it, and nothing is created.
+      await expect.poll(() => create.getByLabel('Trust (0 to 1)').getAttribute('aria-invalid')).toBe('true');
+      expect(await create.locator('.error-text').textContent()).toMatch(/1/);
+      expect(((await api('GET', `/operator/organizations?q=${encodeURIComponent(name)}`, operatorKey)).json as { items: unknown[] }).items).toEqual([]);
+      // The browser logs the refused request; exactly that one, and it is expected.
+      expect(consoleErrors.slice(errorsBefore)).toEqual(['Failed to load resource: the server responded with a status of 400 (Bad Request)']);
+      consoleErrors.splice(errorsBefore);
+      await create.getByLabel('Trust (0 to 1)').fill('0.6');
+      await create.getByLabel('Coins').fill('1000');
+      await create.getByRole('button', { name: 'Create organization' }).click();
+      await create.getByText(new RegExp(`^Created ${name} \\(RMP-GID-`)).waitFor();
+      await page.getByLabel('Name contains').fill(name);
+      await page.getByRole('button', { name: 'Search' }).click();
+      const card = page.getByRole('article', { name: `Organization ${name}` });
+      await expect.poll(() => card.getByTestId('balance').textContent()).toBe('1,000');
+      await card.getByLabel('Coins to grant').fill('250');
+      await card.getByLabel('Why (kept in the audit log)').fill('pilot');
+      await card.getByRole('button', { name: 'Grant coins' }).click();
+      await expect.poll(() => page.getByRole('article', { name: `Organization ${name}` }).getByTestId('balance').textContent()).toBe('1,250');
+      const again = page.getByRole('article', { name: `Organization ${name}` });
+      await again.getByLabel('Delay (seconds)').fill('120');
+      await again.getByRole('button', { name: 'Save trust and delay' }).click();
+      await expect.poll(() => page.getByRole('article', { name: `Organization ${name}` }).textContent()).toContain('delay 120 s');
+      await page.screenshot({ path: `${SHOTS}/operators-${width}.png`, fullPage: true });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `operators at ${width}`).toBeLessThanOrEqual(0);
+      const listed = (await api('GET', `/operator/organizations?q=${encodeURIComponent(name)}`, operatorKey)).json as { items: Array<{ credit_tokens: number; delay: number; trust: number }> };
+      expect(listed.items.map((o) => [o.credit_tokens, o.delay, o.trust])).toEqual([[1250, 120, 0.6]]);
+
+      await page.getByRole('link', { name: 'Audit log', exact: true }).click();
+      const log = page.getByRole('table', { name: 'Audit log' });
+      await log.locator('tbody tr').first().waitFor();
+      const rows = await log.locator('tbody tr').allTextContents();
+      expect(rows[0]).toContain('organization.update');
+      expect(rows[0]).toContain('delay 0 → 120');
+      expect(rows[0]).toContain(username);
+      expect(rows[0]).toContain('127.0.0.1');
+      expect(rows[1]).toContain('organization.grant_coins');
+      expect(rows[2]).toContain('organization.create');
+      await page.screenshot({ path: `${SHOTS}/audit-${width}.png`, fullPage: true });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `audit at ${width}`).toBeLessThanOrEqual(0);
+      await page.context().close();
+    }
+    // An organization admin sees no Organizations page and only its own organization's audit entries.
+    const page = await signedIn(acme.keys.admin, 1440);
+    expect(await page.getByRole('link', { name: 'Organizations', exact: true }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Audit log', exact: true }).click();
+    await page.getByRole('heading', { name: 'Audit log' }).waitFor();
+    await expect.poll(async () => (await page.locator('main').textContent()) ?? '').toMatch(/key\.create|Nothing recorded yet/);
+    expect(await page.locator('main').textContent()).not.toContain('Console CERT');
+    await page.context().close();
+  });
+
   it('follows a dark system theme on every page', async () => {
     const page = await signedIn(acme.keys.admin, 1440, 'dark');
     const colors = () => page.evaluate(() => ({ body: getComputedStyle(document.body).backgroundColor, text: getComputedStyle(document.body).color }));
     const background = (selector: string) => page.locator(selector).first().evaluate((e) => getComputedStyle(e).backgroundColor);
-    for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys']] as const) {
+    for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Indicators', 'indicators'], ['Decisions', 'decisions'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys'], ['Audit log', 'audit']] as const) {
       await page.getByRole('link', { name: link, exact: true }).click();
       await page.getByRole('heading', { level: 1 }).waitFor();
       expect(await colors(), name).toEqual({ body: 'rgb(18, 22, 28)', text: 'rgb(230, 233, 238)' });
@@ -420,7 +581,7 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
   it('renders every page at 390 and 1440 pixels without console errors', async () => {
     for (const width of [390, 1440]) {
       const page = await signedIn(acme.keys.admin, width);
-      for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys']] as const) {
+      for (const [link, name] of [['Overview', 'overview'], ['Look-up', 'lookup'], ['Agents', 'agents'], ['Indicators', 'indicators'], ['Decisions', 'decisions'], ['Organization', 'organization'], ['Secure VPN', 'vpn'], ['API keys', 'keys'], ['Audit log', 'audit']] as const) {
         await page.getByRole('link', { name: link, exact: true }).click();
         await page.getByRole('heading', { level: 1 }).waitFor();
         await page.screenshot({ path: `${SHOTS}/${name}-${width}.png`, fullPage: true });

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROLE } from '@rampart/contracts';
+import { createApiKey, createUser } from '../src/services/admin.ts';
 import { testConfig, type AppConfig } from '../src/config.ts';
 import { generateWireGuardKeyPair } from '../src/services/vpn-keys.ts';
 import { openStore, type Store } from '../src/store/index.ts';
@@ -55,7 +57,6 @@ const PUBLIC_OPERATION = 'GET /api/v1/version';
 const OWNED_PARAMS = new Set(['agid', 'token_id', 'vid', 'key_id']);
 
 interface Owned extends OwnedIds {
-  gid: string;
   markers: string[];
 }
 
@@ -79,13 +80,19 @@ describe.each(driverCases())('API robustness on $name', (driver) => {
   let app: FastifyInstance;
   let prober: TestOrg;
   let probed: Owned;
+  let operatorKey: string;
 
   beforeAll(async () => {
     store = await driver.open();
     app = await testApp(store, appOptions);
     prober = await seedOrg(store, { credits: 100_000_000, name: 'Prober' });
     probed = await ownedObjects(app, prober);
+    const username = `operator.${prober.org.gid.slice(-8).toLowerCase()}@example.org`;
+    await createUser(store, { orgGid: prober.org.gid, username, role: ROLE.operator });
+    operatorKey = (await createApiKey(store, { username })).key;
   });
+  /** Operator routes are probed as an alliance operator (an admin is refused before validation). */
+  const keyFor = (op: ApiOperation) => (op.path.startsWith('/api/v1/operator/') ? operatorKey : prober.keys.admin);
   afterAll(async () => {
     await app?.close();
     await store?.close();
@@ -103,7 +110,7 @@ describe.each(driverCases())('API robustness on $name', (driver) => {
 
   describe('a valid example body', () => {
     it.each(WITH_BODY)('$id is accepted without a 5xx', async (op) => {
-      const req = baselineRequest(op, baselineOf(op, prober.keys.admin, probed));
+      const req = baselineRequest(op, baselineOf(op, keyFor(op), probed));
       const res = await send(req);
       expect(responseViolations(req, res), describeExchange(req, res)).toEqual([]);
       // A valid example must pass validation, or the constraint and fuzz tests below start from a broken request.
@@ -137,7 +144,7 @@ describe.each(driverCases())('API robustness on $name', (driver) => {
   describe('the bounds the document declares', () => {
     it.each(OPERATIONS)('$id refuses each broken bound with a 400 naming the field', async (op) => {
       const wrong: string[] = [];
-      for (const c of constraintCases(op, baselineOf(op, prober.keys.admin, probed))) {
+      for (const c of constraintCases(op, baselineOf(op, keyFor(op), probed))) {
         const res = await send(c.request);
         const violations = responseViolations(c.request, res);
         const named = namesField(errorPaths(res), c.field);
@@ -153,7 +160,7 @@ describe.each(driverCases())('API robustness on $name', (driver) => {
   describe('malformed input', () => {
     it.each(OPERATIONS)('$id answers a 4xx problem, never a 5xx or internals', async (op) => {
       await fc.assert(
-        fc.asyncProperty(malformedRequests(op, baselineOf(op, prober.keys.admin, probed)), async (req) => {
+        fc.asyncProperty(malformedRequests(op, baselineOf(op, keyFor(op), probed)), async (req) => {
           const res = await send(req);
           const violations = responseViolations(req, res);
           if (violations.length) throw new Error(`${violations.join('; ')}\n${describeExchange(req, res)}`);
@@ -164,7 +171,7 @@ describe.each(driverCases())('API robustness on $name', (driver) => {
     it('answers a path with a broken percent-escape with a 400 problem on every route with a path parameter', async () => {
       const wrong: string[] = [];
       for (const op of OPERATIONS.filter((o) => pathParams(o).length > 0)) {
-        const base = baselineOf(op, prober.keys.admin, probed);
+        const base = baselineOf(op, keyFor(op), probed);
         for (const segment of ['%zz', '%ED%A0%80']) {
           const req = baselineRequest(op, { ...base, path: { ...base.path, [pathParams(op)[0]!.name]: segment } });
           const res = await send(req);
@@ -179,7 +186,7 @@ describe.each(driverCases())('API robustness on $name', (driver) => {
     it('routes path values as long as their declared maxLength (beyond a 100-character router limit)', async () => {
       const wrong: string[] = [];
       for (const op of OPERATIONS) {
-        const base = baselineOf(op, prober.keys.admin, probed);
+        const base = baselineOf(op, keyFor(op), probed);
         for (const p of pathParams(op)) {
           const long = longPathValue(p);
           if (long === undefined || long.length <= 100) continue;
@@ -197,7 +204,7 @@ describe.each(driverCases())('API robustness on $name', (driver) => {
       const wrong: string[] = [];
       for (const op of WITH_BODY) {
         for (const text of ['{', '{"a":1,}', '']) {
-          const req = { ...baselineRequest(op, baselineOf(op, prober.keys.admin, probed)), payload: text };
+          const req = { ...baselineRequest(op, baselineOf(op, keyFor(op), probed)), payload: text };
           const res = await send(req);
           const violations = responseViolations(req, res);
           if (res.statusCode !== 400 || !namesField(errorPaths(res), 'body')) violations.push('expected a 400 naming body');
@@ -210,7 +217,7 @@ describe.each(driverCases())('API robustness on $name', (driver) => {
     it('refuses a body over the limit with 413 on every route that takes one', async () => {
       const wrong: string[] = [];
       for (const op of WITH_BODY) {
-        const req = { ...baselineRequest(op, baselineOf(op, prober.keys.admin, probed)), payload: JSON.stringify({ pad: 'x'.repeat(300 * 1024) }) };
+        const req = { ...baselineRequest(op, baselineOf(op, keyFor(op), probed)), payload: JSON.stringify({ pad: 'x'.repeat(300 * 1024) }) };
         const res = await send(req);
         const violations = responseViolations(req, res);
         if (res.statusCode !== 413) violations.push('expected 413');

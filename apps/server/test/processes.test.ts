@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Ipv4Page, VersionRecord } from '@rampart/contracts';
+import { openStore, type Store } from '../src/store/index.ts';
 
 /*
  * The two programs operators run, as real processes: the server (`npm start`) on the embedded
@@ -23,6 +24,16 @@ afterAll(() => {
 });
 
 /** Environment without the test runner's DATABASE_URL: these processes use the embedded store. */
+/** The embedded store of a data directory the CLI left (it holds no lock once it has exited). */
+async function withStore<T>(dataDir: string, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore({ dataDir });
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
 function env(dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const { DATABASE_URL: _ignored, ...rest } = process.env;
   return { ...rest, DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...extra };
@@ -106,7 +117,7 @@ describe('rampart CLI', { timeout: 120_000 }, () => {
     }
   });
 
-  it('creates an organization, a user and a key, grants coins, sets trust and revokes the key', () => {
+  it('creates an organization, a user and a key, grants coins, sets trust and revokes the key', async () => {
     const org = rampart(dataDir, 'org', 'create', '--name', 'CLI Org', '--credits', '50', '--trust', '0.7');
     expect(org.code, org.stderr).toBe(0);
     const created = JSON.parse(org.stdout) as { gid: string; credit_tokens: number; trust: number };
@@ -125,6 +136,16 @@ describe('rampart CLI', { timeout: 120_000 }, () => {
     const issued = JSON.parse(key.stdout) as { key_id: string; key: string };
     expect(issued.key).toMatch(new RegExp(`^rmp_${issued.key_id}_[A-Za-z0-9_-]{43}$`));
     expect(JSON.parse(rampart(dataDir, 'key', 'revoke', issued.key_id).stdout)).toEqual({ key_id: issued.key_id, revoked: true });
+
+    // Operator actions from the CLI are in the audit log, as the API's are.
+    const audit = await withStore(dataDir, (store) => store.operators.audit({ orgId: null, action: null, beforeId: null, limit: 10 }));
+    expect(audit.map((e) => [e.action, e.organization, e.address])).toEqual([
+      ['key.create', created.gid, 'local (rampart CLI)'],
+      ['organization.update', created.gid, 'local (rampart CLI)'],
+      ['organization.grant_coins', created.gid, 'local (rampart CLI)'],
+      ['organization.create', created.gid, 'local (rampart CLI)'],
+    ]);
+    expect(audit[0]!.actor).toMatch(/^cli:/);
 
     const again = rampart(dataDir, 'key', 'revoke', issued.key_id);
     expect(again.code).toBe(1);

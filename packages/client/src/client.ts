@@ -5,6 +5,18 @@ import {
   AgentRegisterResponse,
   AgentSettingsDocument,
   AgentTokenIssued,
+  DecisionListResponse,
+  IndicatorListResponse,
+  WhyResponse,
+  ApiKeyInfo,
+  AuditListResponse,
+  OperatorOrganization,
+  OperatorOrgListResponse,
+  OperatorUser,
+  type AuditQuery,
+  type OperatorOrgListQuery,
+  type DecisionListQuery,
+  type IndicatorListQuery,
   DomainPage,
   FilePage,
   IpsReportBody,
@@ -165,5 +177,72 @@ export class RampartClient {
 
   async organizationConfig(call: Call = {}): Promise<OrganizationConfig> {
     return parseJson(OrganizationConfig, await this.transport.request('GET', '/organization/config', call));
+  }
+
+  /** One page of the organization's decisions (`GET /decisions`); pass `next_page` as `page` with the same filters. */
+  async decisionsPage(query: Partial<DecisionListQuery> = {}, call: Call = {}): Promise<DecisionListResponse> {
+    return parseJson(DecisionListResponse, await this.transport.request('GET', '/decisions', { ...call, query: { ...query } }));
+  }
+
+  /** Every decision matching the filters, page after page. */
+  async *decisions(query: Omit<Partial<DecisionListQuery>, 'page'> = {}, call: Call = {}): AsyncGenerator<DecisionListResponse['items'][number]> {
+    yield* this.walkBrowse((page) => this.decisionsPage({ ...query, ...(page ? { page } : {}) }, call));
+  }
+
+  /** One page of the indicators the organization sees (`GET /indicators`). */
+  async indicatorsPage(query: Partial<IndicatorListQuery> = {}, call: Call = {}): Promise<IndicatorListResponse> {
+    return parseJson(IndicatorListResponse, await this.transport.request('GET', '/indicators', { ...call, query: { ...query } }));
+  }
+
+  /** Every indicator matching the filters, page after page. */
+  async *indicators(query: Omit<Partial<IndicatorListQuery>, 'page'> = {}, call: Call = {}): AsyncGenerator<IndicatorListResponse['items'][number]> {
+    yield* this.walkBrowse((page) => this.indicatorsPage({ ...query, ...(page ? { page } : {}) }, call));
+  }
+
+  /** Why an indicator is (or is not) blocked for the caller's organization now (`GET /why`, priced as a look-up). */
+  async why(kind: 'ipv4' | 'domain' | 'url' | 'file', value: string, call: Call = {}): Promise<WhyResponse> {
+    return parseJson(WhyResponse, await this.transport.request('GET', '/why', { ...call, query: { kind, value } }));
+  }
+
+  /** Operators: one page of the alliance's organizations. */
+  async operatorOrganizations(query: Partial<OperatorOrgListQuery> = {}, call: Call = {}): Promise<OperatorOrgListResponse> {
+    return parseJson(OperatorOrgListResponse, await this.transport.request('GET', '/operator/organizations', { ...call, query: { ...query } }));
+  }
+
+  /** Operators: a new organization (audited). */
+  async createOrganization(body: { name: string; trust?: number; delay?: number; credits?: number }, call: Call = {}): Promise<OperatorOrganization> {
+    return parseJson(OperatorOrganization, await this.transport.request('POST', '/operator/organizations', { ...call, body, retries: 0 }));
+  }
+
+  /** Operators: set trust and/or delay (audited). */
+  async updateOrganization(gid: string, body: { trust?: number; delay?: number }, call: Call = {}): Promise<OperatorOrganization> {
+    return parseJson(OperatorOrganization, await this.transport.request('PATCH', `/operator/organizations/${encodeURIComponent(gid)}`, { ...call, body }));
+  }
+
+  /** Operators: grant coins (audited; not retried, so a lost answer never grants twice). */
+  async grantCoins(gid: string, body: { amount: number; note?: string }, call: Call = {}): Promise<OperatorOrganization> {
+    return parseJson(OperatorOrganization, await this.transport.request('POST', `/operator/organizations/${encodeURIComponent(gid)}/coins`, { ...call, body, retries: 0 }));
+  }
+
+  async organizationUsers(gid: string, call: Call = {}): Promise<OperatorUser[]> {
+    return parseJson(z.array(OperatorUser), await this.transport.request('GET', `/operator/organizations/${encodeURIComponent(gid)}/users`, call));
+  }
+
+  async organizationKeys(gid: string, call: Call = {}): Promise<ApiKeyInfo[]> {
+    return parseJson(z.array(ApiKeyInfo), await this.transport.request('GET', `/operator/organizations/${encodeURIComponent(gid)}/keys`, call));
+  }
+
+  /** One page of the audit log (admins: their organization; operators: all). */
+  async auditPage(query: Partial<AuditQuery> = {}, call: Call = {}): Promise<AuditListResponse> {
+    return parseJson(AuditListResponse, await this.transport.request('GET', '/audit', { ...call, query: { ...query } }));
+  }
+
+  private async *walkBrowse<T>(fetchPage: (page: string | undefined) => Promise<{ items: T[]; next_page: string | null }>): AsyncGenerator<T> {
+    for await (const page of walkPages(async (cursor) => {
+      const res = await fetchPage(cursor);
+      return { items: res.items, nextPage: res.next_page ?? undefined };
+    })) {
+      yield* page.items;
+    }
   }
 }

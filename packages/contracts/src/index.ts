@@ -23,3 +23,6 @@ export * from './sync-messages.ts';
 export * from './agent-admin.ts';
 export * from './keys.ts';
 export * from './overview.ts';
+export * from './browse.ts';
+export * from './why.ts';
+export * from './operators.ts';

@@ -13,7 +13,7 @@ export class Api {
     return parseJson(schema, await this.client.transport.request('GET', path, { ...(query ? { query } : {}) }));
   }
 
-  async send<S extends z.ZodType>(method: 'POST' | 'PUT' | 'DELETE', path: string, body: unknown, schema?: S): Promise<z.infer<S> | undefined> {
+  async send<S extends z.ZodType>(method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, body: unknown, schema?: S): Promise<z.infer<S> | undefined> {
     const raw = await this.client.transport.request(method, path, { ...(body === undefined ? {} : { body }), retries: 0 });
     if (!schema || raw.text === '') return undefined;
     return parseJson(schema, raw);

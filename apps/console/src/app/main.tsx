@@ -10,6 +10,8 @@ import { AgentPage } from './pages/agent.tsx';
 import { OrganizationPage } from './pages/organization.tsx';
 import { VpnPage } from './pages/vpn.tsx';
 import { KeysPage } from './pages/keys.tsx';
+import { DecisionsPage, IndicatorsPage } from './pages/browse.tsx';
+import { AuditPage, OperatorsPage, isOperator } from './pages/operators.tsx';
 import type { Session } from './session.ts';
 
 const ROLE_NAMES: Record<number, string> = { [ROLE.reader]: 'reader', [ROLE.contributor]: 'contributor', [ROLE.admin]: 'organization admin', [ROLE.operator]: 'alliance operator' };
@@ -61,10 +63,14 @@ function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Session) => void; noti
 const PAGES = [
   { path: '/', label: 'Overview' },
   { path: '/lookup', label: 'Look-up' },
+  { path: '/indicators', label: 'Indicators' },
+  { path: '/decisions', label: 'Decisions' },
   { path: '/agents', label: 'Agents' },
   { path: '/organization', label: 'Organization' },
   { path: '/vpn', label: 'Secure VPN' },
   { path: '/keys', label: 'API keys' },
+  { path: '/audit', label: 'Audit log' },
+  { path: '/operators', label: 'Organizations' },
 ];
 
 function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
@@ -74,11 +80,15 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
   let page;
   if (path === '/') page = <OverviewPage session={session} />;
   else if (path === '/lookup') page = <LookupPage session={session} initial={new URLSearchParams(query ?? '').get('q') ?? ''} />;
+  else if (path === '/indicators') page = <IndicatorsPage session={session} />;
+  else if (path === '/decisions') page = <DecisionsPage session={session} />;
   else if (path === '/agents') page = <AgentsPage session={session} />;
   else if (path.startsWith('/agents/')) page = <AgentPage session={session} gaid={decodeURIComponent(path.slice('/agents/'.length))} />;
   else if (path === '/organization') page = <OrganizationPage session={session} />;
   else if (path === '/vpn') page = <VpnPage session={session} />;
   else if (path === '/keys') page = <KeysPage session={session} />;
+  else if (path === '/audit') page = <AuditPage session={session} />;
+  else if (path === '/operators') page = <OperatorsPage session={session} />;
   else page = <Notice kind="error">No such page.</Notice>;
   const current = PAGES.filter((p) => p.path !== '/' && path.startsWith(p.path))[0]?.path ?? '/';
   return (
@@ -89,7 +99,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
         </a>
         <nav aria-label="Main">
           <ul>
-            {PAGES.map((p) => (
+            {PAGES.filter((p) => p.path !== '/operators' || isOperator(session)).map((p) => (
               <li key={p.path}>
                 <a href={`#${p.path}`} aria-current={current === p.path ? 'page' : undefined}>
                   {p.label}

@@ -1,10 +1,12 @@
 import { writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
 import { ApiError } from '@rampart/contracts';
+import { createOrganization as createAuditedOrganization } from '../services/operators.ts';
 import { buildApp } from '../app.ts';
 import { loadConfig } from '../config.ts';
-import { createApiKey, createOrganization, createUser } from '../services/admin.ts';
+import { createApiKey, createUser } from '../services/admin.ts';
 import { refreshCdnRanges } from '../services/cdn-refresh.ts';
-import { migrate, openStore, type Store } from '../store/index.ts';
+import { migrate, openStore, type AuditActor, type Store } from '../store/index.ts';
 
 export type Command =
   | { cmd: 'org.create'; name: string; trust: number; credits: number; delay: string }
@@ -21,17 +23,28 @@ function print(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
+/** Operator actions from the CLI are audited like the API's, under the host account's name. */
+function cliActor(): AuditActor {
+  let who = 'unknown';
+  try {
+    who = userInfo().username;
+  } catch {
+    // No passwd entry for the uid (containers): the entry still says it came from the CLI.
+  }
+  return { userId: null, username: `cli:${who}`, orgId: null, address: 'local (rampart CLI)' };
+}
+
 async function execute(store: Store, c: Command): Promise<void> {
   switch (c.cmd) {
     case 'org.create':
-      return print(await createOrganization(store, { name: c.name, trust: c.trust, credits: c.credits, delay: c.delay }));
+      return print(await createAuditedOrganization(store, cliActor(), { name: c.name, trust: c.trust, credits: c.credits, delay: Number.parseInt(c.delay, 10) || 0 }));
     case 'org.grant': {
-      const org = await store.orgs.grantCoins(c.gid, c.coins);
+      const org = await store.operators.grantCoins(c.gid, c.coins, '', cliActor());
       if (!org) throw new ApiError('not_found', `no organization ${c.gid}`);
       return print({ gid: org.gid, credit_tokens: org.credit_tokens, debit_tokens: org.debit_tokens, balance: org.credit_tokens - org.debit_tokens });
     }
     case 'org.trust': {
-      const org = await store.orgs.setTrust(c.gid, c.trust);
+      const org = await store.operators.update(c.gid, { trust: c.trust }, cliActor());
       if (!org) throw new ApiError('not_found', `no organization ${c.gid}`);
       return print({ gid: org.gid, trust: org.trust });
     }
@@ -39,6 +52,8 @@ async function execute(store: Store, c: Command): Promise<void> {
       return print(await createUser(store, { orgGid: c.org, username: c.username, role: c.role, name: c.name, surname: c.surname }));
     case 'key.create': {
       const created = await createApiKey(store, { username: c.username, label: c.label });
+      const owner = await store.users.byUsername(c.username);
+      await store.operators.record(cliActor(), { orgId: owner?.org_id ?? null, action: 'key.create', target: created.keyId, detail: { username: c.username, label: c.label } });
       return print({ key_id: created.keyId, key: created.key, note: 'shown once: store it now' });
     }
     case 'key.revoke': {

@@ -18,6 +18,9 @@ import { meRoute } from './me.ts';
 import { overviewRoute } from './overview.ts';
 import { agentRoutes } from './agents/index.ts';
 import { organizationRoutes } from './organization/index.ts';
+import { browseRoutes } from './browse.ts';
+import { whyRoute } from './why.ts';
+import { operatorRoutes } from './operators.ts';
 
 /** Every route under /api/v1, one plugin per resource. */
 export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
@@ -26,6 +29,9 @@ export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
   await app.register(infoRoutes, { context });
   await app.register(meRoute, { context });
   await app.register(overviewRoute, { context });
+  await app.register(browseRoutes, { context });
+  await app.register(whyRoute, { context });
+  await app.register(operatorRoutes, { context });
   await app.register(keyRoutes, { context });
   await app.register(ipsFeedRoute, { context });
   await app.register(ipsReportRoute, { context });

@@ -11,6 +11,9 @@ import { SecretStore } from './secrets.ts';
 import { FileStore } from './files.ts';
 import { NamedIndicatorStore } from './named-indicators.ts';
 import { VpnStore } from './vpn.ts';
+import { BrowseStore } from './browse.ts';
+import { WhyStore } from './why.ts';
+import { OperatorStore } from './operators.ts';
 
 export type { Db, Queryable, Transaction, QueryResult } from './db.ts';
 export type { Organization } from './organizations.ts';
@@ -22,6 +25,9 @@ export type { CheckinVia, AgentRow, AgentTokenRow, AgentTokenPrincipal, Enforced
 export type { FileRow, DigestKind } from './files.ts';
 export type { NamedRow } from './named-indicators.ts';
 export type { VpnLicenseRow } from './vpn.ts';
+export type { ReporterRow, DecisionOn } from './why.ts';
+export type { AuditActor, AuditRecord, AuditRow, OrganizationSummaryRow } from './operators.ts';
+export type { BrowseKind, DecisionRow, IndicatorRow, DecisionFilter, IndicatorFilter } from './browse.ts';
 export type { ReportAggregate, Scorer } from './indicator-sql.ts';
 export { changedPaths } from './settings.ts';
 export { DataDirLockedError, type LockOwner } from './data-dir-lock.ts';
@@ -40,6 +46,9 @@ export interface Store {
   readonly domains: NamedIndicatorStore;
   readonly urls: NamedIndicatorStore;
   readonly vpn: VpnStore;
+  readonly browse: BrowseStore;
+  readonly why: WhyStore;
+  readonly operators: OperatorStore;
   close(): Promise<void>;
 }
 
@@ -57,6 +66,9 @@ export function storeOver(db: Db): Store {
     domains: new NamedIndicatorStore(db, 'domain'),
     urls: new NamedIndicatorStore(db, 'url'),
     vpn: new VpnStore(db),
+    browse: new BrowseStore(db),
+    why: new WhyStore(db),
+    operators: new OperatorStore(db),
     close: () => db.close(),
   };
 }

@@ -9,6 +9,8 @@ export interface OwnedIds {
   tokenId: string;
   vid: string;
   keyId: string;
+  /** The organization's gid (operator routes name organizations). */
+  gid: string;
 }
 
 /** Valid values of path parameters, by name; ids come from the organization's own objects. */
@@ -23,6 +25,7 @@ const PATH_VALUES: Record<string, (ids: OwnedIds) => string> = {
   token_id: (ids) => ids.tokenId,
   vid: (ids) => ids.vid,
   key_id: (ids) => ids.keyId,
+  gid: (ids) => ids.gid,
 };
 
 /** Valid path values as long as their schema allows, by name (longer than fastify's default 100-character parameter). */
@@ -111,6 +114,9 @@ const BODIES: Record<string, (ids: OwnedIds) => unknown> = {
   'POST /api/v1/agents/{agid}/token': () => ({ ttl_days: 30 }),
   'PUT /api/v1/agents/{agid}/config': (ids) => ({ ...sampleAgentConfig, gaid: ids.agid, running: 'yes' }),
   'POST /api/v1/agents/feedback': (ids) => ({ agid: ids.agid, plugin: 'packet_filter', hostname: 'fw-1', code: 0, score_threshold: 500, blacklist: ['45.77.113.7'] }),
+  'POST /api/v1/operator/organizations': () => ({ name: `Probe ${Math.random().toString(36).slice(2)}`, trust: 0.4, delay: 0, credits: 10 }),
+  'PATCH /api/v1/operator/organizations/{gid}': () => ({ trust: 0.5 }),
+  'POST /api/v1/operator/organizations/{gid}/coins': () => ({ amount: 1, note: 'probe' }),
   'PUT /api/v1/organization/config': () => ({ live: {}, reserved_ips: ['192.0.2.0/24'], blocking_roule: { score: 500, tags: ['malware'] } }),
 };
 

@@ -7,6 +7,8 @@ import { describeError } from '../api.ts';
 import { Field, Notice, ScorePlot, formatTime } from '../components.tsx';
 import { canContribute, type Session } from '../session.ts';
 import { kindOf, type IndicatorKind } from '../indicator-kind.ts';
+import { INDICATOR_PATHS, setDecision } from '../decide.ts';
+import { WhyPanel } from './why.tsx';
 
 interface Found {
   kind: IndicatorKind;
@@ -19,13 +21,7 @@ interface Found {
   fields: Array<[string, string]>;
 }
 
-const PATHS: Record<IndicatorKind, (id: string) => string> = {
-  // Encoded: text the strict grammar refuses (`10.0.0.1/08`) reaches the server's validation, which names the problem.
-  ipv4: (id) => `/ips/${encodeURIComponent(id)}`,
-  file: (id) => `/files/${id}`,
-  domain: (id) => `/domains/${encodeURIComponent(id)}`,
-  url: (id) => `/urls/${encodeURIComponent(id)}`,
-};
+const PATHS = INDICATOR_PATHS;
 
 const show = (v: unknown): string =>
   v === null || v === undefined ? '—' : Array.isArray(v) ? v.map(show).join(v.some((x) => typeof x === 'object' && x !== null) ? '; ' : ', ') || '—' : typeof v === 'object' ? describeObject(v as Record<string, unknown>) : String(v);
@@ -102,6 +98,8 @@ const DECISIONS = [
 export function LookupPage({ session, initial }: { session: Session; initial: string }) {
   const [query, setQuery] = useState(initial);
   const [found, setFound] = useState<Found | null | undefined>();
+  // What was last looked up (the why panel explains it, held or not), and a key to reset it.
+  const [asked, setAsked] = useState<{ kind: IndicatorKind; text: string; n: number }>();
   const [error, setError] = useState<string>();
   const [saved, setSaved] = useState<string>();
   const [ttlHours, setTtlHours] = useState('24');
@@ -128,11 +126,13 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
     setSaved(undefined);
     try {
       setFound(await find(session, kindOf(text), text));
+      setAsked((a) => ({ kind: kindOf(text), text, n: (a?.n ?? 0) + 1 }));
     } catch (err) {
       const d = err instanceof ClientApiError && err.status === 404 ? undefined : describeError(err);
       // Either an error or "not held", never both.
       setFound(d ? undefined : null);
       setError(d?.message);
+      if (!d) setAsked((a) => ({ kind: kindOf(text), text, n: (a?.n ?? 0) + 1 }));
     }
   }
 
@@ -142,14 +142,9 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
     setBusy(true);
     setError(undefined);
     try {
-      if (found.kind === 'ipv4') {
-        const hours = Number(ttlHours);
-        const ttl = decision === 1 && hours > 0 ? Math.floor(Date.now() / 1000 + hours * 3600) : undefined;
-        // PUT /ips/{ip} changes only the decision; POST /ips would also count a report.
-        await session.api.send('PUT', `/ips/${encodeURIComponent(found.id)}`, { decision, ...(ttl ? { ttl } : {}) });
-      } else {
-        await session.api.send('PUT', PATHS[found.kind](found.id), { decision: found.kind === 'file' ? String(decision) : decision });
-      }
+      const hours = Number(ttlHours);
+      const ttl = found.kind === 'ipv4' && decision === 1 && hours > 0 ? Math.floor(Date.now() / 1000 + hours * 3600) : undefined;
+      await setDecision(session.api, found.kind, found.id, decision as -1 | 0 | 1, ttl);
       // Re-read the record first: a look-up clears the previous messages.
       await lookUp();
       setSaved(`Decision saved: ${DECISIONS.find((d) => d.value === decision)!.label}.`);
@@ -173,6 +168,7 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
       </form>
       {error && <Notice kind="error">{error}</Notice>}
       {found === null && <Notice kind="info">Not held: no organization has reported it.</Notice>}
+      {found === null && asked && <WhyPanel key={asked.n} session={session} kind={asked.kind} value={asked.text} />}
       {found && (
         <article class="card wide" aria-label="Indicator">
           <h2>
@@ -224,6 +220,7 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
           {saved && <Notice kind="ok">{saved}</Notice>}
         </article>
       )}
+      {found && asked && <WhyPanel key={asked.n} session={session} kind={asked.kind} value={asked.text} />}
     </section>
   );
 }

@@ -4,6 +4,7 @@ import { ApiError, ApiKeyCreateBody, ApiKeyCreated, ApiKeyInfo, KeyIdParams, ROL
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { createApiKey } from '../../services/admin.ts';
+import { auditActor } from '../../services/operators.ts';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
@@ -38,6 +39,7 @@ export const keyRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
       if (!user || user.org_id !== caller.org.id) throw new ApiError('not_found', `no user ${username} in your organization`, { errors: [{ path: 'body.username', message: 'unknown user' }] });
       if (user.role > caller.user.role) throw new ApiError('forbidden', 'a key for a user with a higher role than yours cannot be issued');
       const created = await createApiKey(store, { username, label: request.body.label });
+      await store.operators.record(auditActor(caller, request.ip), { orgId: caller.org.id, action: 'key.create', target: created.keyId, detail: { username, label: request.body.label } });
       return reply.status(201).send({ key_id: created.keyId, key: created.key, username, label: request.body.label });
     },
   );
@@ -50,6 +52,7 @@ export const keyRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
       const outcome = await store.keys.revokeInOrg(request.params.key_id, caller.org.id, caller.user.role);
       if (outcome === 'unknown') throw new ApiError('not_found', `no key ${request.params.key_id} in your organization`);
       if (outcome === 'higher_role') throw new ApiError('forbidden', "the key belongs to a user with a higher role than yours; only that role can revoke it");
+      await store.operators.record(auditActor(caller, request.ip), { orgId: caller.org.id, action: 'key.revoke', target: request.params.key_id, detail: {} });
       return { key_id: request.params.key_id, revoked: true as const };
     },
   );

@@ -1,0 +1,77 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import {
+  ApiKeyInfo,
+  AuditListResponse,
+  AuditQuery,
+  OperatorCoinsBody,
+  OperatorOrganization,
+  OperatorOrgCreateBody,
+  OperatorOrgListQuery,
+  OperatorOrgListResponse,
+  OperatorOrgPatchBody,
+  OperatorUser,
+  OrgGidParams,
+  ROLE,
+} from '@rampart/contracts';
+import type { AppContext } from '../context.ts';
+import { principalOf } from '../plugins/auth.ts';
+import { auditActor, createOrganization, grantCoins, listAudit, listOrganizations, organizationOf, updateOrganization } from '../services/operators.ts';
+
+/** Most users or keys listed for one organization. */
+const MAX_LISTED = 1000;
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+
+/**
+ * Alliance operators (role 9): organizations, coins, trust and delay, and an organization's users
+ * and keys; every change audited. `GET /audit`: the audit log (admins: their organization).
+ */
+export const operatorRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
+  const { store } = context;
+  const deps = { store, cursors: context.cursors };
+  const operator = { rampart: { minRole: ROLE.operator } };
+  const tags = ['operators'];
+
+  app.get('/operator/organizations', { config: operator, schema: { tags, summary: 'Organizations of the alliance', querystring: OperatorOrgListQuery, response: { 200: OperatorOrgListResponse } } }, async (request) =>
+    listOrganizations(deps, request.query),
+  );
+
+  app.post(
+    '/operator/organizations',
+    { config: operator, schema: { tags, summary: 'Create an organization (audited)', body: OperatorOrgCreateBody, response: { 201: OperatorOrganization } } },
+    async (request, reply) => reply.status(201).send(await createOrganization(store, auditActor(principalOf(request), request.ip), request.body)),
+  );
+
+  app.patch(
+    '/operator/organizations/:gid',
+    { config: operator, schema: { tags, summary: "Set an organization's trust and/or delay (audited)", params: OrgGidParams, body: OperatorOrgPatchBody, response: { 200: OperatorOrganization } } },
+    async (request) => updateOrganization(store, auditActor(principalOf(request), request.ip), request.params.gid, request.body),
+  );
+
+  app.post(
+    '/operator/organizations/:gid/coins',
+    { config: operator, schema: { tags, summary: 'Grant coins to an organization (audited)', params: OrgGidParams, body: OperatorCoinsBody, response: { 200: OperatorOrganization } } },
+    async (request) => grantCoins(store, auditActor(principalOf(request), request.ip), request.params.gid, request.body.amount, request.body.note),
+  );
+
+  app.get(
+    '/operator/organizations/:gid/users',
+    { config: operator, schema: { tags, summary: `Users of an organization (at most ${MAX_LISTED})`, params: OrgGidParams, response: { 200: z.array(OperatorUser) } } },
+    async (request) => store.operators.users((await organizationOf(store, request.params.gid)).id, MAX_LISTED),
+  );
+
+  app.get(
+    '/operator/organizations/:gid/keys',
+    { config: operator, schema: { tags, summary: 'API keys of an organization (never secrets)', params: OrgGidParams, response: { 200: z.array(ApiKeyInfo) } } },
+    async (request) => {
+      const rows = await store.keys.listForOrg((await organizationOf(store, request.params.gid)).id);
+      return rows.slice(0, MAX_LISTED).map((k) => ({ key_id: k.key_id, username: k.username, label: k.label, created_at: iso(k.created_at)!, last_used_at: iso(k.last_used_at), revoked_at: iso(k.revoked_at) }));
+    },
+  );
+
+  app.get(
+    '/audit',
+    { config: { rampart: { minRole: ROLE.admin } }, schema: { tags, summary: 'Audit log: who did what, when, from where (admins: their organization; operators: all)', querystring: AuditQuery, response: { 200: AuditListResponse } } },
+    async (request) => listAudit(deps, principalOf(request), request.query),
+  );
+};
