@@ -440,7 +440,8 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
       await page.getByRole('link', { name: 'Decisions', exact: true }).click();
       await page.getByLabel('Indicator', { exact: true }).fill(unreported);
       await page.getByRole('button', { name: 'Blacklist', exact: true }).click();
-      await page.getByText(`Blacklisted ${unreported} for your organization.`).waitFor();
+      // Said plainly: no feed or agent blocks it until it is held.
+      await page.getByText(`Blacklisted ${unreported} for your organization. Nobody has reported it yet, so no feed or agent blocks it until a member reports it.`).waitFor();
       const row = page.getByRole('table', { name: 'Decisions' }).locator('tbody tr', { hasText: unreported });
       await expect.poll(() => row.textContent()).toContain('no: nobody reported it');
       expect((await decided()).find((d) => d.value === unreported)).toEqual(expect.objectContaining({ decision: 1, held: false }));

@@ -239,7 +239,7 @@ function NewDecision({ session, onDone }: { session: Session; onDone: () => void
   const [value, setValue] = useState('');
   const [ttlHours, setTtlHours] = useState('0');
   const [busy, setBusy] = useState(false);
-  const [message, setMessage] = useState<{ kind: 'ok' | 'error'; text: string }>();
+  const [message, setMessage] = useState<{ kind: 'ok' | 'info' | 'error'; text: string }>();
   const [fields, setFields] = useState<Record<string, string>>({});
   if (!canContribute(session)) return null;
   async function decide(decision: 0 | 1) {
@@ -249,8 +249,17 @@ function NewDecision({ session, onDone }: { session: Session; onDone: () => void
     setFields({});
     try {
       const hours = Number(ttlHours);
-      await setDecision(session.api, kindOf(text), text, decision, decision === 1 && hours > 0 ? Math.floor(Date.now() / 1000 + hours * 3600) : undefined);
-      setMessage({ kind: 'ok', text: `${decision === 1 ? 'Blacklisted' : 'Whitelisted'} ${text} for your organization.` });
+      const kind = kindOf(text);
+      await setDecision(session.api, kind, text, decision, decision === 1 && hours > 0 ? Math.floor(Date.now() / 1000 + hours * 3600) : undefined);
+      // Feeds and agent lists carry held indicators only: say so rather than imply a block is enforced.
+      const listed = await session.api.get('/decisions', DecisionListResponse, { kind, q: text, page_size: 10 });
+      const held = listed.items.find((d) => d.value.toLowerCase() === text.toLowerCase())?.held ?? true;
+      const done = `${decision === 1 ? 'Blacklisted' : 'Whitelisted'} ${text} for your organization.`;
+      setMessage(
+        held || decision === 0
+          ? { kind: 'ok', text: done }
+          : { kind: 'info', text: `${done} Nobody has reported it yet, so no feed or agent blocks it until a member reports it.` },
+      );
       setValue('');
       onDone();
     } catch (err) {
