@@ -5,8 +5,7 @@ import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
 import { chargeFeedPage } from '../plugins/coins.ts';
 import { delaySeconds, visibleTo } from '../services/envelope.ts';
-import { explanation, v32Scorer } from '../services/indicators.ts';
-import type { NamedRow } from '../store/index.ts';
+import { explanation, v32Scorer, type NamedRow } from '../services/indicators.ts';
 import { feedUser, notFound, nowSeconds } from './indicator-common.ts';
 
 // The handlers domains and URLs share; each resource folder wires them to its own schemas

@@ -1,6 +1,7 @@
 import type { DomainRecord, FileRecord, ScoreExplanation, UrlRecord } from '@rampart/contracts';
 import { liveScore, scoreV32, V32_VERSION } from '@rampart/scoring';
 import type { FileRow, NamedRow, ReportAggregate, Scorer } from '../store/index.ts';
+export type { NamedRow } from '../store/index.ts';
 import { isoMillis } from './envelope.ts';
 
 /** s0 by algorithm v3.2 from one aggregate per distinct reporting organization. */

@@ -1,11 +1,6 @@
-import type { Db } from '../store/db.ts';
 import {
-  mirrorChangesSince,
-  mirrorChunk,
-  mirrorAnchors,
-  mirrorDecisions,
-  mirrorSnapshot,
   ROW_BYTES,
+  type MirrorRowsStore,
   type AsInfoRow,
   type MirrorAnchorRow,
   type MirrorChanges,
@@ -273,7 +268,7 @@ export class Ipv4Mirror {
   private queued: Promise<void> | null = null;
 
   constructor(
-    private readonly db: Db,
+    private readonly rows: Pick<MirrorRowsStore, 'snapshot' | 'chunk' | 'anchors' | 'decisions' | 'changesSince'>,
     private readonly offline: OfflineFacts,
     private readonly log?: MirrorLog,
   ) {
@@ -323,15 +318,15 @@ export class Ipv4Mirror {
     try {
       // Changes made while the chunks are read belong to transactions this snapshot has not
       // seen: the first catch-up reads them again.
-      const snap = await mirrorSnapshot(this.db);
+      const snap = await this.rows.snapshot();
       this.epoch = snap.epoch;
-      const decisions = await mirrorDecisions(this.db);
-      const anchors = await mirrorAnchors(this.db);
+      const decisions = await this.rows.decisions();
+      const anchors = await this.rows.anchors();
       let cols = emptyColumns(snap.count + (snap.count >> 5) + 1024);
       let after = 0;
       for (;;) {
         if (this.closed) return;
-        const chunk = await mirrorChunk(this.db, after, LOAD_CHUNK);
+        const chunk = await this.rows.chunk(after, LOAD_CHUNK);
         if (chunk.count === 0 || chunk.last === null) break;
         cols = this.append(cols, chunk.rows!, chunk.asInfo);
         after = chunk.last;
@@ -344,7 +339,7 @@ export class Ipv4Mirror {
       this.anchors.clear();
       this.setAnchors(anchors);
       this.since = snap.since;
-      await this.applyChanges(await mirrorChangesSince(this.db, this.since));
+      await this.applyChanges(await this.rows.changesSince(this.since));
       if (this.closed) return;
       this.stateValue = 'ready';
       this.log?.info({ rows: this.cols.n, mb: Math.round(this.bytes / 1e5) / 10, ms: Math.round(performance.now() - t0) }, 'ipv4 list mirror loaded');
@@ -500,7 +495,7 @@ export class Ipv4Mirror {
   private async runCatchUp(): Promise<void> {
     if (this.stateValue !== 'ready') return;
     try {
-      await this.applyChanges(await mirrorChangesSince(this.db, this.since));
+      await this.applyChanges(await this.rows.changesSince(this.since));
     } catch (err) {
       if (this.stateValue !== 'ready') return;
       // A mirror that may have missed a change must not answer again: lists read SQL while it

@@ -128,3 +128,13 @@ export async function mirrorChangesSince(db: Db, since: MirrorSince): Promise<Mi
   const r = res.rows[0]!;
   return { since: { xmax: r.xmax, xip: r.xip }, rows: bytes(r.rows), asInfo: r.as_info, decisions: r.decisions, anchors: r.anchors, deleted: r.deleted };
 }
+
+/** The mirror's reads, bound to one database (Store.ipv4Mirror): the mirror never holds the handle. */
+export class MirrorRowsStore {
+  constructor(private readonly db: Db) {}
+  snapshot = () => mirrorSnapshot(this.db);
+  chunk = (after: number, limit: number) => mirrorChunk(this.db, after, limit);
+  anchors = () => mirrorAnchors(this.db);
+  decisions = () => mirrorDecisions(this.db);
+  changesSince = (since: MirrorSince) => mirrorChangesSince(this.db, since);
+}

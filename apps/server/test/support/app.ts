@@ -6,6 +6,7 @@ import { createApiKey, createOrganization, createUser } from '../../src/services
 import { createEnrichment } from '../../src/services/enrichment.ts';
 import { Ipv4Mirror } from '../../src/services/ipv4-mirror.ts';
 import type { Organization, Store } from '../../src/store/index.ts';
+import { sqlOf } from '../../src/store/sql-handle.ts';
 
 export interface TestOrg {
   org: Organization;
@@ -40,7 +41,7 @@ export async function testApp(store: Store, overrides: Partial<AppConfig> = {}):
  * with an app on the same store that reads SQL (`buildApp` with `ipv4Mirror: null`).
  */
 export async function startMirrorApp(store: Store, config: AppConfig): Promise<{ app: FastifyInstance; mirror: Ipv4Mirror }> {
-  const mirror = new Ipv4Mirror(store.db, createEnrichment());
+  const mirror = new Ipv4Mirror(store.ipv4Mirror, createEnrichment());
   const app = await buildApp({ config, store, ipv4Mirror: mirror });
   await app.ready();
   await mirror.start();

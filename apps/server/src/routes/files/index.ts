@@ -18,7 +18,6 @@ import { chargeFeedPage } from '../../plugins/coins.ts';
 import { delaySeconds, visibleTo } from '../../services/envelope.ts';
 import { catalogFileType } from '../../services/file-type-catalog.ts';
 import { explanation, fileRecord, v32Scorer } from '../../services/indicators.ts';
-import { FileLookup } from '../../store/file-lookup.ts';
 import { chargeExtra, NO_BODY, EMPTY, feedUser, notFound, nowSeconds } from '../indicator-common.ts';
 
 function knownFileType(value: string, path: string): string {
@@ -30,8 +29,6 @@ function knownFileType(value: string, path: string): string {
 /** Spec 4.3 (except the score list): file reports, decisions, the feed and look-ups. */
 export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
   const { store } = context;
-  // Concurrent look-ups of this replica leave as one statement (each as fresh as its own query).
-  const lookups = new FileLookup(store.db);
 
   app.post(
     '/files',
@@ -123,7 +120,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
       const deep = request.query.deep_scan === 'YES';
       // The archive is read in the same statement as the main store; a deep scan is charged
       // (and its archived row used) only when the main store has no such file.
-      const found = await lookups.lookup(principal.org.id, digest, deep);
+      const found = await store.fileLookups.lookup(principal.org.id, digest, deep);
       // A record the organization's delay still hides is not held, for it.
       const visible = visibleTo(principal.org, nowSeconds());
       let row = found.main && visible(found.main) ? found.main : undefined;

@@ -1,19 +1,18 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ApiError, isIpv4Address, ROLE, Stix2Bundle, Stix2Params } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
-import { principalOf } from '../../plugins/auth.ts';
+import { principalOf, type Principal } from '../../plugins/auth.ts';
 import { normalizeDomain, normalizeUrl } from '../../services/indicator-names.ts';
 import { loadIpv4Policy, recordDecision } from '../../services/ipv4-policy.ts';
 import { stixBundle, type StixFacts } from '../../services/stix.ts';
 import { visibleTo } from '../../services/envelope.ts';
-import type { Organization } from '../../store/index.ts';
 import { notFound, repriceTo } from '../indicator-common.ts';
 
 const DIGEST = /^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$/;
 const SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//;
 
 /** What the id names, read from its shape: IPv4 address, digest, URL (has a scheme) or domain. */
-async function factsFor(context: AppContext, org: Organization, id: string, onArchived: () => Promise<void>): Promise<StixFacts> {
+async function factsFor(context: AppContext, org: Principal['org'], id: string, onArchived: () => Promise<void>): Promise<StixFacts> {
   const { store } = context;
   const orgId = org.id;
   // A record the organization's delay still hides is not held, for it.
