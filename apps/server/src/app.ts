@@ -25,7 +25,7 @@ import { buildDate } from './services/build-info.ts';
 import { cursorCodec } from './services/cursor.ts';
 import { eventBus } from './services/events.ts';
 import { createEnrichment } from './services/enrichment.ts';
-import { Ipv4Mirror } from './services/ipv4-mirror.ts';
+import { Ipv4Mirror } from './services/ipv4-mirror/index.ts';
 import { ReportBatcher } from './services/ipv4-ingest.ts';
 import { Ipv4Lists } from './services/ipv4-lists.ts';
 import { Ipv4Reports } from './services/ipv4-reports.ts';

@@ -4,7 +4,7 @@ import type { Store } from './store/index.ts';
 import type { CursorCodec } from './services/cursor.ts';
 import type { EventBus } from './services/events.ts';
 import type { Enrichment } from './services/enrichment.ts';
-import type { Ipv4Mirror } from './services/ipv4-mirror.ts';
+import type { Ipv4Mirror } from './services/ipv4-mirror/index.ts';
 import type { Ipv4Lists } from './services/ipv4-lists.ts';
 import type { Ipv4Reports } from './services/ipv4-reports.ts';
 

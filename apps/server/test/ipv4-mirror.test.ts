@@ -4,7 +4,7 @@ import { OrganizationConfig } from '@rampart/contracts';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
 import { createEnrichment } from '../src/services/enrichment.ts';
-import { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
+import { Ipv4Mirror } from '../src/services/ipv4-mirror/index.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, type TestOrg, startMirrorApp } from './support/app.ts';

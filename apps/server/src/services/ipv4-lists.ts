@@ -1,10 +1,11 @@
 import { liveScore } from '@rampart/scoring';
 import type { Ipv4ListFilter, Ipv4ListRow, Organization, Store } from '../store/index.ts';
-import type { AsnEntry, Enrichment } from './enrichment.ts';
+import type { Enrichment } from './enrichment.ts';
 import { visibleUpTo } from './envelope.ts';
-import type { Ipv4Mirror, MirrorPlan } from './ipv4-mirror.ts';
+import type { Ipv4Mirror, MirrorPlan } from './ipv4-mirror/index.ts';
 import { ipv4ListFilter, loadIpv4Policy } from './ipv4-policy.ts';
-import { csvField, type TextListSource } from './text-list.ts';
+import type { TextListSource } from './text-list.ts';
+import { asCsv, asFacts, cdnCsv, FLAT_CSV_HEADER } from './ipv4-csv.ts';
 
 /** Rows per store query: a fifth of a page, about 200 kB of rows and text in memory at a time. */
 const LIST_CHUNK = 20_000;
@@ -14,8 +15,6 @@ const LIST_CHUNK = 20_000;
  */
 const MIRROR_CHUNK = 8_192;
 
-/** Spec 4.2, in this order. */
-export const FLAT_CSV_HEADER = 'IPv4,LiveScore,Members,Reports,LastUpdate,AS,ASN,CDN,Reverse,IS_CDN';
 
 type Columns = 'all' | 'address';
 
@@ -82,23 +81,15 @@ function isoSeconds(): (seconds: number) => string {
   };
 }
 
-/** One `/flat` CSV line (FLAT_CSV_HEADER): AS facts from ip_info, else from the offline data. */
+/** One `/flat` CSV line (FLAT_CSV_HEADER; its AS and CDN fields from services/ipv4-csv.ts). */
 function csvLine(enrichment: Enrichment, now: number): (row: Ipv4ListRow) => string {
   const iso = isoSeconds();
   return (row) => {
     const ip = displayIp(row.network);
     const slash = ip.indexOf('/');
     const first = slash < 0 ? ip : ip.slice(0, slash);
-    // The offline AS entry is looked up once, and only when ip_info lacks a fact.
-    let a: AsnEntry | null | undefined;
-    const asName = row.ip_info?.as_name || ((a = enrichment.asnOf(first))?.name ?? '');
-    let asn = row.ip_info?.asn;
-    if (!asn) {
-      if (a === undefined) a = enrichment.asnOf(first);
-      asn = a ? `AS${a.asn}` : '';
-    }
-    const cdn = enrichment.cdnOf(first) ?? '';
-    return `${ip},${liveScore(row.score, now - row.ts).toFixed(2)},${row.members},${row.events},${iso(row.updated)},${csvField(asName)},${asn},${csvField(cdn)},,${cdn ? 'true' : 'false'}`;
+    const as = asFacts(row.ip_info?.as_name ?? '', row.ip_info?.asn ?? '', () => enrichment.asnOf(first));
+    return `${ip},${liveScore(row.score, now - row.ts).toFixed(2)},${row.members},${row.events},${iso(row.updated)},${asCsv(as.name, as.asn)},${cdnCsv(enrichment.cdnOf(first))}`;
   };
 }
 

@@ -4,7 +4,7 @@ import { buildApp } from '../../src/app.ts';
 import { testConfig, type AppConfig } from '../../src/config.ts';
 import { createApiKey, createOrganization, createUser } from '../../src/services/admin.ts';
 import { createEnrichment } from '../../src/services/enrichment.ts';
-import { Ipv4Mirror } from '../../src/services/ipv4-mirror.ts';
+import { Ipv4Mirror } from '../../src/services/ipv4-mirror/index.ts';
 import type { Organization, Store } from '../../src/store/index.ts';
 import { sqlOf } from '../../src/store/sql-handle.ts';
 
