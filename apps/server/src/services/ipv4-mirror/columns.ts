@@ -90,10 +90,9 @@ export function writeRow(cols: Columns, i: number, row: ColumnRow): void {
   cols.cdn[i] = row.cdn;
 }
 
-/** Appends a row whose id is above every held one (the initial load). */
+/** Appends a row whose id is above every held one (the initial load), into room already made (ensureCapacity). */
 export function appendRow(cols: Columns, row: ColumnRow): void {
   if (cols.n > 0 && row.id <= cols.id[cols.n - 1]!) throw new Error('ipv4 list mirror rows arrived out of id order');
-  ensureCapacity(cols, cols.n + 1);
   writeRow(cols, cols.n++, row);
 }
 

@@ -31,19 +31,32 @@ function setAnchors(anchors: MirrorTables['anchors'], rows: MirrorAnchorRow[]): 
   }
 }
 
-/**
- * The packed rows with their AS and CDN facts resolved, each handed to `take`: one reused object
- * (`fresh` false: `take` copies it into the columns) or a new one per row.
- */
-function columnRows(packed: Uint8Array, facts: MirrorFacts, infoOf: (id: number) => AsInfoRow | undefined, take: (row: ColumnRow) => void, fresh: boolean): void {
+/** The packed rows of a catch-up with their AS and CDN facts resolved, one object each. */
+function columnRows(packed: Uint8Array, facts: MirrorFacts, infoOf: Map<number, AsInfoRow>): ColumnRow[] {
   const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
-  let row = {} as ColumnRow;
+  const out: ColumnRow[] = [];
   for (let at = 0; at < packed.byteLength; at += ROW_BYTES) {
-    if (fresh) row = {} as ColumnRow;
+    const row = {} as ColumnRow;
     decodeRow(view, at, row);
-    row.as = facts.asOf(infoOf(row.id), row.addr);
+    row.as = facts.asOf(infoOf.get(row.id), row.addr);
     row.cdn = facts.cdnOf(row.addr);
-    take(row);
+    out.push(row);
+  }
+  return out;
+}
+
+/** Appends a chunk of the initial load (ids above every held one; AS facts in id order too). */
+function appendChunk(cols: Columns, packed: Uint8Array, asInfo: AsInfoRow[] | null, facts: MirrorFacts): void {
+  ensureCapacity(cols, cols.n + packed.byteLength / ROW_BYTES);
+  const view = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
+  const row = {} as ColumnRow;
+  let a = 0;
+  for (let at = 0; at < packed.byteLength; at += ROW_BYTES) {
+    decodeRow(view, at, row);
+    const info = asInfo && a < asInfo.length && Number(asInfo[a]![0]) === row.id ? asInfo[a++] : undefined;
+    row.as = facts.asOf(info, row.addr);
+    row.cdn = facts.cdnOf(row.addr);
+    appendRow(cols, row);
   }
 }
 
@@ -62,12 +75,7 @@ export async function loadTables(rows: MirrorRows, facts: MirrorFacts, closed: (
     if (closed()) return null;
     const chunk = await rows.chunk(after, LOAD_CHUNK);
     if (chunk.count === 0 || chunk.last === null) break;
-    ensureCapacity(cols, cols.n + chunk.count);
-    // AS facts come in id order, as the rows do: walked alongside.
-    const asInfo = chunk.asInfo ?? [];
-    let a = 0;
-    const infoOf = (id: number) => (a < asInfo.length && Number(asInfo[a]![0]) === id ? asInfo[a++] : undefined);
-    columnRows(chunk.rows!, facts, infoOf, (row) => appendRow(cols, row), false);
+    appendChunk(cols, chunk.rows!, chunk.asInfo, facts);
     after = chunk.last;
     if (chunk.count < LOAD_CHUNK) break;
   }
@@ -93,9 +101,7 @@ export function applyChanges(t: MirrorTables, facts: MirrorFacts, changes: Mirro
   if (changes.rows) {
     const infoOf = new Map<number, AsInfoRow>();
     for (const info of changes.asInfo ?? []) infoOf.set(Number(info[0]), info);
-    const fresh: ColumnRow[] = [];
-    columnRows(changes.rows, facts, (id) => infoOf.get(id), (row) => fresh.push(row), true);
-    upsertRows(t.cols, fresh);
+    upsertRows(t.cols, columnRows(changes.rows, facts, infoOf));
   }
   t.since = changes.since;
 }
