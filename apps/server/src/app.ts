@@ -91,7 +91,7 @@ async function buildContext(o: { config: AppConfig; store: Store; ipv4Mirror: Ip
   const enrichment = createEnrichment({ dataDir: config.dataDir });
   const events = eventBus(store.connection);
   const ipv4Mirror = o.ipv4Mirror === undefined ? new Ipv4Mirror(store.ipv4Mirror, enrichment, log) : o.ipv4Mirror;
-  const batcher = new ReportBatcher({ ingest: store.ipv4Ingest, events, log, observe: metrics.ipv4IngestBatch });
+  const batcher = new ReportBatcher({ ingest: store.ipv4Ingest, events, log, observe: (timing) => metrics.ipv4IngestBatch(timing) });
   return {
     config,
     store,

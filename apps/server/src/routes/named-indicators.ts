@@ -36,8 +36,8 @@ interface NamedResource {
   field: string;
   tag: string;
   pageType: 'Domain' | 'URL';
-  normalize(value: string, path: string): string;
-  toRecord(row: NamedRow): { explain?: ScoreExplanation };
+  normalize: (value: string, path: string) => string;
+  toRecord: (row: NamedRow) => { explain?: ScoreExplanation };
   schemas: { params: z.ZodType; report: z.ZodType; feedQuery: z.ZodType; lookupQuery: z.ZodType; page: z.ZodType; record: z.ZodType };
   summaries: { report: string; decide: string; feed: string; lookup: string };
 }

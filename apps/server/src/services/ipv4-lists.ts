@@ -43,8 +43,8 @@ function mirrorSource(store: Store, mirror: Ipv4Mirror, plan: MirrorPlan, filter
   const sql = sqlSource(store, filter, columns);
   return {
     // Rows and page bounds are read only once `text` or `page` gave up (the mirror is not ready).
-    rows: sql.rows,
-    boundary: sql.boundary,
+    rows: (after, upTo, limit) => sql.rows(after, upTo, limit),
+    boundary: (after, n) => sql.boundary(after, n),
     version: async (after, upTo) => (mirror.ready ? mirror.version(plan, after, upTo) : sql.version(after, upTo)),
     key: (row) => row.id,
     text: async (after, upTo, limit, format, first) => {

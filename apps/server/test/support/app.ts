@@ -6,7 +6,6 @@ import { createApiKey, createOrganization, createUser } from '../../src/services
 import { createEnrichment } from '../../src/services/enrichment.ts';
 import { Ipv4Mirror } from '../../src/services/ipv4-mirror/index.ts';
 import type { Organization, Store } from '../../src/store/index.ts';
-import { sqlOf } from '../../src/store/sql-handle.ts';
 
 export interface TestOrg {
   org: Organization;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AgentParams, AgentSettingsDocument, ApiError, ROLE, SettingsHistoryEntry, SettingsHistoryQuery } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { agentSettingsHistory, historyEntries, readAgentSettings, replaceAgentSettings } from '../../services/settings-documents.ts';
+import { agentSettingsHistory, readAgentSettings, replaceAgentSettings } from '../../services/settings-documents.ts';
 
 export const SETTINGS_VERSION_HEADER = 'x-settings-version';
 
