@@ -59,9 +59,16 @@ module.exports = {
     {
       name: 'routes-through-services',
       severity: 'error',
-      comment: 'Routes call services (handed in through AppContext), not the store\'s classes or SQL.',
+      comment: 'Routes call services and the Store handed in through AppContext: they import nothing of store/, not even a type.',
       from: { path: '^apps/server/src/routes/' },
-      to: { path: '^apps/server/src/store/', dependencyTypesNot: ['type-only'] },
+      to: { path: '^apps/server/src/store/' },
+    },
+    {
+      name: 'sql-only-in-store',
+      severity: 'error',
+      comment: 'The database handle behind a Store (sql-handle.ts) is the store\'s own; tests may seed and inspect through it.',
+      from: { path: '^apps/server/src/', pathNot: '^apps/server/src/store/' },
+      to: { path: '^apps/server/src/store/(sql-handle|pg-driver|pglite-driver)\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'no-circular',

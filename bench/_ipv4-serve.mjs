@@ -26,7 +26,7 @@ for (const [o, orgGid] of orgGids.entries()) {
     list.push((await createApiKey(store, { username })).key);
   }
 }
-const ipv4Mirror = new Ipv4Mirror(store.db, createEnrichment({ dataDir: config.dataDir }));
+const ipv4Mirror = new Ipv4Mirror(store.ipv4Mirror, createEnrichment({ dataDir: config.dataDir }));
 const app = await buildApp({ config, store, ipv4Mirror });
 await app.listen({ host: '127.0.0.1', port: 0 });
 // Lists are measured warm: the list mirror loads in the background at start (SQL until then).
@@ -34,7 +34,8 @@ await ipv4Mirror.start();
 const staticDir = mkdtempSync(join(tmpdir(), 'rampart-bench-ipv4-'));
 // A look-up's own answer (status, body, headers), served by the constant server for every
 // look-up path: the most any look-up implementation could do under this client (the ceiling row).
-const [{ network }] = (await store.db.query('select network::text from ipv4_indicators order by id limit 1')).rows;
+const firstOrg = await store.orgs.byGid(orgGids[0]);
+const [{ network }] = await store.ipv4.feedPage(firstOrg.id, 0, 1, 0);
 const sample = await app.inject({ method: 'GET', url: `/api/v1/ips/${network.replace(/\/32$/, '')}`, headers: { authorization: readers[0] } });
 const sampleHeaders = Object.fromEntries(
   Object.entries(sample.headers).filter(([name]) => !['connection', 'keep-alive', 'date', 'content-length', 'transfer-encoding'].includes(name)),

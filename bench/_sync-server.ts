@@ -62,4 +62,4 @@ process.on('message', (m: { type: string }) => {
   if (m.type === 'rss') void memory().then((mem) => process.send!({ type: 'rss', ...mem }));
   if (m.type === 'stop') void app.close().then(() => store.close()).then(() => process.exit(0));
 });
-process.send!({ type: 'ready', port, adminKey: key, tokens, store: store.db.kind });
+process.send!({ type: 'ready', port, adminKey: key, tokens, store: store.connection.kind });

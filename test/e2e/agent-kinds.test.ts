@@ -5,7 +5,7 @@ import { RampartClient } from '@rampart/client';
 import type { AgentSummary } from '@rampart/contracts';
 import type { DryRunFile } from '@rampart/enforcer-dry-run';
 import { secondsUntilBelow } from '@rampart/scoring';
-import { seedOrg } from '@rampart/server/testing';
+import { seedOrg, sqlOf } from '@rampart/server/testing';
 import { agentHealth, freePort, readJson, runAgentCommand, spawnAgent, startControlPlane, tempDir, waitFor, type AgentProcess, type ControlPlane } from './support.ts';
 
 /*
@@ -47,7 +47,7 @@ describe('agent end to end: domains, URLs and file digests', () => {
   /** Sets an indicator's s0 and time zero as if the server had scored it so (the decay clock starts at `ts`). */
   const setScore = async (kind: 'domain' | 'url' | 'file', where: string, value: string, score: number, ts?: number) => {
     const table = { domain: 'domain_indicators', url: 'url_indicators', file: 'file_indicators' }[kind];
-    const res = await cp.store.db.query(`update ${table} set score = $1${ts === undefined ? '' : ', ts = $3'} where ${where} = $2`, ts === undefined ? [score, value] : [score, value, ts]);
+    const res = await sqlOf(cp.store).query(`update ${table} set score = $1${ts === undefined ? '' : ', ts = $3'} where ${where} = $2`, ts === undefined ? [score, value] : [score, value, ts]);
     expect(res.rowCount).toBe(1);
   };
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYNC_CLOSE } from '@rampart/contracts';
-import { openStore, type Store, agentConfig, seedOrg, type TestOrg, connectSync, type SyncPeer, startThrowawayPostgres, throwawayPostgresAvailable, type ThrowawayPostgres } from '@rampart/server/testing';
+import { openStore, sqlOf, type Store, agentConfig, seedOrg, type TestOrg, connectSync, type SyncPeer, startThrowawayPostgres, throwawayPostgresAvailable, type ThrowawayPostgres } from '@rampart/server/testing';
 import { metric, removeDir, request, startReplica, tcpProxy, waitUntil, type Replica, type TcpProxy } from './support.ts';
 
 /*
@@ -144,7 +144,7 @@ describe.skipIf(!throwawayPostgresAvailable)('PostgreSQL faults under two runnin
     await waitUntil('/readyz 503 on A', async () => (await ready(a)) === 503, 10_000);
     expect((await decide('203.0.113.4')).status).toBe(200);
     // As the hourly retention would, after a long partition.
-    await store.db.query('delete from store_notifications');
+    await sqlOf(store).query('delete from store_notifications');
     proxy.restore();
     const closed = await waitUntil('the agent to be asked to reconnect', () => agent!.peer.closed, READY_BOUND_MS);
     expect(closed.code).toBe(SYNC_CLOSE.resync);

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { openStore, createTestDatabase, postgresAvailable } from '@rampart/server/testing';
+import { openStore, sqlOf, createTestDatabase, postgresAvailable } from '@rampart/server/testing';
 import { removeDir, request, startReplica, waitUntil, type Replica } from './support.ts';
 
 /*
@@ -61,7 +61,7 @@ async function killWhileReporting(storeName: string, start: () => Promise<Replic
 
   const store = await open();
   try {
-    const { rows } = await store.db.query<{ ip: string; reports: number }>(
+    const { rows } = await sqlOf(store).query<{ ip: string; reports: number }>(
       'select host(i.network) as ip, count(*)::int as reports from ipv4_reports r join ipv4_indicators i on i.id = r.indicator_id group by i.network',
     );
     const stored = new Map(rows.map((r) => [r.ip, r.reports]));

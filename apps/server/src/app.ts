@@ -7,8 +7,7 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import { AGENT_CONFIG_SECRET_KEYS, API_BASE, ApiError, redactSecrets } from '@rampart/contracts';
 import type { AppConfig } from './config.ts';
 import type { AppContext } from './context.ts';
-import type { Store } from './store/index.ts';
-import type { ConnectionEvent } from './store/db.ts';
+import type { ConnectionEvent, Store } from './store/index.ts';
 import { authPlugin } from './plugins/auth.ts';
 import { agentCredential } from './plugins/agent-auth.ts';
 import { coinsPlugin } from './plugins/coins.ts';
@@ -16,7 +15,7 @@ import { listStreamsPlugin } from './plugins/list-streams.ts';
 import { DEFAULT_LEASE } from './services/coin-ledger.ts';
 import { clientErrorHandler, errorsPlugin, frameworkErrorHandler } from './plugins/errors.ts';
 import { textGuardPlugin } from './plugins/text-guard.ts';
-import { createMetrics, metricsPlugin } from './plugins/metrics.ts';
+import { createMetrics, metricsPlugin, type Metrics } from './plugins/metrics.ts';
 import { openapiDocument } from './openapi.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -26,7 +25,10 @@ import { buildDate } from './services/build-info.ts';
 import { cursorCodec } from './services/cursor.ts';
 import { eventBus } from './services/events.ts';
 import { createEnrichment } from './services/enrichment.ts';
-import { Ipv4Mirror } from './services/ipv4-mirror.ts';
+import { Ipv4Mirror } from './services/ipv4-mirror/index.ts';
+import { ReportBatcher } from './services/ipv4-ingest.ts';
+import { Ipv4Lists } from './services/ipv4-lists.ts';
+import { Ipv4Reports } from './services/ipv4-reports.ts';
 import './plugins/route-config.ts';
 
 export interface BuildAppOptions {
@@ -83,6 +85,27 @@ function logConnectionEvent(log: FastifyBaseLogger, event: ConnectionEvent, stor
   }
 }
 
+/** Every store and service of the app, built once and handed to the plugins and routes. */
+async function buildContext(o: { config: AppConfig; store: Store; ipv4Mirror: Ipv4Mirror | null | undefined; log: FastifyBaseLogger; metrics: Metrics }): Promise<AppContext> {
+  const { config, store, metrics, log } = o;
+  const enrichment = createEnrichment({ dataDir: config.dataDir });
+  const events = eventBus(store.connection);
+  const ipv4Mirror = o.ipv4Mirror === undefined ? new Ipv4Mirror(store.ipv4Mirror, enrichment, log) : o.ipv4Mirror;
+  const batcher = new ReportBatcher({ ingest: store.ipv4Ingest, events, log, observe: (timing) => metrics.ipv4IngestBatch(timing) });
+  return {
+    config,
+    store,
+    metrics,
+    buildDate: buildDate(),
+    events,
+    cursors: cursorCodec(config.cursorSecret ?? (await store.secrets.get('list_cursor'))),
+    enrichment,
+    ipv4Mirror,
+    ipv4Reports: new Ipv4Reports({ config, store, enrichment, batcher }),
+    ipv4Lists: new Ipv4Lists({ store, enrichment, mirror: ipv4Mirror }),
+  };
+}
+
 /** The control plane as a fastify instance that does not listen (tests use `inject`). */
 export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAppOptions): Promise<FastifyInstance> {
   const app = Fastify({
@@ -107,10 +130,9 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
 
   const metrics = createMetrics(store);
   app.addHook('onClose', async () => metrics.close());
-  const stopLoggingConnections = store.db.onConnection((event) => logConnectionEvent(app.log, event, store));
+  const stopLoggingConnections = store.connection.onConnection((event) => logConnectionEvent(app.log, event, store));
   app.addHook('onClose', async () => stopLoggingConnections());
-  const enrichment = createEnrichment({ dataDir: config.dataDir });
-  const context: AppContext = { config, store, metrics, buildDate: buildDate(), events: eventBus(store.db), cursors: cursorCodec(config.cursorSecret ?? (await store.secrets.get('list_cursor'))), enrichment, ipv4Mirror: ipv4Mirror === undefined ? new Ipv4Mirror(store.db, enrichment, app.log) : ipv4Mirror };
+  const context = await buildContext({ config, store, ipv4Mirror, log: app.log, metrics });
 
   // Hot paths read organization settings from the store's cache; a change on any replica drops it.
   const stopForgetting = await context.events.subscribe((event) => {

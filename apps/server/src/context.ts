@@ -4,7 +4,9 @@ import type { Store } from './store/index.ts';
 import type { CursorCodec } from './services/cursor.ts';
 import type { EventBus } from './services/events.ts';
 import type { Enrichment } from './services/enrichment.ts';
-import type { Ipv4Mirror } from './services/ipv4-mirror.ts';
+import type { Ipv4Mirror } from './services/ipv4-mirror/index.ts';
+import type { Ipv4Lists } from './services/ipv4-lists.ts';
+import type { Ipv4Reports } from './services/ipv4-reports.ts';
 
 /** What route plugins and services are given; no module holds state of its own. */
 export interface AppContext {
@@ -18,4 +20,8 @@ export interface AppContext {
   enrichment: Enrichment;
   /** In-memory copy of what the plain-text IPv4 lists read (null: they always read SQL). */
   ipv4Mirror: Ipv4Mirror | null;
+  /** `POST /ips` and `PUT /ips/{ip}`: their rules over the one group-commit batcher of this replica. */
+  ipv4Reports: Ipv4Reports;
+  /** `/ipv4` and `/flat`: the organization's filter and where its rows come from (mirror or SQL). */
+  ipv4Lists: Ipv4Lists;
 }

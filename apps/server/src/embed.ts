@@ -7,4 +7,4 @@ export { loadConfig } from './config.ts';
 export { openStore } from './store/index.ts';
 export { createApiKey, createOrganization, createUser } from './services/admin.ts';
 export { createEnrichment } from './services/enrichment.ts';
-export { Ipv4Mirror } from './services/ipv4-mirror.ts';
+export { Ipv4Mirror } from './services/ipv4-mirror/index.ts';

@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   await app.listen({ host: config.host, port: config.port });
   const { port } = app.server.address() as AddressInfo;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}/api/v1`;
-  app.log.info({ url: base, store: store.db.kind }, 'control plane listening');
+  app.log.info({ url: base, store: store.connection.kind }, 'control plane listening');
 
   if (demo) {
     // Printed once, on the first start: the key is not stored anywhere in plaintext.

@@ -6,6 +6,7 @@ import { agentTokenCodec, agentTokenSecret } from '../src/services/agent-tokens.
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
 import { registerAgent } from './support/agents.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 describe.each(driverCases())('agent keys and settings documents on $name', (driver) => {
   let store: Store;
@@ -158,7 +159,7 @@ describe.each(driverCases())('agent keys and settings documents on $name', (driv
       { version: 2, changed_by: expect.stringMatching(/^admin\./), changed_at: expect.stringMatching(/Z$/), changed_fields: ['ips.cloud_a.secretAccessKey', 'running', 'score_threshold'] },
       { version: 1, changed_by: expect.stringMatching(/^admin\./), changed_at: expect.stringMatching(/Z$/), changed_fields: ['(created)'] },
     ]);
-    const audit = await store.db.query<{ row: string }>('select row_to_json(a)::text as row from settings_audit a where org_id = $1', [acme.org.id]);
+    const audit = await sqlOf(store).query<{ row: string }>('select row_to_json(a)::text as row from settings_audit a where org_id = $1', [acme.org.id]);
     expect(audit.rows.length).toBeGreaterThan(0);
     for (const r of audit.rows) expect(r.row).not.toMatch(/new-aws-secret|router-pass|jwt-secret/);
   });
@@ -188,7 +189,7 @@ describe.each(driverCases())('agent keys and settings documents on $name', (driv
       [2, ['ips.vault_x']],
       [1, ['(created)']],
     ]);
-    const audit = await store.db.query<{ row: string }>('select row_to_json(a)::text as row from settings_audit a where org_id = $1', [acme.org.id]);
+    const audit = await sqlOf(store).query<{ row: string }>('select row_to_json(a)::text as row from settings_audit a where org_id = $1', [acme.org.id]);
     for (const r of audit.rows) expect(r.row).not.toContain('deep-pass');
   });
 

@@ -5,6 +5,7 @@ import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
 import { agentConfig, registerAgent } from './support/agents.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 describe.each(driverCases())('agents on $name', (driver) => {
   let store: Store;
@@ -128,10 +129,10 @@ describe.each(driverCases())('agents on $name', (driver) => {
     const org = await seedOrg(store, { name: 'Dead org' });
     const a = await registerAgent(app, org.keys.admin, { sync_time: 1 });
     expect(await store.agents.checkIn(org.org.id, a.gaid, 'ipv4')).toBe(true);
-    await store.db.query("update agents set last_checkin_at = now() - interval '121 seconds' where gaid = $1", [a.gaid]);
+    await sqlOf(store).query("update agents set last_checkin_at = now() - interval '121 seconds' where gaid = $1", [a.gaid]);
     const list = (await app.inject({ url: '/api/v1/agents', headers: { authorization: org.keys.admin } })).json() as AgentSummary[];
     expect(list[0]).toMatchObject({ gaid: a.gaid, alive: false, last_checkin_via: 'ipv4' });
-    await store.db.query("update agents set last_checkin_at = now() - interval '119 seconds' where gaid = $1", [a.gaid]);
+    await sqlOf(store).query("update agents set last_checkin_at = now() - interval '119 seconds' where gaid = $1", [a.gaid]);
     const again = (await app.inject({ url: '/api/v1/agents', headers: { authorization: org.keys.admin } })).json() as AgentSummary[];
     expect(again[0]!.alive).toBe(true);
   });

@@ -6,6 +6,7 @@ import type { Store } from '../src/store/index.ts';
 import { createApiKey, createUser } from '../src/services/admin.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 describe.each(driverCases())('API foundation on $name', (driver) => {
   let store: Store;
@@ -78,7 +79,7 @@ describe.each(driverCases())('API foundation on $name', (driver) => {
 
   it('charges a successful priced request once and says so in headers', async () => {
     // A page with a record: the empty "nothing new" page is free.
-    await store.db.query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-FOUND1', '198.51.100.200/32', false, 500, 1, 1)`);
+    await sqlOf(store).query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-FOUND1', '198.51.100.200/32', false, 500, 1, 1)`);
     const before = (await store.orgs.byGid(acme.org.gid))!;
     const res = await app.inject({ url: '/api/v1/ips', headers: { authorization: acme.keys.reader } });
     expect(res.statusCode).toBe(200);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DecisionListResponse, IndicatorListResponse, type DecisionItem, type IndicatorItem } from '@rampart/contracts';
 import { liveScore } from '@rampart/scoring';
 import type { Store } from '../src/store/index.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
 
@@ -44,15 +45,15 @@ describe.each(driverCases())('GET /decisions and GET /indicators on $name', (dri
     acme = await seedOrg(store, { name: 'Browse Acme' });
     other = await seedOrg(store, { name: 'Browse Other' });
     for (const [i, [network, score, age, sources, tags, country, asn]] of held.entries()) {
-      const row = await store.db.query<{ id: number }>(
+      const row = await sqlOf(store).query<{ id: number }>(
         `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, sources, tags, ip_info, members, events)
          values ($1, $2::cidr, $3, $4, $5, $5, $6, $7, $8, 1, 1) returning id`,
         [`RMP-RULE-GID-BR${i}`, network, network.includes('/'), score, now - age, sources, tags, JSON.stringify({ country, asn, as_name: `name of ${asn}` })],
       );
       // acme reported the first two; other reported all of them.
       const id = row.rows[0]!.id;
-      if (i < 2) await store.db.query('insert into ipv4_reports (indicator_id, org_id, confidence, first_ts, last_ts) values ($1, $2, 1, $3, $3)', [id, acme.org.id, now - age]);
-      await store.db.query('insert into ipv4_reports (indicator_id, org_id, confidence, first_ts, last_ts) values ($1, $2, 1, $3, $3)', [id, other.org.id, now - age]);
+      if (i < 2) await sqlOf(store).query('insert into ipv4_reports (indicator_id, org_id, confidence, first_ts, last_ts) values ($1, $2, 1, $3, $3)', [id, acme.org.id, now - age]);
+      await sqlOf(store).query('insert into ipv4_reports (indicator_id, org_id, confidence, first_ts, last_ts) values ($1, $2, 1, $3, $3)', [id, other.org.id, now - age]);
     }
     const put = async (url: string, decision: unknown, key = acme.keys.contributor) => {
       const res = await app.inject({ method: 'PUT', url: `/api/v1${url}`, headers: { authorization: key }, payload: decision as object });
@@ -208,12 +209,12 @@ describe.each(driverCases())('GET /decisions and GET /indicators on $name', (dri
   });
 
   it('hides indicators the organization delay still holds back', async () => {
-    await store.db.query(`update organizations set delay = '90' where id = $1`, [acme.org.id]);
+    await sqlOf(store).query(`update organizations set delay = '90' where id = $1`, [acme.org.id]);
     try {
       // The app reads the organization with the key; authCacheSeconds is 0 in tests.
       expect(values((await indicators('')).items)).toEqual(['185.220.102.7', '81.2.69.142']);
     } finally {
-      await store.db.query(`update organizations set delay = '0' where id = $1`, [acme.org.id]);
+      await sqlOf(store).query(`update organizations set delay = '0' where id = $1`, [acme.org.id]);
     }
   });
 

@@ -5,6 +5,7 @@ import { generateWireGuardKeyPair } from '../src/services/vpn-keys.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 describe.each(driverCases())('coins: empty feed pages, 304 and archived STIX digests on $name', (driver) => {
   let store: Store;
@@ -16,7 +17,7 @@ describe.each(driverCases())('coins: empty feed pages, 304 and archived STIX dig
     store = await driver.open();
     app = await testApp(store);
     acme = await seedOrg(store, { credits: 10_000 });
-    await store.db.query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-COIN1', '100.64.7.1/32', false, 900, $1, $1)`, [now]);
+    await sqlOf(store).query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-COIN1', '100.64.7.1/32', false, 900, $1, $1)`, [now]);
   });
   afterAll(async () => {
     await app?.close();
@@ -129,7 +130,7 @@ describe.each(driverCases())('VPN records show the balance /me shows on $name', 
     expect((await app.inject({ url: '/api/v1/ips/45.77.1.2', headers: admin })).statusCode).toBe(200);
     const me = (await app.inject({ url: '/api/v1/me', headers: admin })).json() as { organization: { credit_tokens: number; debit_tokens: number; balance: number } };
     expect(me.organization.balance).toBe(1_000_000 - 10 - 1);
-    const stored = (await store.db.query<{ debit_tokens: number }>('select debit_tokens from organizations where id = $1', [acme.org.id])).rows[0]!;
+    const stored = (await sqlOf(store).query<{ debit_tokens: number }>('select debit_tokens from organizations where id = $1', [acme.org.id])).rows[0]!;
     // The store holds the lease as spent: without CoinLedger.shown the license would show another balance.
     expect(Number(stored.debit_tokens)).toBeGreaterThan(me.organization.debit_tokens);
     const list = (await app.inject({ url: '/api/v1/vpn', headers: admin })).json() as Array<{ vid: string; user: { member_of: { credit_tokens: number; debit_tokens: number } } }>;

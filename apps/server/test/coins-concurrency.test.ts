@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sqlOf } from '../src/store/sql-handle.ts';
 import { openStore, type Store } from '../src/store/index.ts';
 import { createTestDatabase, postgresAvailable } from './support/databases.ts';
 import { seedOrg, testApp } from './support/app.ts';
@@ -26,7 +27,7 @@ describe.runIf(postgresAvailable)('coins are exact across two instances on Postg
       apps.push(app);
     }
     // The feed pages are not empty: an empty "nothing new" page is free.
-    await stores[0]!.db.query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-COINS1', '198.51.100.201/32', false, 500, 1, 1)`);
+    await sqlOf(stores[0]!).query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-COINS1', '198.51.100.201/32', false, 500, 1, 1)`);
   });
   afterAll(async () => {
     for (const app of apps) await app.close();

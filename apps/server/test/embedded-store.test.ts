@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
 import { DataDirLockedError, openStore } from '../src/store/index.ts';
 import { embeddedEnv, exited, serverDir, startServerProcess } from './support/server-process.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 /*
  * The embedded store (PGlite) on disk: what it promises about durability, exclusive use of its
@@ -26,14 +27,14 @@ describe('embedded store durability', { timeout: 180_000 }, () => {
   it('runs with fsync on and syncs the WAL to disk on every commit', async () => {
     const store = await openStore({ dataDir: join(tempDir(), 'data') });
     try {
-      expect((await store.db.query<{ fsync: string }>('show fsync')).rows[0]!.fsync).toBe('on');
-      expect((await store.db.query<{ synchronous_commit: string }>('show synchronous_commit')).rows[0]!.synchronous_commit).toBe('on');
+      expect((await sqlOf(store).query<{ fsync: string }>('show fsync')).rows[0]!.fsync).toBe('on');
+      expect((await sqlOf(store).query<{ synchronous_commit: string }>('show synchronous_commit')).rows[0]!.synchronous_commit).toBe('on');
       // Emscripten's fdatasync never reaches the file system: the WAL must be synced with fsync().
-      expect((await store.db.query<{ wal_sync_method: string }>('show wal_sync_method')).rows[0]!.wal_sync_method).toBe('fsync');
-      const before = store.db.stats().syncs!;
+      expect((await sqlOf(store).query<{ wal_sync_method: string }>('show wal_sync_method')).rows[0]!.wal_sync_method).toBe('fsync');
+      const before = sqlOf(store).stats().syncs!;
       for (let i = 0; i < 3; i += 1) await store.orgs.create({ gid: `RMP-GID-DURABLE${i}`, name: `Durable ${i}`, credits: 1, trust: 0.5 });
       // Each acknowledged commit made at least one fsync(2) of a real file descriptor.
-      expect(store.db.stats().syncs! - before).toBeGreaterThanOrEqual(3);
+      expect(sqlOf(store).stats().syncs! - before).toBeGreaterThanOrEqual(3);
     } finally {
       await store.close();
     }
@@ -131,7 +132,7 @@ describe('private by default', { timeout: 180_000 }, () => {
       store = await openStore({ dataDir });
       try {
         // New relation files and WAL written after the store opened.
-        await store.db.exec('create table permission_probe (x int); insert into permission_probe values (1);');
+        await sqlOf(store).exec('create table permission_probe (x int); insert into permission_probe values (1);');
         const all = modes(dataDir);
         expect(all.size).toBeGreaterThan(100);
         expect(all.get(join(dataDir, 'rampart.lock'))).toEqual({ dir: false, mode: '600' });

@@ -7,6 +7,7 @@ import { testConfig } from '../src/config.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 /*
  * The sibling of feed-follower.property.test.ts for domains and URLs: a reference follower written
@@ -105,7 +106,7 @@ describe.each(driverCases())('a reference follower of /domains and /urls agrees 
   });
 
   async function dbSecond(): Promise<number> {
-    const res = await store.db.query<{ s: number }>('select floor(extract(epoch from clock_timestamp()))::bigint as s');
+    const res = await sqlOf(store).query<{ s: number }>('select floor(extract(epoch from clock_timestamp()))::bigint as s');
     return Number(res.rows[0]!.s);
   }
 

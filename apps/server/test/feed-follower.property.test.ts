@@ -4,10 +4,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { OrganizationConfig } from '@rampart/contracts';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
-import type { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
+import type { Ipv4Mirror } from '../src/services/ipv4-mirror/index.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, type TestOrg, startMirrorApp } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 /*
  * The feed's promise to existing clients (decisions.md, Compatibility), checked the way such a
@@ -138,7 +139,7 @@ describe.each(driverCases())('a reference follower of /ips agrees with /ipv4 on 
 
   /** The database clock's second: records written now carry it or a later one. */
   async function dbSecond(): Promise<number> {
-    const res = await store.db.query<{ s: number }>('select floor(extract(epoch from clock_timestamp()))::bigint as s');
+    const res = await sqlOf(store).query<{ s: number }>('select floor(extract(epoch from clock_timestamp()))::bigint as s');
     return Number(res.rows[0]!.s);
   }
 

@@ -4,6 +4,7 @@ import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { agentConfig } from './support/agents.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 describe.each(driverCases())('feed polls with ?gaid= are check-ins on $name', (driver) => {
   let store: Store;
@@ -28,7 +29,7 @@ describe.each(driverCases())('feed polls with ?gaid= are check-ins on $name', (d
 
   const get = (key: string, url: string) => app.inject({ url: `/api/v1${url}`, headers: { authorization: key } });
   const checkin = async (gaid: string) =>
-    (await store.db.query<{ via: string | null; at: string | null }>(`select last_checkin_via as via, last_checkin_at::text as at from agents where gaid = $1`, [gaid])).rows[0];
+    (await sqlOf(store).query<{ via: string | null; at: string | null }>(`select last_checkin_via as via, last_checkin_at::text as at from agents where gaid = $1`, [gaid])).rows[0];
 
   it('GET /ips?gaid= with a member key checks the agent in via feed', async () => {
     expect(await checkin('RMP-AGENT-ID-FEED1')).toEqual({ via: null, at: null });

@@ -6,12 +6,13 @@ import { eventBus, type PlatformEvent } from '../src/services/events.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 const s0 = (...orgs: Array<[number, number, number]>) => scoreV32(orgs.map(([orgTrust, confidence, events]) => ({ orgTrust, confidence, events }))).s0;
 
 /** Moves the feed clock past max(clock, now) so that pages include everything written so far. */
 async function bumpFeedClock(store: Store, seconds: number): Promise<number> {
-  const res = await store.db.query<{ ts: number }>('update feed_clock set ts = greatest(ts, floor(extract(epoch from now()))::bigint) + $1 where id = 1 returning ts', [seconds]);
+  const res = await sqlOf(store).query<{ ts: number }>('update feed_clock set ts = greatest(ts, floor(extract(epoch from now()))::bigint) + $1 where id = 1 returning ts', [seconds]);
   return res.rows[0]!.ts;
 }
 
@@ -101,7 +102,7 @@ describe.each(driverCases())('domains and URLs on $name', (driver) => {
       entry_ts: record.ts,
       decision: null,
     });
-    expect((await store.db.query("select count(*)::int as n from domain_indicators where value like '%bcher%'")).rows).toEqual([{ n: 1 }]);
+    expect((await sqlOf(store).query("select count(*)::int as n from domain_indicators where value like '%bcher%'")).rows).toEqual([{ n: 1 }]);
     expect((await get(acme.keys.reader, '/domains/xn--bcher-kva.example.')).json().domain).toBe('xn--bcher-kva.example');
   });
 
@@ -131,13 +132,13 @@ describe.each(driverCases())('domains and URLs on $name', (driver) => {
     // The repeat changed the score: the record is delivered again, anchored at a new ts.
     expect(repeat).toMatchObject({ ts: bumped, entry_ts: first.ts, total_reports: 2, total_members: 1, score: s0([0.9, 0.6, 2]), tags: ['late'] });
     // A repeat that leaves the score as it is (same confidence and, once saturated, same events) keeps the anchor.
-    await store.db.query(`update domain_reports set events = 1000000 where indicator_id = (select id from domain_indicators where value = 'anchor.example')`);
+    await sqlOf(store).query(`update domain_reports set events = 1000000 where indicator_id = (select id from domain_indicators where value = 'anchor.example')`);
     await send('POST', acme.keys.contributor, '/domains', { domain: 'anchor.example', confidence: 0.6 });
     const saturated = (await get(acme.keys.reader, '/domains/anchor.example')).json();
     await bumpFeedClock(store, 30);
     await send('POST', acme.keys.contributor, '/domains', { domain: 'anchor.example', confidence: 0.6 });
     expect((await get(acme.keys.reader, '/domains/anchor.example')).json()).toMatchObject({ ts: saturated.ts, score: saturated.score });
-    await store.db.query(`update domain_reports set events = 2 where indicator_id = (select id from domain_indicators where value = 'anchor.example')`);
+    await sqlOf(store).query(`update domain_reports set events = 2 where indicator_id = (select id from domain_indicators where value = 'anchor.example')`);
     const later = await bumpFeedClock(store, 30);
     await send('POST', globex.keys.contributor, '/domains', { domain: 'anchor.example', confidence: 1 });
     const res = await get(globex.keys.reader, '/domains/anchor.example?explain=yes');
@@ -170,7 +171,7 @@ describe.each(driverCases())('domains and URLs on $name', (driver) => {
     await send('POST', globex.keys.contributor, '/urls', { url: 'http://decided.example/x', confidence: 0.2 });
     await bumpFeedClock(store, 1);
     const heard: PlatformEvent[] = [];
-    const unsubscribe = await eventBus(store.db).subscribe((e) => heard.push(e));
+    const unsubscribe = await eventBus(sqlOf(store)).subscribe((e) => heard.push(e));
     for (const bad of [2, -2, 'x', 0.5]) {
       expect((await send('PUT', acme.keys.contributor, '/domains/decided.example', { decision: bad })).statusCode, String(bad)).toBe(400);
     }
@@ -222,7 +223,7 @@ describe.each(driverCases())('domains and URLs on $name', (driver) => {
       }
     }
     const slow = await seedOrg(store, { credits: 1000 });
-    await store.db.query("update organizations set delay = '100000' where id = $1", [slow.org.id]);
+    await sqlOf(store).query("update organizations set delay = '100000' where id = $1", [slow.org.id]);
     expect((await get(slow.keys.reader, '/domains?ts=0')).json().body).toEqual([]);
   });
 
@@ -273,7 +274,7 @@ describe.each(driverCases())('domains and URLs on $name', (driver) => {
     while ((await readPage(101)) > 0) expect(Date.now()).toBeLessThan(deadline);
 
     const final = new Map(
-      (await store.db.query<{ value: string; ts: number }>("select value, ts from domain_indicators where value like '%.concurrent.example'")).rows.map((r) => [r.value, r.ts]),
+      (await sqlOf(store).query<{ value: string; ts: number }>("select value, ts from domain_indicators where value like '%.concurrent.example'")).rows.map((r) => [r.value, r.ts]),
     );
     expect(written).toHaveLength(writers * perWriter + writers * (perWriter / 10));
     expect(new Set(seen.map((s) => s.domain))).toEqual(new Set(written));

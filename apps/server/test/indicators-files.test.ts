@@ -8,6 +8,7 @@ import { eventBus, type PlatformEvent } from '../src/services/events.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 const digests = (seed: string) => ({
   md5: createHash('md5').update(seed).digest('hex'),
@@ -23,7 +24,7 @@ const s0 = (...orgs: Array<[number, number, number]>) => scoreV32(orgs.map(([org
  * second (a writer may still take it), so tests bump it again before reading what they wrote.
  */
 async function bumpFeedClock(store: Store, seconds: number): Promise<number> {
-  const res = await store.db.query<{ ts: number }>('update feed_clock set ts = greatest(ts, floor(extract(epoch from now()))::bigint) + $1 where id = 1 returning ts', [seconds]);
+  const res = await sqlOf(store).query<{ ts: number }>('update feed_clock set ts = greatest(ts, floor(extract(epoch from now()))::bigint) + $1 where id = 1 returning ts', [seconds]);
   return res.rows[0]!.ts;
 }
 
@@ -145,7 +146,7 @@ describe.each(driverCases())('files on $name', (driver) => {
     for (const digest of [d.md5, d.sha1, d.sha256, d.md5.toUpperCase(), d.sha256.toLowerCase()]) {
       expect((await get(acme.keys.reader, `/files/${digest}`)).json().score).toBe(r3.score);
     }
-    expect((await store.db.query('select count(*)::int as n from file_indicators where md5 = $1', [Buffer.from(d.md5, 'hex')])).rows).toEqual([{ n: 1 }]);
+    expect((await sqlOf(store).query('select count(*)::int as n from file_indicators where md5 = $1', [Buffer.from(d.md5, 'hex')])).rows).toEqual([{ n: 1 }]);
   });
 
   it('refuses digests that contradict a known file with 409 and changes nothing', async () => {
@@ -207,7 +208,7 @@ describe.each(driverCases())('files on $name', (driver) => {
     await post(globex.keys.contributor, { sha256: d.sha256, md5: d.md5, file_type: 'application/pdf', confidence: 0.1 });
     await bumpFeedClock(store, 1);
     const heard: PlatformEvent[] = [];
-    const unsubscribe = await eventBus(store.db).subscribe((e) => heard.push(e));
+    const unsubscribe = await eventBus(sqlOf(store)).subscribe((e) => heard.push(e));
     for (const bad of [2, -2, '2', 'yes', null, 0.5]) {
       const res = await put(acme.keys.contributor, d.md5, bad);
       expect(res.statusCode, String(bad)).toBe(400);
@@ -260,7 +261,7 @@ describe.each(driverCases())('files on $name', (driver) => {
       const spec = { sha256: d.sha256.toUpperCase(), ts, type, name: `f${i % 5}.bin`, tags: i % 10 === 0 ? ['apt', `n${i}`] : [`n${i}`], confidence: i === 124 ? 1 : 0.2 };
       made.push(spec);
       expect((await post(acme.keys.contributor, { sha256: d.sha256, file_type: type, file_name: spec.name, tags: spec.tags, confidence: spec.confidence })).statusCode).toBe(200);
-      await store.db.query('update file_indicators set ts = $2 where sha256 = $1', [Buffer.from(d.sha256, 'hex'), ts]);
+      await sqlOf(store).query('update file_indicators set ts = $2 where sha256 = $1', [Buffer.from(d.sha256, 'hex'), ts]);
     }
     await bumpFeedClock(store, 10);
     const page = async (query: string) => {

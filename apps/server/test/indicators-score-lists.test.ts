@@ -5,6 +5,7 @@ import { scoreV32 } from '@rampart/scoring';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 const hex = (algo: string, seed: string) => createHash(algo).update(seed).digest('hex').toUpperCase();
 
@@ -109,7 +110,7 @@ describe.each(driverCases())('score lists of files, domains and URLs on $name', 
 
   it('pages at 10,000 lines with a signed cursor bound to the filters', async () => {
     const now = Math.floor(Date.now() / 1000);
-    await store.db.query(
+    await sqlOf(store).query(
       `insert into domain_indicators (value, score, ts, entry_ts, members, events)
        select 'p' || lpad(g::text, 5, '0') || '.paging.example', 500, $1, $1, 1, 1 from generate_series(1, 10005) g`,
       [now],

@@ -5,6 +5,7 @@ import { reanchoredScore } from '@rampart/scoring';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 describe.each(driverCases())('PUT /ips/{ip} (decision only) on $name', (driver) => {
   let store: Store;
@@ -54,7 +55,7 @@ describe.each(driverCases())('PUT /ips/{ip} (decision only) on $name', (driver) 
     const cleared = (await lookup('45.77.113.9', acme.keys.reader))!;
     expect(cleared.ts).toBeGreaterThan(whitelisted.ts);
     expect(cleared).toMatchObject({ decision: null, ttl: null });
-    const counts = await store.db.query<{ n: number }>(`select count(*)::int as n from ipv4_reports r join ipv4_indicators i on i.id = r.indicator_id where i.network = '45.77.113.9/32'`);
+    const counts = await sqlOf(store).query<{ n: number }>(`select count(*)::int as n from ipv4_reports r join ipv4_indicators i on i.id = r.indicator_id where i.network = '45.77.113.9/32'`);
     expect(counts.rows[0]!.n).toBe(1);
   });
 

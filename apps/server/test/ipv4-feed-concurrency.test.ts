@@ -5,6 +5,7 @@ import { IPV4_FEED_LOCK_CLASS } from '../src/store/ipv4.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 /**
  * decisions.md, Compatibility: a client that follows `next_ts` from 0 while others write must
@@ -22,7 +23,7 @@ describe.each(driverCases())('IPv4 feed under concurrent writers on $name', (dri
     store = await driver.open();
     if (process.env.DATABASE_URL && driver.name === 'postgres') {
       const u = new URL(process.env.DATABASE_URL);
-      u.pathname = `/${(await store.db.query<{ d: string }>('select current_database() as d')).rows[0]!.d}`;
+      u.pathname = `/${(await sqlOf(store).query<{ d: string }>('select current_database() as d')).rows[0]!.d}`;
       url = u.toString();
     }
     app = await testApp(store, { rateLimitPerMinute: 1_000_000 });
@@ -77,7 +78,7 @@ describe.each(driverCases())('IPv4 feed under concurrent writers on $name', (dri
     await allWritten;
 
     // Writers are done; walk until the reader has reached the last ts the store holds.
-    const final = await store.db.query<{ ip: string; ts: number; gid: string }>(
+    const final = await sqlOf(store).query<{ ip: string; ts: number; gid: string }>(
       `select host(network) as ip, ts, gid from ipv4_indicators order by ts, id`,
     );
     const lastTs = final.rows.at(-1)!.ts;
@@ -109,14 +110,14 @@ describe.each(driverCases())('IPv4 feed under concurrent writers on $name', (dri
     const feed = async (ts: number) => (await app.inject({ url: `/api/v1/ips?ts=${ts}&page_size=1000`, headers: { authorization: reader } })).json() as { header: { next_ts: number }; body: Array<{ ip: string }> };
     const base = now - 30;
     const mine = (page: { body: Array<{ ip: string }> }) => page.body.map((r) => r.ip).filter((ip) => ip.startsWith('198.20.'));
-    await insert(store.db, 'RMP-RULE-GID-HORIZON1', '198.20.0.1', base + 1);
+    await insert(sqlOf(store), 'RMP-RULE-GID-HORIZON1', '198.20.0.1', base + 1);
     const writer = new pg.Client({ connectionString: url! });
     await writer.connect();
     try {
       await writer.query('begin');
       await writer.query('select pg_advisory_xact_lock_shared($1::bigint * 4294967296 + $2)', [IPV4_FEED_LOCK_CLASS, base + 2]);
       await insert(writer, 'RMP-RULE-GID-HORIZON2', '198.20.0.2', base + 2);
-      await insert(store.db, 'RMP-RULE-GID-HORIZON3', '198.20.0.3', base + 3);
+      await insert(sqlOf(store), 'RMP-RULE-GID-HORIZON3', '198.20.0.3', base + 3);
       const before = await feed(base);
       expect(mine(before)).toEqual(['198.20.0.1']);
       expect(before.header.next_ts).toBeLessThan(base + 2);

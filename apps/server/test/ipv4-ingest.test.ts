@@ -8,6 +8,7 @@ import type { Store } from '../src/store/index.ts';
 import { ingestIpv4Batch, type Ipv4ReportItem } from '../src/store/ipv4-ingest.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 describe.each(driverCases())('ingestIpv4Batch on $name', (driver) => {
   let store: Store;
@@ -39,7 +40,7 @@ describe.each(driverCases())('ingestIpv4Batch on $name', (driver) => {
   it('merges one batch per indicator and organization, refuses reserved items alone, and takes the feed clock once', async () => {
     const clockBefore = Math.floor(Date.now() / 1000);
     const result = await ingestIpv4Batch(
-      store.db,
+      sqlOf(store),
       [
         item(a, '192.0.2.5/32', { confidence: 0.2, notes: 'first' }),
         item(b, '192.0.2.5/32'),
@@ -62,7 +63,7 @@ describe.each(driverCases())('ingestIpv4Batch on $name', (driver) => {
       ].sort((x, y) => (x[0] as number) - (y[0] as number)),
     );
 
-    const row = (await store.db.query<{ score: number; members: number; events: number; sources: string[]; notes: string[]; ts: number }>(
+    const row = (await sqlOf(store).query<{ score: number; members: number; events: number; sources: string[]; notes: string[]; ts: number }>(
       `select score, members, events, sources, notes, ts from ipv4_indicators where network = '192.0.2.5/32'`,
     )).rows[0]!;
     expect(row).toEqual({
@@ -73,48 +74,48 @@ describe.each(driverCases())('ingestIpv4Batch on $name', (driver) => {
       notes: ['first', 'second'],
       ts: result.feedTs,
     });
-    const reports = await store.db.query(`select r.org_id, r.confidence, r.events, r.first_ts, r.sources from ipv4_reports r join ipv4_indicators i on i.id = r.indicator_id where i.network = '192.0.2.5/32'`);
+    const reports = await sqlOf(store).query(`select r.org_id, r.confidence, r.events, r.first_ts, r.sources from ipv4_reports r join ipv4_indicators i on i.id = r.indicator_id where i.network = '192.0.2.5/32'`);
     expect(reports.rows).toEqual([{ org_id: a.org.id, confidence: 0.6, events: 2, first_ts: 1_700_000_000, sources: ['other', 'src'] }]);
-    expect((await store.db.query(`select 1 from ipv4_indicators where network = '198.51.100.0/24'`)).rows).toEqual([]);
+    expect((await sqlOf(store).query(`select 1 from ipv4_indicators where network = '198.51.100.0/24'`)).rows).toEqual([]);
   });
 
   it('moves the anchor for a new organization and for a changed score, and keeps it on a repeat that changes nothing', async () => {
-    const first = await ingestIpv4Batch(store.db, [item(a, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_000);
+    const first = await ingestIpv4Batch(sqlOf(store), [item(a, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_000);
     expect(first.outcomes[0]).toMatchObject({ status: 'stored', created: true, indicatorTs: first.feedTs });
     // Age the indicator by 100 s, as if it had been reported earlier.
     const aged = first.feedTs! - 100;
-    await store.db.query(`update ipv4_indicators set ts = $1 where network = '203.0.113.9/32'`, [aged]);
+    await sqlOf(store).query(`update ipv4_indicators set ts = $1 where network = '203.0.113.9/32'`, [aged]);
     // A repeat raises the score (events 1 -> 2): the record is delivered again, re-anchored.
-    const raised = await ingestIpv4Batch(store.db, [item(a, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_100);
+    const raised = await ingestIpv4Batch(sqlOf(store), [item(a, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_100);
     expect(raised.feedTs).toBeGreaterThanOrEqual(first.feedTs!);
     expect(raised.outcomes[0]).toEqual({ status: 'stored', created: false, indicatorTs: raised.feedTs });
     // Saturate the organization's events: its repeats no longer change the score.
-    const id = (await store.db.query<{ id: number }>(`select id from ipv4_indicators where network = '203.0.113.9/32'`)).rows[0]!.id;
-    await store.db.query(`update ipv4_reports set events = 1000000 where indicator_id = $1`, [id]);
-    const saturated = await ingestIpv4Batch(store.db, [item(a, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_150);
-    const settled = (await store.db.query<{ ts: number; score: number }>(`select ts, score from ipv4_indicators where id = $1`, [id])).rows[0]!;
-    await store.db.query(`update ipv4_indicators set ts = $1 where id = $2`, [aged, id]);
-    const repeat = await ingestIpv4Batch(store.db, [item(a, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_160);
+    const id = (await sqlOf(store).query<{ id: number }>(`select id from ipv4_indicators where network = '203.0.113.9/32'`)).rows[0]!.id;
+    await sqlOf(store).query(`update ipv4_reports set events = 1000000 where indicator_id = $1`, [id]);
+    const saturated = await ingestIpv4Batch(sqlOf(store), [item(a, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_150);
+    const settled = (await sqlOf(store).query<{ ts: number; score: number }>(`select ts, score from ipv4_indicators where id = $1`, [id])).rows[0]!;
+    await sqlOf(store).query(`update ipv4_indicators set ts = $1 where id = $2`, [aged, id]);
+    const repeat = await ingestIpv4Batch(sqlOf(store), [item(a, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_160);
     expect(saturated.feedTs).not.toBeNull();
     expect(repeat.feedTs).toBeNull();
     expect(repeat.outcomes[0]).toEqual({ status: 'stored', created: false, indicatorTs: aged });
-    expect((await store.db.query<{ score: number }>(`select score from ipv4_indicators where id = $1`, [id])).rows[0]!.score).toBe(settled.score);
-    const other = await ingestIpv4Batch(store.db, [item(b, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_200);
+    expect((await sqlOf(store).query<{ score: number }>(`select score from ipv4_indicators where id = $1`, [id])).rows[0]!.score).toBe(settled.score);
+    const other = await ingestIpv4Batch(sqlOf(store), [item(b, '203.0.113.9/32')], V32_INGEST_RULES, 1_700_000_200);
     expect(other.feedTs).toBeGreaterThanOrEqual(first.feedTs!);
     expect(other.outcomes[0]).toEqual({ status: 'stored', created: false, indicatorTs: other.feedTs });
   });
 
   it.skipIf(driver.name !== 'postgres')('scores with the reporters committed while the batch waited for the row lock', async () => {
     const c = await seedOrg(store, { trust: 0.6 });
-    await ingestIpv4Batch(store.db, [item(a, '203.0.113.77/32')], V32_INGEST_RULES, 1_700_000_000);
-    const id = (await store.db.query<{ id: number }>(`select id from ipv4_indicators where network = '203.0.113.77/32'`)).rows[0]!.id;
+    await ingestIpv4Batch(sqlOf(store), [item(a, '203.0.113.77/32')], V32_INGEST_RULES, 1_700_000_000);
+    const id = (await sqlOf(store).query<{ id: number }>(`select id from ipv4_indicators where network = '203.0.113.77/32'`)).rows[0]!.id;
     let batch: Promise<unknown> = Promise.resolve();
-    await store.db.transaction(async (tx) => {
+    await sqlOf(store).transaction(async (tx) => {
       // Another writer holds the row: the batch's first statement takes its snapshot, then waits.
       await tx.query(`select 1 from ipv4_indicators where id = $1 for update`, [id]);
-      batch = ingestIpv4Batch(store.db, [item(b, '203.0.113.77/32')], V32_INGEST_RULES, 1_700_000_100);
+      batch = ingestIpv4Batch(sqlOf(store), [item(b, '203.0.113.77/32')], V32_INGEST_RULES, 1_700_000_100);
       for (let waited = 0; ; waited++) {
-        const waiting = await store.db.query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+        const waiting = await sqlOf(store).query(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
         if (waiting.rowCount > 0) break;
         if (waited > 500) throw new Error('the batch never waited for the row lock');
         await new Promise((r) => setTimeout(r, 10));
@@ -124,7 +125,7 @@ describe.each(driverCases())('ingestIpv4Batch on $name', (driver) => {
       await tx.query(`update ipv4_indicators set members = 2 where id = $1`, [id]);
     });
     await batch;
-    const row = (await store.db.query<{ score: number; members: number }>(`select score, members from ipv4_indicators where id = $1`, [id])).rows[0]!;
+    const row = (await sqlOf(store).query<{ score: number; members: number }>(`select score, members from ipv4_indicators where id = $1`, [id])).rows[0]!;
     expect(row).toEqual({
       members: 3,
       score: scoreV32([
@@ -136,7 +137,7 @@ describe.each(driverCases())('ingestIpv4Batch on $name', (driver) => {
   });
 
   it('ReportBatcher settles each report on its own when a batch fails, so one bad report cannot fail the others', async () => {
-    const batcher = new ReportBatcher({ db: store.db, events: eventBus(store.db), log: pino({ level: 'silent' }), maxInFlight: 1 });
+    const batcher = new ReportBatcher({ ingest: store.ipv4Ingest, events: eventBus(sqlOf(store)), log: pino({ level: 'silent' }), maxInFlight: 1 });
     // The first submit runs alone; the next three queue behind it and form one batch.
     const results = await Promise.allSettled([
       batcher.submit(item(a, '203.0.113.50/32')),
@@ -145,13 +146,13 @@ describe.each(driverCases())('ingestIpv4Batch on $name', (driver) => {
       batcher.submit(item(b, '203.0.113.51/32')),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
-    const row = (await store.db.query<{ members: number }>(`select members from ipv4_indicators where network = '203.0.113.51/32'`)).rows[0];
+    const row = (await sqlOf(store).query<{ members: number }>(`select members from ipv4_indicators where network = '203.0.113.51/32'`)).rows[0];
     expect(row).toEqual({ members: 2 });
   });
 
   it('ReportBatcher times each committed batch: its size and begin, lock, write and commit, which add up to its time', async () => {
     const timings: BatchTiming[] = [];
-    const batcher = new ReportBatcher({ db: store.db, events: eventBus(store.db), log: pino({ level: 'silent' }), maxInFlight: 1, observe: (t) => timings.push(t) });
+    const batcher = new ReportBatcher({ ingest: store.ipv4Ingest, events: eventBus(sqlOf(store)), log: pino({ level: 'silent' }), maxInFlight: 1, observe: (t) => timings.push(t) });
     const started = performance.now();
     // The first submit runs alone; the next three queue behind it and form one batch.
     await Promise.all(['203.0.113.60/32', '203.0.113.61/32', '203.0.113.62/32', '203.0.113.63/32'].map((n) => batcher.submit(item(a, n))));

@@ -7,6 +7,7 @@ import { ipv4ListFilter, reservedRangeOf, type Ipv4Policy } from '../src/service
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 const HOUR = 3600;
 
@@ -48,13 +49,13 @@ describe.each(driverCases())('IPv4 decisions, look-ups and lists on $name', (dri
     await store.settings.replaceOrganization(acme.org.id, () => OrganizationConfig.parse({ reserved_ips: policy.reserved, blocking_roule: policy.rule }), 'test');
     for (const [i, s] of seeds.entries()) {
       const network = s.ip.includes('/') ? s.ip : `${s.ip}/32`;
-      await store.db.query(
+      await sqlOf(store).query(
         `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, members, events, sources)
          values ($1, $2::cidr, $3, $4, $5, $5, 1, $6, $7)`,
         [`RMP-RULE-GID-SEED${i}`, network, s.ip.includes('/'), s.score, now - s.age, i + 1, s.sources ?? []],
       );
       if (s.decision) {
-        await store.db.query('insert into ipv4_decisions (org_id, network, decision, ttl) values ($1, $2::cidr, $3, $4)', [
+        await sqlOf(store).query('insert into ipv4_decisions (org_id, network, decision, ttl) values ($1, $2::cidr, $3, $4)', [
           acme.org.id,
           s.decision.network ?? network,
           s.decision.value,
@@ -135,11 +136,11 @@ describe.each(driverCases())('IPv4 decisions, look-ups and lists on $name', (dri
   });
 
   it('/ipv4 format=LIST separates the same addresses with commas and records agid/plugin as a check-in', async () => {
-    await store.db.query(`insert into agents (org_id, gaid, document) values ($1, 'RMP-AGENT-ID-LISTS1', '{}'::jsonb)`, [acme.org.id]);
+    await sqlOf(store).query(`insert into agents (org_id, gaid, document) values ($1, 'RMP-AGENT-ID-LISTS1', '{}'::jsonb)`, [acme.org.id]);
     const lines = (await get(acme.keys.reader, '/ipv4/100')).body.trimEnd().split('\n');
     const list = await get(acme.keys.reader, '/ipv4/100?format=LIST&agid=RMP-AGENT-ID-LISTS1&plugin=nftables');
     expect(list.body).toBe(lines.join(','));
-    const agent = await store.db.query<{ via: string; plugin: string }>(`select last_checkin_via as via, last_plugin as plugin from agents where gaid = 'RMP-AGENT-ID-LISTS1'`);
+    const agent = await sqlOf(store).query<{ via: string; plugin: string }>(`select last_checkin_via as via, last_plugin as plugin from agents where gaid = 'RMP-AGENT-ID-LISTS1'`);
     expect(agent.rows[0]).toEqual({ via: 'ipv4', plugin: 'nftables' });
   });
 
@@ -147,12 +148,12 @@ describe.each(driverCases())('IPv4 decisions, look-ups and lists on $name', (dri
     const first = await get(acme.keys.reader, '/ipv4/100');
     const etag = first.headers.etag as string;
     expect((await get(acme.keys.reader, '/ipv4/100', { 'if-none-match': etag })).statusCode).toBe(304);
-    await store.db.query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-ETAG', '100.64.9.9/32', false, 900, $1, $1)`, [now]);
+    await sqlOf(store).query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-ETAG', '100.64.9.9/32', false, 900, $1, $1)`, [now]);
     const changed = await get(acme.keys.reader, '/ipv4/100', { 'if-none-match': etag });
     expect(changed.statusCode).toBe(200);
     expect(changed.body.split('\n')).toContain('100.64.9.9');
     expect(changed.headers.etag).not.toBe(etag);
-    await store.db.query(`delete from ipv4_indicators where gid = 'RMP-RULE-GID-ETAG'`);
+    await sqlOf(store).query(`delete from ipv4_indicators where gid = 'RMP-RULE-GID-ETAG'`);
   });
 
   it('/flat accepts 2 and 999, refuses 1, 1000 and list values other than YES/NO', async () => {
@@ -172,7 +173,7 @@ describe.each(driverCases())('IPv4 decisions, look-ups and lists on $name', (dri
     const enrichment = createEnrichment();
     const cdnRecord = enrichment.cdnList().records.find((r) => r.addresses.some((a) => /^\d+\.\d+\.\d+\.\d+\/(2[4-9]|3[0-2])$/.test(a)))!;
     const cdnIp = cdnRecord.addresses.find((a) => /^\d+\.\d+\.\d+\.\d+\/(2[4-9]|3[0-2])$/.test(a))!.split('/')[0]!;
-    await store.db.query(
+    await sqlOf(store).query(
       `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, members, events, ip_info)
        values ('RMP-RULE-GID-FLAT1', $1::cidr, false, 800, $2, $2, 3, 7, null), ('RMP-RULE-GID-FLAT2', '192.0.2.200/32', false, 700, $2, $2, 2, 4, $3)`,
       [`${cdnIp}/32`, now, JSON.stringify({ as_name: 'Example, "Quoted" AS', asn: 'AS64500' })],
@@ -201,7 +202,7 @@ describe.each(driverCases())('IPv4 decisions, look-ups and lists on $name', (dri
       expect(list.body).toBe(lines.slice(1).map((l) => l.split(',')[0]).join(','));
       expect(list.headers.next_page).toBeUndefined();
     } finally {
-      await store.db.query(`delete from ipv4_indicators where gid like 'RMP-RULE-GID-FLAT%'`);
+      await sqlOf(store).query(`delete from ipv4_indicators where gid like 'RMP-RULE-GID-FLAT%'`);
     }
   });
 
@@ -292,7 +293,7 @@ describe.each(driverCases())('IPv4 list pagination on $name', (driver) => {
     app = await testApp(store);
     org = await seedOrg(store, { credits: 100_000 });
     const now = Math.floor(Date.now() / 1000);
-    await store.db.query(
+    await sqlOf(store).query(
       `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts)
        select 'RMP-RULE-GID-P' || g, ('10.' || (g / 65536) || '.' || ((g / 256) % 256) || '.' || (g % 256) || '/32')::cidr, false, 900, $1, $1
        from generate_series(1, $2::integer) as g`,

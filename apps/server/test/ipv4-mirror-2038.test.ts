@@ -2,10 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
-import type { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
+import type { Ipv4Mirror } from '../src/services/ipv4-mirror/index.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, type TestOrg, startMirrorApp } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 /** 2040-01-01T00:00:00Z: past 2038-01-19, where seconds stop fitting a signed 32-bit integer. */
 const AFTER_2038 = 2_208_988_800;
@@ -28,7 +29,7 @@ describe.each(driverCases())('IPv4 list mirror after 2038 on $name', (driver) =>
     sqlApp = await buildApp({ config, store, ipv4Mirror: null });
     org = await seedOrg(store, { credits: 1_000_000 });
     for (const [k, network, score, age] of [[1, '45.77.1.2/32', 900, 0], [2, '45.77.2.0/24', 500, 3600], [3, '203.0.114.9/32', 200, 60]] as const) {
-      await store.db.query(
+      await sqlOf(store).query(
         `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ($1, $2::cidr, $3, $4, $5, $5)`,
         [`RMP-RULE-GID-Y2038-${k}`, network, !network.endsWith('/32'), score, AFTER_2038 + 3600 - age],
       );

@@ -4,10 +4,11 @@ import { OrganizationConfig } from '@rampart/contracts';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
 import { createEnrichment } from '../src/services/enrichment.ts';
-import { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
+import { Ipv4Mirror } from '../src/services/ipv4-mirror/index.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, type TestOrg, startMirrorApp } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 const HOUR = 3600;
 /** Rows seeded: more than a page of 10,000, so the lists page. */
@@ -51,7 +52,7 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
     other = await seedOrg(store, { credits: 1_000_000 });
     await store.settings.replaceOrganization(acme.org.id, () => OrganizationConfig.parse({ reserved_ips: ['10.0.1.0/24', '10.0.3.7/32'] }), 'test');
     // Deterministic variety: every score, ages from fresh to long decayed, /32s and networks, AS facts on a third.
-    await store.db.query(
+    await sqlOf(store).query(
       `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, members, events, ip_info)
        select 'RMP-RULE-GID-M' || g,
          case when g % 97 = 0 then ('10.' || (50 + g / 4096) || '.' || ((g / 16) % 256) || '.0/' || (24 + g % 5))::cidr
@@ -61,7 +62,7 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
        from generate_series(1, $3::integer) as g`,
       [now, HOUR, ROWS],
     );
-    await store.db.query(
+    await sqlOf(store).query(
       `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, members, events, ip_info)
        select 'RMP-RULE-GID-P' || g, ('0.0.0.0'::inet + ((g::bigint * 2654435761) % 4294967296))::cidr, false,
          1 + (g * 7919) % 1000, $1 - (g * 104729) % (2000 * $2), $1, 1 + g % 5, 1 + g % 9, '{}'::jsonb
@@ -69,14 +70,14 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
       [now, HOUR, SPREAD],
     );
     for (const [k, [network, info]] of PUBLIC.entries()) {
-      await store.db.query(
+      await sqlOf(store).query(
         `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, ip_info) values ($1, $2::cidr, $3, 900, $4, $4, $5::jsonb)`,
         [`RMP-RULE-GID-PUB${k}`, network, !network.endsWith('/32'), now, JSON.stringify(info)],
       );
     }
-    seeded = (await store.db.query<{ n: number }>('select count(*)::integer as n from ipv4_indicators')).rows[0]!.n;
+    seeded = (await sqlOf(store).query<{ n: number }>('select count(*)::integer as n from ipv4_indicators')).rows[0]!.n;
     const decide = (network: string, decision: number, ttl: number | null) =>
-      store.db.query('insert into ipv4_decisions (org_id, network, decision, ttl) values ($1, $2::cidr, $3, $4)', [acme.org.id, network, decision, ttl]);
+      sqlOf(store).query('insert into ipv4_decisions (org_id, network, decision, ttl) values ($1, $2::cidr, $3, $4)', [acme.org.id, network, decision, ttl]);
     await decide('10.0.0.5/32', 1, now + 86_400);
     await decide('10.0.0.6/32', 1, now - 10);
     await decide('10.0.0.7/32', 0, null);
@@ -167,9 +168,9 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
     await put('10.0.0.9', { decision: 1, ttl: now + 3600 });
     await put('10.0.4.0/24', { decision: -1 });
     // Straight in the database, as another replica would: a row moved, a new network, a decision.
-    await store.db.query(`update ipv4_indicators set score = 1000, ts = $1, updated_at = now() where network = '10.0.0.33/32'`, [now]);
-    await store.db.query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-MNEW', '198.51.100.0/24', true, 900, $1, $1)`, [now]);
-    await store.db.query(`insert into ipv4_decisions (org_id, network, decision, ttl) values ($1, '198.51.100.0/23', 0, null)`, [acme.org.id]);
+    await sqlOf(store).query(`update ipv4_indicators set score = 1000, ts = $1, updated_at = now() where network = '10.0.0.33/32'`, [now]);
+    await sqlOf(store).query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-MNEW', '198.51.100.0/24', true, 900, $1, $1)`, [now]);
+    await sqlOf(store).query(`insert into ipv4_decisions (org_id, network, decision, ttl) values ($1, '198.51.100.0/23', 0, null)`, [acme.org.id]);
 
     const after = await mirrorApp.inject({ url: '/api/v1/ipv4/1', headers: { authorization: acme.keys.reader } });
     expect(after.headers.etag).not.toBe(before.headers.etag);
@@ -186,7 +187,7 @@ describe.each(driverCases())('IPv4 list mirror on $name', (driver) => {
   });
 
   it.each(['/ipv4/1', '/ipv4/1?format=LIST', '/flat/2?list=YES'])('%s reads the page bounds from SQL when the mirror stops being ready after the request chose it', async (path) => {
-    const own = new Ipv4Mirror(store.db, createEnrichment());
+    const own = new Ipv4Mirror(store.ipv4Mirror, createEnrichment());
     const ownApp = await buildApp({ config: testConfig({ authCacheSeconds: 0 }), store, ipv4Mirror: own });
     await ownApp.ready();
     await own.start();

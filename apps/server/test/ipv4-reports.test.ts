@@ -7,6 +7,7 @@ import { eventBus, type PlatformEvent } from '../src/services/events.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 interface Held {
   id: number;
@@ -43,7 +44,7 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
     app.inject({ method: 'POST', url: `/api/v1/ips${query}`, headers: { authorization: key }, payload });
 
   async function held(network: string): Promise<Held | undefined> {
-    const res = await store.db.query<Held>(
+    const res = await sqlOf(store).query<Held>(
       'select id, score, ts, entry_ts, members, events, sources, notes, is_network from ipv4_indicators where network = $1::cidr',
       [network],
     );
@@ -51,7 +52,7 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
   }
 
   async function reportRow(network: string, orgId: number) {
-    const res = await store.db.query<{ confidence: number; events: number }>(
+    const res = await sqlOf(store).query<{ confidence: number; events: number }>(
       'select r.confidence, r.events from ipv4_reports r join ipv4_indicators i on i.id = r.indicator_id where i.network = $1::cidr and r.org_id = $2',
       [network, orgId],
     );
@@ -88,7 +89,7 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
     // The score changed, so every follower must receive the record again (decisions.md).
     expect(after.ts).toBeGreaterThan(before.ts);
     expect(after.score).toBe(scoreV32([{ orgTrust: 0.9, confidence: 0.5, events: 2 }]).s0);
-    const count = await store.db.query<{ n: number }>('select count(*)::int as n from ipv4_reports where org_id = $1', [a.org.id]);
+    const count = await sqlOf(store).query<{ n: number }>('select count(*)::int as n from ipv4_reports where org_id = $1', [a.org.id]);
     expect(count.rows[0]!.n).toBe(1);
   });
 
@@ -157,7 +158,7 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
 
   it('refuses an address inside the organization\'s reserved_ips with 403 and the reason, and changes nothing', async () => {
     await store.settings.replaceOrganization(c.org.id, () => OrganizationConfig.parse({ reserved_ips: ['11.20.3.0/24', '172.15.5.5'] }), 'test');
-    const decisionsBefore = await store.db.query('select * from ipv4_decisions where org_id = $1', [c.org.id]);
+    const decisionsBefore = await sqlOf(store).query('select * from ipv4_decisions where org_id = $1', [c.org.id]);
     for (const ip of ['11.20.3.4', '172.15.5.5', '11.20.0.0/16', '172.15.5.0/24']) {
       const res = await report(c.keys.contributor, { ip, confidence: 1, source: 's', decision: 1 });
       expect(res.statusCode).toBe(403);
@@ -168,7 +169,7 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
       expect(['11.20.3.0/24', '172.15.5.5']).toContain(problem.reserved_range);
       expect(await held(ip.includes('/') ? ip : `${ip}/32`)).toBeUndefined();
     }
-    expect((await store.db.query('select * from ipv4_decisions where org_id = $1', [c.org.id])).rows).toEqual(decisionsBefore.rows);
+    expect((await sqlOf(store).query('select * from ipv4_decisions where org_id = $1', [c.org.id])).rows).toEqual(decisionsBefore.rows);
     // Another organization may report the same address: the reservation is c's alone.
     expect((await report(a.keys.contributor, { ip: '11.20.3.4', confidence: 1, source: 's' })).statusCode).toBe(201);
   });
@@ -177,7 +178,7 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
     const ttl = Math.floor(Date.now() / 1000) + 3600;
     expect((await report(b.keys.contributor, { ip: '193.0.2.50', confidence: 1, source: 's', decision: 1, ttl })).statusCode).toBe(201);
     const decision = async () =>
-      (await store.db.query<{ decision: number; ttl: number | null }>('select decision, ttl from ipv4_decisions where org_id = $1 and network = $2::cidr', [b.org.id, '193.0.2.50/32'])).rows[0];
+      (await sqlOf(store).query<{ decision: number; ttl: number | null }>('select decision, ttl from ipv4_decisions where org_id = $1 and network = $2::cidr', [b.org.id, '193.0.2.50/32'])).rows[0];
     expect(await decision()).toEqual({ decision: 1, ttl });
     await report(b.keys.contributor, { ip: '193.0.2.50', confidence: 1, source: 's' });
     expect(await decision()).toEqual({ decision: 1, ttl });
@@ -190,9 +191,9 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
   });
 
   it('counts a report with ?gaid= as that agent\'s check-in', async () => {
-    await store.db.query(`insert into agents (org_id, gaid, document) values ($1, 'RMP-AGENT-ID-IPV4TEST1', '{}'::jsonb)`, [a.org.id]);
+    await sqlOf(store).query(`insert into agents (org_id, gaid, document) values ($1, 'RMP-AGENT-ID-IPV4TEST1', '{}'::jsonb)`, [a.org.id]);
     expect((await report(a.keys.contributor, { ip: '193.0.2.60', confidence: 1, source: 's', lid: 'x' }, '?gaid=RMP-AGENT-ID-IPV4TEST1')).statusCode).toBe(201);
-    const agent = await store.db.query<{ via: string | null; at: string | null }>(
+    const agent = await sqlOf(store).query<{ via: string | null; at: string | null }>(
       `select last_checkin_via as via, last_checkin_at::text as at from agents where gaid = 'RMP-AGENT-ID-IPV4TEST1'`,
     );
     expect(agent.rows[0]!.via).toBe('ipv4');
@@ -232,7 +233,7 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
 
   it('publishes feed_changed and decision_changed after the commit', async () => {
     const events: PlatformEvent[] = [];
-    const unsubscribe = await eventBus(store.db).subscribe((e) => events.push(e));
+    const unsubscribe = await eventBus(sqlOf(store)).subscribe((e) => events.push(e));
     try {
       const ttl = Math.floor(Date.now() / 1000) + 600;
       expect((await report(b.keys.contributor, { ip: '193.0.2.77', confidence: 1, source: 's', decision: 1, ttl })).statusCode).toBe(201);

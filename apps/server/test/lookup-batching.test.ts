@@ -7,6 +7,7 @@ import { FileLookup } from '../src/store/file-lookup.ts';
 import { Ipv4Lookup } from '../src/store/ipv4-lookup.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 /** Counts the statements of a name sent through `db` and the keys (first array's length) of each. */
 function countStatements(db: Db, name: string): { batches: number[] } {
@@ -46,7 +47,7 @@ describe.each(driverCases())('batched look-ups on $name', (driver) => {
 
   beforeAll(async () => {
     store = await driver.open();
-    holdingBatches = countStatements(store.db, 'rampart_ipv4_holding_many');
+    holdingBatches = countStatements(sqlOf(store), 'rampart_ipv4_holding_many');
     app = await testApp(store);
     acme = await seedOrg(store, { name: 'Batch Acme', trust: 0.9, credits: 100_000 });
     globex = await seedOrg(store, { name: 'Batch Globex', trust: 0.6, credits: 100_000 });
@@ -99,7 +100,7 @@ describe.each(driverCases())('batched look-ups on $name', (driver) => {
     await report('45.19.1.7');
     await decide('45.19.1.7', acme.keys.contributor, { decision: 1 });
     await decide('45.19.1.0/24', globex.keys.contributor, { decision: 0 });
-    const lookups = new Ipv4Lookup(store.db);
+    const lookups = new Ipv4Lookup(sqlOf(store));
     const orgs = [acme.org.id, globex.org.id, initech.org.id];
     const before = holdingBatches.batches.length;
     const rows = await Promise.all(Array.from({ length: 30 }, (_, n) => lookups.holding(orgs[n % 3]!, '45.19.1.7')));
@@ -116,7 +117,7 @@ describe.each(driverCases())('batched look-ups on $name', (driver) => {
   });
 
   it('never answers a look-up from before a write acknowledged ahead of it', async () => {
-    const lookups = new Ipv4Lookup(store.db, { maxInFlight: 1 });
+    const lookups = new Ipv4Lookup(sqlOf(store), { maxInFlight: 1 });
     const ip = '45.19.2.9';
     for (let round = 0; round < 3; round++) {
       const early = Array.from({ length: 10 }, () => lookups.holding(acme.org.id, ip));
@@ -186,7 +187,7 @@ describe.each(driverCases())('batched look-ups on $name', (driver) => {
     });
 
     it('gives each organization its own decision in one batch and never answers from before an acknowledged write', async () => {
-      const lookups = new FileLookup(store.db, { maxInFlight: 1 });
+      const lookups = new FileLookup(sqlOf(store), { maxInFlight: 1 });
       const d = digests('batch-later');
       const early = Array.from({ length: 10 }, () => lookups.lookup(acme.org.id, d.sha256, true));
       await new Promise((resolve) => setImmediate(resolve));

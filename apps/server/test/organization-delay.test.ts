@@ -3,10 +3,11 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
-import type { Ipv4Mirror } from '../src/services/ipv4-mirror.ts';
+import type { Ipv4Mirror } from '../src/services/ipv4-mirror/index.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, type TestOrg, startMirrorApp } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 /*
  * An organization's `delay` applies to every read path, by one rule (`visibleUpTo`): a record
@@ -34,7 +35,7 @@ describe.each(driverCases())('an organization delay hides new records on every r
     ({ app: mirrorApp, mirror } = await startMirrorApp(store, config));
     reporter = await seedOrg(store, { trust: 1, credits: 100_000 });
     delayed = await seedOrg(store, { trust: 1, credits: 100_000 });
-    await store.db.query('update organizations set delay = $1 where id = $2', [String(DELAY), delayed.org.id]);
+    await sqlOf(store).query('update organizations set delay = $1 where id = $2', [String(DELAY), delayed.org.id]);
   }, 240_000);
   afterAll(async () => {
     vi.useRealTimers();

@@ -5,6 +5,7 @@ import { liveScore } from '@rampart/scoring';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 describe.each(driverCases())('GET /overview on $name', (driver) => {
   let store: Store;
@@ -27,14 +28,14 @@ describe.each(driverCases())('GET /overview on $name', (driver) => {
     acme = await seedOrg(store, { credits: 7, name: 'Overview Acme' });
     other = await seedOrg(store, { name: 'Overview Other' });
     for (const [i, [network, score, age]] of held.entries()) {
-      const row = await store.db.query<{ id: number }>(
+      const row = await sqlOf(store).query<{ id: number }>(
         `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ($1, $2::cidr, $3, $4, $5, $5) returning id`,
         [`RMP-RULE-GID-OV${i}`, network, network.includes('/'), score, now - age],
       );
       // acme reported the first three: two within the last day; other reported them all.
       const id = row.rows[0]!.id;
-      if (i < 3) await store.db.query('insert into ipv4_reports (indicator_id, org_id, confidence, first_ts, last_ts) values ($1, $2, 1, $3, $3)', [id, acme.org.id, i < 2 ? now - 60 : now - 90_000]);
-      await store.db.query('insert into ipv4_reports (indicator_id, org_id, confidence, first_ts, last_ts) values ($1, $2, 1, $3, $3)', [id, other.org.id, now]);
+      if (i < 3) await sqlOf(store).query('insert into ipv4_reports (indicator_id, org_id, confidence, first_ts, last_ts) values ($1, $2, 1, $3, $3)', [id, acme.org.id, i < 2 ? now - 60 : now - 90_000]);
+      await sqlOf(store).query('insert into ipv4_reports (indicator_id, org_id, confidence, first_ts, last_ts) values ($1, $2, 1, $3, $3)', [id, other.org.id, now]);
     }
   });
   afterAll(async () => {

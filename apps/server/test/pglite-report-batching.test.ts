@@ -5,7 +5,8 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
-import { openStore, type Store } from '../src/store/index.ts';
+import { openStore, type Db, type Store } from '../src/store/index.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 import { seedOrg, type TestOrg } from './support/app.ts';
 
 /*
@@ -38,8 +39,9 @@ describe('POST /ips on the embedded store: concurrent reports share transactions
 
   it('writes 16 concurrent reports in a few transactions, each acknowledged', async () => {
     let transactions = 0;
-    const transaction = store.db.transaction.bind(store.db);
-    (store.db as { transaction: Store['db']['transaction'] }).transaction = (fn) => {
+    const db = sqlOf(store);
+    const transaction = db.transaction.bind(db);
+    (db as { transaction: Db['transaction'] }).transaction = (fn) => {
       transactions += 1;
       return transaction(fn);
     };
@@ -52,7 +54,7 @@ describe('POST /ips on the embedded store: concurrent reports share transactions
     expect(transactions).toBeGreaterThanOrEqual(1);
     expect(transactions).toBeLessThanOrEqual(4);
     // Every report is held and durable: the store answers each address.
-    const held = await store.db.query<{ n: number }>(`select count(*)::int as n from ipv4_indicators where network <<= '45.77.1.0/24'`);
+    const held = await sqlOf(store).query<{ n: number }>(`select count(*)::int as n from ipv4_indicators where network <<= '45.77.1.0/24'`);
     expect(held.rows[0]!.n).toBe(16);
   });
 });

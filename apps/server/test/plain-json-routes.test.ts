@@ -6,6 +6,7 @@ import { DomainPage, DomainRecord, FilePage, FileRecord, Ipv4Page, UrlPage, UrlR
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 /**
  * The hot read routes write their responses with plain JSON.stringify (plugins/plain-json.ts)
@@ -25,7 +26,7 @@ describe.each(driverCases())('plain JSON read routes on $name', (driver) => {
     app = await testApp(store);
     acme = await seedOrg(store, { credits: 100_000 });
     const now = Math.floor(Date.now() / 1000);
-    await store.db.query(
+    await sqlOf(store).query(
       `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, members, events, sources, notes, ip_info)
        values ('RMP-RULE-GID-PJ1', '45.77.113.7/32', false, 640, $1, $1, 2, 5, '{ssh,waf}', '{"seen twice"}',
                '{"as_name": "Example", "asn": "AS64500", "country": "NL", "city": "Amsterdam", "extra": {"nested": true}}'::jsonb),
@@ -44,7 +45,7 @@ describe.each(driverCases())('plain JSON read routes on $name', (driver) => {
     // A whitelisted domain is looked up with its decision (and comes again in the feed, with decision 0).
     expect((await send('PUT', '/domains/plain-json.example', { decision: 0 })).statusCode).toBe(200);
     // Feed pages leave out the feed clock's current second: move it past what was written.
-    await store.db.query('update feed_clock set ts = greatest(ts, floor(extract(epoch from now()))::bigint) + 5 where id = 1');
+    await sqlOf(store).query('update feed_clock set ts = greatest(ts, floor(extract(epoch from now()))::bigint) + 5 where id = 1');
     // The IPv4 feed settles a second once the clock has passed it (the decision re-delivered its records in this one).
     const written = Math.floor(Date.now() / 1000);
     while (Math.floor(Date.now() / 1000) <= written) await new Promise((r) => setTimeout(r, 25));

@@ -8,6 +8,7 @@ import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
 import { bundleValidator, checkPattern, ORACLE_DIR } from './support/stix-oracle.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 const oracle = existsSync(join(ORACLE_DIR, 'schemas', 'common', 'bundle.json'));
 if (!oracle && process.env.CI) throw new Error(`CI needs the STIX 2.0 oracle at ${ORACLE_DIR}`);
@@ -77,7 +78,7 @@ describe.each(oracle ? driverCases() : [])('GET /stix2/{id} on $name', (driver) 
     expect((await send('/urls', { url: "http://evil.example/it's/login?next=a|b", confidence: 0.9 })).statusCode).toBe(200);
     expect((await send('/files', { md5: MD5, sha1: SHA1, sha256: SHA256, file_type: 'application/vnd.microsoft.portable-executable', file_name: 'eicar.com', confidence: 1 })).statusCode).toBe(200);
     // IPv4 indicators as the IPv4 store holds them (its report route is built elsewhere).
-    await store.db.query(
+    await sqlOf(store).query(
       `insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, members, events, tags)
        values ('RMP-RULE-GID-STIX1', '203.0.113.7/32', false, 321, 1700000600, 1700000000, 3, 9, '{ssh}')`,
     );

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate, openStore, type Store } from '../src/store/index.ts';
 import { createApiKey, createOrganization, createUser } from '../src/services/admin.ts';
 import { createTestDatabase, driverCases, postgresAvailable } from './support/databases.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 describe.each(driverCases())('store on $name', (driver) => {
   let store: Store;
@@ -14,8 +15,8 @@ describe.each(driverCases())('store on $name', (driver) => {
   });
 
   it('records migrations and applies none twice', async () => {
-    expect(await migrate(store.db)).toEqual([]);
-    const res = await store.db.query<{ version: string }>('select version from schema_migrations order by version');
+    expect(await migrate(sqlOf(store))).toEqual([]);
+    const res = await sqlOf(store).query<{ version: string }>('select version from schema_migrations order by version');
     expect(res.rows.map((r) => r.version)[0]).toBe('0001');
   });
 
@@ -43,7 +44,7 @@ describe.each(driverCases())('store on $name', (driver) => {
     const { keyId, key } = await createApiKey(store, { username: user.username, label: 'ci' });
     const secret = key.slice(`rmp_${keyId}_`.length);
     expect(secret).toHaveLength(43);
-    const raw = await store.db.query<Record<string, unknown>>('select * from api_keys where key_id = $1', [keyId]);
+    const raw = await sqlOf(store).query<Record<string, unknown>>('select * from api_keys where key_id = $1', [keyId]);
     expect(raw.rows[0]!.secret_hash).toBe(createHash('sha256').update(secret).digest('hex'));
     expect(JSON.stringify(raw.rows[0])).not.toContain(secret);
     const p = await store.keys.principal(keyId);
@@ -55,7 +56,7 @@ describe.each(driverCases())('store on $name', (driver) => {
 
   it('rolls a failed transaction back', async () => {
     await expect(
-      store.db.transaction(async (tx) => {
+      sqlOf(store).transaction(async (tx) => {
         await tx.query("insert into organizations (gid, name, trust) values ('RMP-GID-TX', 'tx', 0.1)");
         throw new Error('boom');
       }),
@@ -70,7 +71,7 @@ describe.skipIf(!postgresAvailable)('PostgreSQL notifications', () => {
     const store = await openStore({ databaseUrl: db.url });
     try {
       const got: string[] = [];
-      await store.db.listen('rampart_test_channel', (payload) => got.push(payload));
+      await sqlOf(store).listen('rampart_test_channel', (payload) => got.push(payload));
       const until = async (what: string, ok: () => boolean) => {
         const deadline = Date.now() + 15_000;
         while (!ok()) {
@@ -78,10 +79,10 @@ describe.skipIf(!postgresAvailable)('PostgreSQL notifications', () => {
           await new Promise((r) => setTimeout(r, 20));
         }
       };
-      await store.db.notify('rampart_test_channel', 'one');
+      await sqlOf(store).notify('rampart_test_channel', 'one');
       await until('the first notification', () => got.includes('one'));
 
-      const killed = await store.db.query<{ n: number }>(
+      const killed = await sqlOf(store).query<{ n: number }>(
         `select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
          where datname = current_database() and query = 'listen rampart_test_channel'`,
       );
@@ -90,11 +91,11 @@ describe.skipIf(!postgresAvailable)('PostgreSQL notifications', () => {
       // bare NOTIFY would lose them: they are stored and replayed, each once, in order.
       const sent = ['one'];
       for (let i = 0; i < 5; i += 1) {
-        await store.db.notify('rampart_test_channel', `during-${i}`);
+        await sqlOf(store).notify('rampart_test_channel', `during-${i}`);
         sent.push(`during-${i}`);
       }
-      await until('the reopened listener', () => store.db.health().listening);
-      await store.db.notify('rampart_test_channel', 'after');
+      await until('the reopened listener', () => sqlOf(store).health().listening);
+      await sqlOf(store).notify('rampart_test_channel', 'after');
       sent.push('after');
       await until('every notification', () => got.length >= sent.length);
       await new Promise((r) => setTimeout(r, 200));

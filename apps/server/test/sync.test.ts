@@ -7,6 +7,7 @@ import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
 import { registerAgent } from './support/agents.ts';
 import { connectSync, until, type SyncPeer } from './support/sync-client.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 describe.each(driverCases())('live sync channel on $name', (driver) => {
   let store: Store;
@@ -100,7 +101,7 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
     const a = await registerAgent(app, acme.keys.admin);
     const peer = await connect({ authorization: a.token });
     await peer.next('hello');
-    const bus = eventBus(store.db);
+    const bus = eventBus(sqlOf(store));
     await bus.publish({ type: 'decision_changed', org_id: acme.org.id, kind: 'domain', indicator: 'bad.example', decision: 1, ttl: null });
     await bus.publish({ type: 'decision_changed', org_id: acme.org.id + 1000, kind: 'domain', indicator: 'other.example', decision: 0, ttl: null });
     await bus.publish({ type: 'feed_changed', org_id: null, kind: 'ipv4', ts: 100 });

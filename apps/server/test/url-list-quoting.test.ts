@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
+import { sqlOf } from '../src/store/sql-handle.ts';
 
 describe.each(driverCases())('URL lists carrying hostile URLs on $name', (driver) => {
   let store: Store;
@@ -27,7 +28,7 @@ describe.each(driverCases())('URL lists carrying hostile URLs on $name', (driver
     }
     // A value that reached the store by another path than POST /urls is not trusted either.
     const now = Math.floor(Date.now() / 1000);
-    await store.db.query(`insert into url_indicators (value, score, ts, entry_ts) values ($1, 500, $2, $2)`, ['http://stored.example/a\r\nb,c', now]);
+    await sqlOf(store).query(`insert into url_indicators (value, score, ts, entry_ts) values ($1, 500, $2, $2)`, ['http://stored.example/a\r\nb,c', now]);
   });
   afterAll(async () => {
     await app.close();
@@ -35,7 +36,7 @@ describe.each(driverCases())('URL lists carrying hostile URLs on $name', (driver
   });
 
   it('what URL normalization already escapes: quotes are percent-encoded, CR/LF dropped; commas are kept', async () => {
-    const rows = await store.db.query<{ value: string }>('select value from url_indicators where value not like $1 order by value', ['http://stored.example/%']);
+    const rows = await sqlOf(store).query<{ value: string }>('select value from url_indicators where value not like $1 order by value', ['http://stored.example/%']);
     const values = rows.rows.map((r) => r.value);
     expect(values).toContain('http://a.example/x,y?q=1,2');
     expect(values).toContain('http://b.example/%22quoted%22,path?k=%22v%22');

@@ -64,7 +64,7 @@ export function registerAgentCommands(program: Command): void {
         const row = await store.agents.get(org.id, gaid);
         if (!row || !(await store.agents.revokeToken(row.id, tokenId))) throw new ApiError('not_found', `no active key ${tokenId} for agent ${gaid}`);
         // Servers on the same PostgreSQL hear this and close the agent's live connection.
-        await eventBus(store.db).publish({ type: 'agent_revoked', org_id: org.id, gaid, token_id: tokenId });
+        await eventBus(store.connection).publish({ type: 'agent_revoked', org_id: org.id, gaid, token_id: tokenId });
         return { gaid, token_id: tokenId, revoked: true };
       }),
     );

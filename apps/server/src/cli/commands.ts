@@ -6,7 +6,7 @@ import { buildApp } from '../app.ts';
 import { loadConfig } from '../config.ts';
 import { createApiKey, createUser } from '../services/admin.ts';
 import { refreshCdnRanges } from '../services/cdn-refresh.ts';
-import { migrate, openStore, type AuditActor, type Store } from '../store/index.ts';
+import { openStore, type AuditActor, type Store } from '../store/index.ts';
 
 export type Command =
   | { cmd: 'org.create'; name: string; trust: number; credits: number; delay: string }
@@ -61,7 +61,7 @@ async function execute(store: Store, c: Command): Promise<void> {
       return print({ key_id: c.keyId, revoked: true });
     }
     case 'migrate':
-      return print({ applied: await migrate(store.db) });
+      return print({ applied: await store.migrate() });
     case 'openapi': {
       const app = await buildApp({ config: { ...loadConfig(), logLevel: 'silent', demo: false }, store });
       await app.ready();

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import fp from 'fastify-plugin';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { ApiError, ERROR_CATALOG, PROBLEM_BASE, type ErrorCode } from '@rampart/contracts';
-import { StoreUnavailableError } from '../store/db.ts';
+import { StoreUnavailableError } from '../store/index.ts';
 
 /** What a client is told to wait while the database is unreachable (the listener retries within 5 s). */
 export const STORE_RETRY_AFTER_SECONDS = 5;

@@ -34,7 +34,7 @@ function storeMetrics(registry: Registry, store: Store): void {
     labelNames: ['state'],
     registers: [registry],
     collect() {
-      const s = store.db.stats();
+      const s = store.connection.stats();
       this.set({ state: 'total' }, s.total);
       this.set({ state: 'idle' }, s.idle);
       this.set({ state: 'waiting' }, s.waiting);
@@ -45,7 +45,7 @@ function storeMetrics(registry: Registry, store: Store): void {
     help: 'fsync(2) calls of the embedded store (PGlite on disk): each commit syncs its WAL',
     registers: [registry],
     collect() {
-      const syncs = store.db.stats().syncs;
+      const syncs = store.connection.stats().syncs;
       if (syncs !== undefined) {
         this.reset();
         this.inc(syncs);
@@ -58,7 +58,7 @@ function storeMetrics(registry: Registry, store: Store): void {
     help: '1 while live events can arrive (PostgreSQL LISTEN session open; always 1 on PGlite)',
     registers: [registry],
     collect() {
-      this.set(store.db.health().listening ? 1 : 0);
+      this.set(store.connection.health().listening ? 1 : 0);
     },
   });
 }
@@ -109,7 +109,7 @@ export function createMetrics(store: Store): Metrics {
     help: 'Listener returns after more than the stored events cover: connected agents were asked to reconnect',
     registers: [registry],
   });
-  const stopCounting = store.db.onConnection((event) => {
+  const stopCounting = store.connection.onConnection((event) => {
     connectionEvents.inc({ role: event.role, state: event.state });
     if (event.state === 'restored' && event.replayed) replayed.inc(event.replayed);
     if (event.state === 'restored' && event.gap) gaps.inc();

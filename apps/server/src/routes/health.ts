@@ -19,10 +19,11 @@ export const healthRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = asyn
   const publicRoute = { rampart: { auth: 'public' as const }, rateLimit: false as const };
   app.get('/healthz', { config: publicRoute, schema: { hide: true, response: { 200: Health } } }, async () => ({ status: 'ok' as const }));
   app.get('/readyz', { config: publicRoute, schema: { hide: true, response: { 200: Health, 503: Health } } }, async (request, reply) => {
-    const store = context.store.db.kind;
-    if (!context.store.db.health().listening) return reply.status(503).send({ status: 'unavailable' as const, store, reason: 'listener_down' as const });
+    const { connection } = context.store;
+    const store = connection.kind;
+    if (!connection.health().listening) return reply.status(503).send({ status: 'unavailable' as const, store, reason: 'listener_down' as const });
     try {
-      await context.store.db.query('select 1');
+      await connection.ping();
       return { status: 'ok' as const, store };
     } catch (err) {
       request.log.warn({ err }, 'store not reachable');

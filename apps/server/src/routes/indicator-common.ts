@@ -22,9 +22,7 @@ export async function feedUser(context: AppContext, request: FastifyRequest): Pr
   return feedUserObject(principal, request.server.coinLedger.shown(fresh ?? principal.org));
 }
 
-export function notFound(what: string): ApiError {
-  return new ApiError('not_found', `${what} is not a known indicator`);
-}
+export { notFound } from '../services/indicators.ts';
 
 /**
  * Adds `price` coins to what the request is charged (e.g. a deep scan on top of a look-up).

@@ -1,4 +1,4 @@
-import type { Db } from '../store/index.ts';
+import type { StoreConnection } from '../store/index.ts';
 
 /**
  * Changes that connected agents must hear about. Published through the store's notification
@@ -20,7 +20,7 @@ export interface EventBus {
   subscribe(handler: (event: PlatformEvent) => void): Promise<() => Promise<void>>;
 }
 
-export function eventBus(db: Db): EventBus {
+export function eventBus(db: Pick<StoreConnection, 'notify' | 'listen'>): EventBus {
   return {
     async publish(event) {
       await db.notify(EVENTS_CHANNEL, JSON.stringify(event));

@@ -1,6 +1,7 @@
-import type { DomainRecord, FileRecord, ScoreExplanation, UrlRecord } from '@rampart/contracts';
+import { ApiError, type DomainRecord, type FileRecord, type ScoreExplanation, type UrlRecord } from '@rampart/contracts';
 import { liveScore, scoreV32, V32_VERSION } from '@rampart/scoring';
 import type { FileRow, NamedRow, ReportAggregate, Scorer } from '../store/index.ts';
+export type { NamedRow } from '../store/index.ts';
 import { isoMillis } from './envelope.ts';
 
 /** s0 by algorithm v3.2 from one aggregate per distinct reporting organization. */
@@ -57,4 +58,9 @@ export function fileRecord(row: FileRow): FileRecord {
     file_name: row.file_name,
     ...shared(row),
   };
+}
+
+/** 404 for an indicator the caller's organization does not hold (or does not see yet). */
+export function notFound(what: string): ApiError {
+  return new ApiError('not_found', `${what} is not a known indicator`);
 }

@@ -1,7 +1,6 @@
 import { anchorTs, reanchoredScore, scoreV32 } from '@rampart/scoring';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../store/index.ts';
-import { ingestIpv4Batch, type IngestRules, type Ipv4ReportItem, type Ipv4ReportOutcome } from '../store/ipv4-ingest.ts';
+import type { IngestRules, Ipv4IngestStore, Ipv4ReportItem, Ipv4ReportOutcome } from '../store/index.ts';
 import type { EventBus } from './events.ts';
 
 /** Where a batch's time goes (seconds) and how many reports it carried. */
@@ -24,7 +23,8 @@ export const V32_INGEST_RULES: IngestRules = {
 };
 
 export interface ReportBatcherOptions {
-  db: Db;
+  /** The report transaction (Store.ipv4Ingest). */
+  ingest: Pick<Ipv4IngestStore, 'ingest' | 'concurrent'>;
   events: EventBus;
   log: FastifyBaseLogger;
   /** Most reports per transaction. */
@@ -63,7 +63,7 @@ export class ReportBatcher {
 
   constructor(private readonly options: ReportBatcherOptions) {
     this.maxBatch = options.maxBatch ?? 256;
-    this.maxInFlight = options.maxInFlight ?? (options.db.kind === 'pglite' ? 1 : 2);
+    this.maxInFlight = options.maxInFlight ?? (options.ingest.concurrent ? 2 : 1);
   }
 
   submit(item: Ipv4ReportItem): Promise<Ipv4ReportOutcome> {
@@ -97,7 +97,7 @@ export class ReportBatcher {
     let result;
     const marks = { start: performance.now(), begun: 0, locked: 0, committing: 0 };
     try {
-      result = await ingestIpv4Batch(this.options.db, batch.map((p) => p.item), V32_INGEST_RULES, Math.floor(Date.now() / 1000), {
+      result = await this.options.ingest.ingest(batch.map((p) => p.item), V32_INGEST_RULES, Math.floor(Date.now() / 1000), {
         begun: () => (marks.begun = performance.now()),
         locked: () => (marks.locked = performance.now()),
         committing: () => {

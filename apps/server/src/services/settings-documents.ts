@@ -7,7 +7,7 @@ import {
   type OrganizationConfig,
   type SettingsHistoryEntry,
 } from '@rampart/contracts';
-import type { AuditEntry, Store } from '../store/index.ts';
+import { agentSubject, type AuditEntry, type Store } from '../store/index.ts';
 import { anchorPolicyChange } from '../store/ipv4-ingest.ts';
 import { V32_INGEST_RULES } from './ipv4-ingest.ts';
 import { policyChangeScope } from './ipv4-policy.ts';
@@ -84,4 +84,10 @@ export async function replaceOrganizationSettings(
 
 export function historyEntries(rows: AuditEntry[]): SettingsHistoryEntry[] {
   return rows.map((r) => ({ version: r.version, changed_by: r.changed_by, changed_at: r.changed_at, changed_fields: r.changed_fields }));
+}
+
+/** The audit trail of an agent's settings, newest first; 404 for an agent the organization does not have. */
+export async function agentSettingsHistory(store: Store, orgId: number, gaid: string, limit: number): Promise<SettingsHistoryEntry[]> {
+  if (!(await store.agents.get(orgId, gaid))) throw new ApiError('not_found', `no agent ${gaid} in this organization`);
+  return historyEntries(await store.settings.history(orgId, agentSubject(gaid), limit));
 }

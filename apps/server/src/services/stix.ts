@@ -1,6 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Stix2Bundle } from '@rampart/contracts';
-import { isoMillis } from './envelope.ts';
+import { isIpv4Address, type Stix2Bundle } from '@rampart/contracts';
+import type { Organization, Store } from '../store/index.ts';
+import { isoMillis, visibleTo } from './envelope.ts';
+import { normalizeDomain, normalizeUrl } from './indicator-names.ts';
+import { notFound } from './indicators.ts';
+import { loadIpv4Policy, recordDecision } from './ipv4-policy.ts';
 
 // STIX 2.0 bundles for one indicator: the platform's identity, an indicator with a STIX
 // pattern, and, from the reports, the observed data and a sighting of the indicator. Object ids
@@ -154,4 +158,49 @@ export function stixBundle(facts: StixFacts): Stix2Bundle {
     where_sighted_refs: [identity.id],
   });
   return { type: 'bundle', id: `bundle--${randomUUID()}`, spec_version: '2.0', objects };
+}
+
+const DIGEST = /^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$/;
+const SCHEME = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//;
+
+/**
+ * The facts of a `GET /stix2/{id}` bundle (`onArchived`: the id was found only in the archive,
+ * which is priced as a deep scan). What the id names, read from its shape: IPv4 address, digest, URL (has a scheme) or domain.
+ */
+export async function stixFactsFor(store: Store, org: Organization, id: string, onArchived: () => Promise<void>): Promise<StixFacts> {
+  const orgId = org.id;
+  // A record the organization's delay still hides is not held, for it.
+  const visible = visibleTo(org, Math.floor(Date.now() / 1000));
+  if (isIpv4Address(id)) {
+    // The address's own record, else the most specific held network containing it (as GET /ips/{ip}).
+    const [rows, policy] = await Promise.all([store.ipv4.holding(orgId, id), loadIpv4Policy(store, orgId)]);
+    const row = rows.find(visible);
+    if (!row) throw notFound(`IPv4 ${id}`);
+    const decided = recordDecision(row, policy, Math.floor(Date.now() / 1000));
+    const value = row.network.endsWith('/32') ? row.network.slice(0, -3) : row.network;
+    // The IPv4 precedence decides for the caller: reserved and whitelisted records say 0.
+    const decision = decided.decision ?? -1;
+    return { subject: { kind: 'ipv4', value, isNetwork: row.is_network }, score: row.score, entryTs: row.entry_ts, ts: row.ts, members: row.members, events: row.events, tags: row.tags, decision };
+  }
+  if (DIGEST.test(id)) {
+    // The archive too: a bundle describes what the platform knows, wherever it is kept.
+    let row = await store.files.byDigest(orgId, id);
+    if (row && !visible(row)) row = undefined;
+    if (!row) {
+      row = await store.files.archivedByDigest(orgId, id);
+      if (row && !visible(row)) row = undefined;
+      // Found only in the archive: that is a deep scan, priced as one.
+      if (row) await onArchived();
+    }
+    if (!row) throw notFound(`digest ${id.toUpperCase()}`);
+    return {
+      subject: { kind: 'file', md5: row.md5, sha1: row.sha1, sha256: row.sha256, fileName: row.file_name, fileType: row.file_type },
+      score: row.score, entryTs: row.entry_ts, ts: row.ts, members: row.members, events: row.events, tags: row.tags, decision: row.decision ?? -1,
+    };
+  }
+  const kind = SCHEME.test(id) ? 'url' : 'domain';
+  const value = kind === 'url' ? normalizeUrl(id, 'params.stix2id') : normalizeDomain(id, 'params.stix2id');
+  const row = await (kind === 'url' ? store.urls : store.domains).byValue(orgId, value);
+  if (!row || !visible(row)) throw notFound(`${kind} ${value}`);
+  return { subject: { kind, value }, score: row.score, entryTs: row.entry_ts, ts: row.ts, members: row.members, events: row.events, tags: row.tags, decision: row.decision ?? -1 };
 }

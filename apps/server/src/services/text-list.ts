@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CursorCodec } from './cursor.ts';
-import { chargeListAnswer } from '../plugins/coins.ts';
 
 /** Spec 8: lists beyond 10,000 entries need several paged calls. */
 export const LIST_PAGE_LINES = 10_000;
@@ -160,24 +158,35 @@ async function resolvePage<Row, Key>(options: TextListOptions<Row, Key>, after: 
   return { upTo: bound.last, more: bound.more, empty, version: empty ? 'empty' : await source.version(after, bound.last), body: null };
 }
 
+/** A list answer before it is sent: its headers, whether the client's copy is current, and its body. */
+export interface TextListAnswer {
+  etag: string;
+  /** The cursor of the next page (absent on the last page). */
+  nextPage: string | null;
+  /** `If-None-Match` named the ETag: 304, no body. */
+  notModified: boolean;
+  /** The page written whole, or the entries streamed from the store chunk by chunk (read only when sent). */
+  body(): string | Buffer | Readable;
+}
+
 /**
- * Answers a plain-text list request: resolves the page from the cursor, sets `ETag` (304 when
- * `If-None-Match` names it) and `next_page` (absent on the last page, also sent with a 304 so a
- * client can move on), then sends the page the source wrote whole, or streams the entries from
- * the store chunk by chunk.
+ * A plain-text list answer: resolves the page from the cursor, its ETag (a 304 when
+ * `If-None-Match` names it) and `next_page` (absent on the last page, also given with a 304 so a
+ * client can move on), and the body: the page the source wrote whole, or a stream of the entries.
+ * Sending it is the route's (routes/text-list-reply.ts).
  */
-export async function sendTextList<Row, Key>(request: FastifyRequest, reply: FastifyReply, options: TextListOptions<Row, Key>): Promise<FastifyReply> {
+export async function textListAnswer<Row, Key>(options: TextListOptions<Row, Key>, ifNoneMatch: string | undefined, onStreamError: (err: unknown) => void): Promise<TextListAnswer> {
   const after = options.page ? options.cursors.decode<Key>(options.page, options.filters) : null;
   const page = await resolvePage(options, after);
-  if (page.more && page.upTo !== null) reply.header('next_page', options.cursors.encode(options.filters, page.upTo));
+  const nextPage = page.more && page.upTo !== null ? options.cursors.encode(options.filters, page.upTo) : null;
   const etag = etagOf([options.filters, after, page.upTo, options.format, options.header ?? null, options.etagSalt ?? null, page.version]);
-  reply.header('etag', etag).header('cache-control', 'private, no-cache').type('text/plain; charset=utf-8');
-  if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send();
-  chargeListAnswer(request);
-  if (page.empty) return reply.send(options.header !== undefined ? `${options.header}\n` : '');
-  if (page.body) return reply.send(Buffer.from(page.body.buffer, page.body.byteOffset, page.body.byteLength));
-  // One piece buffered ahead at most: the socket's pace decides how fast the store is read.
-  const stream = Readable.from(entries(options, after, page.upTo), { highWaterMark: 1 });
-  stream.on('error', (err) => request.log.error({ err }, 'text list stream failed'));
-  return reply.send(stream);
+  const body = () => {
+    if (page.empty) return options.header !== undefined ? `${options.header}\n` : '';
+    if (page.body) return Buffer.from(page.body.buffer, page.body.byteOffset, page.body.byteLength);
+    // One piece buffered ahead at most: the socket's pace decides how fast the store is read.
+    const stream = Readable.from(entries(options, after, page.upTo), { highWaterMark: 1 });
+    stream.on('error', onStreamError);
+    return stream;
+  };
+  return { etag, nextPage, notModified: etagMatches(ifNoneMatch, etag), body };
 }

@@ -14,8 +14,23 @@ import { VpnStore } from './vpn.ts';
 import { BrowseStore } from './browse.ts';
 import { WhyStore } from './why.ts';
 import { OperatorStore } from './operators.ts';
+import { Ipv4Lookup } from './ipv4-lookup.ts';
+import { FileLookup } from './file-lookup.ts';
+import { OverviewStore } from './overview.ts';
+import { Ipv4IngestStore } from './ipv4-ingest.ts';
+import { MirrorRowsStore } from './ipv4-list-mirror.ts';
+import { attachSql } from './sql-handle.ts';
+import type { ConnectionEvent, NotificationHandler, StoreHealth } from './db.ts';
 
-export type { Db, Queryable, Transaction, QueryResult } from './db.ts';
+export type { Db, Queryable, Transaction, QueryResult, ConnectionEvent } from './db.ts';
+export { StoreUnavailableError } from './db.ts';
+export type { Ipv4ListFilter, Ipv4ListRow } from './ipv4.ts';
+export type { Ipv4ReportItem, Ipv4ReportOutcome, IngestRules, IngestProgress, IngestResult, PolicyChangeScope } from './ipv4-ingest.ts';
+export type { ScoreListFilter } from './indicator-sql.ts';
+export type { Ipv4IngestStore } from './ipv4-ingest.ts';
+export type { MirrorRowsStore, AsInfoRow, MirrorAnchorRow, MirrorChanges, MirrorDecisionRow, MirrorSince, WireRow } from './ipv4-list-mirror.ts';
+export { decodeRow, ROW_BYTES } from './ipv4-list-mirror.ts';
+export { agentSubject } from './agents.ts';
 export type { Organization } from './organizations.ts';
 export type { UserRow } from './users.ts';
 export type { ApiKeyRow, KeyPrincipal } from './api-keys.ts';
@@ -33,8 +48,25 @@ export { changedPaths } from './settings.ts';
 export { DataDirLockedError, type LockOwner } from './data-dir-lock.ts';
 export { migrate, loadMigrations } from './migrate.ts';
 
+/**
+ * The database as the layers above the store see it: its kind, health and notifications, never
+ * its SQL (only store/ holds the handle; tests reach it through sql-handle.ts).
+ */
+export interface StoreConnection {
+  readonly kind: 'postgres' | 'pglite';
+  health(): StoreHealth;
+  stats(): ReturnType<Db['stats']>;
+  onConnection(handler: (event: ConnectionEvent) => void): () => void;
+  /** One round trip (readiness, /version); throws when the store does not answer. */
+  ping(): Promise<void>;
+  /** Notifications (PostgreSQL NOTIFY, in-process on PGlite): the event bus's transport. */
+  listen(channel: string, handler: NotificationHandler): Promise<() => Promise<void>>;
+  notify(channel: string, payload: string): Promise<void>;
+}
+
+/** Every class that owns SQL, built once over one database. */
 export interface Store {
-  readonly db: Db;
+  readonly connection: StoreConnection;
   readonly orgs: OrganizationStore;
   readonly users: UserStore;
   readonly keys: ApiKeyStore;
@@ -49,12 +81,37 @@ export interface Store {
   readonly browse: BrowseStore;
   readonly why: WhyStore;
   readonly operators: OperatorStore;
+  /** Look-ups of one address by many concurrent requests, batched into one statement. */
+  readonly ipv4Lookups: Ipv4Lookup;
+  /** Look-ups of one file digest by many concurrent requests, batched into one statement. */
+  readonly fileLookups: FileLookup;
+  readonly overview: OverviewStore;
+  /** The IPv4 report transaction (the ingest batcher's one statement path). */
+  readonly ipv4Ingest: Ipv4IngestStore;
+  /** What the in-process IPv4 list mirror loads and catches up from. */
+  readonly ipv4Mirror: MirrorRowsStore;
+  /** Applies the migrations not yet applied; returns their names. */
+  migrate(): Promise<string[]>;
   close(): Promise<void>;
 }
 
-export function storeOver(db: Db): Store {
+function connectionOf(db: Db): StoreConnection {
   return {
-    db,
+    kind: db.kind,
+    health: () => db.health(),
+    stats: () => db.stats(),
+    onConnection: (handler) => db.onConnection(handler),
+    ping: async () => {
+      await db.query('select 1');
+    },
+    listen: (channel, handler) => db.listen(channel, handler),
+    notify: (channel, payload) => db.notify(channel, payload),
+  };
+}
+
+export function storeOver(db: Db): Store {
+  return attachSql(db, {
+    connection: connectionOf(db),
     orgs: new OrganizationStore(db),
     users: new UserStore(db),
     keys: new ApiKeyStore(db),
@@ -69,8 +126,14 @@ export function storeOver(db: Db): Store {
     browse: new BrowseStore(db),
     why: new WhyStore(db),
     operators: new OperatorStore(db),
+    ipv4Lookups: new Ipv4Lookup(db),
+    fileLookups: new FileLookup(db),
+    overview: new OverviewStore(db),
+    ipv4Ingest: new Ipv4IngestStore(db),
+    ipv4Mirror: new MirrorRowsStore(db),
+    migrate: () => migrate(db),
     close: () => db.close(),
-  };
+  });
 }
 
 export interface OpenStoreOptions {

@@ -490,3 +490,15 @@ export async function anchorPolicyChange(tx: Transaction, orgId: number, scope: 
   );
   return writeAnchors(tx, touched.rows, clockTs, rules);
 }
+
+/** `ingestIpv4Batch` bound to one database (Store.ipv4Ingest): the batcher never holds the handle. */
+export class Ipv4IngestStore {
+  constructor(private readonly db: Db) {}
+  /** PGlite has one connection: a second transaction in flight only waits for it. */
+  get concurrent(): boolean {
+    return this.db.kind === 'postgres';
+  }
+  ingest(items: Ipv4ReportItem[], rules: IngestRules, nowSeconds: number, progress: IngestProgress = {}): Promise<IngestResult> {
+    return ingestIpv4Batch(this.db, items, rules, nowSeconds, progress);
+  }
+}

@@ -1,7 +1,7 @@
 import type { Db } from './db.ts';
 
 /**
- * The SQL of the in-process IPv4 list mirror (services/ipv4-mirror.ts); change tracking is in
+ * The SQL of the in-process IPv4 list mirror (services/ipv4-mirror/); change tracking is in
  * migration 0009. Indicator rows travel packed in PostgreSQL's binary send formats, ROW_BYTES
  * big-endian bytes per row (id int8, network cidr_send: family, bits, is_cidr, length, 4 address
  * bytes; score int2, ts int8, members int4, events int4, updated_at timestamptz_send: µs since
@@ -9,6 +9,43 @@ import type { Db } from './db.ts';
  * aggregate keeps the subquery's id order in practice; the reader checks it.
  */
 export const ROW_BYTES = 42;
+
+/** One decoded packed row: the columns the mirror holds, before its AS and CDN facts. */
+export interface WireRow {
+  id: number;
+  addr: number;
+  len: number;
+  score: number;
+  ts: number;
+  members: number;
+  events: number;
+  /** updated_at in epoch microseconds. */
+  updated: number;
+}
+
+/** timestamptz_send counts microseconds from 2000-01-01. */
+const PG_EPOCH_MICROS = 946_684_800_000_000;
+const TWO_32 = 4_294_967_296;
+
+/**
+ * Decodes the packed row at byte `at` into `out` (layout above); throws on what the mirror
+ * cannot hold: a non-IPv4 network, a ts outside 0..2^32-1 (the column is unsigned 32-bit: good
+ * until 2106).
+ */
+export function decodeRow(view: DataView, at: number, out: WireRow): void {
+  out.id = view.getInt32(at) * TWO_32 + view.getUint32(at + 4);
+  // cidr_send: family (2 = IPv4), bits, is_cidr, address length.
+  if (view.getUint8(at + 8) !== 2 || view.getUint8(at + 11) !== 4) throw new Error('ipv4_indicators holds a non-IPv4 network: lists read SQL');
+  out.len = view.getUint8(at + 9);
+  out.addr = view.getUint32(at + 12);
+  out.score = view.getInt16(at + 16);
+  const tsHigh = view.getInt32(at + 18);
+  out.ts = tsHigh * TWO_32 + view.getUint32(at + 22);
+  if (out.ts < 0 || out.ts > 0xffff_ffff) throw new Error(`ipv4 indicator ts ${out.ts} does not fit the mirror: lists read SQL`);
+  out.members = view.getInt32(at + 26);
+  out.events = view.getInt32(at + 30);
+  out.updated = view.getInt32(at + 34) * TWO_32 + view.getUint32(at + 38) + PG_EPOCH_MICROS;
+}
 
 const PACKED = `int8send(i.id) || cidr_send(i.network) || int2send(i.score::int2) || int8send(i.ts)
   || int4send(i.members) || int4send(i.events) || timestamptz_send(i.updated_at)`;
@@ -127,4 +164,14 @@ export async function mirrorChangesSince(db: Db, since: MirrorSince): Promise<Mi
   );
   const r = res.rows[0]!;
   return { since: { xmax: r.xmax, xip: r.xip }, rows: bytes(r.rows), asInfo: r.as_info, decisions: r.decisions, anchors: r.anchors, deleted: r.deleted };
+}
+
+/** The mirror's reads, bound to one database (Store.ipv4Mirror): the mirror never holds the handle. */
+export class MirrorRowsStore {
+  constructor(private readonly db: Db) {}
+  snapshot = () => mirrorSnapshot(this.db);
+  chunk = (after: number, limit: number) => mirrorChunk(this.db, after, limit);
+  anchors = () => mirrorAnchors(this.db);
+  decisions = () => mirrorDecisions(this.db);
+  changesSince = (since: MirrorSince) => mirrorChangesSince(this.db, since);
 }

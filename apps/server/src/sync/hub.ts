@@ -80,7 +80,7 @@ export class SyncHub {
     // cached documents are dropped anyway. When some could not be replayed (away longer than the
     // store keeps them), every agent is asked to reconnect: its new hello carries the current
     // documents and feed heads, and its key is checked again.
-    this.stopWatching = this.o.store.db.onConnection((event) => {
+    this.stopWatching = this.o.store.connection.onConnection((event) => {
       if (event.role !== 'listener' || event.state !== 'restored') return;
       this.orgDocs.clear();
       this.feedHead = undefined;

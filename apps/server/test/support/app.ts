@@ -4,7 +4,7 @@ import { buildApp } from '../../src/app.ts';
 import { testConfig, type AppConfig } from '../../src/config.ts';
 import { createApiKey, createOrganization, createUser } from '../../src/services/admin.ts';
 import { createEnrichment } from '../../src/services/enrichment.ts';
-import { Ipv4Mirror } from '../../src/services/ipv4-mirror.ts';
+import { Ipv4Mirror } from '../../src/services/ipv4-mirror/index.ts';
 import type { Organization, Store } from '../../src/store/index.ts';
 
 export interface TestOrg {
@@ -40,7 +40,7 @@ export async function testApp(store: Store, overrides: Partial<AppConfig> = {}):
  * with an app on the same store that reads SQL (`buildApp` with `ipv4Mirror: null`).
  */
 export async function startMirrorApp(store: Store, config: AppConfig): Promise<{ app: FastifyInstance; mirror: Ipv4Mirror }> {
-  const mirror = new Ipv4Mirror(store.db, createEnrichment());
+  const mirror = new Ipv4Mirror(store.ipv4Mirror, createEnrichment());
   const app = await buildApp({ config, store, ipv4Mirror: mirror });
   await app.ready();
   await mirror.start();

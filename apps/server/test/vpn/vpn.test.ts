@@ -11,6 +11,7 @@ import { vpnPool } from '../../src/services/vpn-pool.ts';
 import type { Store } from '../../src/store/index.ts';
 import { driverCases } from '../support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from '../support/app.ts';
+import { sqlOf } from '../../src/store/sql-handle.ts';
 
 const SERVER = generateWireGuardKeyPair();
 const base = testConfig().tools;
@@ -90,7 +91,7 @@ describe.each(driverCases())('secure VPN on $name', (driver) => {
   });
   // Every test starts with the whole pool free, whatever an earlier one left behind.
   afterEach(async () => {
-    await store.db.query("update vpn_licenses set deactivated_at = now(), private_key_enc = '' where deactivated_at is null");
+    await sqlOf(store).query("update vpn_licenses set deactivated_at = now(), private_key_enc = '' where deactivated_at is null");
   });
 
   it('creates a license for an admin only, charging the vpn price, with no body and a Location', async () => {
@@ -134,7 +135,7 @@ describe.each(driverCases())('secure VPN on $name', (driver) => {
     expect(res.statusCode).toBe(200);
     const detail = VpnLicenseDetail.parse(res.json());
     const inst = detail.installation!;
-    const raw = await store.db.query<{ private_key_enc: string; address: string }>('select private_key_enc, host(address) as address from vpn_licenses where vid = $1', [vid]);
+    const raw = await sqlOf(store).query<{ private_key_enc: string; address: string }>('select private_key_enc, host(address) as address from vpn_licenses where vid = $1', [vid]);
     const privateKey = /PrivateKey = (\S+)/.exec(inst.config)![1]!;
     expect(inst).toEqual({
       interface: 'rampart',
@@ -205,7 +206,7 @@ describe.each(driverCases())('secure VPN on $name', (driver) => {
     expect(after.statusCode).toBe(200);
     expect(after.json()).toMatchObject({ vid: first, account_name: 'a', exist: false, installation: null });
     expect((await call('GET', '/vpn', acme.keys.admin)).json().map((l: { vid: string }) => l.vid)).not.toContain(first);
-    const raw = await store.db.query<{ private_key_enc: string }>('select private_key_enc from vpn_licenses where vid = $1', [first]);
+    const raw = await sqlOf(store).query<{ private_key_enc: string }>('select private_key_enc from vpn_licenses where vid = $1', [first]);
     expect(raw.rows[0]!.private_key_enc).toBe('');
     const again = await call('DELETE', `/vpn/${first}`, acme.keys.admin);
     expect(again.statusCode).toBe(404);
@@ -262,7 +263,7 @@ describe.each(driverCases())('secure VPN on $name', (driver) => {
       );
       const codes = results.map((r) => r.statusCode).sort();
       expect(codes).toEqual([...Array(pool.capacity).fill(200), ...Array(attempts - pool.capacity).fill(409)]);
-      const rows = await store.db.query<{ address: string }>(
+      const rows = await sqlOf(store).query<{ address: string }>(
         "select host(address) as address from vpn_licenses where deactivated_at is null and address <<= '10.98.0.0/28'::inet order by address",
       );
       expect(rows.rows.map((r) => r.address).sort()).toEqual([...pool.candidates()].sort());

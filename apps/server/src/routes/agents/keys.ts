@@ -4,11 +4,10 @@ import { AgentParams, AgentTokenInfo, AgentTokenIssued, AgentTokenParams, AgentT
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { issueAgentToken } from '../../services/agent-tokens.ts';
-import type { Store } from '../../store/index.ts';
 
 const empty = z.null().describe('empty body');
 
-async function agentOf(store: Store, orgId: number, gaid: string) {
+async function agentOf(store: AppContext['store'], orgId: number, gaid: string) {
   const agent = await store.agents.get(orgId, gaid);
   if (!agent) throw new ApiError('not_found', `no agent ${gaid} in this organization`);
   return agent;

@@ -3,8 +3,7 @@ import { z } from 'zod';
 import { AgentParams, AgentSettingsDocument, ApiError, ROLE, SettingsHistoryEntry, SettingsHistoryQuery } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { agentSubject } from '../../store/agents.ts';
-import { historyEntries, readAgentSettings, replaceAgentSettings } from '../../services/settings-documents.ts';
+import { agentSettingsHistory, readAgentSettings, replaceAgentSettings } from '../../services/settings-documents.ts';
 
 export const SETTINGS_VERSION_HEADER = 'x-settings-version';
 
@@ -70,11 +69,7 @@ export const agentSettingsRoutes: FastifyPluginAsyncZod<{ context: AppContext }>
       },
     },
     async (request) => {
-      const principal = principalOf(request);
-      if (!(await context.store.agents.get(principal.org.id, request.params.agid))) {
-        throw new ApiError('not_found', `no agent ${request.params.agid} in this organization`);
-      }
-      return historyEntries(await context.store.settings.history(principal.org.id, agentSubject(request.params.agid), request.query.limit));
+      return agentSettingsHistory(context.store, principalOf(request).org.id, request.params.agid, request.query.limit);
     },
   );
 };

@@ -1,8 +1,5 @@
-import { reanchoredScore } from '@rampart/scoring';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import {
-  ApiError,
-  canonicalDigest,
   DigestParams,
   FileDecisionBody,
   FileLookupQuery,
@@ -16,23 +13,13 @@ import type { AppContext } from '../../context.ts';
 import { plainJson } from '../../plugins/plain-json.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { chargeFeedPage } from '../../plugins/coins.ts';
-import { delaySeconds, visibleTo } from '../../services/envelope.ts';
-import { catalogFileType } from '../../services/file-type-catalog.ts';
-import { explanation, fileRecord, v32Scorer } from '../../services/indicators.ts';
-import { FileLookup } from '../../store/file-lookup.ts';
-import { chargeExtra, NO_BODY, EMPTY, feedUser, notFound, nowSeconds } from '../indicator-common.ts';
-
-function knownFileType(value: string, path: string): string {
-  const name = catalogFileType(value);
-  if (!name) throw new ApiError('validation_failed', `${path}: '${value}' is not one of GET /file_types`, { errors: [{ path, message: 'not one of GET /file_types' }] });
-  return name;
-}
+import { decideFile, fileFeedRows, lookupFile, reportFile } from '../../services/files.ts';
+import { fileRecord } from '../../services/indicators.ts';
+import { chargeExtra, NO_BODY, EMPTY, feedUser } from '../indicator-common.ts';
 
 /** Spec 4.3 (except the score list): file reports, decisions, the feed and look-ups. */
 export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
   const { store } = context;
-  // Concurrent look-ups of this replica leave as one statement (each as fresh as its own query).
-  const lookups = new FileLookup(store.db);
 
   app.post(
     '/files',
@@ -41,24 +28,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
       schema: { tags: ['files'], summary: 'Report a file (acknowledged once stored)', body: FileReportBody, response: { 200: EMPTY } },
     },
     async (request, reply) => {
-      const principal = principalOf(request);
-      const body = request.body;
-      const outcome = await store.files.report(
-        {
-          orgId: principal.org.id,
-          md5: body.md5,
-          sha1: body.sha1,
-          sha256: body.sha256,
-          fileType: knownFileType(body.file_type, 'body.file_type'),
-          fileName: body.file_name,
-          fileBytes: body.file_bytes === undefined ? undefined : Buffer.from(body.file_bytes, 'base64'),
-          confidence: body.confidence,
-          tags: body.tags,
-          nowTs: nowSeconds(),
-        },
-        v32Scorer,
-      );
-      if (outcome.moved) await context.events.publish({ type: 'feed_changed', org_id: null, kind: 'file', ts: outcome.ts });
+      await reportFile(store, context.events, principalOf(request).org.id, request.body);
       return reply.status(200).send(NO_BODY);
     },
   );
@@ -70,13 +40,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
       schema: { tags: ['files'], summary: "Set the organization's decision on a file", params: DigestParams, body: FileDecisionBody, response: { 200: EMPTY } },
     },
     async (request, reply) => {
-      const principal = principalOf(request);
-      // DigestParams admits only MD5/SHA1/SHA256 hex: the canonical form always exists.
-      const digest = canonicalDigest(request.params.digest)!;
-      const decision = request.body.decision as -1 | 0 | 1;
-      await store.files.setDecision(principal.org.id, digest, decision, reanchoredScore);
-      await context.events.publish({ type: 'feed_changed', org_id: principal.org.id, kind: 'file', ts: Math.floor(Date.now() / 1000) });
-      await context.events.publish({ type: 'decision_changed', org_id: principal.org.id, kind: 'file', indicator: digest, decision, ttl: null });
+      await decideFile(store, context.events, principalOf(request).org.id, request.params.digest, request.body);
       return reply.status(200).send(NO_BODY);
     },
   );
@@ -96,13 +60,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
     async (request) => {
       const principal = principalOf(request);
       const q = request.query;
-      const rows = await store.files.feedPage(principal.org.id, q.ts, q.page_size, delaySeconds(principal.org), {
-        // Scores are whole numbers: score >= 0.5 is score >= 1.
-        minScore: Math.ceil(q.min_score),
-        fileType: q.file_type === undefined ? undefined : knownFileType(q.file_type, 'querystring.file_type'),
-        fileName: q.file_name,
-        tags: q.tags,
-      });
+      const rows = await fileFeedRows(store, principal.org, q);
       // The "nothing new" poll costs nothing.
       chargeFeedPage(request, rows.length);
       return {
@@ -119,27 +77,11 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
       schema: { tags: ['files'], summary: 'Look up a file by MD5, SHA1 or SHA256 (any case)', params: DigestParams, querystring: FileLookupQuery, response: { 200: FileRecord } },
       serializerCompiler: plainJson,
     },
-    async (request) => {
-      const principal = principalOf(request);
-      const digest = request.params.digest;
-      const deep = request.query.deep_scan === 'YES';
-      // The archive is read in the same statement as the main store; a deep scan is charged
-      // (and its archived row used) only when the main store has no such file.
-      const found = await lookups.lookup(principal.org.id, digest, deep);
-      // A record the organization's delay still hides is not held, for it.
-      const visible = visibleTo(principal.org, nowSeconds());
-      let row = found.main && visible(found.main) ? found.main : undefined;
-      if (!row && deep) {
-        await chargeExtra(context, request, context.config.coinPrices.deep_scan);
-        row = found.archived && visible(found.archived) ? found.archived : undefined;
-      }
-      if (!row) throw notFound(`digest ${digest.toUpperCase()}`);
-      const record = fileRecord(row);
-      if (request.query.explain === 'yes') {
-        const aggregates = row.archived ? [] : await store.files.aggregates(row.id);
-        record.explain = row.archived ? { archived: true, s0: row.score, anchor_ts: row.ts } : explanation(aggregates, row, nowSeconds());
-      }
-      return record;
-    },
+    async (request) =>
+      lookupFile(store, principalOf(request).org, request.params.digest, {
+        deep: request.query.deep_scan === 'YES',
+        explain: request.query.explain === 'yes',
+        chargeDeepScan: () => chargeExtra(context, request, context.config.coinPrices.deep_scan),
+      }),
   );
 };

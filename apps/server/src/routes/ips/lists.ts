@@ -1,132 +1,12 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { FlatParams, FlatQuery, Ipv4ListParams, Ipv4ListQuery } from '@rampart/contracts';
-import { liveScore } from '@rampart/scoring';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { ipv4ListFilter, loadIpv4Policy } from '../../services/ipv4-policy.ts';
-import type { AsnEntry, Enrichment } from '../../services/enrichment.ts';
-import { csvField, sendTextList, type TextListSource } from '../../services/text-list.ts';
-import type { Ipv4ListFilter, Ipv4ListRow } from '../../store/ipv4.ts';
-import type { Organization, Store } from '../../store/index.ts';
-import { visibleUpTo } from '../../services/envelope.ts';
-import type { Ipv4Mirror, MirrorPlan } from '../../services/ipv4-mirror.ts';
+import { FLAT_CSV_HEADER } from '../../services/ipv4-csv.ts';
+import { sendTextList } from '../text-list-reply.ts';
 
 const text = z.string().describe('text/plain');
-/** Rows per store query: a fifth of a page, about 200 kB of rows and text in memory at a time. */
-const LIST_CHUNK = 20_000;
-/**
- * Rows per chunk from the mirror: about 800 kB of /flat CSV, written at once into one buffer
- * (fewer stream turns and socket writes than 2,000-row chunks: /flat/2 over 1M 0.58 -> 0.52 s).
- */
-const MIRROR_CHUNK = 8_192;
-
-/** Spec 4.2, in this order. */
-export const FLAT_CSV_HEADER = 'IPv4,LiveScore,Members,Reports,LastUpdate,AS,ASN,CDN,Reverse,IS_CDN';
-
-function sqlSource(store: Store, filter: Ipv4ListFilter, columns: 'all' | 'address'): TextListSource<Ipv4ListRow, number> {
-  // The boundary scan already yields the page's version: keep it instead of scanning again.
-  let known: { after: number | null; upTo: number | null; version: string } | null = null;
-  return {
-    rows: (after, upTo, limit) => store.ipv4.listRows(filter, after, upTo, limit, columns),
-    async boundary(after, n) {
-      const b = await store.ipv4.listBoundary(filter, after, n);
-      known = { after, upTo: b.last, version: b.version };
-      return { last: b.last, more: b.more };
-    },
-    version: (after, upTo) =>
-      known && known.after === after && known.upTo === upTo ? Promise.resolve(known.version) : store.ipv4.listVersion(filter, after, upTo),
-    key: (row) => row.id,
-  };
-}
-
-/**
- * The same list from the in-process mirror, written by it straight to bytes. A mirror that stops
- * being ready (it failed, or reloads) hands whatever is still to be read, be it the page bounds
- * or the rest of a streaming response, to SQL.
- */
-function mirrorSource(store: Store, mirror: Ipv4Mirror, plan: MirrorPlan, filter: Ipv4ListFilter, columns: 'all' | 'address'): TextListSource<Ipv4ListRow, number> {
-  const sql = sqlSource(store, filter, columns);
-  return {
-    // Rows and page bounds are read only once `text` or `page` gave up (the mirror is not ready).
-    rows: sql.rows,
-    boundary: sql.boundary,
-    version: async (after, upTo) => (mirror.ready ? mirror.version(plan, after, upTo) : sql.version(after, upTo)),
-    key: (row) => row.id,
-    text: async (after, upTo, limit, format, first) => {
-      if (!mirror.ready) return null;
-      return columns === 'address' ? mirror.addressText(plan, after, upTo, limit, format, first) : mirror.csvText(plan, after, upTo, limit);
-    },
-    ...(columns === 'address' ? { page: async (after: number | null, n: number, format: 'lines' | 'comma') => (mirror.ready ? mirror.addressPage(plan, after, n, format) : null) } : {}),
-    chunkRows: MIRROR_CHUNK,
-  };
-}
-
-/** A /32 is written as the bare address, a network in CIDR notation. */
-export function displayIp(network: string): string {
-  return network.endsWith('/32') ? network.slice(0, -3) : network;
-}
-
-/**
- * The filter, ETag salt and row source of one list request. The mirror answers when it is
- * ready and can evaluate the organization's policy, after catching up with every committed
- * change (read-your-writes across connections and replicas); otherwise SQL does.
- */
-const TWO_DIGITS = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
-/** Past 9999-12-31 toISOString writes six-digit years. */
-const ISO_FAST_LIMIT = 253_402_300_800;
-
-/** `new Date(seconds * 1000).toISOString()`, with the day's text reused from line to line. */
-function isoSeconds(): (seconds: number) => string {
-  let day = Number.NaN;
-  let dayText = '';
-  return (seconds) => {
-    if (!Number.isInteger(seconds) || seconds < 0 || seconds >= ISO_FAST_LIMIT) return new Date(seconds * 1000).toISOString();
-    const d = Math.floor(seconds / 86_400);
-    if (d !== day) {
-      day = d;
-      dayText = new Date(d * 86_400_000).toISOString().slice(0, 11);
-    }
-    const r = seconds - d * 86_400;
-    return `${dayText}${TWO_DIGITS[Math.floor(r / 3600)]}:${TWO_DIGITS[Math.floor((r % 3600) / 60)]}:${TWO_DIGITS[r % 60]}.000Z`;
-  };
-}
-
-/** One `/flat` CSV line (FLAT_CSV_HEADER): AS facts from ip_info, else from the offline data. */
-function csvLine(enrichment: Enrichment, now: number): (row: Ipv4ListRow) => string {
-  const iso = isoSeconds();
-  return (row) => {
-    const ip = displayIp(row.network);
-    const slash = ip.indexOf('/');
-    const first = slash < 0 ? ip : ip.slice(0, slash);
-    // The offline AS entry is looked up once, and only when ip_info lacks a fact.
-    let a: AsnEntry | null | undefined;
-    const asName = row.ip_info?.as_name || ((a = enrichment.asnOf(first))?.name ?? '');
-    let asn = row.ip_info?.asn;
-    if (!asn) {
-      if (a === undefined) a = enrichment.asnOf(first);
-      asn = a ? `AS${a.asn}` : '';
-    }
-    const cdn = enrichment.cdnOf(first) ?? '';
-    return `${ip},${liveScore(row.score, now - row.ts).toFixed(2)},${row.members},${row.events},${iso(row.updated)},${csvField(asName)},${asn},${csvField(cdn)},,${cdn ? 'true' : 'false'}`;
-  };
-}
-
-async function prepare(context: AppContext, org: Organization, threshold: number) {
-  const orgId = org.id;
-  const now = Math.floor(Date.now() / 1000);
-  const mirror = context.ipv4Mirror;
-  const useMirror = mirror?.ready === true;
-  const [policy] = await Promise.all([loadIpv4Policy(context.store, orgId), useMirror ? mirror!.catchUp() : undefined]);
-  const decisions = useMirror && mirror!.ready ? mirror!.decisionsVersion(orgId) : await context.store.ipv4.decisionsVersion(orgId);
-  const filter = ipv4ListFilter(policy, threshold, now, decisions.count > 0, visibleUpTo(org, now));
-  const plan = useMirror && mirror!.ready ? mirror!.plan(filter) : null;
-  // The ETag must move when the organization's settings or decisions do, not only the rows.
-  const salt = JSON.stringify([policy.reserved, policy.rule, decisions]);
-  const source = (columns: 'all' | 'address') =>
-    plan ? mirrorSource(context.store, mirror!, plan, filter, columns) : sqlSource(context.store, filter, columns);
-  return { now, filter, salt, source };
-}
 
 /** `GET /ipv4/{min_score}` and `GET /flat/{min_score}`: the caller's blockable addresses as text. */
 export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
@@ -150,18 +30,9 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
       // client's own check-in, `gaid` an agent polling with a member key (decisions.md).
       const checkinGaid = principal.agent?.gaid ?? agid ?? gaid;
       if (checkinGaid) await context.store.agents.checkIn(principal.org.id, checkinGaid, principal.agent || agid ? 'ipv4' : 'feed', plugin);
-      const { salt, source } = await prepare(context, principal.org, min_score);
-      return sendTextList(request, reply, {
-        source: source('address'),
-        cursors: context.cursors,
-        filters: { list: 'ipv4', min_score },
-        page,
-        paginate: true,
-        format: format === 'LIST' ? 'comma' : 'lines',
-        line: (row) => displayIp(row.network),
-        etagSalt: salt,
-        chunkRows: LIST_CHUNK,
-      });
+      const list = await context.ipv4Lists.addresses(principal.org, min_score);
+      const filters = { list: 'ipv4', min_score };
+      return sendTextList(request, reply, { ...list, cursors: context.cursors, filters, page, paginate: true, format: format === 'LIST' ? 'comma' : 'lines' });
     },
   );
 
@@ -178,34 +49,12 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
       },
     },
     async (request, reply) => {
-      const principal = principalOf(request);
+      const { org } = principalOf(request);
       const { min_score } = request.params;
-      const { now, salt, source } = await prepare(context, principal.org, min_score);
-      const enrichment = context.enrichment;
-      if (request.query.list === 'YES') {
-        return sendTextList(request, reply, {
-          source: source('address'),
-          cursors: context.cursors,
-          filters: { list: 'flat', min_score },
-          paginate: false,
-          format: 'comma',
-          line: (row) => displayIp(row.network),
-          etagSalt: salt,
-          chunkRows: LIST_CHUNK,
-        });
-      }
-      return sendTextList(request, reply, {
-        source: source('all'),
-        cursors: context.cursors,
-        filters: { list: 'flat', min_score },
-        paginate: false,
-        format: 'lines',
-        header: FLAT_CSV_HEADER,
-        line: csvLine(enrichment, now),
-        // LiveScore is computed for the request second: the bytes change with it.
-        etagSalt: `${salt}:${now}`,
-        chunkRows: LIST_CHUNK,
-      });
+      const commaList = request.query.list === 'YES';
+      const list = commaList ? await context.ipv4Lists.addresses(org, min_score) : await context.ipv4Lists.csv(org, min_score);
+      const filters = { list: 'flat', min_score };
+      return sendTextList(request, reply, { ...list, cursors: context.cursors, filters, paginate: false, format: commaList ? 'comma' : 'lines' });
     },
   );
 };

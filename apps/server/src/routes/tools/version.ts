@@ -18,7 +18,7 @@ export const versionRoute: FastifyPluginAsyncZod<{ context: AppContext }> = asyn
       const started = performance.now();
       let error = '';
       try {
-        await context.store.db.query('select 1');
+        await context.store.connection.ping();
       } catch (err) {
         error = err instanceof Error ? err.message.slice(0, 200) : 'store unreachable';
       }

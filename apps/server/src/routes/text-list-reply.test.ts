@@ -1,8 +1,9 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '@rampart/contracts';
-import { cursorCodec } from './cursor.ts';
-import { etagMatches, sendTextList, type TextListSource } from './text-list.ts';
+import { cursorCodec } from '../services/cursor.ts';
+import { etagMatches, type TextListSource } from '../services/text-list.ts';
+import { sendTextList } from './text-list-reply.ts';
 
 // A source over a sorted array: the helper is generic, the store-backed sources are tested in
 // the route tests against PGlite and PostgreSQL.

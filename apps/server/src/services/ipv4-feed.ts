@@ -1,0 +1,25 @@
+import type { IpsFeedQuery, Ipv4Page } from '@rampart/contracts';
+import { EVAL_JS, EXEC_PYTHON } from '@rampart/scoring';
+import type { Principal } from '../plugins/auth.ts';
+import type { Store } from '../store/index.ts';
+import { delaySeconds, userObject } from './envelope.ts';
+import { loadIpv4Policy, recordDecision } from './ipv4-policy.ts';
+import { ipv4Record } from './ipv4-records.ts';
+
+/**
+ * `GET /ips`: one page of the IPv4 feed as the original clients page it (decisions.md,
+ * Compatibility), each record decided for the caller. The agent's poll is its check-in; an agent
+ * key checks in as itself, and an unknown or foreign gaid is ignored.
+ */
+export async function ipv4FeedPage(store: Store, principal: Principal, query: IpsFeedQuery): Promise<Ipv4Page> {
+  const { ts, page_size, full, gaid } = query;
+  const checkinGaid = principal.agent?.gaid ?? gaid;
+  if (checkinGaid) await store.agents.checkIn(principal.org.id, checkinGaid, 'feed');
+  const delay = delaySeconds(principal.org);
+  const [rows, policy] = await Promise.all([store.ipv4.feedPage(principal.org.id, ts, page_size, delay), loadIpv4Policy(store, principal.org.id)]);
+  const now = Math.floor(Date.now() / 1000);
+  return {
+    header: { type: 'IPv4', version: 2, ts: String(ts), next_ts: rows.at(-1)?.ts ?? ts, page_size, delay, eval: EVAL_JS, exec_python: EXEC_PYTHON, user: userObject(principal) },
+    body: rows.map((row) => ipv4Record(row, delay, full === 'yes', now, recordDecision(row, policy, now))),
+  };
+}

@@ -1,0 +1,49 @@
+import type { Ipv4Page } from '@rampart/contracts';
+import { EVAL_JS, EXEC_PYTHON, liveScore, scoreV32, V32_VERSION } from '@rampart/scoring';
+import type { Principal } from '../plugins/auth.ts';
+import type { Ipv4Row, Store } from '../store/index.ts';
+import { delaySeconds, userObject, visibleTo } from './envelope.ts';
+import { loadIpv4Policy, recordDecision, type RecordDecision } from './ipv4-policy.ts';
+import { ipv4Record } from './ipv4-records.ts';
+
+/**
+ * Why a record scores and is decided as it is now: the v3.2 components from its reporters as
+ * they stand now (trust may have changed since the last report), its live score and its decision.
+ */
+async function explained(store: Store, row: Ipv4Row, decided: RecordDecision, now: number) {
+  const reporters = await store.ipv4.reporters(row.id);
+  const { s0, components } = scoreV32(reporters.map((r) => ({ orgTrust: r.trust, confidence: r.confidence, events: r.events })));
+  return {
+    algorithm: V32_VERSION,
+    ...components,
+    s0,
+    live_score: liveScore(row.score, now - row.ts),
+    seconds_since_ts: Math.max(0, now - row.ts),
+    decision_reason: decided.reason,
+  };
+}
+
+/**
+ * `GET /ips/{ipv4}`: a page envelope whose body holds the records for that address — the address
+ * itself and any held network containing it, most specific first; empty when nothing is held
+ * (spec 4.2: "the record for that IP if it is held"). Concurrent look-ups of this replica leave
+ * as one statement (Store.ipv4Lookups).
+ */
+export async function lookupIpv4(store: Store, principal: Principal, ip: string, options: { full: boolean; explain: boolean }): Promise<Ipv4Page> {
+  const delay = delaySeconds(principal.org);
+  const [held, policy] = await Promise.all([store.ipv4Lookups.holding(principal.org.id, ip), loadIpv4Policy(store, principal.org.id)]);
+  const now = Math.floor(Date.now() / 1000);
+  // Records the organization's delay still hides are not held, for it.
+  const rows = held.filter(visibleTo(principal.org, now));
+  const body = await Promise.all(
+    rows.map(async (row) => {
+      const decided = recordDecision(row, policy, now);
+      const record = ipv4Record(row, delay, options.full, now, decided);
+      return options.explain ? { ...record, explain: await explained(store, row, decided, now) } : record;
+    }),
+  );
+  return {
+    header: { type: 'IPv4', version: 2, ts: String(now), page_size: body.length, delay, eval: EVAL_JS, exec_python: EXEC_PYTHON, user: userObject(principal) },
+    body,
+  };
+}

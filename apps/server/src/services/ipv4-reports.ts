@@ -1,0 +1,123 @@
+import { ApiError, describeIpv4Special, formatIpv4, ipv4SpecialRange, parseIpv4, type IpsReportBody } from '@rampart/contracts';
+import type { AppConfig } from '../config.ts';
+import type { Principal } from '../plugins/auth.ts';
+import type { Ipv4ReportItem, Store } from '../store/index.ts';
+import type { Enrichment } from './enrichment.ts';
+import { randomIdPart } from './ids.ts';
+import type { ReportBatcher } from './ipv4-ingest.ts';
+
+/** `10.0.0.7/24` → `10.0.0.0/24`, `10.0.0.7` → `10.0.0.7/32`: one indicator is one row. */
+export function canonicalNetwork(ip: string): { network: string; isNetwork: boolean; first: string } {
+  const range = parseIpv4(ip)!;
+  const first = formatIpv4(range.start);
+  return { network: `${first}/${range.prefix}`, isNetwork: range.prefix < 32, first };
+}
+
+function fieldError(path: string, message: string): ApiError {
+  return new ApiError('validation_failed', `${path}: ${message}`, { errors: [{ path, message }] });
+}
+
+/**
+ * Only public unicast addresses are indicators: a report (not a decision) of a special-purpose
+ * address, or of a network overlapping one, is 400 `non_public_address` naming the range, unless
+ * ALLOW_NON_PUBLIC_REPORTS is set (labs); a network wider than MAX_REPORT_PREFIX is 400
+ * `network_too_wide`. Firewalls apply `/ipv4` and `/flat` as they are: a reported 10.0.0.0/8
+ * would cut every member off its own LAN.
+ */
+export function assertReportable(ip: string, config: Pick<AppConfig, 'allowNonPublicReports' | 'maxReportPrefix'>, path = 'body.ip'): void {
+  const range = parseIpv4(ip)!;
+  if (!config.allowNonPublicReports) {
+    const special = ipv4SpecialRange(range);
+    if (special) {
+      const name = describeIpv4Special(special);
+      const message = `${ip} ${range.start >= special.start && range.end <= special.end ? 'lies in' : 'overlaps'} ${name}, not a public address`;
+      throw new ApiError('non_public_address', `${path}: ${message}`, { errors: [{ path, message }], extra: { range: special.cidr, range_class: special.class } });
+    }
+  }
+  if (range.prefix < config.maxReportPrefix) {
+    const message = `/${range.prefix} is wider than /${config.maxReportPrefix}, the widest network a report may name`;
+    throw new ApiError('network_too_wide', `${path}: ${message}`, { errors: [{ path, message }], extra: { max_prefix: config.maxReportPrefix } });
+  }
+}
+
+/** A ttl belongs to a blacklisting only, and must lie in the future. */
+function assertTtl(decision: number, ttl: number | undefined, now: number): void {
+  if (ttl === undefined) return;
+  if (decision !== 1) throw fieldError('body.ttl', 'a ttl applies only to decision 1');
+  if (ttl <= now) throw fieldError('body.ttl', `must lie in the future (now is ${now})`);
+}
+
+export interface Ipv4ReportsDeps {
+  config: Pick<AppConfig, 'allowNonPublicReports' | 'maxReportPrefix'>;
+  store: Store;
+  enrichment: Enrichment;
+  /** The group-commit engine every report and decision goes through. */
+  batcher: ReportBatcher;
+}
+
+/** The rules of `POST /ips` and `PUT /ips/{ip}`: who may decide, what may be reported, ttl. */
+export class Ipv4Reports {
+  constructor(private readonly deps: Ipv4ReportsDeps) {}
+
+  /**
+   * A report of an address or network, with the caller's decision when the body named one
+   * (`decisionGiven`: an explicit -1 clears a decision; absent keeps it). Returns whether the
+   * indicator is new. `gaid`: the agent checking in with the report.
+   */
+  async report(principal: Principal, body: IpsReportBody, decisionGiven: boolean, gaid: string | undefined): Promise<{ created: boolean }> {
+    const now = Math.floor(Date.now() / 1000);
+    // Decisions are the organization's (a whitelist unblocks for every member): never an edge host's.
+    if (principal.agent && (decisionGiven || body.ttl !== undefined)) {
+      throw new ApiError('forbidden', 'an agent key reports without decision or ttl: decisions belong to the organization (use a contributor key)');
+    }
+    assertTtl(body.decision, body.ttl, now);
+    // A whitelist is the organization saying the address is fine: it must not raise the score
+    // for others, so it counts no report (and may name its own LAN).
+    const addReport = body.decision !== 0;
+    if (addReport) assertReportable(body.ip, this.deps.config);
+    const { network, isNetwork, first } = canonicalNetwork(body.ip);
+    const outcome = await this.deps.batcher.submit({
+      orgId: principal.org.id,
+      network,
+      isNetwork,
+      gid: `RMP-RULE-GID-${randomIdPart()}`,
+      confidence: body.confidence,
+      source: body.source,
+      notes: body.notes ? body.notes : null,
+      addReport,
+      decision: decisionGiven ? { value: body.decision as -1 | 0 | 1, ttl: body.ttl ?? null } : null,
+      ipInfo: this.deps.enrichment.ipInfo(first),
+    });
+    if (outcome.status === 'reserved') {
+      throw new ApiError('reserved_ip', `${body.ip} lies in ${outcome.range}, one of the organization's reserved_ips; it cannot be reported`, {
+        extra: { reserved_range: outcome.range },
+      });
+    }
+    // An agent key checks in as its own agent, whatever the query names.
+    const checkinGaid = principal.agent?.gaid ?? gaid;
+    if (checkinGaid) await this.deps.store.agents.checkIn(principal.org.id, checkinGaid, 'ipv4');
+    return { created: outcome.created };
+  }
+
+  /** The organization's decision on an address or network, without a report. */
+  async decide(principal: Principal, ip: string, decision: number, ttl: number | undefined): Promise<void> {
+    assertTtl(decision, ttl, Math.floor(Date.now() / 1000));
+    const { network, isNetwork } = canonicalNetwork(ip);
+    const item: Ipv4ReportItem = {
+      orgId: principal.org.id,
+      network,
+      isNetwork,
+      gid: `RMP-RULE-GID-${randomIdPart()}`,
+      confidence: 0,
+      source: '',
+      notes: null,
+      addReport: false,
+      decision: { value: decision as -1 | 0 | 1, ttl: ttl ?? null },
+      ipInfo: null,
+    };
+    const outcome = await this.deps.batcher.submit(item);
+    if (outcome.status === 'reserved') {
+      throw new ApiError('reserved_ip', `${ip} lies in ${outcome.range}, one of the organization's reserved_ips`, { extra: { reserved_range: outcome.range } });
+    }
+  }
+}
