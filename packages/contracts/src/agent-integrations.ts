@@ -111,9 +111,11 @@ export const IPS_LABELS = Object.keys(IpsEntries) as IpsLabel[];
  * section 2.11 (`ips` or `ids`), `dry_run` (rampart-agent's enforcer that only writes what it would
  * block), `agent` (the agent itself, e.g. while `running` is `no`) or `all` (its total); an
  * enforcer instance of another kind than IPv4 as `<label>/<kind>` (`csv/url`), the agent's own
- * name for it. A closed set, so that an agent's record holds at most one entry per name.
+ * name for it, for the integrations that take those kinds. A closed set, so that an agent's record holds at most one entry per name.
  */
-const KIND_SUFFIXED = [...new Set<string>(['dry_run', ...IPS_LABELS])].flatMap((label) => (['domain', 'url', 'file'] as const).map((kind) => `${label}/${kind}`));
+/** The integrations that enforce domains, URLs or file digests (the rest enforce IPv4 only). */
+const KIND_LABELS: readonly string[] = ['dry_run', 'csv', 'dns_e', 'proxy_f', 'endpoint_d'] satisfies readonly ('dry_run' | IpsLabel)[];
+const KIND_SUFFIXED = KIND_LABELS.flatMap((label) => (['domain', 'url', 'file'] as const).map((kind) => `${label}/${kind}`));
 export const REPORTED_PLUGIN_NAMES: readonly [string, ...string[]] = ['agent', 'all', 'dry_run', ...new Set<string>([...IPS_LABELS, ...IDS_LABELS]), ...KIND_SUFFIXED];
 export const ReportedPlugin = z
   .enum(REPORTED_PLUGIN_NAMES)
