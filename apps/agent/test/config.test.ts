@@ -96,6 +96,7 @@ describe('agent configuration', () => {
       cdn_waf: 'cloudflare',
       cloud_a: 'aws',
       csv: 'csv',
+      dns_e: 'bind-rpz',
       dry_run: 'dry-run',
       packet_filter: 'nftables|ipset',
       pf_list: 'pf',
