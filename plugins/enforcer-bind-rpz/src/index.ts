@@ -156,7 +156,7 @@ export const bindRpzEnforcer = defineEnforcer<BindRpzConfig>({
       reloadTimeoutMs: o.reload_timeout_seconds * 1000,
       capacity: o.max_entries,
       fileMode: 0o644,
-      run: ctx.run ?? runShell,
+      run: (command, options) => (ctx.run ? ctx.run(command, options) : runShell(command, options)),
       log: ctx.log.child({ enforcer: 'bind-rpz', kind }),
     });
   },
