@@ -154,8 +154,8 @@ describe('agent end to end', () => {
     });
     expect(refused.body.healthy).toBe(false);
     expect(refused.body.enforcers).toEqual([
-      { label: 'firewall_b', state: 'failed', healthy: false, enforced: 0, cut: 0, error: 'no_plugin', detail: expect.stringMatching(/^no enforcer for 'firewall_b'; known enforcers: /) },
       expect.objectContaining({ label: 'dry_run', state: 'ok' }),
+      { label: 'firewall_b', state: 'failed', healthy: false, enforced: 0, cut: 0, error: 'no_plugin', detail: expect.stringMatching(/^no enforcer for 'firewall_b'; known enforcers: /) },
     ]);
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).toContain('rampart_agent_enforcer_state{enforcer="firewall_b",state="failed"} 1');
