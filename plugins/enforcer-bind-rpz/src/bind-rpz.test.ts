@@ -143,6 +143,21 @@ describe.skipIf(skip)('enforcer-bind-rpz against a real named', () => {
     }
   });
 
+  it('a zone of 100,000 names loads; the last name written answers NXDOMAIN', async () => {
+    await writeFile(join(named.dir, 'allow.txt'), '');
+    const enforcer = await bindRpzEnforcer.create(config({}), { log: silent, kind: 'domain' });
+    try {
+      const many = Array.from({ length: 99_999 }, (_, i) => entry(`host-${i}.bulk.example`, 100 + (i % 900)));
+      expect(await enforcer.sync([...many, entry('evil.lan.test')])).toEqual({ enforced: 100_000, cut: 0 });
+      await until('www.evil.lan.test', 'NXDOMAIN');
+      expect((await enforcer.list()).length).toBe(100_000);
+      await enforcer.withdraw();
+      await until('www.evil.lan.test', 'NOERROR 45.77.1.2');
+    } finally {
+      await enforcer.close();
+    }
+  }, 60_000);
+
   it('a reload command that fails is reported and the previous zone file is put back', async () => {
     const enforcer = await bindRpzEnforcer.create(config({ reload_command: `${named.reloadCommand} && false` }), { log: silent, kind: 'domain' });
     const before = await readFile(named.rpzFile, 'utf8');
