@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enforcerKinds, type PluginLogger } from '@rampart/plugin-kit';
 import { kindConformance, startNamed, systemGate, waitFor, type NamedInstance } from '@rampart/plugin-kit/testing';
-import { BindRpzConfig, bindRpzEnforcer, parseWhitelist, rpzZoneFormat } from './index.ts';
+import { BindRpzConfig, bindRpzEnforcer, parseWhitelist, rpzZoneFormat, serialOf } from './index.ts';
 
 const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const skip = systemGate('BIND response policy zone', { commands: ['named', 'rndc', 'dig'] });
@@ -61,6 +61,19 @@ describe('the RPZ zone file', () => {
     expect(rpzZoneFormat({ ttl: 60, action: 'drop', passthru: () => [] }).render([entry('a.example')])).toContain('\na.example CNAME rpz-drop.\n*.a.example CNAME rpz-drop.\n');
     expect(rpzZoneFormat({ ttl: 60, action: 'Garden.Example.', passthru: () => [] }).render([entry('a.example')])).toContain('\na.example CNAME garden.example.\n');
     expect(rpzZoneFormat({ ttl: 60, action: 'nxdomain', passthru: () => [] }).render([entry('a.example')])).toContain('\na.example CNAME .\n');
+  });
+
+  it('starts from the serial of the file on disk, with or without a TTL before IN', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'rampart-rpz-serial-'));
+    try {
+      await writeFile(join(dir, 'a.zone'), '$TTL 60\n@ IN SOA ns. host. ( 2026112601 3600 600 86400 60 )\n');
+      await writeFile(join(dir, 'b.zone'), '$TTL 60\n@ 60 IN SOA localhost. hostmaster.localhost. 4000000000 3600 600 86400 60\n');
+      expect([serialOf(join(dir, 'a.zone')), serialOf(join(dir, 'b.zone')), serialOf(join(dir, 'none.zone'))]).toEqual([2026112601, 4000000000, 0]);
+      const format = rpzZoneFormat({ ttl: 60, action: 'nxdomain', passthru: () => [], startSerial: serialOf(join(dir, 'b.zone')), now: () => 1_800_000_000 });
+      expect(format.render([])).toContain(' 4000000001 ');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('reads a whitelist file: one name a line, comments and bad lines skipped', () => {

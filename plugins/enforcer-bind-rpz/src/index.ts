@@ -54,7 +54,7 @@ export function parseWhitelist(text: string): string[] {
   return [...names].sort(domainCodec.compare);
 }
 
-const SERIAL_RE = /^@\s+\d+\s+IN\s+SOA\s+\S+\s+\S+\s+\(?\s*(\d+)/m;
+const SERIAL_RE = /^@\s+(?:\d+\s+)?IN\s+SOA\s+\S+\s+\S+\s+\(?\s*(\d+)/m;
 const MAX_SERIAL = 4_294_967_295;
 
 export interface RpzZoneOptions {
