@@ -135,7 +135,7 @@ describe('agent end to end', () => {
     });
   });
 
-  it('an enforcer the agent cannot run (dns_e) makes it unhealthy, 503 naming it, while the others run on; turned off, healthy again', async () => {
+  it('an enforcer the agent cannot run (firewall_b) makes it unhealthy, 503 naming it, while the others run on; turned off, healthy again', async () => {
     const port = (await readJson<{ local: { metrics_port: number } }>(join(dir.path, 'agent.json')))!.local.metrics_port;
     const healthz = async () => {
       const res = await fetch(`http://127.0.0.1:${port}/healthz`);
@@ -144,8 +144,8 @@ describe('agent end to end', () => {
     const settingsUrl = `${cp.url}/agents/${gaid}/config`;
     const headers = { authorization: process.env.RAMPART_E2E_ADMIN!, 'content-type': 'application/json' };
     const doc = (await (await fetch(settingsUrl, { headers })).json()) as { ips: Record<string, Record<string, unknown>> };
-    const put = (dnsActive: boolean) =>
-      fetch(settingsUrl, { method: 'PUT', headers, body: JSON.stringify({ ...doc, ips: { ...doc.ips, dns_e: { ...doc.ips.dns_e, active: dnsActive } } }) });
+    const put = (fwActive: boolean) =>
+      fetch(settingsUrl, { method: 'PUT', headers, body: JSON.stringify({ ...doc, ips: { ...doc.ips, firewall_b: { ...doc.ips.firewall_b, active: fwActive } } }) });
 
     expect((await put(true)).status).toBe(200);
     const refused = await waitFor('503 from /healthz', async () => {
@@ -154,11 +154,11 @@ describe('agent end to end', () => {
     });
     expect(refused.body.healthy).toBe(false);
     expect(refused.body.enforcers).toEqual([
-      { label: 'dns_e', state: 'failed', healthy: false, enforced: 0, cut: 0, error: 'no_plugin', detail: expect.stringMatching(/^no enforcer for 'dns_e'; known enforcers: /) },
       expect.objectContaining({ label: 'dry_run', state: 'ok' }),
+      { label: 'firewall_b', state: 'failed', healthy: false, enforced: 0, cut: 0, error: 'no_plugin', detail: expect.stringMatching(/^no enforcer for 'firewall_b'; known enforcers: /) },
     ]);
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    expect(metrics).toContain('rampart_agent_enforcer_state{enforcer="dns_e",state="failed"} 1');
+    expect(metrics).toContain('rampart_agent_enforcer_state{enforcer="firewall_b",state="failed"} 1');
     expect(metrics).toContain('rampart_agent_enforcer_state{enforcer="dry_run",state="ok"} 1');
     // The refusal reaches the control plane: GET /agents shows it, with what the agent can run.
     const agents = async () => ((await (await fetch(`${cp.url}/agents`, { headers })).json()) as AgentSummary[]).find((a) => a.gaid === gaid);
@@ -166,10 +166,10 @@ describe('agent end to end', () => {
       const a = await agents();
       return a?.status === 'failed' && a;
     });
-    expect(listed.enforced.dns_e).toMatchObject({ state: 'failed', healthy: false, error: expect.stringMatching(/^no enforcer for 'dns_e'; known enforcers: /) });
+    expect(listed.enforced.firewall_b).toMatchObject({ state: 'failed', healthy: false, error: expect.stringMatching(/^no enforcer for 'firewall_b'; known enforcers: /) });
     expect(listed.capabilities).toMatchObject({ version: 'v0.1.0', kinds: ['ipv4', 'domain', 'url', 'file'], sources: expect.arrayContaining(['ssh_log']) });
     expect(listed.capabilities?.enforcers).toContain('dry_run');
-    expect(listed.capabilities?.enforcers).not.toContain('dns_e');
+    expect(listed.capabilities?.enforcers).not.toContain('firewall_b');
 
     expect((await put(false)).status).toBe(200);
     const back = await waitFor('200 from /healthz', async () => {

@@ -6,6 +6,7 @@ import { ipsetEnforcer } from '@rampart/enforcer-ipset';
 import { nftablesBridgeEnforcer } from '@rampart/enforcer-nftables-bridge';
 import { pfEnforcer } from '@rampart/enforcer-pf';
 import { csvEnforcer } from '@rampart/enforcer-csv';
+import { bindRpzEnforcer } from '@rampart/enforcer-bind-rpz';
 import { modsecurityEnforcer } from '@rampart/enforcer-modsecurity';
 import { nginxEnforcer } from '@rampart/enforcer-nginx';
 import { haproxyEnforcer } from '@rampart/enforcer-haproxy';
@@ -51,6 +52,7 @@ export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEn
     nftablesBridgeEnforcer,
     pfEnforcer,
     csvEnforcer,
+    bindRpzEnforcer,
     modsecurityEnforcer,
     nginxEnforcer,
     haproxyEnforcer,

@@ -1,0 +1,163 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { IpsEntries } from '@rampart/contracts';
+import { codecOf, createFileListEnforcer, defineEnforcer, runShell, type BlockEntry, type ListFileFormat } from '@rampart/plugin-kit';
+
+const domainCodec = codecOf('domain');
+
+/** What a listed name answers: NXDOMAIN, NODATA, no answer at all, or a walled-garden name. */
+const Action = z.union([z.enum(['nxdomain', 'nodata', 'drop']), z.string().refine((v) => domainCodec.canonical(v) !== undefined, { message: "nxdomain, nodata, drop or a walled-garden domain name" })]);
+
+const BindRpzOptions = z
+  .strictObject({
+    zone: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(/^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.?$/, { message: 'a DNS zone name such as rpz.local' })
+      .default('rpz.local')
+      .describe("The response policy zone's name, as named.conf's zone and response-policy statements name it"),
+    action: Action.default('nxdomain').describe("What a listed name and its sub-domains answer: nxdomain (CNAME .), nodata (CNAME *.), drop (CNAME rpz-drop.) or a walled-garden domain name"),
+    reload_command: z.string().max(4096).optional().describe("Run after each change of the zone file; default 'rndc reload <zone>'"),
+    reload_timeout_seconds: z.number().int().min(1).max(600).default(60),
+    max_entries: z.number().int().min(1).max(10_000_000).default(1_000_000).describe('Names the zone may hold'),
+    passthru: z.array(z.string().max(253)).max(100_000).default([]).describe('Names never rewritten (rpz-passthru.), in addition to domains_file_whitelist'),
+    ttl: z.number().int().min(0).max(86_400).default(60).describe('TTL of the zone records, seconds'),
+  })
+  .default({ zone: 'rpz.local', action: 'nxdomain', reload_timeout_seconds: 60, max_entries: 1_000_000, passthru: [], ttl: 60 });
+
+export const BindRpzConfig = IpsEntries.dns_e.extend({ options: BindRpzOptions }).superRefine((cfg, ctx) => {
+  if (cfg.active && !cfg.domains_file) ctx.addIssue({ code: 'custom', path: ['domains_file'], message: 'the RPZ zone file path is required when active' });
+  if (cfg.domains_file && cfg.domains_file === cfg.domains_file_whitelist)
+    ctx.addIssue({ code: 'custom', path: ['domains_file_whitelist'], message: 'the whitelist is read, the zone file written: they must differ' });
+  cfg.options.passthru.forEach((name, i) => {
+    if (!domainCodec.canonical(name)) ctx.addIssue({ code: 'custom', path: ['options', 'passthru', i], message: 'not a domain name' });
+  });
+});
+export type BindRpzConfig = z.infer<typeof BindRpzConfig>;
+
+/** The CNAME target of each action (appliances.md, "DNS response policy zones"). */
+export function actionTarget(action: string): string {
+  if (action === 'nxdomain') return '.';
+  if (action === 'nodata') return '*.';
+  if (action === 'drop') return 'rpz-drop.';
+  return `${domainCodec.canonical(action)}.`;
+}
+
+/** Domain names of a whitelist file: one a line, `#` comments, blank lines and bad names skipped. */
+export function parseWhitelist(text: string): string[] {
+  const names = new Set<string>();
+  for (const raw of text.split('\n')) {
+    const name = domainCodec.canonical(raw.replace(/#.*/, '').trim());
+    if (name) names.add(name);
+  }
+  return [...names].sort(domainCodec.compare);
+}
+
+const SERIAL_RE = /^@\s+(?:\d+\s+)?IN\s+SOA\s+\S+\s+\S+\s+\(?\s*(\d+)/m;
+const MAX_SERIAL = 4_294_967_295;
+
+export interface RpzZoneOptions {
+  ttl: number;
+  action: string;
+  /** Names exempt (rpz-passthru.), read at every write. */
+  passthru: () => string[];
+  /** The serial of the file on disk when the agent started (0 when none). */
+  startSerial?: number;
+  /** Seconds since the epoch; a new serial is at least this (RFC 1912 style, never lower than the last). */
+  now?: () => number;
+}
+
+/**
+ * The zone file of a response policy zone: SOA and NS, then for each blocked name the name and
+ * its `*.` wildcard pointing at the action's target, and for each exempt name (and its
+ * sub-domains) `rpz-passthru.`. A whitelisted name is not written as blocked. Names are relative
+ * to the zone ($ORIGIN). The SOA serial rises whenever the records change and stays when they do
+ * not, so that an unchanged list neither rewrites the file nor reloads named.
+ */
+export function rpzZoneFormat(opts: RpzZoneOptions): ListFileFormat {
+  let serial = opts.startSerial ?? 0;
+  let lastBody: string | undefined;
+  const now = opts.now ?? (() => Math.floor(Date.now() / 1000));
+  const target = actionTarget(opts.action);
+  return {
+    render(entries: BlockEntry[]): string {
+      const passthru = opts.passthru();
+      const exempt = new Set(passthru);
+      const lines: string[] = [];
+      for (const e of entries) {
+        if (exempt.has(e.value)) continue;
+        lines.push(`${e.value} CNAME ${target}`, `*.${e.value} CNAME ${target}`);
+      }
+      for (const name of passthru) lines.push(`${name} CNAME rpz-passthru.`, `*.${name} CNAME rpz-passthru.`);
+      const body = lines.join('\n');
+      if (body !== lastBody) {
+        serial = Math.min(MAX_SERIAL, Math.max(serial + 1, now()));
+        lastBody = body;
+      }
+      const head = [`$TTL ${opts.ttl}`, `@ ${opts.ttl} IN SOA localhost. hostmaster.localhost. ${serial} 3600 600 86400 ${opts.ttl}`, `@ ${opts.ttl} IN NS localhost.`];
+      return [...head, ...(body ? [body] : []), ''].join('\n');
+    },
+    parse(text: string): string[] {
+      const names = new Set<string>();
+      for (const line of text.split('\n')) {
+        const m = /^([^\s;$@*][^\s;]*)\s+(?:\d+\s+)?(?:IN\s+)?CNAME\s+(\S+)\s*$/i.exec(line);
+        if (!m || m[2]!.toLowerCase() === 'rpz-passthru.') continue;
+        const name = domainCodec.canonical(m[1]!);
+        if (name) names.add(name);
+      }
+      return [...names].sort(domainCodec.compare);
+    },
+  };
+}
+
+/** The SOA serial of a zone file written before (0 when absent or unreadable). */
+export function serialOf(path: string): number {
+  try {
+    return Number(SERIAL_RE.exec(readFileSync(path, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+function readWhitelist(path: string): string[] {
+  if (!path) return [];
+  try {
+    return parseWhitelist(readFileSync(path, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+}
+
+export const bindRpzEnforcer = defineEnforcer<BindRpzConfig>({
+  name: 'bind-rpz',
+  serves: 'dns_e',
+  configSchema: BindRpzConfig,
+  kinds: ['domain'],
+  kindsOf: () => ['domain'],
+  async create(config, ctx) {
+    const kind = ctx.kind ?? 'ipv4';
+    if (kind !== 'domain') throw new Error(`bind-rpz: enforces domains only, not '${kind}'`);
+    const o = config.options;
+    const zone = o.zone.replace(/\.$/, '');
+    const fixed = o.passthru.map((n) => domainCodec.canonical(n)!).filter(Boolean);
+    const format = rpzZoneFormat({
+      ttl: o.ttl,
+      action: o.action,
+      passthru: () => [...new Set([...fixed, ...readWhitelist(config.domains_file_whitelist)])].sort(domainCodec.compare),
+      startSerial: serialOf(config.domains_file),
+    });
+    return createFileListEnforcer({
+      path: config.domains_file,
+      format,
+      codec: domainCodec,
+      reloadCommand: o.reload_command ?? `rndc reload ${zone}`,
+      reloadTimeoutMs: o.reload_timeout_seconds * 1000,
+      capacity: o.max_entries,
+      fileMode: 0o644,
+      run: (command, options) => (ctx.run ? ctx.run(command, options) : runShell(command, options)),
+      log: ctx.log.child({ enforcer: 'bind-rpz', kind }),
+    });
+  },
+});

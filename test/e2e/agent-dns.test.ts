@@ -1,0 +1,106 @@
+import { join } from 'node:path';
+import { writeFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RampartClient } from '@rampart/client';
+import { startNamed, systemGate, type NamedInstance } from '@rampart/plugin-kit/testing';
+import { seedOrg, sqlOf } from '@rampart/server/testing';
+import { agentHealth, freePort, runAgentCommand, spawnAgent, startControlPlane, tempDir, waitFor, type AgentProcess, type ControlPlane } from './support.ts';
+
+/*
+ * From a domain decision on the server to NXDOMAIN at a real `named`: server + agent (a real
+ * process) + database + a private BIND 9 whose response policy zone the agent's dns_e enforcer
+ * (bind-rpz) writes and reloads with rndc. A score above the threshold blocks a name and its
+ * sub-domains; a whitelist decision lifts it; a blacklist decision blocks a name nobody scored.
+ */
+
+const gate = systemGate('agent + BIND response policy zone', { commands: ['named', 'rndc', 'dig'] });
+
+describe.skipIf(gate)('agent end to end: dns_e at a real named', () => {
+  let cp: ControlPlane;
+  let dir: Awaited<ReturnType<typeof tempDir>>;
+  let named: NamedInstance;
+  let agent: AgentProcess | undefined;
+  let admin: RampartClient;
+  const gaid = 'RMP-AGENT-ID-dns1';
+
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    dir = await tempDir('rampart-dns-');
+    named = await startNamed({
+      zone: 'corp.example',
+      records: ['evil IN A 45.77.2.1', 'www.evil IN A 45.77.2.2', 'good IN A 45.77.2.3', 'localhost IN A 127.0.0.1'],
+      rpzZone: 'rpz.rampart',
+    });
+    const org = await seedOrg(cp.store, { credits: 1_000_000, trust: 1 });
+    admin = new RampartClient({ baseUrl: cp.url, apiKey: org.keys.admin });
+    process.env.RAMPART_E2E_ADMIN = org.keys.admin;
+  });
+  afterAll(async () => {
+    if (agent) await agent.kill9();
+    await named?.stop();
+    await cp?.close();
+    await dir?.remove();
+  });
+
+  const answer = async (name: string) => {
+    const { status, answers } = await named.query(name);
+    return `${status} ${answers.join(',')}`.trim();
+  };
+  const until = (name: string, expected: string) => waitFor(`${name} → ${expected}`, async () => (await answer(name)) === expected, 30_000);
+
+  it(`a domain decision on the server reaches named as NXDOMAIN and back (${process.env.DATABASE_URL ? 'PostgreSQL' : 'PGlite'})`, async () => {
+    for (const domain of ['evil.corp.example', 'good.corp.example']) await admin.transport.request('POST', '/domains', { body: { domain, confidence: 1 } });
+    for (const [domain, score] of [['evil.corp.example', 900], ['good.corp.example', 10]] as const) {
+      const res = await sqlOf(cp.store).query('update domain_indicators set score = $1 where value = $2', [score, domain]);
+      expect(res.rowCount).toBe(1);
+    }
+    expect(await answer('evil.corp.example')).toBe('NOERROR 45.77.2.1');
+
+    const path = (name: string) => join(dir.path, name);
+    const configPath = path('agent.json');
+    const metricsPort = await freePort();
+    await writeFile(path('auth.log'), '');
+    await writeFile(
+      configPath,
+      JSON.stringify({
+        control_plane_url: cp.url,
+        gaid,
+        ts: Date.now(),
+        score_threshold: 50,
+        start_from: 0,
+        version: 'v0.1.0',
+        proxy: 'LOCAL',
+        sync_time: 1,
+        maximum_rules: 100_000,
+        auth_name: 'Authorization',
+        ids: { ssh_log: { active: true, ssh_log_location: path('auth.log') } },
+        ips: {
+          dns_e: { active: true, domains_file: named.rpzFile, options: { zone: 'rpz.rampart', reload_command: named.reloadCommand } },
+        },
+        local: { state_dir: path('state'), metrics_port: metricsPort, log_level: 'info', sync_cron: '*/2 * * * * *' },
+      }),
+    );
+    expect(await runAgentCommand(['validate-config', configPath], {})).toMatchObject({ code: 0 });
+    expect((await runAgentCommand(['register', '-c', configPath], { RAMPART_ADMIN_KEY: process.env.RAMPART_E2E_ADMIN! })).code).toBe(0);
+    agent = spawnAgent(['run', '-c', configPath], {}, path('agent.log'));
+    const health = await waitFor('agent healthy and connected', async () => {
+      const h = await agentHealth(metricsPort);
+      return h?.healthy === true && h.channel_connected === true && h;
+    });
+    expect((health.enforcers as { label: string }[]).map((e) => e.label)).toEqual(['dns_e/domain']);
+
+    await until('evil.corp.example', 'NXDOMAIN');
+    expect(await answer('www.evil.corp.example')).toBe('NXDOMAIN');
+    expect(await answer('good.corp.example')).toBe('NOERROR 45.77.2.3');
+
+    // A whitelist lifts the block, a blacklist blocks a name no score does (both pushed).
+    await admin.transport.request('PUT', '/domains/evil.corp.example', { body: { decision: 0 } });
+    await admin.transport.request('PUT', '/domains/good.corp.example', { body: { decision: 1 } });
+    await until('good.corp.example', 'NXDOMAIN');
+    await until('evil.corp.example', 'NOERROR 45.77.2.1');
+    expect(await answer('www.evil.corp.example')).toBe('NOERROR 45.77.2.2');
+
+    expect(await agent.terminate()).toBe(0);
+    agent = undefined;
+  }, 120_000);
+});
