@@ -8,3 +8,4 @@ export * from './firewall-topology.ts';
 export * from './haproxy-instance.ts';
 export * from './source-conformance.ts';
 export * from './kind-conformance.ts';
+export * from './squid-instance.ts';
