@@ -107,7 +107,7 @@ export const squidEnforcer = defineEnforcer<SquidConfig>({
       reloadCommand: config.options.reload_command,
       reloadTimeoutMs: config.options.reload_timeout_seconds * 1000,
       capacity: config.options.max_entries,
-      run: ctx.run ?? runShell,
+      run: (command, options) => (ctx.run ? ctx.run(command, options) : runShell(command, options)),
       log: ctx.log.child({ enforcer: 'squid', kind }),
     });
   },
