@@ -61,7 +61,8 @@ describe.skipIf(skip)('enforcer-squid against a real Squid in front of a local o
     const port = new URL(base).port;
     const at = (host: string) => `http://${host}:${port}/page`;
     expect(await squid.get(at('evil-shop.example'))).toBe(200);
-    expect(await domains.sync([{ value: 'Evil-Shop.Example', score: 900 }])).toEqual({ enforced: 1, cut: 0 });
+    // A parent and its sub-domain both listed: Squid warns and keeps running with the wider entry.
+    expect(await domains.sync([{ value: 'Evil-Shop.Example', score: 900 }, { value: 'www.evil-shop.example', score: 700 }])).toEqual({ enforced: 2, cut: 0 });
     await waitFor(async () => (await squid.get(at('evil-shop.example'))) === 403, 'Squid to deny the listed domain', 20_000);
     expect(await squid.get(at('www.evil-shop.example'))).toBe(403);
     expect(await squid.get(at('good-shop.example'))).toBe(200);
