@@ -44,6 +44,8 @@ describe.skipIf(skip)('enforcer-squid against a real Squid in front of a local o
     expect(await squid.get(listed)).toBe(200);
     expect(await urls.sync([{ value: listed, score: 800 }])).toEqual({ enforced: 1, cut: 0 });
     await waitFor(async () => (await squid.get(listed)) === 403, 'Squid to deny the listed URL after the reconfigure', 20_000);
+    // Squid matches its own absolute form of the request: scheme and host in lower case.
+    expect(await squid.get(listed.replace('http://shop.rampart-test', 'HTTP://SHOP.Rampart-Test'))).toBe(403);
     served.length = 0;
     for (const url of lookalikes) expect([url, await squid.get(url)]).toEqual([url, 200]);
     expect(await squid.get(`${base}/unlisted`)).toBe(200);
