@@ -13,7 +13,7 @@ export interface SquidInstance {
   domainsFile: string;
   /** `squid -f <conf> -k reconfigure`: the enforcer's reload command for this instance. */
   reloadCommand: string;
-  /** Status code of a GET of `url` through the proxy. */
+  /** Status code of a GET of `url` through the proxy (a connection refused during a reconfigure is retried for 10 s). */
   get(url: string): Promise<number>;
   stop(): Promise<void>;
 }
@@ -74,7 +74,19 @@ http_access deny all
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   let running = true;
   const exited = new Promise<void>((resolve) => child.once('exit', () => ((running = false), resolve())));
-  const get = (url: string) => proxyGet(port, url);
+  // Squid closes its listening port while it reconfigures: a refused connection is retried.
+  const get = async (url: string): Promise<number> => {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        return await proxyGet(port, url);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if ((code !== 'ECONNREFUSED' && code !== 'ECONNRESET') || Date.now() > deadline) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+  };
   try {
     await waitFor(async () => {
       if (!running) throw new Error(`squid exited: ${stderr.trim()}`);
