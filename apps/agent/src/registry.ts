@@ -13,6 +13,7 @@ import { haproxyEnforcer } from '@rampart/enforcer-haproxy';
 import { mikrotikEnforcer } from '@rampart/enforcer-mikrotik';
 import { cloudflareEnforcer } from '@rampart/enforcer-cloudflare';
 import { awsEnforcer } from '@rampart/enforcer-aws';
+import { squidEnforcer } from '@rampart/enforcer-squid';
 import { sshdSource } from '@rampart/source-sshd';
 import { modsecuritySource } from '@rampart/source-modsecurity';
 import { bridgeFilterLogSource, netfilterLogSource } from '@rampart/source-netfilter-log';
@@ -59,6 +60,7 @@ export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEn
     mikrotikEnforcer,
     cloudflareEnforcer,
     awsEnforcer,
+    squidEnforcer,
     dryRunEnforcer,
   ].map((definition): [string, AnyEnforcer] => [definition.serves, definition]),
 );

@@ -9,3 +9,4 @@ export * from './haproxy-instance.ts';
 export * from './source-conformance.ts';
 export * from './kind-conformance.ts';
 export * from './named-instance.ts';
+export * from './squid-instance.ts';
