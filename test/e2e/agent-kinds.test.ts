@@ -134,6 +134,11 @@ describe('agent end to end: domains, URLs and file digests', () => {
     const enforced = async (name: string) => (await readJson<DryRunFile>(path(name)))?.enforced;
       const settle = (what: string, name: string, want: string[], timeoutMs = 30_000) =>
       waitFor(what, async () => JSON.stringify(await enforced(name)) === JSON.stringify(want) && true, timeoutMs);
+    // Each enforcer instance applies on its own queue: a csv file may land after its dry_run twin.
+    const csvIs = async (name: string, want: string) => {
+      await waitFor(`${name} as expected`, async () => (await readFile(path(name), 'utf8').catch(() => '')) === want, 30_000).catch(() => undefined);
+      expect(await readFile(path(name), 'utf8')).toBe(want);
+    };
     const domains = ['evil-one.example', 'fading.example', 'xn--bcher-evil-9db.example'];
     const digests = [MD5.toUpperCase(), LONE_SHA256.toUpperCase(), SHA1.toUpperCase(), SHA256.toUpperCase()];
     await settle('domains enforced', 'dry-run-domains.json', domains);
@@ -149,9 +154,10 @@ describe('agent end to end: domains, URLs and file digests', () => {
     const file = (await readJson<DryRunFile>(path('dry-run-domains.json')))!;
     expect(file.kind).toBe('domain');
     // `www.safe.example` (950) is a sub-domain of an allowed name: never blocked.
-    expect(await readFile(path('domains.csv'), 'utf8')).toBe('domain,score\nevil-one.example,900\nfading.example,50\nxn--bcher-evil-9db.example,700\n');
-    expect(await readFile(path('urls.csv'), 'utf8')).toBe('url,score\n"http://evil.example/a,b?x=1",800\nhttps://evil.example/login,650\n');
-    expect(await readFile(path('digests.csv'), 'utf8')).toBe(
+    await csvIs('domains.csv', 'domain,score\nevil-one.example,900\nfading.example,50\nxn--bcher-evil-9db.example,700\n');
+    await csvIs('urls.csv', 'url,score\n"http://evil.example/a,b?x=1",800\nhttps://evil.example/login,650\n');
+    await csvIs(
+      'digests.csv',
       `digest,score\n${MD5.toUpperCase()},500\n${LONE_SHA256.toUpperCase()},400\n${SHA1.toUpperCase()},500\n${SHA256.toUpperCase()},500\n`,
     );
 
@@ -163,13 +169,13 @@ describe('agent end to end: domains, URLs and file digests', () => {
     await settle('blacklisted URL blocked', 'dry-run-urls.json', ['http://evil.example/a,b?x=1', 'http://weak.example/low', 'https://evil.example/login']);
     // The whitelist names one digest; the whole file (all three digests) is lifted.
     await settle('whitelisted file lifted', 'dry-run-files.json', [LONE_SHA256.toUpperCase()]);
-    expect(await readFile(path('urls.csv'), 'utf8')).toBe('url,score\n"http://evil.example/a,b?x=1",800\nhttp://weak.example/low,1001\nhttps://evil.example/login,650\n');
-    expect(await readFile(path('digests.csv'), 'utf8')).toBe(`digest,score\n${LONE_SHA256.toUpperCase()},400\n`);
+    await csvIs('urls.csv', 'url,score\n"http://evil.example/a,b?x=1",800\nhttp://weak.example/low,1001\nhttps://evil.example/login,650\n');
+    await csvIs('digests.csv', `digest,score\n${LONE_SHA256.toUpperCase()},400\n`);
 
     // `fading.example` decays below the threshold on the agent's own clock.
     // (It falls ~45 s after it was scored, however fast the steps above ran: wait that long and 30 s more.)
     await settle('decayed domain removed', 'dry-run-domains.json', ['xn--bcher-evil-9db.example'], Math.max(0, fadesAtMs - Date.now()) + 30_000);
-    expect(await readFile(path('domains.csv'), 'utf8')).toBe('domain,score\nxn--bcher-evil-9db.example,700\n');
+    await csvIs('domains.csv', 'domain,score\nxn--bcher-evil-9db.example,700\n');
 
     // The cursors are on disk, one file per kind; /healthz reports each kind.
     const after = (await agentHealth(metricsPort))!;
