@@ -77,6 +77,9 @@ describe.skipIf(gate).each<PacketFilterBackend>(['nftables', 'ipset'])('agent en
     await unlink(lab.csvPath);
     const back = await waitFor('csv file re-written', async () => readFile(lab.csvPath, 'utf8'), 15_000, 20);
     expect(back).toBe(before);
-    expect(await lab.metric('rampart_agent_drifts_repaired_total{enforcer="csv"}')).toBe(1);
+    // The repair writes the file before the worker counts it: wait for the count, then assert it.
+    const metric = () => lab.metric('rampart_agent_drifts_repaired_total{enforcer="csv"}');
+    await waitFor('the repair counted', async () => (await metric()) === 1, 5_000).catch(() => undefined);
+    expect(await metric()).toBe(1);
   });
 });
