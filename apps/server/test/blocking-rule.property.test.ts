@@ -22,6 +22,9 @@ import { seedOrg } from './support/app.ts';
 
 /** Runs per store; the note of issue 19 records it. */
 const RUNS = Number(process.env.BLOCKING_RULE_RUNS ?? 120);
+// A fixed seed by default, so that the check that every verdict reason occurred cannot fail by
+// chance (a random seed missed `blocking_rule` once in CI); BLOCKING_RULE_SEED explores others.
+const SEED = Number(process.env.BLOCKING_RULE_SEED ?? 20261126);
 
 const SOURCES = ['ssh', 'waf', 'scan', 'smtp'] as const;
 /** Two /22s of public space: networks, decisions and reserved ranges overlap often. */
@@ -244,7 +247,7 @@ describe.each(driverCases())('one blocking rule: isBlocked, SQL and the mirror a
         expect(mirror.version(plan!, null, null), 'version').toBe(await store.ipv4.listVersion(filter, null, null));
         tally.mirror_compared++;
       }),
-      { numRuns: RUNS, endOnFailure: true },
+      { numRuns: RUNS, seed: SEED, endOnFailure: true },
     );
     // Every branch of the rule decided some record, and the mirror was compared in most runs.
     for (const [reason, n] of Object.entries(tally)) expect(n, reason).toBeGreaterThan(0);
