@@ -20,3 +20,4 @@ export * from './nft/index.ts';
 export * from './serial.ts';
 export * from './backend-switch.ts';
 export * from './abort.ts';
+export * from './ssh.ts';

@@ -1,24 +1,15 @@
-import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { IpsEntries, secret } from '@rampart/contracts';
-import { defineEnforcer } from '@rampart/plugin-kit';
+import { IpsEntries } from '@rampart/contracts';
+import { defineEnforcer, SSH_OPTION_DEFAULTS, SshSession, sshOptionsShape, sshTarget } from '@rampart/plugin-kit';
 import { createAddressListEnforcer } from './address-list-enforcer.ts';
-import { SshSession } from './ssh-session.ts';
 
 export { RouterOsError } from './address-list-enforcer.ts';
-export { SshError, sha256Fingerprint } from './ssh-session.ts';
+export { SshError, sha256Fingerprint } from '@rampart/plugin-kit';
 export { parseAddressList, parseDropRules, ros, terseFields } from './routeros.ts';
 
 const MikrotikOptions = z
   .strictObject({
-    port: z.number().int().min(1).max(65535).default(22),
-    host_key_sha256: z
-      .string()
-      .regex(/^$|^SHA256:[A-Za-z0-9+/]{43}$/, { message: 'SHA256:<base64> as ssh-keygen -lf prints it' })
-      .default('')
-      .describe("The router's pinned host key fingerprint"),
-    private_key_path: z.string().max(4096).default('').describe('OpenSSH private key; used instead of router_password'),
-    private_key_passphrase: secret(z.string().max(1024).default('').describe('Secret; returned masked')),
+    ...sshOptionsShape,
     list_name: z
       .string()
       .regex(/^[A-Za-z0-9_]{1,40}$/, { message: 'letters, digits and _ (at most 40)' })
@@ -26,18 +17,13 @@ const MikrotikOptions = z
     chains: z.array(z.enum(['input', 'forward'])).min(1).max(2).default(['input', 'forward']),
     batch_size: z.number().int().min(1).max(5000).default(500).describe('Commands per SSH exec'),
     max_entries: z.number().int().min(1).max(1_000_000).default(100_000),
-    timeout_seconds: z.number().int().min(1).max(600).default(60),
   })
   .default({
-    port: 22,
-    host_key_sha256: '',
-    private_key_path: '',
-    private_key_passphrase: '',
+    ...SSH_OPTION_DEFAULTS,
     list_name: 'rampart',
     chains: ['input', 'forward'],
     batch_size: 500,
     max_entries: 100_000,
-    timeout_seconds: 60,
   });
 
 export const MikrotikConfig = IpsEntries.router_a.extend({ options: MikrotikOptions }).superRefine((cfg, ctx) => {
@@ -56,16 +42,7 @@ export const mikrotikEnforcer = defineEnforcer<MikrotikConfig>({
   configSchema: MikrotikConfig,
   async create(config, ctx) {
     const o = config.options;
-    const shell = new SshSession({
-      host: config.router_host,
-      port: o.port,
-      username: config.router_user,
-      hostKeySha256: o.host_key_sha256,
-      timeoutMs: o.timeout_seconds * 1000,
-      ...(o.private_key_path
-        ? { privateKey: await readFile(o.private_key_path), passphrase: o.private_key_passphrase || undefined }
-        : { password: config.router_password }),
-    });
+    const shell = new SshSession(await sshTarget({ host: config.router_host }, config.router_user, config.router_password, o));
     return createAddressListEnforcer({
       listName: o.list_name,
       chains: o.chains,

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PluginLogger } from '@rampart/plugin-kit';
-import { enforcerConformance, waitFor } from '@rampart/plugin-kit/testing';
+import { ed25519KeyPair, enforcerConformance, waitFor } from '@rampart/plugin-kit/testing';
 import { MikrotikConfig, mikrotikEnforcer, parseAddressList, parseDropRules } from '../src/index.ts';
-import { ed25519KeyPair, startRouterStandIn, type RouterStandIn } from './routeros-stand-in.ts';
+import { startRouterStandIn, type RouterStandIn } from './routeros-stand-in.ts';
 
 const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const sorted = (a: string[]) => [...a].sort();

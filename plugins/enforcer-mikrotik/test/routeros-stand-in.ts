@@ -1,10 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import ssh2 from 'ssh2';
-import { sha256Fingerprint } from '../src/index.ts';
+import { startSshStandIn } from '@rampart/plugin-kit/testing';
 
 /*
- * Test stand-in for a MikroTik router: a real SSH server (ssh2's Server) whose exec channel
+ * Test stand-in for a MikroTik router: a real SSH server (plugin-kit's startSshStandIn) whose exec channel
  * interprets the RouterOS commands the enforcer sends and keeps address lists and filter rules.
  * Like RouterOS, a failing command prints an error and stops the rest of that exec.
  */
@@ -100,74 +97,31 @@ export interface RouterStandIn {
   stop(): Promise<void>;
 }
 
-/**
- * An ed25519 key pair whose public half ssh2 can parse back: now and then ssh2's generator writes
- * one its own parser calls malformed (CI saw "Malformed OpenSSH public key"), so draw again.
- */
-export function ed25519KeyPair(): { private: string; public: string } {
-  for (let attempt = 0; ; attempt++) {
-    const pair = ssh2.utils.generateKeyPairSync('ed25519');
-    const parsed = ssh2.utils.parseKey(pair.public);
-    if (!(parsed instanceof Error)) return pair;
-    if (attempt === 20) throw parsed;
-  }
-}
-
 export async function startRouterStandIn(auth: { user: string; password?: string; publicKey?: string }): Promise<RouterStandIn> {
-  const hostKey = ed25519KeyPair();
-  const hostPublic = ssh2.utils.parseKey(hostKey.public);
-  if (hostPublic instanceof Error) throw hostPublic;
-  const allowedKey = auth.publicKey ? ssh2.utils.parseKey(auth.publicKey) : undefined;
-  if (allowedKey instanceof Error) throw allowedKey;
   const state: RouterState = { lists: new Map(), rules: [], execs: [] };
-  const same = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(a, b);
-
-  const clients = new Set<ssh2.Connection>();
-  const server = new ssh2.Server({ hostKeys: [hostKey.private] }, (client) => {
-    clients.add(client);
-    client.on('close', () => clients.delete(client));
-    client.on('error', () => undefined);
-    client.on('authentication', (ctx) => {
-      if (ctx.username !== auth.user) return ctx.reject();
-      if (ctx.method === 'password' && auth.password && same(Buffer.from(ctx.password), Buffer.from(auth.password))) return ctx.accept();
-      if (ctx.method === 'publickey' && allowedKey && ctx.key.algo === allowedKey.type && same(ctx.key.data, allowedKey.getPublicSSH())) {
-        if (!ctx.signature) return ctx.accept();
-        if (allowedKey.verify(ctx.blob!, ctx.signature, ctx.hashAlgo) === true) return ctx.accept();
+  const ssh = await startSshStandIn({
+    ...auth,
+    exec(command) {
+      state.execs.push(command);
+      let out = '';
+      for (const line of command.split('\n')) {
+        if (!line.trim()) continue;
+        const r = interpret(state, line.trim());
+        out += r.out;
+        if (!r.ok) break;
       }
-      ctx.reject(['password', 'publickey']);
-    });
-    client.on('ready', () => {
-      client.on('session', (acceptSession) => {
-        const session = acceptSession();
-        session.on('exec', (accept, _reject, info) => {
-          const stream = accept();
-          state.execs.push(info.command);
-          let out = '';
-          for (const line of info.command.split('\n')) {
-            if (!line.trim()) continue;
-            const r = interpret(state, line.trim());
-            out += r.out;
-            if (!r.ok) break;
-          }
-          stream.write(out);
-          stream.exit(0);
-          stream.end();
-        });
-      });
-    });
+      return out;
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   return {
-    port: (server.address() as AddressInfo).port,
+    port: ssh.port,
     state,
-    hostKeySha256: sha256Fingerprint(hostPublic.getPublicSSH()),
+    hostKeySha256: ssh.hostKeySha256,
     enforced(comment = 'rampart-drop') {
       const lists = new Set(state.rules.filter((r) => r.comment === comment && r.action === 'drop').map((r) => r.srcList));
       return [...lists].flatMap((l) => [...(state.lists.get(l) ?? [])]);
     },
-    disconnectAll() {
-      for (const c of clients) c.end();
-    },
-    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    disconnectAll: () => ssh.disconnectAll(),
+    stop: () => ssh.stop(),
   };
 }

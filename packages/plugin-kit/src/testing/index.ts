@@ -10,3 +10,4 @@ export * from './source-conformance.ts';
 export * from './kind-conformance.ts';
 export * from './named-instance.ts';
 export * from './squid-instance.ts';
+export * from './ssh-stand-in.ts';

@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { Client, ConnectConfig } from 'ssh2';
-import { abortable } from '@rampart/plugin-kit';
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { secret } from '@rampart/contracts';
+import { abortable } from './abort.ts';
+
+/*
+ * SSH for the enforcers that drive a device's CLI (routers, firewalls, appliances): one session per
+ * target with a pinned host key, and the options every such plugin takes under `options`.
+ */
 
 /** ssh2 is loaded on the first connection: evaluating it at start costs every agent ~6 MB of RSS. */
 let ssh2: Promise<typeof import('ssh2')> | undefined;
@@ -123,4 +131,66 @@ export class SshSession {
       client.end();
     });
   }
+}
+
+/**
+ * The SSH options every CLI-driven enforcer takes under `options` (spread into its own
+ * `options` object): a pinned host key is required when active (`requirePinnedKey`).
+ */
+export const sshOptionsShape = {
+  port: z.number().int().min(1).max(65535).default(22),
+  host_key_sha256: z
+    .string()
+    .regex(/^$|^SHA256:[A-Za-z0-9+/]{43}$/, { message: 'SHA256:<base64> as ssh-keygen -lf prints it' })
+    .default('')
+    .describe("The device's pinned host key fingerprint"),
+  private_key_path: z.string().max(4096).default('').describe('OpenSSH private key; used instead of the password'),
+  private_key_passphrase: secret(z.string().max(1024).default('').describe('Secret; returned masked')),
+  timeout_seconds: z.number().int().min(1).max(600).default(60),
+};
+
+export const SSH_OPTION_DEFAULTS = {
+  port: 22,
+  host_key_sha256: '',
+  private_key_path: '',
+  private_key_passphrase: '',
+  timeout_seconds: 60,
+};
+
+export type SshOptions = { [K in keyof typeof sshOptionsShape]: z.infer<(typeof sshOptionsShape)[K]> };
+
+/** The target of `host:port` (or `host`, with `options.port`) as SshSession takes it; reads the key file. */
+export async function sshTarget(
+  address: { host: string; port?: number },
+  username: string,
+  password: string,
+  o: SshOptions,
+): Promise<SshTarget> {
+  return {
+    host: address.host,
+    port: address.port ?? o.port,
+    username,
+    hostKeySha256: o.host_key_sha256,
+    timeoutMs: o.timeout_seconds * 1000,
+    ...(o.private_key_path
+      ? { privateKey: await readFile(o.private_key_path), passphrase: o.private_key_passphrase || undefined }
+      : { password }),
+  };
+}
+
+/**
+ * `host`, `host:port` or `[v6]:port` entries of a comma-separated `connections` (or `address`)
+ * setting; throws on an empty or malformed entry, naming it.
+ */
+export function parseConnections(text: string): { host: string; port?: number }[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const m = /^(?:\[([^\]]+)\]|([^:\s[\]]+))(?::(\d{1,5}))?$/.exec(entry);
+      const port = m?.[3] ? Number(m[3]) : undefined;
+      if (!m || (port !== undefined && (port < 1 || port > 65535))) throw new Error(`not a host or host:port: '${entry}'`);
+      return { host: (m[1] ?? m[2])!, ...(port ? { port } : {}) };
+    });
 }
