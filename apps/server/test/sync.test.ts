@@ -171,6 +171,28 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
     });
   });
 
+  it('keeps the newest of state reports sent in a burst: it is written when the interval ends, and on disconnect', async () => {
+    const org = await seedOrg(store, { name: 'Sync burst' });
+    const a = await registerAgent(app, org.keys.admin);
+    const list = async () => (await app.inject({ url: '/api/v1/agents', headers: { authorization: org.keys.admin } })).json() as AgentSummary[];
+    const state = (plugins: unknown[]) => JSON.stringify({ type: 'state', version: 'v4.0.0', enforced: 0, plugins });
+    const peer = await connect({ authorization: a.token });
+    await peer.next('hello');
+    peer.ws.send(state([{ plugin: 'csv', enforced: 3, healthy: true, state: 'ok' }]));
+    // The refusal of a setting saved right after the hello: inside the write interval.
+    peer.ws.send(state([{ plugin: 'csv', enforced: 3, healthy: true, state: 'ok' }, { plugin: 'firewall_b', enforced: 0, healthy: false, state: 'failed', error: 'refused' }]));
+    const summary = await until('the second report to be written', async () => {
+      const s = (await list())[0];
+      return s?.enforced.firewall_b ? s : undefined;
+    }, 15_000);
+    expect(summary.enforced.firewall_b).toMatchObject({ state: 'failed', error: 'refused', enforced: 0 });
+
+    // A report still waiting when the agent hangs up is written too.
+    peer.ws.send(state([{ plugin: 'csv', enforced: 4, healthy: true, state: 'ok' }]));
+    await peer.close();
+    await until('the report sent before hanging up', async () => ((await list())[0]?.enforced.csv?.enforced === 4 ? true : undefined), 15_000);
+  });
+
   it('drops a peer that stops answering heartbeats', async () => {
     const a = await registerAgent(app, acme.keys.admin);
     const peer = await connect({ authorization: a.token }, { autoPong: false });

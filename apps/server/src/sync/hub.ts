@@ -4,6 +4,8 @@ import { AgentSyncMessage, SYNC_CLOSE, type OrganizationConfig, type ServerSyncM
 import type { EventBus, PlatformEvent } from '../services/events.ts';
 import type { Store } from '../store/index.ts';
 
+type SyncStateMessage = Extract<AgentSyncMessage, { type: 'state' }>;
+
 /*
  * The sync hub of one server replica: it subscribes once to the event bus (PostgreSQL
  * LISTEN/NOTIFY, so changes made through any replica arrive here) and fans each event out in
@@ -23,6 +25,9 @@ export interface SyncClient {
   /** Messages that arrived while the hello was being prepared; null once it was sent. */
   queued: string[] | null;
   lastState: number;
+  /** The newest state report not yet written (a burst within STATE_MIN_INTERVAL_MS), and its timer. */
+  pendingState?: SyncStateMessage | undefined;
+  stateTimer?: NodeJS.Timeout | undefined;
 }
 
 export interface SyncHubOptions {
@@ -194,6 +199,14 @@ export class SyncHub {
   }
 
   private remove(client: SyncClient): void {
+    // A report still waiting out its interval is written now: the agent said it.
+    if (client.stateTimer) {
+      clearTimeout(client.stateTimer);
+      client.stateTimer = undefined;
+      const pending = client.pendingState;
+      client.pendingState = undefined;
+      if (pending) this.recordState(client, pending);
+    }
     if (this.byGaid.get(client.gaid) === client) this.byGaid.delete(client.gaid);
     const org = this.byOrg.get(client.orgId);
     if (org?.delete(client) && org.size === 0) this.byOrg.delete(client.orgId);
@@ -295,20 +308,44 @@ export class SyncHub {
     if (m.type === 'ping') {
       this.write(client, JSON.stringify({ type: 'pong', nonce: m.nonce } satisfies ServerSyncMessage));
     } else if (m.type === 'state') {
-      const now = Date.now();
-      if (now - client.lastState < STATE_MIN_INTERVAL_MS) return;
-      client.lastState = now;
-      const at = Math.floor(now / 1000);
-      const entries = m.plugins.map((p) => ({ plugin: p.plugin, enforced: p.enforced, healthy: p.healthy as boolean | null, state: p.state ?? null, error: p.error ?? null }));
-      // An agent that reports only its total is recorded under `all`.
-      if (entries.length === 0) entries.push({ plugin: 'all', enforced: m.enforced, healthy: null, state: null, error: null });
-      const plugins = Object.fromEntries(
-        entries.map((p) => [p.plugin, { enforced: p.enforced, code: null, score_threshold: null, healthy: p.healthy, state: p.state, error: p.error, at }]),
-      );
-      this.o.store.agents
-        .recordEnforcement(client.orgId, client.gaid, 'sync', { plugins, hostname: m.hostname, version: m.version, capabilities: m.capabilities })
-        .catch((err: unknown) => this.o.log.warn({ err, gaid: client.gaid }, 'could not record agent state'));
+      this.acceptState(client, m);
     }
+  }
+
+  /**
+   * State reports are written at most once per STATE_MIN_INTERVAL_MS per agent, but never lost:
+   * a report inside the interval waits, replaced by any newer one, and the newest is written when
+   * the interval ends (the agent's refusal of a setting, sent right after its hello, must land).
+   */
+  private acceptState(client: SyncClient, m: SyncStateMessage): void {
+    const wait = client.lastState + STATE_MIN_INTERVAL_MS - Date.now();
+    if (wait > 0) {
+      client.pendingState = m;
+      client.stateTimer ??= setTimeout(() => {
+        client.stateTimer = undefined;
+        const next = client.pendingState;
+        client.pendingState = undefined;
+        if (next) this.recordState(client, next);
+      }, wait);
+      client.stateTimer.unref();
+      return;
+    }
+    this.recordState(client, m);
+  }
+
+  private recordState(client: SyncClient, m: SyncStateMessage): void {
+    const now = Date.now();
+    client.lastState = now;
+    const at = Math.floor(now / 1000);
+    const entries = m.plugins.map((p) => ({ plugin: p.plugin, enforced: p.enforced, healthy: p.healthy as boolean | null, state: p.state ?? null, error: p.error ?? null }));
+    // An agent that reports only its total is recorded under `all`.
+    if (entries.length === 0) entries.push({ plugin: 'all', enforced: m.enforced, healthy: null, state: null, error: null });
+    const plugins = Object.fromEntries(
+      entries.map((p) => [p.plugin, { enforced: p.enforced, code: null, score_threshold: null, healthy: p.healthy, state: p.state, error: p.error, at }]),
+    );
+    this.o.store.agents
+      .recordEnforcement(client.orgId, client.gaid, 'sync', { plugins, hostname: m.hostname, version: m.version, capabilities: m.capabilities })
+      .catch((err: unknown) => this.o.log.warn({ err, gaid: client.gaid }, 'could not record agent state'));
   }
 
   /** Pings every peer; a peer that sent nothing (not even a pong) since the last ping is dropped. */
