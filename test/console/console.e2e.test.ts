@@ -127,6 +127,48 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     expect(change).toMatchObject({ type: 'settings_changed', subject: 'agent' });
   });
 
+  it("marks the integrations the agent cannot run, and shows the agent's refusal of a saved one as it arrives", async () => {
+    const capabilities = { version: 'v1.0.0', enforcers: ['csv', 'dry_run', 'packet_filter'], sources: ['ssh_log'], kinds: ['ipv4'] };
+    const report = (plugins: unknown[]) => agentSocket.send(JSON.stringify({ type: 'state', version: 'v1.0.0', enforced: 12, plugins, capabilities }));
+    const summary = async () => ((await api('GET', '/agents', acme.keys.admin)).json as Array<{ gaid: string; capabilities: unknown; enforced: Record<string, { state: string }> }>).find((a) => a.gaid === GAID)!;
+    report([{ plugin: 'csv', enforced: 12, healthy: true, state: 'ok' }]);
+    await until('the capabilities on the server', async () => (await summary()).capabilities !== null);
+
+    const page = await signedIn(acme.keys.admin);
+    await page.getByRole('link', { name: 'Agents' }).click();
+    await page.getByRole('link', { name: GAID }).click();
+    await page.getByRole('heading', { name: `Agent ${GAID}` }).waitFor();
+    expect(await page.getByTestId('agent-capabilities').textContent()).toBe(
+      'Version v1.0.0: runs 3 enforcement and 1 detection integrations (ipv4); the others are marked.',
+    );
+    const fieldset = (label: string) => page.locator(`fieldset[data-integration="${label}"]`);
+    expect(await fieldset('ips.firewall_b').locator('legend .badge').textContent()).toBe('not in this agent');
+    expect(await fieldset('ips.csv').locator('legend .badge').count()).toBe(0);
+    expect(await fieldset('ids.waf_log').locator('legend .badge').textContent()).toBe('not in this agent');
+    expect(await fieldset('ips.csv').locator('[data-report="csv"]').textContent()).toBe('ok csv enforces 12');
+
+    await page.getByLabel('firewall_b (enforcement)').check();
+    expect(await fieldset('ips.firewall_b').getByRole('status').textContent()).toBe(
+      'This agent (v1.0.0) cannot run firewall_b: it refuses the entry and enforces nothing through it.',
+    );
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Saved, but this agent cannot run ips.firewall_b: it will refuse it and enforce nothing there.').waitFor();
+
+    // The agent refuses it, as a real one does; the page shows the refusal without a reload.
+    report([
+      { plugin: 'csv', enforced: 12, healthy: true, state: 'ok' },
+      { plugin: 'firewall_b', enforced: 0, healthy: false, state: 'failed', error: "no enforcer for 'firewall_b'" },
+    ]);
+    const refusal = fieldset('ips.firewall_b').locator('[data-report="firewall_b"]');
+    await refusal.waitFor({ timeout: 15_000 });
+    expect(await refusal.textContent()).toBe("failed firewall_b enforces 0 · no enforcer for 'firewall_b'");
+    await page.screenshot({ path: `${SHOTS}/agent-refusal-1280.png`, fullPage: true });
+
+    // Put the document back for the tests after this one.
+    const doc = AgentSettingsDocument.parse((await api('GET', `/agents/${GAID}/config`, acme.keys.admin)).json);
+    expect((await api('PUT', `/agents/${GAID}/config`, acme.keys.admin, { ...doc, ips: { ...doc.ips, firewall_b: { ...doc.ips!.firewall_b!, active: false } } })).status).toBe(200);
+  });
+
   it('shows an inline error for an invalid CIDR in reserved_ips and saves nothing', async () => {
     const before = OrganizationConfig.parse((await api('GET', '/organization/config', acme.keys.admin)).json);
     const page = await signedIn(acme.keys.admin);

@@ -1,6 +1,16 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { z } from 'zod';
-import { AGENT_CONFIG_SECRET_KEYS, AgentSettingsDocument, IdsEntries, IpsEntries, OverviewResponse, SECRET_MASK, SettingsHistoryEntry } from '@rampart/contracts';
+import {
+  AGENT_CONFIG_SECRET_KEYS,
+  AgentSettingsDocument,
+  AgentSummary,
+  IdsEntries,
+  IpsEntries,
+  OverviewResponse,
+  SECRET_MASK,
+  SettingsHistoryEntry,
+  type EnforcedByPlugin,
+} from '@rampart/contracts';
 import { describeError } from '../api.ts';
 import { Field, History, Loading, Notice, Switch, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
@@ -30,6 +40,44 @@ function entryKeys(schema: z.ZodType): string[] {
   return Object.keys(shape).filter((k) => k !== 'active');
 }
 
+/** What the agent reported for one `ips` label: the label's own entry and its `<label>/<kind>` instances. */
+export function reportsOf(summary: AgentSummary | undefined, label: string): Array<[string, EnforcedByPlugin]> {
+  return Object.entries(summary?.enforced ?? {})
+    .filter(([name]) => name === label || name.startsWith(`${label}/`))
+    .sort(([a], [b]) => a.localeCompare(b));
+}
+
+/** Whether this agent's build can run a label: null until it announced its capabilities. */
+export function canRun(summary: AgentSummary | undefined, group: 'ids' | 'ips', label: string): boolean | null {
+  const caps = summary?.capabilities;
+  if (!caps) return null;
+  return (group === 'ips' ? caps.enforcers : caps.sources).includes(label);
+}
+
+/** Active labels of a settings document that the agent announced it cannot run. */
+export function unsupportedActive(doc: Doc, summary: AgentSummary | undefined): string[] {
+  const out: string[] = [];
+  for (const group of ['ips', 'ids'] as const) {
+    for (const [label, entry] of Object.entries(doc[group] ?? {})) {
+      if (entry?.active === true && canRun(summary, group, label) === false) out.push(`${group}.${label}`);
+    }
+  }
+  return out;
+}
+
+function PluginReport({ name, report, since }: { name: string; report: EnforcedByPlugin; since: number | undefined }) {
+  const stale = since !== undefined && report.at < since;
+  const state = report.state ?? (report.healthy === false ? 'failed' : report.healthy ? 'ok' : null);
+  return (
+    <li data-report={name}>
+      <span class={`badge ${state === 'ok' ? 'alive' : state === 'degraded' ? 'warn' : state === 'failed' ? 'dead' : ''}`}>{state ?? 'reported'}</span> {name}
+      {report.enforced !== null && <> enforces {report.enforced.toLocaleString()}</>}
+      {report.error && <> · {report.error}</>}
+      {stale && <span class="muted"> (before the last save)</span>}
+    </li>
+  );
+}
+
 function Integration(props: {
   group: 'ids' | 'ips';
   label: string;
@@ -38,12 +86,16 @@ function Integration(props: {
   errors: Record<string, string>;
   disabled: boolean;
   onChange: (entry: Record<string, unknown>) => void;
+  summary: AgentSummary | undefined;
+  savedAt: number | undefined;
 }) {
-  const { group, label, schema, entry, errors } = props;
+  const { group, label, schema, entry, errors, summary } = props;
   const active = entry?.active === true;
   const base = `${group}.${label}`;
+  const runs = canRun(summary, group, label);
+  const reports = group === 'ips' ? reportsOf(summary, label) : [];
   return (
-    <fieldset class={`integration${active ? ' on' : ''}`} data-integration={base}>
+    <fieldset class={`integration${active ? ' on' : ''}${runs === false ? ' unsupported' : ''}`} data-integration={base}>
       <legend>
         <Switch
           label={`${label} (${group === 'ips' ? 'enforcement' : 'detection'})`}
@@ -51,7 +103,24 @@ function Integration(props: {
           disabled={props.disabled}
           onChange={(on) => props.onChange(entry ? { ...entry, active: on } : (schema.parse({ active: on }) as Record<string, unknown>))}
         />
+        {runs === false && (
+          <span class="badge warn" title={`Agent ${summary?.capabilities?.version ?? ''} announced the integrations it can run; this is not one`}>
+            not in this agent
+          </span>
+        )}
       </legend>
+      {active && runs === false && (
+        <p class="error-text" role="status">
+          This agent ({summary?.capabilities?.version}) cannot run {label}: it refuses the entry and {group === 'ips' ? 'enforces nothing through it' : 'reads nothing from it'}.
+        </p>
+      )}
+      {reports.length > 0 && (active || reports.some(([, r]) => r.state !== 'ok')) && (
+        <ul class="plugin-reports" aria-label={`What the agent reports for ${label}`}>
+          {reports.map(([name, report]) => (
+            <PluginReport key={name} name={name} report={report} since={props.savedAt} />
+          ))}
+        </ul>
+      )}
       {active &&
         entryKeys(schema).map((key) => {
           const value = entry?.[key];
@@ -81,13 +150,37 @@ export function AgentPage({ session, gaid }: { session: Session; gaid: string })
   const { api } = session;
   const admin = isAdmin(session);
   const state = useLoad(async () => {
-    const [doc, history, overview] = await Promise.all([
+    const [doc, history, overview, summary] = await Promise.all([
       api.get(path, AgentSettingsDocument),
       api.get(`${path}/history`, z.array(SettingsHistoryEntry)).catch(() => undefined),
       api.get('/overview', OverviewResponse).catch(() => undefined),
+      loadSummary(),
     ]);
-    return { doc: doc as Doc, history, overview };
+    return { doc: doc as Doc, history, overview, summary };
   }, [gaid]);
+  async function loadSummary(): Promise<AgentSummary | undefined> {
+    const all = await api.get('/agents', z.array(AgentSummary)).catch(() => undefined);
+    return all?.find((a) => a.gaid === gaid);
+  }
+  // What the agent reports arrives after a save: the page asks again every 2 s for a minute.
+  const [live, setLive] = useState<AgentSummary>();
+  const [savedAt, setSavedAt] = useState<number>();
+  useEffect(() => {
+    if (savedAt === undefined) return;
+    let stop = false;
+    const tick = async () => {
+      const next = await loadSummary();
+      if (!stop && next) setLive(next);
+    };
+    const timer = setInterval(() => void tick(), 2000);
+    const end = setTimeout(() => clearInterval(timer), 60_000);
+    void tick();
+    return () => {
+      stop = true;
+      clearInterval(timer);
+      clearTimeout(end);
+    };
+  }, [savedAt, gaid]);
   const [draft, setDraft] = useState<Doc>();
   const [serverErrors, setServerErrors] = useState<Record<string, string>>({});
   const [notice, setNotice] = useState<{ kind: 'ok' | 'error'; text: string }>();
@@ -101,6 +194,7 @@ export function AgentPage({ session, gaid }: { session: Session; gaid: string })
   const dirty = draft && state.data ? JSON.stringify(draft) !== JSON.stringify(state.data.doc) : false;
 
   if (!state.data || !draft) return <Loading {...state} />;
+  const summary = live ?? state.data.summary;
   const set = (patch: Partial<Doc>) => {
     setNotice(undefined);
     setServerErrors({});
@@ -112,11 +206,17 @@ export function AgentPage({ session, gaid }: { session: Session; gaid: string })
 
   async function save(e: Event) {
     e.preventDefault();
-    if (!check?.success) return;
+    if (!check?.success || !draft) return;
     setSaving(true);
     try {
       await api.send('PUT', path, draft);
-      setNotice({ kind: 'ok', text: 'Saved. Connected agents receive the change now.' });
+      const refused = unsupportedActive(draft, summary);
+      setNotice(
+        refused.length === 0
+          ? { kind: 'ok', text: 'Saved. Connected agents receive the change now; what each integration reports appears below it.' }
+          : { kind: 'error', text: `Saved, but this agent cannot run ${refused.join(', ')}: it will refuse ${refused.length === 1 ? 'it' : 'them'} and enforce nothing there.` },
+      );
+      setSavedAt(Math.floor(Date.now() / 1000));
       state.reload();
     } catch (err) {
       const d = describeError(err);
@@ -133,6 +233,11 @@ export function AgentPage({ session, gaid }: { session: Session; gaid: string })
   return (
     <section aria-labelledby="agent-h">
       <h1 id="agent-h">Agent {gaid}</h1>
+      <p class="muted" data-testid="agent-capabilities">
+        {summary?.capabilities
+          ? `Version ${summary.capabilities.version}: runs ${summary.capabilities.enforcers.length} enforcement and ${summary.capabilities.sources.length} detection integrations (${summary.capabilities.kinds.join(', ')}); the others are marked.`
+          : 'The agent has not announced what it can run yet (it does on connecting); every integration is offered.'}
+      </p>
       <form onSubmit={save} aria-label="Agent settings" noValidate>
         <div class="grid">
           {num('score_threshold', 'score_threshold', wouldBlock === undefined ? undefined : `Would block ${wouldBlock.toLocaleString()} addresses today.`)}
@@ -149,13 +254,13 @@ export function AgentPage({ session, gaid }: { session: Session; gaid: string })
         <h2>Enforcement (ips)</h2>
         <div class="integrations">
           {Object.entries(IpsEntries).map(([label, schema]) => (
-            <Integration key={label} group="ips" label={label} schema={schema} entry={draft.ips?.[label]} errors={errors} disabled={!admin} onChange={(entry) => setEntry('ips', label, entry)} />
+            <Integration key={label} group="ips" label={label} schema={schema} entry={draft.ips?.[label]} errors={errors} disabled={!admin} onChange={(entry) => setEntry('ips', label, entry)} summary={summary} savedAt={savedAt} />
           ))}
         </div>
         <h2>Detection (ids)</h2>
         <div class="integrations">
           {Object.entries(IdsEntries).map(([label, schema]) => (
-            <Integration key={label} group="ids" label={label} schema={schema} entry={draft.ids?.[label]} errors={errors} disabled={!admin} onChange={(entry) => setEntry('ids', label, entry)} />
+            <Integration key={label} group="ids" label={label} schema={schema} entry={draft.ids?.[label]} errors={errors} disabled={!admin} onChange={(entry) => setEntry('ids', label, entry)} summary={summary} savedAt={savedAt} />
           ))}
         </div>
         {check && !check.success && <Notice kind="error">Fix the highlighted fields before saving ({Object.keys(errors).join(', ')}).</Notice>}
