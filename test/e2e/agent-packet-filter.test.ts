@@ -68,6 +68,9 @@ describe.skipIf(gate).each<PacketFilterBackend>(['nftables', 'ipset'])('agent en
     expect(await lab.enforced()).toEqual([listed]);
     expect(await probe(listed, LAB.fwLan)).toBe('timeout');
     expect(await lab.metric('rampart_agent_drifts_repaired_total{enforcer="packet_filter"}')).toBe(1);
+    // The engine's own count agrees, and the repair was a full replace that did not fail.
+    expect(await lab.metric('rampart_agent_engine_operations_total{enforcer="packet_filter",operation="drift"}')).toBe(1);
+    expect(await lab.metric('rampart_agent_engine_operations_total{enforcer="packet_filter",operation="failure"}')).toBe(0);
     expect(await probe(listed, LAB.server)).toBe('timeout');
     expect(await passes(LAB.unlisted, LAB.fwLan)).toBe('open');
   });

@@ -171,7 +171,7 @@ export class Agent {
       emit: (label, detection) => this.pipeline.push(label, detection),
     });
     this.scheduler = new Scheduler(this.log.child({ component: 'scheduler' }));
-    this.metrics.provideStates({ enforcers: () => this.slots.health(), sources: () => this.supervisor.health() });
+    this.metrics.provideStates({ enforcers: () => this.slots.health(), sources: () => this.supervisor.health(), engines: () => this.slots.engines() });
     this.ops = await startOpsServer({ host: local.metrics_host, port: local.metrics_port, registry: this.metrics.registry, health: async () => this.health() });
 
     this.settings.onChange((next, previous) => {

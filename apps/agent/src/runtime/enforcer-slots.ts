@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Enforcer, IndicatorKind } from '@rampart/plugin-kit';
+import { engineStats, type EngineStats, type Enforcer, type IndicatorKind } from '@rampart/plugin-kit';
 import type { PlannedEnforcer } from '../config/plugins.ts';
 import type { EnforcerState, EnforcerWorker } from '../sync/enforcer-worker.ts';
 import { planEnforcerSlots, type SlotStep } from './enforcer-plan.ts';
@@ -240,6 +240,14 @@ export class EnforcerSlots {
     }
     for (const r of this.refused) out.push({ label: r.label, state: 'failed', healthy: false, enforced: 0, cut: 0, error: r.error, detail: r.detail });
     return out.sort((a, b) => (a.label < b.label ? -1 : a.label > b.label ? 1 : 0));
+  }
+
+  /** The engine's counts of every live instance built on the engine. */
+  engines(): { label: string; stats: Readonly<EngineStats> }[] {
+    return this.live.flatMap(({ label, worker }) => {
+      const stats = engineStats(worker.enforcer);
+      return stats ? [{ label, stats }] : [];
+    });
   }
 
   /** Wanted slots without an instance (their creation failed and is being retried). */

@@ -1,10 +1,16 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EngineStats } from '@rampart/plugin-kit';
 
 /** What the state gauges read at each scrape (set by the agent once its parts exist). */
 export interface StateProvider {
   enforcers(): { label: string; state: string }[];
   sources(): { label: string; state: string }[];
+  /** The engine's own counts for each live enforcer instance (`<label>` or `<label>/<kind>`). */
+  engines?(): { label: string; stats: Readonly<EngineStats> }[];
 }
+
+/** The engine's counts exported as `rampart_agent_engine_operations_total{enforcer, operation}`. */
+const ENGINE_OPERATIONS = { replaces: 'replace', batches: 'batch', fallbacks: 'fallback', drifts: 'drift', failures: 'failure' } as const;
 
 const STATES = ['ok', 'degraded', 'failed'] as const;
 
@@ -75,6 +81,20 @@ export function createMetrics() {
       },
     });
   }
+  // Read from the engines at each scrape: monotonic per instance, so a counter (reset when an
+  // instance is replaced, which Prometheus' rate() tolerates).
+  new Counter({
+    name: 'rampart_agent_engine_operations_total',
+    help: 'What each enforcer engine did to its target: full replaces, incremental batches, batches that fell back to a replace, drifts repaired, failed calls',
+    labelNames: ['enforcer', 'operation'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { label, stats } of states.provider?.engines?.() ?? []) {
+        for (const [field, operation] of Object.entries(ENGINE_OPERATIONS)) this.inc({ enforcer: label, operation }, stats[field as keyof typeof ENGINE_OPERATIONS]);
+      }
+    },
+  });
   new Gauge({
     name: 'rampart_agent_sync_age_seconds',
     help: 'Seconds since the block list was last synchronised',
