@@ -14,6 +14,25 @@ const ENGINE_OPERATIONS = { replaces: 'replace', batches: 'batch', fallbacks: 'f
 
 const STATES = ['ok', 'degraded', 'failed'] as const;
 
+/**
+ * Read from the engines at each scrape: monotonic per instance, so a counter (reset when an
+ * instance is replaced, which Prometheus' rate() tolerates).
+ */
+function engineOperations(registry: Registry, states: { provider: StateProvider | undefined }): void {
+  new Counter({
+    name: 'rampart_agent_engine_operations_total',
+    help: 'What each enforcer engine did to its target: full replaces, incremental batches, batches that fell back to a replace, drifts repaired, failed calls',
+    labelNames: ['enforcer', 'operation'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { label, stats } of states.provider?.engines?.() ?? []) {
+        for (const [field, operation] of Object.entries(ENGINE_OPERATIONS)) this.inc({ enforcer: label, operation }, stats[field as keyof typeof ENGINE_OPERATIONS]);
+      }
+    },
+  });
+}
+
 /** Every metric of the agent, on a registry of its own (no module-level state). */
 export function createMetrics() {
   const registry = new Registry();
@@ -30,11 +49,7 @@ export function createMetrics() {
     }),
     reportsSpooled: new Counter({ name: 'rampart_agent_reports_spooled_total', help: 'Reports written to the spool', registers: [registry] }),
     reportsSent: new Counter({ name: 'rampart_agent_reports_sent_total', help: 'Reports acknowledged by the server', registers: [registry] }),
-    reportsDeduplicated: new Counter({
-      name: 'rampart_agent_reports_deduplicated_total',
-      help: 'Pending reports found already stored on the server after a failure (not resent)',
-      registers: [registry],
-    }),
+    reportsDeduplicated: new Counter({ name: 'rampart_agent_reports_deduplicated_total', help: 'Pending reports found already stored on the server after a failure (not resent)', registers: [registry] }),
     reportsRejected: new Counter({ name: 'rampart_agent_reports_rejected_total', help: 'Reports the server refused for good (dropped)', registers: [registry] }),
     reportErrors: new Counter({ name: 'rampart_agent_report_errors_total', help: 'Failed report attempts', labelNames: ['kind'], registers: [registry] }),
     spoolDepth: new Gauge({ name: 'rampart_agent_spool_depth', help: 'Reports waiting in the spool', registers: [registry] }),
@@ -81,20 +96,7 @@ export function createMetrics() {
       },
     });
   }
-  // Read from the engines at each scrape: monotonic per instance, so a counter (reset when an
-  // instance is replaced, which Prometheus' rate() tolerates).
-  new Counter({
-    name: 'rampart_agent_engine_operations_total',
-    help: 'What each enforcer engine did to its target: full replaces, incremental batches, batches that fell back to a replace, drifts repaired, failed calls',
-    labelNames: ['enforcer', 'operation'],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const { label, stats } of states.provider?.engines?.() ?? []) {
-        for (const [field, operation] of Object.entries(ENGINE_OPERATIONS)) this.inc({ enforcer: label, operation }, stats[field as keyof typeof ENGINE_OPERATIONS]);
-      }
-    },
-  });
+  engineOperations(registry, states);
   new Gauge({
     name: 'rampart_agent_sync_age_seconds',
     help: 'Seconds since the block list was last synchronised',
