@@ -186,7 +186,7 @@ export async function startMgmtApiStandIn(o: StandInOptions): Promise<MgmtApiSta
     const limit = body.limit === undefined ? 50 : Number(body.limit);
     const offset = Number(body.offset ?? 0);
     if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw fail(400, 'generic_err_invalid_parameter', 'Invalid parameter for [limit]. The value must be between 1 and 500');
-    const filter = String(body.filter ?? '');
+    const filter = typeof body.filter === 'string' ? body.filter : '';
     const all = [...view(s).values()]
       .filter((x) => x.type === type && (!filter || x.name.includes(filter) || (x['ipv4-address'] ?? x.subnet4 ?? '').includes(filter)))
       .sort((a, b) => a.name.localeCompare(b.name));
@@ -242,7 +242,7 @@ export async function startMgmtApiStandIn(o: StandInOptions): Promise<MgmtApiSta
   function login(body: Record<string, unknown>) {
     need(body, 'user', 'password');
     if (body.user !== o.user || body.password !== o.password) throw fail(400, 'err_login_failed', 'Authentication to server failed.');
-    const domain = String(body.domain ?? '');
+    const domain = typeof body.domain === 'string' ? body.domain : '';
     if (o.domains && !o.domains.includes(domain)) throw fail(400, 'err_login_failed', `Login to domain [${domain}] failed`);
     const sid = randomUUID().replaceAll('-', '');
     state.sessions.set(sid, { sid, user: o.user, readOnly: body['read-only'] === true, domain, touched: new Set() });
