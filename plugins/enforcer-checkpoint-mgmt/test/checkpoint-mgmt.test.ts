@@ -199,6 +199,26 @@ describe('enforcer-checkpoint-mgmt against a Management API stand-in', () => {
     await e.close();
   });
 
+  it('fails the call when the session expires mid-task, and starts a new session next time', async () => {
+    const e = await open(api);
+    api.state.installPolls = 5;
+    let polls = 0;
+    api.state.onCall = (call) => {
+      if (call.command === 'show-task' && ++polls === 3) api.expireSessions();
+    };
+    try {
+      await expect(e.sync([{ value: '192.0.2.70/32', score: 1 }])).rejects.toMatchObject({ code: 'CHECKPOINT_API_FAILED', apiCode: 'generic_err_wrong_session_id' });
+    } finally {
+      api.state.onCall = undefined;
+      api.state.installPolls = 2;
+    }
+    await e.sync([{ value: '192.0.2.70/32', score: 1 }]);
+    expect(api.state.installs.at(-1)!.members).toEqual(['rampart_192.0.2.70']);
+    expect(api.state.sessions.size).toBe(0);
+    await e.withdraw();
+    await e.close();
+  });
+
   it('reads prefixed objects page by page and removes leftovers', { timeout: 30_000 }, async () => {
     // Objects of ours left outside the group (a run interrupted by hand, say).
     for (const { value } of conformanceAddresses(1200)) {

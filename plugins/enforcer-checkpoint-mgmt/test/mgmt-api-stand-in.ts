@@ -61,6 +61,8 @@ export interface StandInState {
   /** How the next install ends, and with what message. */
   installOutcome: 'succeeded' | 'failed' | 'partially succeeded';
   installMessage: string;
+  /** Runs before each command is answered (to expire sessions at a chosen moment). */
+  onCall?: (call: Call) => void;
 }
 
 export interface MgmtApiStandIn {
@@ -74,6 +76,8 @@ export interface MgmtApiStandIn {
   /** What the published group holds, as CIDRs sorted by text. */
   enforced(group?: string): string[];
   count(command: string): number;
+  /** Ends every session the way the session timeout does: the sid is refused, changes dropped. */
+  expireSessions(): void;
   stop(): Promise<void>;
 }
 
@@ -319,7 +323,9 @@ export async function startMgmtApiStandIn(o: StandInOptions): Promise<MgmtApiSta
       let reply: unknown;
       try {
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
-        state.calls.push({ command, ...(sid ? { sid } : {}), body });
+        const call = { command, ...(sid ? { sid } : {}), body };
+        state.calls.push(call);
+        state.onCall?.(call);
         if (req.method !== 'POST') throw fail(405, 'generic_error', 'Only POST is supported');
         reply = dispatch(command, sid, body);
       } catch (err) {
@@ -346,6 +352,7 @@ export async function startMgmtApiStandIn(o: StandInOptions): Promise<MgmtApiSta
         .map((x) => (x.type === 'host' ? `${x['ipv4-address']}/32` : `${x.subnet4}/${x['mask-length4']}`))
         .sort(),
     count: (command) => state.calls.filter((c) => c.command === command).length,
+    expireSessions: () => state.sessions.clear(),
     async stop() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
