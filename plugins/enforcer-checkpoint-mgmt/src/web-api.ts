@@ -1,0 +1,159 @@
+import https from 'node:https';
+import tls from 'node:tls';
+import type { Duplex } from 'node:stream';
+
+/*
+ * The transport of the Check Point Management Web API: every command is
+ * `POST https://<server>/web_api/<command>` with a JSON body; after `login` the session id
+ * travels as the `X-chkp-sid` header. Failures come back as HTTP 4xx/5xx with a JSON body
+ * `{ code, message }` (and `errors`/`warnings` arrays for validation failures).
+ */
+
+export type ApiBody = Record<string, unknown>;
+
+/** A command the server refused: its HTTP status and the API's own `code` and `message`. */
+export class CheckPointApiError extends Error {
+  readonly code = 'CHECKPOINT_API_FAILED';
+  constructor(
+    readonly command: string,
+    readonly status: number,
+    readonly apiCode: string,
+    readonly detail: string,
+  ) {
+    super(`${command} failed (HTTP ${status}): ${apiCode}: ${detail.slice(0, 500)}`);
+    this.name = 'CheckPointApiError';
+  }
+}
+
+/** The server's certificate did not match the pin, or did not verify against the CA. */
+export class CheckPointTlsError extends Error {
+  readonly code = 'CHECKPOINT_TLS_FAILED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'CheckPointTlsError';
+  }
+}
+
+export interface TrustOptions {
+  /** PEM of the CA (or of the self-signed certificate) that signs the server's certificate. */
+  ca?: string;
+  /** SHA-256 fingerprint of the server's certificate, `AA:BB:...` upper case (Node's form). */
+  fingerprint256?: string;
+}
+
+/**
+ * Keeps connections open (one TLS handshake for thousands of commands) and checks the pin
+ * before a connection is handed to a request, so no byte of a request (the password of
+ * `login`) is written to a server that does not hold the pinned certificate. With a pin and no
+ * CA the chain is not verified (a self-signed management certificate): the pin replaces it.
+ * Without either, the system's CAs verify the server as usual; verification is never off.
+ */
+class PinnedAgent extends https.Agent {
+  readonly #trust: TrustOptions;
+  constructor(trust: TrustOptions) {
+    super({ keepAlive: true, maxSockets: 2 });
+    this.#trust = trust;
+  }
+
+  override createConnection(options: https.RequestOptions, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
+    const { ca, fingerprint256 } = this.#trust;
+    const socket = tls.connect({
+      ...(options as tls.ConnectionOptions),
+      ...(ca ? { ca } : {}),
+      rejectUnauthorized: Boolean(ca) || !fingerprint256,
+    });
+    const done = callback!;
+    const onError = (err: Error) => done(err, socket);
+    socket.once('error', onError);
+    socket.once('secureConnect', () => {
+      socket.removeListener('error', onError);
+      const seen = socket.getPeerCertificate().fingerprint256;
+      if (fingerprint256 && seen !== fingerprint256) {
+        socket.destroy();
+        done(new CheckPointTlsError(`server certificate ${seen} does not match the pinned fingerprint`), socket);
+        return;
+      }
+      done(null, socket);
+    });
+    return undefined;
+  }
+}
+
+export interface TransportOptions {
+  host: string;
+  port: number;
+  trust: TrustOptions;
+  /** Per-request limit; the caller's signal can end a request sooner. */
+  timeoutMs: number;
+}
+
+export class WebApiTransport {
+  readonly #agent: PinnedAgent;
+  readonly #o: TransportOptions;
+
+  constructor(o: TransportOptions) {
+    this.#o = o;
+    this.#agent = new PinnedAgent(o.trust);
+  }
+
+  /** Runs one command; resolves with the JSON reply of a 200, rejects with the API's error. */
+  post(command: string, body: ApiBody, sid: string | undefined, signal?: AbortSignal): Promise<ApiBody> {
+    signal?.throwIfAborted();
+    const payload = JSON.stringify(body);
+    const timeout = AbortSignal.timeout(this.#o.timeoutMs);
+    const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    return new Promise<ApiBody>((resolve, reject) => {
+      const req = https.request(
+        {
+          host: this.#o.host,
+          port: this.#o.port,
+          method: 'POST',
+          path: `/web_api/${command}`,
+          agent: this.#agent,
+          signal: both,
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(payload),
+            ...(sid ? { 'x-chkp-sid': sid } : {}),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            const status = res.statusCode ?? 0;
+            let json: ApiBody | undefined;
+            try {
+              const parsed: unknown = JSON.parse(text);
+              if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) json = parsed as ApiBody;
+            } catch {
+              json = undefined;
+            }
+            if (status === 200 && json) return resolve(json);
+            const code = typeof json?.code === 'string' ? json.code : 'http_error';
+            reject(new CheckPointApiError(command, status, code, describeFailure(json, text)));
+          });
+        },
+      );
+      req.on('error', (err) => reject(signal?.aborted ? signal.reason : err));
+      req.end(payload);
+    });
+  }
+
+  close(): void {
+    this.#agent.destroy();
+  }
+}
+
+/** The message, followed by the messages of `errors` (validation failures list them there). */
+function describeFailure(json: ApiBody | undefined, text: string): string {
+  if (!json) return text.slice(0, 300) || 'empty reply';
+  const parts = [typeof json.message === 'string' ? json.message : ''];
+  for (const key of ['errors', 'blocking-errors'] as const) {
+    const list = json[key];
+    if (Array.isArray(list)) for (const item of list) if (item && typeof item.message === 'string') parts.push(item.message);
+  }
+  return parts.filter(Boolean).join('; ') || 'no message';
+}
