@@ -8,7 +8,6 @@ import { startGatewayStandIn, type GatewayStandIn } from './gateway-stand-in.ts'
 
 const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const fixture = (name: string) => readFile(fileURLToPath(new URL(`fixtures/${name}`, import.meta.url)), 'utf8');
-const sorted = (a: string[]) => [...a].sort();
 
 function config(members: GatewayStandIn[], extra: Record<string, unknown> = {}, options: Record<string, unknown> = {}) {
   const entries = members.map((m) => `127.0.0.1:${m.port}`);
