@@ -22,7 +22,7 @@ export interface DenyListOptions {
   /** `load_file`: the list goes to a temp file, then `-F` and `-l <file>`; `flush_and_add`: `-F` then `-a` per entry. */
   fullReplace: 'load_file' | 'flush_and_add';
   tempDir: string;
-  /** Commands (or file lines × 4) per SSH exec. */
+  /** Command lines per SSH exec (spread over the VSs it runs in); list file lines: 4 × this. */
   batchSize: number;
   capacity: number;
   log: PluginLogger;
@@ -69,6 +69,8 @@ export function denyListAdapter(o: DenyListOptions): EnforcerAdapter {
   const vsx = o.vsids.length > 0;
   const file = `${o.tempDir.replace(/\/+$/, '')}/rampart-securexl-deny.txt`;
   const copies = o.members.length * contexts.length;
+  // Each command is repeated in every VS of an exec: `batchSize` counts the lines sent.
+  const perExec = Math.max(1, Math.floor(o.batchSize / contexts.length));
 
   async function run(member: Member, body: string[], signal?: AbortSignal): Promise<string> {
     const output = await member.shell.exec(script(vsx, body), signal);
@@ -102,7 +104,7 @@ export function denyListAdapter(o: DenyListOptions): EnforcerAdapter {
   }
 
   async function flushAndAdd(member: Member, entries: readonly BlockEntry[], signal?: AbortSignal): Promise<void> {
-    const batches = chunks(entries, o.batchSize);
+    const batches = chunks(entries, perExec);
     if (batches.length === 0) batches.push([]);
     for (const [i, batch] of batches.entries()) {
       await run(member, inEachContext(contexts, () => [...(i === 0 ? [cmd.flush(o.command)] : []), ...batch.map((e) => cmd.add(o.command, e.value))]), signal);
@@ -128,12 +130,13 @@ export function denyListAdapter(o: DenyListOptions): EnforcerAdapter {
     async applyBatch(change, _all, signal?: AbortSignal) {
       const lines = [...change.remove.map((c) => cmd.remove(o.command, c)), ...change.add.map((e) => cmd.add(o.command, e.value))];
       await onEveryMember(o.members, async (m) => {
-        for (const batch of chunks(lines, o.batchSize)) await run(m, inEachContext(contexts, () => batch), signal);
+        for (const batch of chunks(lines, perExec)) await run(m, inEachContext(contexts, () => batch), signal);
       });
     },
 
     async removeAll(signal?: AbortSignal) {
-      await onEveryMember(o.members, (m) => run(m, inEachContext(contexts, () => [cmd.flush(o.command)]), signal));
+      // The list file is gone already unless a load failed half-way.
+      await onEveryMember(o.members, (m) => run(m, [...inEachContext(contexts, () => [cmd.flush(o.command)]), cmd.removeFile(file)], signal));
     },
 
     async probe(signal?: AbortSignal) {

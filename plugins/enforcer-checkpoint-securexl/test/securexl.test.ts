@@ -192,6 +192,29 @@ describe('enforcer-checkpoint-securexl against two SSH cluster members with two 
     await e.close();
   });
 
+  it('counts batch_size over the VSs of an exec', async () => {
+    const e = await checkpointSecureXlEnforcer.create(config([a], { vsids: '1,2' }, { batch_size: 3 }), { log: silent });
+    await e.sync(hosts(1));
+    const start = a.state.execs.length;
+    await e.apply({ add: hosts(2, 3), remove: [] });
+    // Three lines per exec over two VSs: one entry per exec, sent to both.
+    expect(a.state.execs.slice(start).map(body)).toEqual(
+      ['198.51.100.2', '198.51.100.3'].map((ip) => [
+        'vsenv 1 || { echo "rampart-failed $?: vsenv 1"; exit 1; }',
+        `rx fwaccel dos deny -a ${ip}`,
+        'vsenv 2 || { echo "rampart-failed $?: vsenv 2"; exit 1; }',
+        `rx fwaccel dos deny -a ${ip}`,
+        'echo rampart-done',
+      ]),
+    );
+    expect([a.enforced('1'), a.enforced('2')]).toEqual([
+      ['198.51.100.1/32', '198.51.100.2/32', '198.51.100.3/32'],
+      ['198.51.100.1/32', '198.51.100.2/32', '198.51.100.3/32'],
+    ]);
+    await e.withdraw();
+    await e.close();
+  });
+
   it('fails the call with the line fwaccel printed, and with vsenv failures', async () => {
     a.state.capacity = 2;
     const full = await checkpointSecureXlEnforcer.create(config([a, b], { vsids: '1' }), { log: silent });
@@ -206,7 +229,9 @@ describe('enforcer-checkpoint-securexl against two SSH cluster members with two 
     } finally {
       a.state.capacity = Infinity;
     }
+    expect(a.state.files.size).toBe(1); // left by the failed load
     await full.withdraw();
+    expect(a.state.files.size).toBe(0);
     await full.close();
 
     const missing = await checkpointSecureXlEnforcer.create(config([a], { vsids: '1,7' }), { log: silent });
