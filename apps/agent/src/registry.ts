@@ -12,6 +12,7 @@ import { nginxEnforcer } from '@rampart/enforcer-nginx';
 import { haproxyEnforcer } from '@rampart/enforcer-haproxy';
 import { mikrotikEnforcer } from '@rampart/enforcer-mikrotik';
 import { checkpointMgmtEnforcer } from '@rampart/enforcer-checkpoint-mgmt';
+import { checkpointSecureXlEnforcer } from '@rampart/enforcer-checkpoint-securexl';
 import { cloudflareEnforcer } from '@rampart/enforcer-cloudflare';
 import { awsEnforcer } from '@rampart/enforcer-aws';
 import { squidEnforcer } from '@rampart/enforcer-squid';
@@ -60,6 +61,7 @@ export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEn
     haproxyEnforcer,
     mikrotikEnforcer,
     checkpointMgmtEnforcer,
+    checkpointSecureXlEnforcer,
     cloudflareEnforcer,
     awsEnforcer,
     squidEnforcer,

@@ -38,6 +38,11 @@ export interface ConformanceSettings {
   bulkSize?: number;
   /** Test timeout in ms for targets that are slow to start (default vitest's). */
   timeoutMs?: number;
+  /**
+   * The target holds single addresses only (a SecureXL deny list, ASA shuns): networks must be
+   * refused, counted as `invalid` and never enforced, and every expectation leaves them out.
+   */
+  hostsOnly?: boolean;
 }
 
 /** Deterministic single addresses in 198.18.0.0/15 (RFC 2544 benchmarking range). */
@@ -108,6 +113,12 @@ async function withSubject(factory: EnforcerFactory, options: TestOptions, ctx: 
 
 export function enforcerConformance(name: string, factory: EnforcerFactory, settings: ConformanceSettings = {}): void {
   const bulkSize = settings.bulkSize ?? 1000;
+  const holds = (e: BlockEntry) => !settings.hostsOnly || canonicalCidr(e.value)?.endsWith('/32') === true;
+  /** What the target holds of `entries`, and what `list()` must return of them at `capacity`. */
+  const held = (entries: BlockEntry[]) => entries.filter(holds);
+  const want = (entries: BlockEntry[], capacity = Infinity) => expected(held(entries), capacity);
+  /** Entries the target refuses (networks on a hosts-only target), counted as invalid. */
+  const refused = (entries: BlockEntry[]) => entries.length - held(entries).length;
   const test = (title: string, options: TestOptions, body: Body) =>
     it(title, (ctx) => withSubject(factory, options, ctx, body), settings.timeoutMs);
 
@@ -132,10 +143,11 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
 
     test('sync then read back returns exactly the desired set', {}, async ({ enforcer }) => {
       const desired = [...conformanceAddresses(bulkSize), ...NETWORKS];
-      const want = expected(desired, enforcer.capacity);
+      const listed = want(desired, enforcer.capacity);
       const result = await enforcer.sync(desired);
-      expect(result).toMatchObject({ enforced: want.length, cut: desired.length - want.length });
-      expect(await enforcer.list()).toEqual(want);
+      expect(result).toMatchObject({ enforced: listed.length, cut: held(desired).length - listed.length });
+      if (settings.hostsOnly) expect(result.invalid).toBe(refused(desired));
+      expect(await enforcer.list()).toEqual(listed);
     });
 
     test('a call whose signal is aborted rejects and leaves the target as it was; the next sync works', {}, async ({ enforcer }) => {
@@ -148,17 +160,17 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       await expect(enforcer.apply({ add: conformanceAddresses(2, 400), remove: [start[0]!.value] }, signal)).rejects.toThrow();
       await expect(enforcer.withdraw(signal)).rejects.toThrow();
       await expect(enforcer.list(signal)).rejects.toThrow();
-      expect(await enforcer.list()).toEqual(expected(start, enforcer.capacity));
+      expect(await enforcer.list()).toEqual(want(start, enforcer.capacity));
       const second = conformanceAddresses(4, 600);
       await enforcer.sync(second);
-      expect(await enforcer.list()).toEqual(expected(second, enforcer.capacity));
+      expect(await enforcer.list()).toEqual(want(second, enforcer.capacity));
     });
 
     test('a second sync replaces everything the first placed', {}, async ({ enforcer }) => {
       await enforcer.sync([...conformanceAddresses(20), ...NETWORKS]);
       const second = conformanceAddresses(10, 5000);
       await enforcer.sync(second);
-      expect(await enforcer.list()).toEqual(expected(second, enforcer.capacity));
+      expect(await enforcer.list()).toEqual(want(second, enforcer.capacity));
     });
 
     test('apply adds and deletes entries', {}, async ({ enforcer }) => {
@@ -169,11 +181,11 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
         remove: [start[0]!.value, start[5]!.value],
       };
       const after = [...start.filter((_, i) => i !== 0 && i !== 5), ...diff.add];
-      const want = expected(after, enforcer.capacity);
-      expect(await enforcer.apply(diff)).toMatchObject({ enforced: want.length, cut: after.length - want.length });
-      expect(await enforcer.list()).toEqual(want);
+      const listed = want(after, enforcer.capacity);
+      expect(await enforcer.apply(diff)).toMatchObject({ enforced: listed.length, cut: held(after).length - listed.length });
+      expect(await enforcer.list()).toEqual(listed);
       await enforcer.apply({ add: [], remove: ['192.0.2.0/24'] });
-      expect(await enforcer.list()).toEqual(want.filter((c) => c !== '192.0.2.0/24'));
+      expect(await enforcer.list()).toEqual(listed.filter((c) => c !== '192.0.2.0/24'));
     });
 
     test('a bulk diff (across batch sizes) is applied whole', {}, async ({ enforcer }) => {
@@ -181,9 +193,9 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       await enforcer.sync(start);
       const add = conformanceAddresses(bulkSize, 20_000);
       await enforcer.apply({ add, remove: [start[0]!.value] });
-      expect(await enforcer.list()).toEqual(expected([...start.slice(1), ...add], enforcer.capacity));
+      expect(await enforcer.list()).toEqual(want([...start.slice(1), ...add], enforcer.capacity));
       await enforcer.apply({ add: [], remove: add.map((e) => e.value) });
-      expect(await enforcer.list()).toEqual(expected(start.slice(1), enforcer.capacity));
+      expect(await enforcer.list()).toEqual(want(start.slice(1), enforcer.capacity));
     });
 
     test('duplicates and non-canonical spellings collapse to one entry', {}, async ({ enforcer }) => {
@@ -193,23 +205,24 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
         { value: '198.51.100.9/24', score: 30 },
         { value: '198.51.100.0/24', score: 40 },
       ]);
-      expect(result).toMatchObject({ enforced: 2, cut: 0 });
-      expect(await enforcer.list()).toEqual(['198.51.100.0/24', '203.0.113.7/32']);
+      const collapsed = settings.hostsOnly ? ['203.0.113.7/32'] : ['198.51.100.0/24', '203.0.113.7/32'];
+      expect(result).toMatchObject({ enforced: collapsed.length, cut: 0 });
+      expect(await enforcer.list()).toEqual(collapsed);
       // Adding what is there and removing what is not are both no-ops, not errors.
       await enforcer.apply({ add: [{ value: '203.0.113.7/32', score: 50 }], remove: ['192.0.2.200/32'] });
-      expect(await enforcer.list()).toEqual(['198.51.100.0/24', '203.0.113.7/32']);
+      expect(await enforcer.list()).toEqual(collapsed);
     });
 
     test('spellings outside the IPv4 grammar are refused the same way, never enforced', {}, async ({ enforcer }) => {
       const valid = [{ value: '10.0.0.1/32', score: 100 }, { value: '198.51.100.0/24', score: 90 }];
       const result = await enforcer.sync([...valid, ...EDGE_SPELLINGS.map((cidr) => ({ value: cidr, score: 500 }))]);
-      const want = expected(valid, enforcer.capacity);
-      expect(result).toMatchObject({ enforced: want.length });
-      if (result.invalid !== undefined) expect(result.invalid).toBe(EDGE_SPELLINGS.length);
-      expect(await enforcer.list()).toEqual(want);
+      const listed = want(valid, enforcer.capacity);
+      expect(result).toMatchObject({ enforced: listed.length });
+      if (result.invalid !== undefined) expect(result.invalid).toBe(EDGE_SPELLINGS.length + refused(valid));
+      expect(await enforcer.list()).toEqual(listed);
       // Nor does an edge spelling of an enforced entry remove it.
       await enforcer.apply({ add: EDGE_SPELLINGS.map((cidr) => ({ value: cidr, score: 500 })), remove: ['010.0.0.1', '10.0.0.1\r', ' 10.0.0.1', '198.51.100.0/024'] });
-      expect(await enforcer.list()).toEqual(want);
+      expect(await enforcer.list()).toEqual(listed);
     });
 
     test('applying the same diff twice changes nothing the second time', {}, async ({ enforcer }) => {
@@ -221,15 +234,18 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       const second = await enforcer.apply(diff);
       expect(second).toMatchObject({ enforced: first.enforced, cut: first.cut });
       expect(await enforcer.list()).toEqual(listed);
-      expect(listed).toEqual(expected([...start.slice(0, 1), ...start.slice(3), ...diff.add], enforcer.capacity));
+      expect(listed).toEqual(want([...start.slice(0, 1), ...start.slice(3), ...diff.add], enforcer.capacity));
     });
 
-    test('networks of every prefix length are enforced and read back as CIDRs', {}, async ({ enforcer }) => {
-      await enforcer.sync(NETWORKS);
-      expect(await enforcer.list()).toEqual(expected(NETWORKS, enforcer.capacity));
-      await enforcer.apply({ add: [{ value: '100.64.0.0/10', score: 1 }], remove: ['192.0.2.0/25'] });
+    test('networks of every prefix length are enforced and read back as CIDRs (or refused and counted)', {}, async ({ enforcer }) => {
+      const result = await enforcer.sync(NETWORKS);
+      if (settings.hostsOnly) expect(result).toMatchObject({ enforced: held(NETWORKS).length, invalid: refused(NETWORKS) });
+      expect(await enforcer.list()).toEqual(want(NETWORKS, enforcer.capacity));
+      const applied = await enforcer.apply({ add: [{ value: '100.64.0.0/10', score: 1 }], remove: ['192.0.2.0/25'] });
+      // The network added and the network removed are both refused.
+      if (settings.hostsOnly) expect(applied.invalid).toBe(2);
       expect(await enforcer.list()).toEqual(
-        expected([...NETWORKS.filter((n) => n.value !== '192.0.2.0/25'), { value: '100.64.0.0/10', score: 1 }], enforcer.capacity),
+        want([...NETWORKS.filter((n) => n.value !== '192.0.2.0/25'), { value: '100.64.0.0/10', score: 1 }], enforcer.capacity),
       );
     });
 
@@ -262,7 +278,7 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       const { enforcer } = subject;
       const desired = [...conformanceAddresses(6), ...NETWORKS.slice(0, 2)];
       const extra = { value: '198.51.100.50/32', score: 999 };
-      const whole = expected([...desired, extra], enforcer.capacity);
+      const whole = want([...desired, extra], enforcer.capacity);
       await enforcer.sync(desired);
       await subject.disturb();
       // list() reads the target, not a cache.
@@ -288,9 +304,9 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       try {
         const extra = { value: '198.51.100.60/32', score: 999 };
         await again.apply({ add: [extra], remove: [start[0]!.value] });
-        expect(await again.list()).toEqual(expected([...start.slice(1), extra], again.capacity));
+        expect(await again.list()).toEqual(want([...start.slice(1), extra], again.capacity));
         await again.apply({ add: [], remove: [start[1]!.value] });
-        expect(await again.list()).toEqual(expected([...start.slice(2), extra], again.capacity));
+        expect(await again.list()).toEqual(want([...start.slice(2), extra], again.capacity));
       } finally {
         await again.close();
       }
