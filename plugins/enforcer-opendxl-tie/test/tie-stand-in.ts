@@ -91,7 +91,7 @@ export async function startTieStandIn(pki: TestPki, port: number): Promise<TieSt
     if (refuse.has(digest)) return refused(request, 'refused by the test');
     counts.set += 1;
     if (body.trustLevel === 0) store.delete(digest);
-    else store.set(digest, { trustLevel: body.trustLevel, filename: String(body.filename ?? ''), comment: String(body.comment ?? '') });
+    else store.set(digest, { trustLevel: body.trustLevel, filename: typeof body.filename === 'string' ? body.filename : '', comment: typeof body.comment === 'string' ? body.comment : '' });
     answer(request, {});
   });
   client.addRequestCallback(TIE_GET_FILE_REPUTATION, (request) => {
