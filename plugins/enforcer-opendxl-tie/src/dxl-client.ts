@@ -59,6 +59,8 @@ export class DxlClient {
   readonly replyTopic: string;
   #mqtt: MqttClient | undefined;
   #connecting: Promise<MqttClient> | undefined;
+  /** Raised by `close`: a connection opened under an older generation is ended, not kept. */
+  #generation = 0;
   readonly #pending = new Map<string, Pending>();
 
   constructor(private readonly opts: DxlConnection) {
@@ -81,6 +83,7 @@ export class DxlClient {
 
   async #open(): Promise<MqttClient> {
     this.#drop(new DxlError('DXL_DISCONNECTED', 'the DXL connection was replaced'));
+    const generation = this.#generation;
     const o = this.opts;
     const options: IClientOptions = {
       host: o.host,
@@ -102,6 +105,8 @@ export class DxlClient {
       keepalive: 30,
     };
     const client = connect(options);
+    // Errors after the handshake close the connection ('close' below); none may go unhandled.
+    client.on('error', () => undefined);
     try {
       await new Promise<void>((resolve, reject) => {
         const fail = (err: Error) => {
@@ -123,6 +128,7 @@ export class DxlClient {
         client.on('connect', onConnect);
       });
       await client.subscribeAsync(this.replyTopic, { qos: 0 });
+      if (generation !== this.#generation) throw new DxlError('DXL_DISCONNECTED', 'the DXL client was closed while connecting');
     } catch (err) {
       client.end(true);
       throw err;
@@ -131,7 +137,6 @@ export class DxlClient {
     client.on('close', () => {
       if (this.#mqtt === client) this.#drop(new DxlError('DXL_DISCONNECTED', 'the DXL broker connection closed'));
     });
-    client.on('error', () => undefined);
     this.#mqtt = client;
     return client;
   }
@@ -190,7 +195,9 @@ export class DxlClient {
     }
   }
 
+  /** Ends the connection (also one still being opened) and fails the calls in flight. A later call connects again. */
   async close(): Promise<void> {
+    this.#generation += 1;
     this.#drop(new DxlError('DXL_DISCONNECTED', 'the DXL client was closed'));
   }
 }

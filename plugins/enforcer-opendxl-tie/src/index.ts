@@ -32,6 +32,10 @@ const TieOptions = z
     comment: z.string().max(500).default('Rampart shared threat intelligence').describe('Comment sent with each reputation'),
     max_entries: z.number().int().min(1).max(1_000_000).default(10_000).describe('Digests held at most (highest scores kept)'),
     in_flight: z.number().int().min(1).max(256).default(16).describe('DXL requests in flight at once'),
+    read_back: z
+      .enum(['tie', 'list_file'])
+      .default('tie')
+      .describe('How the enforced set is read back (every reconcile): ask TIE once per listed digest, or trust fileslist_file (no requests; misses changes made in TIE)'),
     client_id: z
       .string()
       .regex(/^[A-Za-z0-9{}._:-]{1,64}$/, { message: 'letters, digits and {}._:- (at most 64)' })
@@ -48,6 +52,7 @@ const TieOptions = z
     comment: 'Rampart shared threat intelligence',
     max_entries: 10_000,
     in_flight: 16,
+    read_back: 'tie',
     broker_identity: 'ca',
     connect_timeout_seconds: 30,
     request_timeout_seconds: 30,
@@ -102,6 +107,7 @@ export const openDxlTieEnforcer = defineEnforcer<OpenDxlTieConfig>({
       filename: o.filename,
       comment: o.comment,
       inFlight: o.in_flight,
+      readBack: o.read_back,
       connect: async (signal) => {
         await dxl.connect(signal);
       },

@@ -22,6 +22,8 @@ export interface TieAdapterOptions {
   comment: string;
   /** Requests in flight at once. */
   inFlight: number;
+  /** `tie`: `read` asks TIE for each candidate digest; `list_file`: `read` trusts the list file. */
+  readBack: 'tie' | 'list_file';
   /** Checks the broker connection (connects when needed). */
   connect(signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
@@ -119,6 +121,7 @@ export function tieAdapter(o: TieAdapterOptions): EnforcerAdapter {
 
   return {
     async read(signal?: AbortSignal) {
+      if (o.readBack === 'list_file') return listed();
       const held: string[] = [];
       await eachLimited(
         [...(await candidates())],

@@ -31,6 +31,7 @@ describe('enforcer-opendxl-tie config', () => {
       comment: 'Rampart shared threat intelligence',
       max_entries: 10_000,
       in_flight: 16,
+      read_back: 'tie',
       broker_identity: 'ca',
       connect_timeout_seconds: 30,
       request_timeout_seconds: 30,
@@ -258,6 +259,37 @@ describe.skipIf(skip)('enforcer-opendxl-tie against a real mosquitto over TLS an
     } finally {
       await dxl.close();
     }
+  });
+
+  it('with read_back list_file, reads the list file and asks TIE nothing; a change made in TIE goes unseen', async () => {
+    const { tie } = await fixture();
+    tie.store.clear();
+    const cfg = await configFor({ read_back: 'list_file' });
+    const enforcer = await openDxlTieEnforcer.create(cfg, { log: silent, kind: 'file' });
+    try {
+      await enforcer.sync([entry(MD5), entry(SHA256)]);
+      const gets = tie.counts.get;
+      tie.store.delete(MD5);
+      expect(await enforcer.list()).toEqual([MD5, SHA256]);
+      expect(await enforcer.reconcile!()).toMatchObject({ drifted: false });
+      expect(tie.counts.get).toBe(gets);
+    } finally {
+      await enforcer.withdraw();
+      await enforcer.close();
+    }
+  });
+
+  it('a client closed while it connects ends that connection; a later call connects again', async () => {
+    const { pki, broker } = await fixture();
+    const dxl = new DxlClient({ host: '127.0.0.1', port: broker.port, ca: await readFile(pki.caFile, 'utf8'), cert: await readFile(pki.agent.cert, 'utf8'), key: pki.agent.keyPem, checkHostname: false, connectTimeoutMs: 10_000, requestTimeoutMs: 10_000 });
+    const first = dxl.connect();
+    await dxl.close();
+    await expect(first).rejects.toMatchObject({ code: 'DXL_DISCONNECTED' });
+    expect(dxl.connected).toBe(false);
+    await dxl.connect();
+    expect(dxl.connected).toBe(true);
+    await dxl.close();
+    expect(dxl.connected).toBe(false);
   });
 
   it('reads the private key from a file path as well as PEM text', async () => {
