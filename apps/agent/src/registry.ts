@@ -16,6 +16,7 @@ import { checkpointSecureXlEnforcer } from '@rampart/enforcer-checkpoint-securex
 import { cloudflareEnforcer } from '@rampart/enforcer-cloudflare';
 import { awsEnforcer } from '@rampart/enforcer-aws';
 import { squidEnforcer } from '@rampart/enforcer-squid';
+import { openDxlTieEnforcer } from '@rampart/enforcer-opendxl-tie';
 import { sshdSource } from '@rampart/source-sshd';
 import { modsecuritySource } from '@rampart/source-modsecurity';
 import { bridgeFilterLogSource, netfilterLogSource } from '@rampart/source-netfilter-log';
@@ -65,6 +66,7 @@ export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEn
     cloudflareEnforcer,
     awsEnforcer,
     squidEnforcer,
+    openDxlTieEnforcer,
     dryRunEnforcer,
   ].map((definition): [string, AnyEnforcer] => [definition.serves, definition]),
 );

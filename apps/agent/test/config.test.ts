@@ -38,15 +38,15 @@ describe('agent configuration', () => {
       score_threshold: 5000,
       proxy: 'MAYBE',
       ids: { ssh_log: { active: true, ssh_log_location: '' }, honeypot: { active: true } },
-      ips: { dry_run: { active: true }, endpoint_d: { active: true }, csv: { active: false } },
+      ips: { dry_run: { active: true }, tarpit: { active: true }, csv: { active: false } },
       local: { allow_list: ['not-an-ip', '198.51.100.0/24', '010.0.0.1', '10.0.0.0/08', '2001:db8::/32'], metrics_port: 70000 },
     };
     const first = validateAgentText(JSON.stringify(bad), {}, REGISTRY);
     expect(first.problems.map((p) => p.path).sort()).toEqual(['api_jwt_key', 'control_plane_url', 'control_plane_url', 'local.allow_list.0', 'local.allow_list.2', 'local.allow_list.3', 'local.metrics_port', 'proxy', 'score_threshold']);
     // Plugin entries are checked once the document itself is valid.
     const second = validateAgentText(JSON.stringify({ ...base, ids: bad.ids, ips: bad.ips }), { AGENT_KEY: 'k' }, REGISTRY);
-    expect(second.problems.map((p) => p.path).sort()).toEqual(['ids.honeypot', 'ids.ssh_log.ssh_log_location', 'ips.dry_run.path', 'ips.endpoint_d']);
-    expect(second.problems.find((p) => p.path === 'ips.endpoint_d')?.message).toMatch(/^no enforcer for 'endpoint_d'; known enforcers: .*dry_run/);
+    expect(second.problems.map((p) => p.path).sort()).toEqual(['ids.honeypot', 'ids.ssh_log.ssh_log_location', 'ips.dry_run.path', 'ips.tarpit']);
+    expect(second.problems.find((p) => p.path === 'ips.tarpit')?.message).toMatch(/^no enforcer for 'tarpit'; known enforcers: .*dry_run/);
   });
 
   it('accepts source options inside the ids entry and moves them to local.sources', () => {
@@ -90,7 +90,7 @@ describe('agent configuration', () => {
   });
 
   it('registers every enforcer under the ips label it serves', () => {
-    expect([...REGISTRY.enforcers.keys()].sort()).toEqual(['bridge_filter', 'cdn_waf', 'cloud_a', 'csv', 'dns_e', 'dry_run', 'firewall_accel_a', 'firewall_mgmt_a', 'packet_filter', 'pf_list', 'proxy_f', 'proxy_lb', 'router_a', 'waf', 'web_server_list']);
+    expect([...REGISTRY.enforcers.keys()].sort()).toEqual(['bridge_filter', 'cdn_waf', 'cloud_a', 'csv', 'dns_e', 'dry_run', 'endpoint_d', 'firewall_accel_a', 'firewall_mgmt_a', 'packet_filter', 'pf_list', 'proxy_f', 'proxy_lb', 'router_a', 'waf', 'web_server_list']);
     expect(Object.fromEntries([...REGISTRY.enforcers].map(([label, d]) => [label, d.name]))).toEqual({
       bridge_filter: 'nftables-bridge',
       cdn_waf: 'cloudflare',
@@ -98,6 +98,7 @@ describe('agent configuration', () => {
       csv: 'csv',
       dns_e: 'bind-rpz',
       dry_run: 'dry-run',
+      endpoint_d: 'opendxl-tie',
       firewall_accel_a: 'checkpoint-securexl',
       firewall_mgmt_a: 'checkpoint-mgmt',
       packet_filter: 'nftables|ipset',
@@ -133,7 +134,7 @@ describe('agent configuration', () => {
 
   it('names the known plugins when a name is unknown', () => {
     expect(() => findEnforcer('nope')).toThrow(UnknownPluginError);
-    expect(() => findEnforcer('nope')).toThrow("no enforcer for 'nope'; known enforcers: bridge_filter, cdn_waf, cloud_a, csv, dns_e, dry_run, firewall_accel_a, firewall_mgmt_a, packet_filter, pf_list, proxy_f, proxy_lb, router_a, waf, web_server_list");
+    expect(() => findEnforcer('nope')).toThrow("no enforcer for 'nope'; known enforcers: bridge_filter, cdn_waf, cloud_a, csv, dns_e, dry_run, endpoint_d, firewall_accel_a, firewall_mgmt_a, packet_filter, pf_list, proxy_f, proxy_lb, router_a, waf, web_server_list");
   });
 
   it('derives a cron schedule from sync_time', () => {

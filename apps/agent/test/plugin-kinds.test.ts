@@ -27,6 +27,15 @@ describe('enforcers by kind', () => {
     ]);
   });
 
+  it('plans endpoint_d (OpenDXL TIE) for file digests only, reported as endpoint_d/file', () => {
+    const endpoint = { active: true, api: 'dxl.example.org:8883', fileslist_file: '/tmp/tie.txt', broker_ca_bundle: '/tmp/ca.pem', cert_file: '/tmp/c.pem', private_key: '/tmp/c.key' };
+    const { plan, problems } = planPlugins(settings({ endpoint_d: endpoint }), REGISTRY);
+    expect(problems).toEqual([]);
+    expect(plan.enforcers.map((e) => [e.label, e.kind])).toEqual([['endpoint_d/file', 'file']]);
+    const missing = planPlugins(settings({ endpoint_d: { ...endpoint, cert_file: '' } }), REGISTRY);
+    expect(missing.problems.map((p) => p.path)).toEqual(['ips.endpoint_d.cert_file']);
+  });
+
   it('names a bad kind entry at its path', () => {
     const { problems } = planPlugins(settings({ dry_run: { active: true, path: '/tmp/d.json', kinds: { domain: { path: '/tmp/d.json' }, ipv6: { path: '/x' } } } }), REGISTRY);
     expect(problems.map((p) => p.path).sort()).toEqual(['ips.dry_run.kinds', 'ips.dry_run.kinds']);

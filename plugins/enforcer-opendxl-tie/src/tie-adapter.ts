@@ -1,0 +1,172 @@
+import { access, constants, readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { codecOf, createEngineEnforcer, writeFileAtomic, type BlockEntry, type Enforcer, type EnforcerAdapter, type PluginLogger } from '@rampart/plugin-kit';
+
+const fileCodec = codecOf('file');
+
+/** What the adapter needs of TIE (TieFiles, or a double in unit tests). */
+export interface ReputationService {
+  set(digest: string, r: { trustLevel: number; filename: string; comment: string }, signal?: AbortSignal): Promise<void>;
+  enterpriseTrustLevel(digest: string, signal?: AbortSignal): Promise<number>;
+}
+
+export interface TieAdapterOptions {
+  tie: ReputationService;
+  /** `fileslist_file`: the digests this enforcer holds malicious, one a line, written atomically. */
+  listFile: string;
+  /** Trust level of an enforced digest (KNOWN_MALICIOUS, 1, by default). */
+  blockLevel: number;
+  /** Trust level a digest is set back to when it leaves the list (NOT_SET, 0, by default). */
+  releaseLevel: number;
+  filename: string;
+  comment: string;
+  /** Requests in flight at once. */
+  inFlight: number;
+  /** `tie`: `read` asks TIE for each candidate digest; `list_file`: `read` trusts the list file. */
+  readBack: 'tie' | 'list_file';
+  /** Checks the broker connection (connects when needed). */
+  connect(signal?: AbortSignal): Promise<void>;
+  close(): Promise<void>;
+  capacity: number;
+  log: PluginLogger;
+}
+
+const HEADER = '# File digests the Rampart agent set to a malicious TIE reputation; every change overwrites this file.\n';
+
+/** The digests of a list file: one a line, `#` comments and blank lines skipped, canonical, sorted. */
+export function parseDigestList(text: string): string[] {
+  const out = new Set<string>();
+  for (const line of text.split('\n')) {
+    const digest = fileCodec.canonical(line.replace(/#.*/, '').trim());
+    if (digest) out.add(digest);
+  }
+  return [...out].sort(fileCodec.compare);
+}
+
+export function renderDigestList(digests: Iterable<string>): string {
+  return HEADER + [...new Set(digests)].sort(fileCodec.compare).map((d) => `${d}\n`).join('');
+}
+
+/** Runs `task` on every item with at most `limit` in flight; the first failure rejects (after the others settle). */
+export async function eachLimited<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>, signal?: AbortSignal): Promise<void> {
+  let next = 0;
+  let failure: { err: unknown } | undefined;
+  const worker = async () => {
+    while (!failure && next < items.length) {
+      signal?.throwIfAborted();
+      const item = items[next++]!;
+      try {
+        await task(item);
+      } catch (err) {
+        failure ??= { err };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure) throw failure.err;
+}
+
+/**
+ * TIE file reputations as an enforcer target. Every enforced digest gets the enterprise
+ * reputation `blockLevel`; a digest that leaves the list is set back to `releaseLevel`. TIE has no
+ * call that lists the reputations one client set, so the digests this enforcer may have set are
+ * those of `fileslist_file` plus those it set since it started; `read` asks TIE for each of them
+ * and returns those TIE holds at `blockLevel`. The list file is written before a change with
+ * every digest the change touches (so that a change cut short leaves nothing unaccounted for)
+ * and after it with exactly the enforced set.
+ */
+export function tieAdapter(o: TieAdapterOptions): EnforcerAdapter {
+  /** Digests set to blockLevel by this process and not yet set back. */
+  const touched = new Set<string>();
+
+  async function listed(): Promise<string[]> {
+    try {
+      return parseDigestList(await readFile(o.listFile, 'utf8'));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw err;
+    }
+  }
+
+  async function candidates(): Promise<Set<string>> {
+    return new Set([...(await listed()), ...touched]);
+  }
+
+  const writeList = (digests: Iterable<string>) => writeFileAtomic(o.listFile, renderDigestList(digests), 0o644);
+
+  async function block(digests: readonly string[], signal?: AbortSignal): Promise<void> {
+    for (const d of digests) touched.add(d);
+    await eachLimited(digests, o.inFlight, (d) => o.tie.set(d, { trustLevel: o.blockLevel, filename: o.filename, comment: o.comment }, signal), signal);
+  }
+
+  async function release(digests: readonly string[], signal?: AbortSignal): Promise<void> {
+    await eachLimited(
+      digests,
+      o.inFlight,
+      async (d) => {
+        await o.tie.set(d, { trustLevel: o.releaseLevel, filename: o.filename, comment: o.comment }, signal);
+        touched.delete(d);
+      },
+      signal,
+    );
+  }
+
+  /** Blocks `add`, releases `remove`, with the list file covering both while it runs. */
+  async function change(enforced: readonly string[], add: readonly string[], remove: readonly string[], signal?: AbortSignal): Promise<void> {
+    await writeList([...enforced, ...remove]);
+    await block(add, signal);
+    await release(remove, signal);
+    await writeList(enforced);
+  }
+
+  return {
+    async read(signal?: AbortSignal) {
+      if (o.readBack === 'list_file') return listed();
+      const held: string[] = [];
+      await eachLimited(
+        [...(await candidates())],
+        o.inFlight,
+        async (d) => {
+          if ((await o.tie.enterpriseTrustLevel(d, signal)) === o.blockLevel) held.push(d);
+        },
+        signal,
+      );
+      return held;
+    },
+
+    async replaceAll(entries: readonly BlockEntry[], signal?: AbortSignal) {
+      const enforced = entries.map((e) => e.value);
+      const keep = new Set(enforced);
+      const stale = [...(await candidates())].filter((d) => !keep.has(d));
+      await change(enforced, enforced, stale, signal);
+    },
+
+    async applyBatch(batch, all, signal?: AbortSignal) {
+      await change(
+        all().map((e) => e.value),
+        batch.add.map((e) => e.value),
+        batch.remove,
+        signal,
+      );
+    },
+
+    async removeAll(signal?: AbortSignal) {
+      await change([], [], [...(await candidates())], signal);
+    },
+
+    async probe(signal?: AbortSignal) {
+      try {
+        await access(dirname(o.listFile), constants.W_OK);
+      } catch (err) {
+        throw new Error(`directory of ${o.listFile} not writable: ${(err as Error).message}`);
+      }
+      await o.connect(signal);
+    },
+
+    close: () => o.close(),
+  };
+}
+
+export function createTieEnforcer(o: TieAdapterOptions): Enforcer {
+  return createEngineEnforcer(tieAdapter(o), { capacity: o.capacity, log: o.log, codec: fileCodec });
+}
