@@ -21,6 +21,10 @@ export const DEFAULT_STATE_DIR = (label: FeedLabel) => `/var/lib/rampart-agent/f
 
 const FEED_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
+/** A device as `connections` names it and as the status reports it. */
+export const deviceName = (address: { host: string; port?: number }) =>
+  address.port ? `${address.host.includes(':') ? `[${address.host}]` : address.host}:${address.port}` : address.host;
+
 /** The names of a `feeds` setting (comma-separated); empty entries are skipped. */
 export const feedNames = (text: string): string[] =>
   text
@@ -44,6 +48,7 @@ function optionsSchema(label: FeedLabel) {
     feed_max_entries: {} as Record<string, number>,
     ssh_user: '',
     ssh_password: '',
+    device_host_keys: {} as Record<string, string>,
   };
   return z
     .strictObject({
@@ -66,6 +71,10 @@ function optionsSchema(label: FeedLabel) {
       ...sshOptionsShape,
       ssh_user: z.string().max(128).default('').describe('SSH user on the devices (refresh)'),
       ssh_password: secret(z.string().max(4096).default('').describe('Secret; returned masked')),
+      device_host_keys: z
+        .record(z.string(), sshOptionsShape.host_key_sha256)
+        .default({})
+        .describe('Pinned host key of one device, by its connections entry (host or host:port); others use host_key_sha256'),
     })
     .default(defaults);
 }
@@ -81,11 +90,14 @@ export function feedServerConfig(label: FeedLabel) {
     }
     const o = cfg.options;
     if (Boolean(o.cert_file) !== Boolean(o.key_file)) issue(['options', o.cert_file ? 'key_file' : 'cert_file'], 'cert_file and key_file go together');
-    let devices: unknown[] = [];
+    let devices: string[] = [];
     try {
-      devices = parseConnections(cfg.connections);
+      devices = parseConnections(cfg.connections).map(deviceName);
     } catch (err) {
       issue(['connections'], (err as Error).message);
+    }
+    for (const name of Object.keys(o.device_host_keys)) {
+      if (!devices.includes(name)) issue(['options', 'device_host_keys', name], `'${name}' is not an entry of connections`);
     }
     if (!cfg.active) return;
     if (names.length === 0) issue(['feeds'], 'at least one feed name is required when active');
@@ -95,7 +107,8 @@ export function feedServerConfig(label: FeedLabel) {
       if (devices.length === 0) issue(['connections'], 'the command needs the devices to run it on');
       if (!o.ssh_user) issue(['options', 'ssh_user'], 'required to log in to the devices');
       if (!o.ssh_password && !o.private_key_path) issue(['options', 'ssh_password'], 'a password or options.private_key_path is required');
-      if (!o.host_key_sha256) issue(['options', 'host_key_sha256'], "the devices' host key must be pinned");
+      const unpinned = devices.filter((d) => !o.device_host_keys[d]);
+      if (!o.host_key_sha256 && unpinned.length > 0) issue(['options', 'host_key_sha256'], `the host key of ${unpinned.join(', ')} must be pinned (here or in device_host_keys)`);
     }
   });
 }

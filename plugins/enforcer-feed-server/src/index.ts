@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { defineEnforcer, parseConnections, SshSession, sshTarget, type EnforcerContext } from '@rampart/plugin-kit';
-import { CspFeedConfig, feedNames, FirewallBFeedConfig, type FeedLabel, type FeedServerConfig } from './config.ts';
+import { CspFeedConfig, deviceName, feedNames, FirewallBFeedConfig, type FeedLabel, type FeedServerConfig } from './config.ts';
 import { createFeedServerEnforcer, type FeedServerEnforcer } from './feed-enforcer.ts';
 import { startFeedHttpServer } from './feed-http.ts';
 import { DeviceRefresher, type Device } from './refresh.ts';
@@ -20,10 +20,11 @@ async function devicesOf(config: FeedServerConfig): Promise<Device[]> {
   if (!config.command) return [];
   const o = config.options;
   return Promise.all(
-    parseConnections(config.connections).map(async (address) => ({
-      name: address.port ? `${address.host}:${address.port}` : address.host,
-      shell: new SshSession(await sshTarget(address, o.ssh_user, o.ssh_password, o)),
-    })),
+    parseConnections(config.connections).map(async (address) => {
+      const name = deviceName(address);
+      const pin = o.device_host_keys[name] || o.host_key_sha256;
+      return { name, shell: new SshSession(await sshTarget(address, o.ssh_user, o.ssh_password, { ...o, host_key_sha256: pin })) };
+    }),
   );
 }
 

@@ -69,7 +69,9 @@ export class DeviceRefresher {
   }
 
   status(): RefreshStatus {
-    return { ...this.#status, errors: [...this.#failing.values()] };
+    // In the order of `connections`, whichever failed first.
+    const errors = this.devices.flatMap((d) => this.#failing.get(d.name) ?? []);
+    return { ...this.#status, errors };
   }
 
   /** Asks every device (in parallel; each runs its commands in order) to fetch `feeds`. Never throws but on abort. */

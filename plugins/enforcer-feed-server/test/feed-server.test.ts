@@ -32,6 +32,7 @@ describe('feed-server config', () => {
     const parsed = FirewallBFeedConfig.parse(JSON.parse(sample!));
     expect(parsed.feeds).toBe('rampart-high,rampart-all');
     expect(parsed.options.feed_max_entries).toEqual({ 'rampart-high': 5000 });
+    expect(Object.keys(parsed.options.device_host_keys)).toEqual(['192.0.2.21:2222']);
     expect(parsed.command).toBe('request system external-list refresh type ip name {feed}');
     expect(CspFeedConfig.parse(JSON.parse(sample!)).options.max_entries).toBe(50_000);
   });
@@ -67,7 +68,7 @@ describe('feed-server config', () => {
     ]);
     expect(issuesOf(FirewallBFeedConfig.safeParse({ active: true, password: 'p', feeds: 'a', connections: '10.0.0.4' }))).toEqual([
       "command: the refresh command is required with connections (e.g. 'request system external-list refresh type ip name {feed}')",
-      "options.host_key_sha256: the devices' host key must be pinned",
+      "options.host_key_sha256: the host key of 10.0.0.4 must be pinned (here or in device_host_keys)",
       'options.ssh_password: a password or options.private_key_path is required',
       'options.ssh_user: required to log in to the devices',
     ]);
