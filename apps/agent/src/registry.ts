@@ -11,6 +11,7 @@ import { modsecurityEnforcer } from '@rampart/enforcer-modsecurity';
 import { nginxEnforcer } from '@rampart/enforcer-nginx';
 import { haproxyEnforcer } from '@rampart/enforcer-haproxy';
 import { mikrotikEnforcer } from '@rampart/enforcer-mikrotik';
+import { cspFeedEnforcer, firewallBFeedEnforcer } from '@rampart/enforcer-feed-server';
 import { cloudflareEnforcer } from '@rampart/enforcer-cloudflare';
 import { awsEnforcer } from '@rampart/enforcer-aws';
 import { squidEnforcer } from '@rampart/enforcer-squid';
@@ -58,6 +59,8 @@ export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEn
     nginxEnforcer,
     haproxyEnforcer,
     mikrotikEnforcer,
+    firewallBFeedEnforcer,
+    cspFeedEnforcer,
     cloudflareEnforcer,
     awsEnforcer,
     squidEnforcer,

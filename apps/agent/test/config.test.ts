@@ -90,14 +90,16 @@ describe('agent configuration', () => {
   });
 
   it('registers every enforcer under the ips label it serves', () => {
-    expect([...REGISTRY.enforcers.keys()].sort()).toEqual(['bridge_filter', 'cdn_waf', 'cloud_a', 'csv', 'dns_e', 'dry_run', 'packet_filter', 'pf_list', 'proxy_f', 'proxy_lb', 'router_a', 'waf', 'web_server_list']);
+    expect([...REGISTRY.enforcers.keys()].sort()).toEqual(['bridge_filter', 'cdn_waf', 'cloud_a', 'csp', 'csv', 'dns_e', 'dry_run', 'firewall_b', 'packet_filter', 'pf_list', 'proxy_f', 'proxy_lb', 'router_a', 'waf', 'web_server_list']);
     expect(Object.fromEntries([...REGISTRY.enforcers].map(([label, d]) => [label, d.name]))).toEqual({
       bridge_filter: 'nftables-bridge',
       cdn_waf: 'cloudflare',
       cloud_a: 'aws',
+      csp: 'feed-server',
       csv: 'csv',
       dns_e: 'bind-rpz',
       dry_run: 'dry-run',
+      firewall_b: 'feed-server',
       packet_filter: 'nftables|ipset',
       pf_list: 'pf',
       proxy_f: 'squid',
@@ -131,7 +133,7 @@ describe('agent configuration', () => {
 
   it('names the known plugins when a name is unknown', () => {
     expect(() => findEnforcer('nope')).toThrow(UnknownPluginError);
-    expect(() => findEnforcer('nope')).toThrow("no enforcer for 'nope'; known enforcers: bridge_filter, cdn_waf, cloud_a, csv, dns_e, dry_run, packet_filter, pf_list, proxy_f, proxy_lb, router_a, waf, web_server_list");
+    expect(() => findEnforcer('nope')).toThrow("no enforcer for 'nope'; known enforcers: bridge_filter, cdn_waf, cloud_a, csp, csv, dns_e, dry_run, firewall_b, packet_filter, pf_list, proxy_f, proxy_lb, router_a, waf, web_server_list");
   });
 
   it('derives a cron schedule from sync_time', () => {

@@ -5,32 +5,33 @@ import type { FeedHttpServer, FetchRecord } from './feed-http.ts';
 import type { DeviceRefresher, RefreshStatus } from './refresh.ts';
 import type { ServerCertificate } from './tls.ts';
 
-export interface FeedStatus {
+/** One feed; `enforced` is what its file serves now, `cut` the desired entries it leaves out. */
+export type FeedStatus = {
   name: string;
   path: string;
   capacity: number;
-  /** Entries the file holds now, and desired entries it leaves out (engine cut included). */
-  served: number;
+  enforced: number;
   cut: number;
   last_fetch?: FetchRecord;
   fetches: number;
   not_modified: number;
   /** True when `updates` is known and no device fetched within twice that since the agent started. */
   fetch_overdue?: boolean;
-}
+};
 
-export interface FeedServerStatus {
+/** The status of the enforcer: `parts` are the feeds (the agent exports each as a metric). */
+export type FeedServerStatus = {
   label: string;
   url: string;
   username: string;
   updates_minutes: number | null;
   certificate: Omit<ServerCertificate, 'cert' | 'key'>;
-  feeds: FeedStatus[];
+  parts: FeedStatus[];
   auth_failures: ReturnType<FeedHttpServer['authFailures']>;
   refresh?: RefreshStatus;
-}
+};
 
-export type FeedServerEnforcer = Enforcer & { status(): FeedServerStatus };
+export type FeedServerEnforcer = Omit<Enforcer, 'status'> & { status(): FeedServerStatus };
 
 export interface FeedServerParts {
   label: string;
@@ -124,7 +125,7 @@ export async function createFeedServerEnforcer(p: FeedServerParts): Promise<Feed
       username: p.username,
       updates_minutes: p.updatesMinutes,
       certificate,
-      feeds: p.feeds.map((feed) => {
+      parts: p.feeds.map((feed) => {
         const count = adapter.served.get(feed.name) ?? 0;
         const f = fetches[feed.name];
         const lastAt = f?.last ? Date.parse(f.last.at) : startedAt;
@@ -132,7 +133,7 @@ export async function createFeedServerEnforcer(p: FeedServerParts): Promise<Feed
           name: feed.name,
           path: `/feeds/${feed.name}.txt`,
           capacity: feed.capacity,
-          served: count,
+          enforced: count,
           cut: Math.max(0, desired - count),
           ...(f?.last ? { last_fetch: f.last } : {}),
           fetches: f?.ok ?? 0,

@@ -186,8 +186,8 @@ describe('feed-server over HTTPS, fetched the way devices fetch', () => {
     expect(head.status).toBe(200);
     expect(head.headers['content-length']).toBe(String(changed.body.length));
 
-    const status = e.status().feeds[0]!;
-    expect(status).toMatchObject({ name: 'rampart', path: '/feeds/rampart.txt', served: 3, cut: 0, capacity: 50_000, fetch_overdue: false });
+    const status = e.status().parts[0]!;
+    expect(status).toMatchObject({ name: 'rampart', path: '/feeds/rampart.txt', enforced: 3, cut: 0, capacity: 50_000, fetch_overdue: false });
     expect(status.last_fetch).toMatchObject({ client: '127.0.0.1', status: 200, user_agent: expect.stringMatching(/^curl\//) });
     expect(status.fetches).toBe(4);
     expect(status.not_modified).toBe(4);
@@ -309,7 +309,7 @@ describe('capacity per feed', () => {
       expect(await e.sync(desired)).toMatchObject({ enforced: 4, cut: 2 });
       expect(await readFile(join(dir, 'big.txt'), 'utf8')).toBe('192.0.2.1\n192.0.2.2\n192.0.2.4\n192.0.2.5\n');
       expect(await readFile(join(dir, 'small.txt'), 'utf8')).toBe('192.0.2.2\n192.0.2.5\n');
-      expect(e.status().feeds.map((f) => [f.name, f.capacity, f.served, f.cut])).toEqual([
+      expect(e.status().parts.map((f) => [f.name, f.capacity, f.enforced, f.cut])).toEqual([
         ['big', 4, 4, 2],
         ['small', 2, 2, 4],
       ]);

@@ -84,7 +84,7 @@ describe('feed-server asks devices over SSH to refresh after a change', () => {
     expect(status.refresh).toMatchObject({ command: REFRESH, devices: [device], rounds: 1, failed_rounds: 0, errors: [] });
     expect(status.refresh!.last_ok_at).toBe(status.refresh!.last_at);
     // The device's pull is what the status shows as the last fetch.
-    expect(status.feeds.map((f) => [f.name, f.last_fetch?.client, f.last_fetch?.status, f.fetches])).toEqual([
+    expect(status.parts.map((f) => [f.name, f.last_fetch?.client, f.last_fetch?.status, f.fetches])).toEqual([
       ['high', '127.0.0.1', 200, 1],
       ['all', '127.0.0.1', 200, 1],
     ]);

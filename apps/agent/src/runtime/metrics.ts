@@ -1,8 +1,9 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EnforcerStatus } from '@rampart/plugin-kit';
 
 /** What the state gauges read at each scrape (set by the agent once its parts exist). */
 export interface StateProvider {
-  enforcers(): { label: string; state: string }[];
+  enforcers(): { label: string; state: string; status?: EnforcerStatus }[];
   sources(): { label: string; state: string }[];
 }
 
@@ -71,6 +72,24 @@ export function createMetrics() {
         this.reset();
         for (const item of states.provider?.[kind]() ?? []) {
           for (const state of STATES) this.set({ [kind === 'enforcers' ? 'enforcer' : 'source']: item.label, state }, item.state === state ? 1 : 0);
+        }
+      },
+    });
+  }
+  // Targets with parts of their own (the feeds of a feed server): each part's count and cut.
+  for (const [name, help, field] of [
+    ['rampart_agent_enforcer_part_entries', 'Entries each part of an enforcer target holds (a feed of a feed server)', 'enforced'],
+    ['rampart_agent_enforcer_part_cut_entries', "Entries of the block set a part of an enforcer target left out because of the part's capacity", 'cut'],
+  ] as const) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['enforcer', 'part'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const item of states.provider?.enforcers() ?? []) {
+          for (const part of item.status?.parts ?? []) this.set({ enforcer: item.label, part: part.name }, part[field]);
         }
       },
     });
