@@ -73,16 +73,18 @@ export function notModified(req: Pick<IncomingMessage, 'headers'>, version: Pick
   return Number.isFinite(since) && version.modifiedSeconds * 1000 <= since;
 }
 
-export async function startFeedHttpServer(o: FeedHttpOptions): Promise<FeedHttpServer> {
+type FeedCounts = { last?: FetchRecord; ok: number; not_modified: number };
+type AuthFailures = { count: number; last?: { at: string; client: string } };
+
+/** The request handler, over the counters it fills. */
+function feedHandler(o: FeedHttpOptions, counts: Map<string, FeedCounts>, auth: AuthFailures) {
   const reader = new FeedReader(o.dir);
   const userDigest = digest(o.username);
   const passwordDigest = digest(o.password);
   const now = o.now ?? Date.now;
-  const counts = new Map(o.feeds.map((f) => [f, { ok: 0, not_modified: 0 } as { last?: FetchRecord; ok: number; not_modified: number }]));
-  const auth = { count: 0 } as { count: number; last?: { at: string; client: string } };
   const client = (req: IncomingMessage) => req.socket.remoteAddress ?? 'unknown';
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
       return;
@@ -124,8 +126,13 @@ export async function startFeedHttpServer(o: FeedHttpOptions): Promise<FeedHttpS
     count.ok += 1;
     res.writeHead(200, { ...headers, 'content-type': 'text/plain; charset=utf-8', 'content-length': version.body.length });
     res.end(req.method === 'HEAD' ? undefined : version.body);
-  }
+  };
+}
 
+export async function startFeedHttpServer(o: FeedHttpOptions): Promise<FeedHttpServer> {
+  const counts = new Map(o.feeds.map((f): [string, FeedCounts] => [f, { ok: 0, not_modified: 0 }]));
+  const auth: AuthFailures = { count: 0 };
+  const handle = feedHandler(o, counts, auth);
   const server: Server = createServer({ cert: o.cert, key: o.key, minVersion: 'TLSv1.2' }, (req, res) => {
     handle(req, res).catch((err: unknown) => {
       o.log.error({ err, stage: 'serve' }, 'feed request failed');

@@ -9,6 +9,40 @@ export interface StateProvider {
 
 const STATES = ['ok', 'degraded', 'failed'] as const;
 
+/** Targets with parts of their own (the feeds of a feed server): each part's count and cut. */
+function partGauges(registry: Registry, provider: () => StateProvider | undefined): void {
+  for (const [name, help, field] of [
+    ['rampart_agent_enforcer_part_entries', 'Entries each part of an enforcer target holds (a feed of a feed server)', 'enforced'],
+    ['rampart_agent_enforcer_part_cut_entries', "Entries of the block set a part of an enforcer target left out because of the part's capacity", 'cut'],
+  ] as const) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['enforcer', 'part'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const item of provider()?.enforcers() ?? []) {
+          for (const part of item.status?.parts ?? []) this.set({ enforcer: item.label, part: part.name }, part[field]);
+        }
+      },
+    });
+  }
+}
+
+/** Seconds since `lastSync` (-1 before the first sync), computed at each scrape. */
+function syncAgeGauge(registry: Registry, lastSync: Gauge): void {
+  new Gauge({
+    name: 'rampart_agent_sync_age_seconds',
+    help: 'Seconds since the block list was last synchronised',
+    registers: [registry],
+    async collect() {
+      const last = (await lastSync.get()).values[0]?.value ?? 0;
+      this.set(last > 0 ? Date.now() / 1000 - last : -1);
+    },
+  });
+}
+
 /** Every metric of the agent, on a registry of its own (no module-level state). */
 export function createMetrics() {
   const registry = new Registry();
@@ -76,33 +110,8 @@ export function createMetrics() {
       },
     });
   }
-  // Targets with parts of their own (the feeds of a feed server): each part's count and cut.
-  for (const [name, help, field] of [
-    ['rampart_agent_enforcer_part_entries', 'Entries each part of an enforcer target holds (a feed of a feed server)', 'enforced'],
-    ['rampart_agent_enforcer_part_cut_entries', "Entries of the block set a part of an enforcer target left out because of the part's capacity", 'cut'],
-  ] as const) {
-    new Gauge({
-      name,
-      help,
-      labelNames: ['enforcer', 'part'],
-      registers: [registry],
-      collect() {
-        this.reset();
-        for (const item of states.provider?.enforcers() ?? []) {
-          for (const part of item.status?.parts ?? []) this.set({ enforcer: item.label, part: part.name }, part[field]);
-        }
-      },
-    });
-  }
-  new Gauge({
-    name: 'rampart_agent_sync_age_seconds',
-    help: 'Seconds since the block list was last synchronised',
-    registers: [registry],
-    async collect() {
-      const last = (await m.lastSync.get()).values[0]?.value ?? 0;
-      this.set(last > 0 ? Date.now() / 1000 - last : -1);
-    },
-  });
+  partGauges(registry, () => states.provider);
+  syncAgeGauge(registry, m.lastSync);
   return Object.assign(m, {
     /** Where the state gauges read from. */
     provideStates(provider: StateProvider) {
