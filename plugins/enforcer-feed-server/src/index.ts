@@ -56,7 +56,7 @@ async function createFeedServer(label: FeedLabel, config: FeedServerConfig, ctx:
   });
   const shown = o.listen_host === '0.0.0.0' || o.listen_host === '::' ? hostname() : o.listen_host;
   log.info({ port: http.port, feeds: feeds.map((f) => f.name), sha256_fingerprint: certificate.sha256_fingerprint }, 'serving feeds');
-  return createFeedServerEnforcer({
+  const parts = {
     label,
     dir: o.state_dir,
     feeds,
@@ -67,7 +67,14 @@ async function createFeedServer(label: FeedLabel, config: FeedServerConfig, ctx:
     certificate,
     ...(devices.length > 0 ? { refresher: new DeviceRefresher(devices, config.command, log) } : {}),
     log,
-  });
+  };
+  try {
+    return await createFeedServerEnforcer(parts);
+  } catch (err) {
+    // The port is free again for the agent's next attempt.
+    await http.close();
+    throw err;
+  }
 }
 
 /** `ips.firewall_b`: Palo Alto External Dynamic Lists pull the block list from the agent. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { readFile, rm, stat, unlink } from 'node:fs/promises';
+import { readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { engineStats, sortCidrs } from '@rampart/plugin-kit';
@@ -343,6 +343,26 @@ describe('capacity per feed', () => {
       expect(e.status()).toMatchObject({ label: 'csp', updates_minutes: 5, username: 'rampart' });
     } finally {
       await e.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('feed-server start', () => {
+  it('serves a configured certificate, and fails to start on a port in use, naming it', async () => {
+    const dir = await tempDir();
+    const made = selfSignedCertificate(['localhost'], 10);
+    await writeFile(join(dir, 'own.pem'), made.certPem);
+    await writeFile(join(dir, 'own.key'), made.keyPem, { mode: 0o600 });
+    const first = await open(dir, { options: { cert_file: join(dir, 'own.pem'), key_file: join(dir, 'own.key') } });
+    try {
+      expect(first.status().certificate).toMatchObject({ source: 'configured', cert_file: join(dir, 'own.pem'), sha256_fingerprint: new X509Certificate(made.certPem).fingerprint256 });
+      await first.sync([{ value: '192.0.2.1/32', score: 1 }]);
+      const got = await curl(['-u', 'rampart:feed-pass-1', '--cacert', join(dir, 'own.pem'), `https://localhost:${portOf(first)}/feeds/rampart.txt`]);
+      expect(got.body).toBe('192.0.2.1\n');
+      await expect(open(dir, { options: { listen_port: portOf(first) } })).rejects.toThrow(`listen EADDRINUSE: address already in use 127.0.0.1:${portOf(first)}`);
+    } finally {
+      await first.close();
       await rm(dir, { recursive: true, force: true });
     }
   });
