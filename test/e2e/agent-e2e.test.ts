@@ -135,7 +135,9 @@ describe('agent end to end', () => {
     });
   });
 
-  it('an enforcer the agent cannot run (firewall_b) makes it unhealthy, 503 naming it, while the others run on; turned off, healthy again', async () => {
+  it('an enforcer the agent cannot run (firewall_b, its entry incomplete) makes it unhealthy, 503 naming it, while the others run on; turned off, healthy again', async () => {
+    const REFUSAL =
+      'ips.firewall_b.feeds: at least one feed name is required when active; ips.firewall_b.password: the feed password (basic auth) is required: an empty one would serve the list to anyone';
     const port = (await readJson<{ local: { metrics_port: number } }>(join(dir.path, 'agent.json')))!.local.metrics_port;
     const healthz = async () => {
       const res = await fetch(`http://127.0.0.1:${port}/healthz`);
@@ -155,7 +157,8 @@ describe('agent end to end', () => {
     expect(refused.body.healthy).toBe(false);
     expect(refused.body.enforcers).toEqual([
       expect.objectContaining({ label: 'dry_run', state: 'ok' }),
-      { label: 'firewall_b', state: 'failed', healthy: false, enforced: 0, cut: 0, error: 'no_plugin', detail: expect.stringMatching(/^no enforcer for 'firewall_b'; known enforcers: /) },
+      // Turned on with no feed and no password: refused (an empty password would serve the list to anyone).
+      { label: 'firewall_b', state: 'failed', healthy: false, enforced: 0, cut: 0, error: 'config_invalid', detail: REFUSAL },
     ]);
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).toContain('rampart_agent_enforcer_state{enforcer="firewall_b",state="failed"} 1');
@@ -166,10 +169,9 @@ describe('agent end to end', () => {
       const a = await agents();
       return a?.status === 'failed' && a;
     });
-    expect(listed.enforced.firewall_b).toMatchObject({ state: 'failed', healthy: false, error: expect.stringMatching(/^no enforcer for 'firewall_b'; known enforcers: /) });
+    expect(listed.enforced.firewall_b).toMatchObject({ state: 'failed', healthy: false, error: REFUSAL });
     expect(listed.capabilities).toMatchObject({ version: 'v0.1.0', kinds: ['ipv4', 'domain', 'url', 'file'], sources: expect.arrayContaining(['ssh_log']) });
-    expect(listed.capabilities?.enforcers).toContain('dry_run');
-    expect(listed.capabilities?.enforcers).not.toContain('firewall_b');
+    expect(listed.capabilities?.enforcers).toEqual(expect.arrayContaining(['dry_run', 'firewall_b', 'csp']));
 
     expect((await put(false)).status).toBe(200);
     const back = await waitFor('200 from /healthz', async () => {

@@ -13,6 +13,7 @@ import { haproxyEnforcer } from '@rampart/enforcer-haproxy';
 import { mikrotikEnforcer } from '@rampart/enforcer-mikrotik';
 import { checkpointMgmtEnforcer } from '@rampart/enforcer-checkpoint-mgmt';
 import { checkpointSecureXlEnforcer } from '@rampart/enforcer-checkpoint-securexl';
+import { cspFeedEnforcer, firewallBFeedEnforcer } from '@rampart/enforcer-feed-server';
 import { cloudflareEnforcer } from '@rampart/enforcer-cloudflare';
 import { awsEnforcer } from '@rampart/enforcer-aws';
 import { squidEnforcer } from '@rampart/enforcer-squid';
@@ -63,6 +64,8 @@ export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEn
     mikrotikEnforcer,
     checkpointMgmtEnforcer,
     checkpointSecureXlEnforcer,
+    firewallBFeedEnforcer,
+    cspFeedEnforcer,
     cloudflareEnforcer,
     awsEnforcer,
     squidEnforcer,

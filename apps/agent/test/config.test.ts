@@ -90,16 +90,18 @@ describe('agent configuration', () => {
   });
 
   it('registers every enforcer under the ips label it serves', () => {
-    expect([...REGISTRY.enforcers.keys()].sort()).toEqual(['bridge_filter', 'cdn_waf', 'cloud_a', 'csv', 'dns_e', 'dry_run', 'endpoint_d', 'firewall_accel_a', 'firewall_mgmt_a', 'packet_filter', 'pf_list', 'proxy_f', 'proxy_lb', 'router_a', 'waf', 'web_server_list']);
+    expect([...REGISTRY.enforcers.keys()].sort()).toEqual(['bridge_filter', 'cdn_waf', 'cloud_a', 'csp', 'csv', 'dns_e', 'dry_run', 'endpoint_d', 'firewall_accel_a', 'firewall_b', 'firewall_mgmt_a', 'packet_filter', 'pf_list', 'proxy_f', 'proxy_lb', 'router_a', 'waf', 'web_server_list']);
     expect(Object.fromEntries([...REGISTRY.enforcers].map(([label, d]) => [label, d.name]))).toEqual({
       bridge_filter: 'nftables-bridge',
       cdn_waf: 'cloudflare',
       cloud_a: 'aws',
+      csp: 'feed-server',
       csv: 'csv',
       dns_e: 'bind-rpz',
       dry_run: 'dry-run',
       endpoint_d: 'opendxl-tie',
       firewall_accel_a: 'checkpoint-securexl',
+      firewall_b: 'feed-server',
       firewall_mgmt_a: 'checkpoint-mgmt',
       packet_filter: 'nftables|ipset',
       pf_list: 'pf',
@@ -134,7 +136,7 @@ describe('agent configuration', () => {
 
   it('names the known plugins when a name is unknown', () => {
     expect(() => findEnforcer('nope')).toThrow(UnknownPluginError);
-    expect(() => findEnforcer('nope')).toThrow("no enforcer for 'nope'; known enforcers: bridge_filter, cdn_waf, cloud_a, csv, dns_e, dry_run, endpoint_d, firewall_accel_a, firewall_mgmt_a, packet_filter, pf_list, proxy_f, proxy_lb, router_a, waf, web_server_list");
+    expect(() => findEnforcer('nope')).toThrow("no enforcer for 'nope'; known enforcers: bridge_filter, cdn_waf, cloud_a, csp, csv, dns_e, dry_run, endpoint_d, firewall_accel_a, firewall_b, firewall_mgmt_a, packet_filter, pf_list, proxy_f, proxy_lb, router_a, waf, web_server_list");
   });
 
   it('derives a cron schedule from sync_time', () => {

@@ -33,6 +33,7 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
   let dir: string;
   let slots: EnforcerSlots | undefined;
   let created = 0;
+  let metrics: ReturnType<typeof createMetrics>;
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'rampart-slots-'));
     created = 0;
@@ -51,7 +52,7 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
       return run;
     };
     const log = pino({ level: 'silent' });
-    const metrics = createMetrics();
+    metrics = createMetrics();
     const worker = (label: string, enforcer: Enforcer) =>
       new EnforcerWorker(label, enforcer, { log, metrics, timeoutMs: () => 5_000, ...ipv4SetOps });
     slots = new EnforcerSlots({ log, metrics, serialize, worker, onCreated: () => (created += 1), retry });
@@ -194,5 +195,26 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
     await s.apply([], true);
     expect(s.health()).toEqual([]);
     expect(attempts).toBe(4);
+  });
+
+  it("an enforcer's own status is in its health, and its parts are exported by part", async () => {
+    const withParts: EnforcerDefinition<DryRunConfig> = {
+      ...dryRunEnforcer,
+      create: async (config, ctx) =>
+        Object.assign(await dryRunEnforcer.create(config, ctx), {
+          status: () => ({ parts: [{ name: 'edl-a', enforced: 3, cut: 2, path: '/feeds/edl-a.txt' }], url: 'https://agent:8443/feeds/' }),
+        }),
+    };
+    const s = make();
+    metrics.provideStates({ enforcers: () => s.health(), sources: () => [] });
+    await s.apply([dryRun('p.json', withParts)], true);
+    expect(s.health()[0]!.status).toEqual({ parts: [{ name: 'edl-a', enforced: 3, cut: 2, path: '/feeds/edl-a.txt' }], url: 'https://agent:8443/feeds/' });
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('rampart_agent_enforcer_part_entries{enforcer="dry_run",part="edl-a"} 3');
+    expect(text).toContain('rampart_agent_enforcer_part_cut_entries{enforcer="dry_run",part="edl-a"} 2');
+    // Enforcers without parts add no series.
+    await s.apply([dryRun('q.json')], true);
+    expect(s.health()[0]!.status).toBeUndefined();
+    expect(await metrics.registry.metrics()).not.toContain('rampart_agent_enforcer_part_entries{');
   });
 });

@@ -43,7 +43,7 @@ function sink() {
 
 describe('agent secrets declared in the schemas', () => {
   it("derives the secret names from the settings document's schema and every plugin's, through a backend switch", () => {
-    expect(secretKeysOfRegistry()).toEqual(['api_jwt_key', 'api_token', 'cdn_waf_x_auth_key', 'password', 'private_key', 'private_key_passphrase', 'router_password', 'secretAccessKey']);
+    expect(secretKeysOfRegistry()).toEqual(['api_jwt_key', 'api_token', 'cdn_waf_x_auth_key', 'password', 'private_key', 'private_key_passphrase', 'router_password', 'secretAccessKey', 'ssh_password']);
     expect(secretKeysOfRegistry(registry)).toContain('unlock_pin');
   });
 

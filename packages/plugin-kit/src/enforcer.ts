@@ -49,6 +49,16 @@ export interface ReconcileResult extends EnforceResult {
   drifted: boolean;
 }
 
+/** One part of a target that holds its own copy of the set (a feed of a feed server). */
+export type EnforcerPart = { name: string; enforced: number; cut: number } & Record<string, unknown>;
+
+/**
+ * What an enforcer knows of its target beyond the counts, as JSON for /healthz and `rampart-agent
+ * status`: `parts`, when the target has several (each exported as a metric by part), and any
+ * detail (devices it drives, when they last pulled).
+ */
+export type EnforcerStatus = { parts?: EnforcerPart[] } & Record<string, unknown>;
+
 /**
  * The enforcer contract (conventions §3). Every method is idempotent; the desired set it
  * receives has already been filtered by the never-block list, decisions and thresholds.
@@ -84,6 +94,8 @@ export interface Enforcer {
   withdraw(signal?: AbortSignal): Promise<void>;
   /** The backend's real capacity in entries (Infinity when none applies). */
   readonly capacity: number;
+  /** Optional: the target's detail (no I/O, cheap: read at every /healthz and scrape). */
+  status?(): EnforcerStatus;
 }
 
 export interface EnforcerContext {

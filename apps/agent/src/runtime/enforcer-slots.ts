@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { engineStats, type EngineStats, type Enforcer, type IndicatorKind } from '@rampart/plugin-kit';
+import { engineStats, type EngineStats, type Enforcer, type EnforcerStatus, type IndicatorKind } from '@rampart/plugin-kit';
 import type { PlannedEnforcer } from '../config/plugins.ts';
 import type { EnforcerState, EnforcerWorker } from '../sync/enforcer-worker.ts';
 import { planEnforcerSlots, type SlotStep } from './enforcer-plan.ts';
@@ -56,6 +56,8 @@ export interface SlotHealth {
   /** The call running now, and for how long. */
   busy?: { operation: string; seconds: number };
   last_applied_at?: number;
+  /** The enforcer's own detail (`Enforcer.status`): its parts, devices, fetches. */
+  status?: EnforcerStatus;
   attempts?: number;
   next_attempt_in_seconds?: number;
 }
@@ -223,6 +225,8 @@ export class EnforcerSlots {
       const busy = w.busy;
       if (busy) h.busy = busy;
       if (w.lastAppliedAt !== undefined) h.last_applied_at = w.lastAppliedAt;
+      const status = w.enforcer.status?.();
+      if (status) h.status = status;
       return h;
     });
     for (const [label, f] of this.failed) {

@@ -1,9 +1,9 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { EngineStats } from '@rampart/plugin-kit';
+import type { EngineStats, EnforcerStatus } from '@rampart/plugin-kit';
 
 /** What the state gauges read at each scrape (set by the agent once its parts exist). */
 export interface StateProvider {
-  enforcers(): { label: string; state: string }[];
+  enforcers(): { label: string; state: string; status?: EnforcerStatus }[];
   sources(): { label: string; state: string }[];
   /** The engine's own counts for each live enforcer instance (`<label>` or `<label>/<kind>`). */
   engines?(): { label: string; stats: Readonly<EngineStats> }[];
@@ -29,6 +29,40 @@ function engineOperations(registry: Registry, states: { provider: StateProvider 
       for (const { label, stats } of states.provider?.engines?.() ?? []) {
         for (const [field, operation] of Object.entries(ENGINE_OPERATIONS)) this.inc({ enforcer: label, operation }, stats[field as keyof typeof ENGINE_OPERATIONS]);
       }
+    },
+  });
+}
+
+/** Targets with parts of their own (the feeds of a feed server): each part's count and cut. */
+function partGauges(registry: Registry, provider: () => StateProvider | undefined): void {
+  for (const [name, help, field] of [
+    ['rampart_agent_enforcer_part_entries', 'Entries each part of an enforcer target holds (a feed of a feed server)', 'enforced'],
+    ['rampart_agent_enforcer_part_cut_entries', "Entries of the block set a part of an enforcer target left out because of the part's capacity", 'cut'],
+  ] as const) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['enforcer', 'part'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const item of provider()?.enforcers() ?? []) {
+          for (const part of item.status?.parts ?? []) this.set({ enforcer: item.label, part: part.name }, part[field]);
+        }
+      },
+    });
+  }
+}
+
+/** Seconds since `lastSync` (-1 before the first sync), computed at each scrape. */
+function syncAgeGauge(registry: Registry, lastSync: Gauge): void {
+  new Gauge({
+    name: 'rampart_agent_sync_age_seconds',
+    help: 'Seconds since the block list was last synchronised',
+    registers: [registry],
+    async collect() {
+      const last = (await lastSync.get()).values[0]?.value ?? 0;
+      this.set(last > 0 ? Date.now() / 1000 - last : -1);
     },
   });
 }
@@ -97,15 +131,8 @@ export function createMetrics() {
     });
   }
   engineOperations(registry, states);
-  new Gauge({
-    name: 'rampart_agent_sync_age_seconds',
-    help: 'Seconds since the block list was last synchronised',
-    registers: [registry],
-    async collect() {
-      const last = (await m.lastSync.get()).values[0]?.value ?? 0;
-      this.set(last > 0 ? Date.now() / 1000 - last : -1);
-    },
-  });
+  partGauges(registry, () => states.provider);
+  syncAgeGauge(registry, m.lastSync);
   return Object.assign(m, {
     /** Where the state gauges read from. */
     provideStates(provider: StateProvider) {
