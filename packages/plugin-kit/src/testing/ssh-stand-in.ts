@@ -65,6 +65,9 @@ export async function startSshStandIn(o: SshStandInOptions): Promise<SshStandIn>
   const clients = new Set<ssh2.Connection>();
   const server = new ssh2.Server({ hostKeys: [hostKey.private] }, (client) => {
     clients.add(client);
+    // ssh2's server connection has setNoDelay (lib/server.js) though its types omit it; answers
+    // are small writes, which Nagle's algorithm would hold back as on the client side.
+    (client as unknown as { setNoDelay(on: boolean): void }).setNoDelay(true);
     client.on('close', () => clients.delete(client));
     client.on('error', () => undefined);
     client.on('authentication', (ctx) => {
