@@ -1,4 +1,4 @@
-import { createEngineEnforcer, type Enforcer, type EnforcerAdapter, type PluginLogger } from '@rampart/plugin-kit';
+import { createEngineEnforcer, execChunks, type Enforcer, type EnforcerAdapter, type PluginLogger } from '@rampart/plugin-kit';
 import { parseAddressList, parseDropRules, routerOsError, ros } from './routeros.ts';
 
 export interface RouterShell {
@@ -38,8 +38,10 @@ export function addressListAdapter(o: AddressListOptions): EnforcerAdapter {
 
   async function run(commands: string[], signal: AbortSignal | undefined): Promise<string> {
     let output = '';
-    for (let i = 0; i < commands.length; i += o.batchSize) {
-      const out = await o.shell.exec(commands.slice(i, i + o.batchSize).join('\n'), signal);
+    // At most batchSize commands and MAX_EXEC_BYTES per exec: 500 `add` lines are ~40 KB, more
+    // than an SSH server must accept in one request.
+    for (const chunk of execChunks(commands, o.batchSize)) {
+      const out = await o.shell.exec(chunk, signal);
       const failed = routerOsError(out);
       if (failed) throw new RouterOsError(failed);
       output += out;

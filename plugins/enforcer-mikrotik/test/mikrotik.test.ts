@@ -110,6 +110,19 @@ describe('enforcer-mikrotik against an SSH RouterOS stand-in', () => {
     router.state.rules = [];
   });
 
+  it('with the default batch size, keeps every exec under the size an SSH server must accept', async () => {
+    // 500 `add` lines are ~40 KB: over RFC 4253's 35,000-byte packet, which ssh2's server refuses.
+    const e = await mikrotikEnforcer.create(config(router, { options: { batch_size: 500 } }), { log: silent });
+    const entries = Array.from({ length: 1000 }, (_, i) => ({ value: `198.18.${i >> 8}.${i & 255}/32`, score: 100 + (i % 50) }));
+    const before = router.state.execs.length;
+    expect(await e.sync(entries)).toMatchObject({ enforced: 1000 });
+    expect(router.enforced()).toHaveLength(1000);
+    expect(router.state.execs.slice(before).every((x) => Buffer.byteLength(x) <= 32_000)).toBe(true);
+    await e.withdraw();
+    await e.close();
+    router.state.rules = [];
+  });
+
   it('repairs incomplete drop rules without emptying the list they enforce', async () => {
     router.state.rules = [{ id: 7, chain: 'input', action: 'drop', srcList: 'rampart-a', comment: 'rampart-drop' }];
     router.state.lists.set('rampart-a', new Set(['192.0.2.50/32']));
