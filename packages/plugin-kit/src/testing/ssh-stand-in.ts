@@ -77,6 +77,8 @@ export async function startSshStandIn(o: SshStandInOptions): Promise<SshStandIn>
       ctx.reject(['password', 'publickey']);
     });
     client.on('ready', () => {
+      // Not in @types/ssh2's Connection, but there: without it each prompt waits for a delayed ACK.
+      (client as unknown as { setNoDelay(on: boolean): void }).setNoDelay(true);
       client.on('session', (acceptSession) => {
         const session = acceptSession();
         session.on('pty', (accept) => accept?.());
