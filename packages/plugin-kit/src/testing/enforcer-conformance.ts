@@ -38,6 +38,11 @@ export interface ConformanceSettings {
   bulkSize?: number;
   /** Test timeout in ms for targets that are slow to start (default vitest's). */
   timeoutMs?: number;
+  /**
+   * For targets that hold only some CIDRs (an ASA shun holds one host, never a network): what
+   * they hold. The rest must be refused, counted as `invalid` and never enforced.
+   */
+  holds?: (cidr: string) => boolean;
 }
 
 /** Deterministic single addresses in 198.18.0.0/15 (RFC 2544 benchmarking range). */
@@ -73,14 +78,6 @@ export const EDGE_SPELLINGS: readonly string[] = [
   '203.0.113.256',
 ];
 
-/** What `list()` must return after the desired set `entries` at `capacity`. */
-function expected(entries: BlockEntry[], capacity = Infinity): string[] {
-  return sortCidrs(keepTop(entries, capacity).kept.map((e) => e.value));
-}
-
-function cidrsOf(entries: BlockEntry[]): string[] {
-  return sortCidrs(entries.map((e) => canonicalCidr(e.value)!));
-}
 
 type Body = (subject: ConformanceSubject, ctx: TestContext) => Promise<void>;
 
@@ -108,6 +105,12 @@ async function withSubject(factory: EnforcerFactory, options: TestOptions, ctx: 
 
 export function enforcerConformance(name: string, factory: EnforcerFactory, settings: ConformanceSettings = {}): void {
   const bulkSize = settings.bulkSize ?? 1000;
+  const holds = settings.holds ?? (() => true);
+  /** The desired entries the target can hold. */
+  const held = (entries: BlockEntry[]) => entries.filter((e) => holds(canonicalCidr(e.value)!));
+  /** What `list()` must return after the desired set `entries` at `capacity`. */
+  const expected = (entries: BlockEntry[], capacity = Infinity): string[] => sortCidrs(keepTop(held(entries), capacity).kept.map((e) => e.value));
+  const cidrsOf = (entries: BlockEntry[]): string[] => sortCidrs(held(entries).map((e) => canonicalCidr(e.value)!));
   const test = (title: string, options: TestOptions, body: Body) =>
     it(title, (ctx) => withSubject(factory, options, ctx, body), settings.timeoutMs);
 
@@ -134,7 +137,7 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       const desired = [...conformanceAddresses(bulkSize), ...NETWORKS];
       const want = expected(desired, enforcer.capacity);
       const result = await enforcer.sync(desired);
-      expect(result).toMatchObject({ enforced: want.length, cut: desired.length - want.length });
+      expect(result).toMatchObject({ enforced: want.length, cut: held(desired).length - want.length });
       expect(await enforcer.list()).toEqual(want);
     });
 
@@ -170,7 +173,7 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       };
       const after = [...start.filter((_, i) => i !== 0 && i !== 5), ...diff.add];
       const want = expected(after, enforcer.capacity);
-      expect(await enforcer.apply(diff)).toMatchObject({ enforced: want.length, cut: after.length - want.length });
+      expect(await enforcer.apply(diff)).toMatchObject({ enforced: want.length, cut: held(after).length - want.length });
       expect(await enforcer.list()).toEqual(want);
       await enforcer.apply({ add: [], remove: ['192.0.2.0/24'] });
       expect(await enforcer.list()).toEqual(want.filter((c) => c !== '192.0.2.0/24'));
@@ -193,11 +196,12 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
         { value: '198.51.100.9/24', score: 30 },
         { value: '198.51.100.0/24', score: 40 },
       ]);
-      expect(result).toMatchObject({ enforced: 2, cut: 0 });
-      expect(await enforcer.list()).toEqual(['198.51.100.0/24', '203.0.113.7/32']);
+      const both = ['198.51.100.0/24', '203.0.113.7/32'].filter(holds);
+      expect(result).toMatchObject({ enforced: both.length, cut: 0 });
+      expect(await enforcer.list()).toEqual(both);
       // Adding what is there and removing what is not are both no-ops, not errors.
       await enforcer.apply({ add: [{ value: '203.0.113.7/32', score: 50 }], remove: ['192.0.2.200/32'] });
-      expect(await enforcer.list()).toEqual(['198.51.100.0/24', '203.0.113.7/32']);
+      expect(await enforcer.list()).toEqual(both);
     });
 
     test('spellings outside the IPv4 grammar are refused the same way, never enforced', {}, async ({ enforcer }) => {
@@ -205,7 +209,7 @@ export function enforcerConformance(name: string, factory: EnforcerFactory, sett
       const result = await enforcer.sync([...valid, ...EDGE_SPELLINGS.map((cidr) => ({ value: cidr, score: 500 }))]);
       const want = expected(valid, enforcer.capacity);
       expect(result).toMatchObject({ enforced: want.length });
-      if (result.invalid !== undefined) expect(result.invalid).toBe(EDGE_SPELLINGS.length);
+      if (result.invalid !== undefined) expect(result.invalid).toBe(EDGE_SPELLINGS.length + valid.length - held(valid).length);
       expect(await enforcer.list()).toEqual(want);
       // Nor does an edge spelling of an enforced entry remove it.
       await enforcer.apply({ add: EDGE_SPELLINGS.map((cidr) => ({ value: cidr, score: 500 })), remove: ['010.0.0.1', '10.0.0.1\r', ' 10.0.0.1', '198.51.100.0/024'] });
