@@ -217,7 +217,7 @@ export function parseConnections(text: string): { host: string; port?: number }[
 }
 
 /** A device's CLI prompt: `Router#`, `Router(config)#`, `Router(config-ext-nacl)#`, `asa/pri/act#`. */
-export const CLI_PROMPT = /^[A-Za-z0-9_.\/:-]{1,64}(?:\([A-Za-z0-9 _./-]{1,40}\))?[#>] ?$/;
+export const CLI_PROMPT = /^[A-Za-z0-9_./:-]{1,64}(?:\([A-Za-z0-9 _./-]{1,40}\))?[#>] ?$/;
 
 export interface InteractOptions {
   /** Lines sent before `lines`, their output not returned (default `['terminal length 0']`). */

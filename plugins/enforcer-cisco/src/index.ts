@@ -86,7 +86,7 @@ function addressIssue(address: string): string | undefined {
 /** Why a command template is unusable, or undefined. Empty means `shun {ip}`. */
 export function commandIssue(command: string): string | undefined {
   if (command === '') return undefined;
-  if (!/^shun /.test(command)) return 'starts with "shun " (e.g. "shun {ip}" or "shun {ip} interface outside")';
+  if (!command.startsWith('shun ')) return 'starts with "shun " (e.g. "shun {ip}" or "shun {ip} interface outside")';
   if (command.split(IP_PLACEHOLDER).length !== 2) return `holds ${IP_PLACEHOLDER} exactly once`;
   if (/[\r\n{}]/.test(command.replace(IP_PLACEHOLDER, ''))) return `one line, no braces besides ${IP_PLACEHOLDER}`;
   return undefined;
