@@ -7,8 +7,13 @@ import { canonicalCidr, sortCidrs } from '@rampart/plugin-kit';
  * so nothing untrusted reaches the CLI.
  */
 
-/** IOS prints a refused command's reason on a line starting with `%`. */
-export const IOS_ERROR = /^\s*%/;
+/**
+ * IOS prints a refused command's reason on a line starting with `%` (`% Invalid input detected
+ * at '^' marker.`, `% Incomplete command.`). A syslog message shown on the terminal
+ * (`%SYS-5-CONFIG_I: Configured from console…`, with `terminal monitor` and no time stamps) is
+ * not a refusal.
+ */
+export const IOS_ERROR = /^\s*%(?![A-Z0-9_]+-\d-[A-Z0-9_]+:)/;
 
 function prefixOf(cidr: string): { address: string; prefix: number } {
   const [address, prefix] = cidr.split('/');

@@ -4,7 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { engineStats, type PluginLogger } from '@rampart/plugin-kit';
 import { enforcerConformance, waitFor } from '@rampart/plugin-kit/testing';
 import {
+  ASA_ERROR,
   CiscoAsaConfig,
+  IOS_ERROR,
   CiscoIosConfig,
   ciscoAsaEnforcer,
   ciscoIosEnforcer,
@@ -113,6 +115,14 @@ describe('enforcer-cisco parsers on recorded output', () => {
   it('reads show shun, ASA and PIX formats', async () => {
     expect(parseShuns(await fixture('asa-show-shun.txt'))).toEqual(['10.1.1.27/32', '10.1.1.28/32', '209.165.200.225/32']);
     expect(parseShuns(await fixture('pix-show-shun.txt'))).toEqual(['192.168.1.10/32']);
+  });
+
+  it('tells a refusal from a syslog line', () => {
+    const refused = ["% Invalid input detected at '^' marker.", '% Incomplete command.', '  % Ambiguous command:  "sh"'];
+    const notRefused = ['%SYS-5-CONFIG_I: Configured from console by rampart on vty0 (192.0.2.9)', 'Building configuration...', ' host 192.0.2.1'];
+    expect(refused.filter((l) => IOS_ERROR.test(l))).toEqual(refused);
+    expect(notRefused.filter((l) => IOS_ERROR.test(l))).toEqual([]);
+    expect(ASA_ERROR.test('ERROR: Shun for 192.0.2.1 already exists')).toBe(true);
   });
 
   it('writes members and wildcards', () => {
