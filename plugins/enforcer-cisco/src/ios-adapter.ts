@@ -66,6 +66,15 @@ export function objectGroupAdapter(o: ObjectGroupOptions): EnforcerAdapter {
     return { entries, denies: groupDenies(entries, groups), exists: [groupExists(a!, groups[0]), groupExists(b!, groups[1])] };
   }
 
+  async function removeAll(signal?: AbortSignal): Promise<void> {
+    const s = await state(signal);
+    const lines = [
+      ...(s.denies.length ? [`ip access-list extended ${o.acl}`, ...s.denies.map((d) => `no ${d.seq}`), 'exit'] : []),
+      ...groups.filter((_, i) => s.exists[i]).map((g) => `no object-group network ${g}`),
+    ];
+    if (lines.length) await configure(o.shell, lines, o.writeMemory, signal);
+  }
+
   /** The group the one deny entry references; undefined when there is none or several. */
   async function activeGroup(signal?: AbortSignal): Promise<string | undefined> {
     const denies = groupDenies(parseAccessList((await show(o.shell, [`show ip access-lists ${o.acl}`], signal))[0]!), groups);
@@ -79,6 +88,9 @@ export function objectGroupAdapter(o: ObjectGroupOptions): EnforcerAdapter {
     },
 
     async replaceAll(entries: readonly BlockEntry[], signal?: AbortSignal) {
+      // Nothing to enforce: no deny entry and no group (some IOS releases refuse an empty
+      // object group referenced by an ACL entry), which reads back as nothing enforced.
+      if (entries.length === 0) return removeAll(signal);
       const s = await state(signal);
       const keep = [...s.denies].sort((x, y) => x.seq - y.seq)[0];
       const next = keep ? other(keep.group) : groups[0];
@@ -113,14 +125,7 @@ export function objectGroupAdapter(o: ObjectGroupOptions): EnforcerAdapter {
       );
     },
 
-    async removeAll(signal?: AbortSignal) {
-      const s = await state(signal);
-      const lines = [
-        ...(s.denies.length ? [`ip access-list extended ${o.acl}`, ...s.denies.map((d) => `no ${d.seq}`), 'exit'] : []),
-        ...groups.filter((_, i) => s.exists[i]).map((g) => `no object-group network ${g}`),
-      ];
-      if (lines.length) await configure(o.shell, lines, o.writeMemory, signal);
-    },
+    removeAll,
 
     async probe(signal?: AbortSignal) {
       await show(o.shell, [`show ip access-lists ${o.acl}`], signal);

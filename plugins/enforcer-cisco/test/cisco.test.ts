@@ -183,6 +183,13 @@ describe('enforcer-cisco IOS against an SSH IOS stand-in', () => {
     expect(router.blocked()).toEqual(['10.0.0.0 255.0.0.0']);
     expect([...router.state.acls.get('RAMPART-IN')!.entries.values()]).toEqual(['permit ip any any', 'deny ip object-group RAMPART-a any']);
 
+    // An empty list is no deny entry and no group; the next diff finds no group and replaces.
+    await e.sync([]);
+    expect([...router.state.acls.get('RAMPART-IN')!.entries.values()]).toEqual(['permit ip any any']);
+    expect([...router.state.groups.keys()]).toEqual([]);
+    await e.apply({ add: [{ value: '192.0.2.3/32', score: 1 }], remove: [] });
+    expect(router.blocked()).toEqual(['host 192.0.2.3']);
+
     await e.withdraw();
     expect([...router.state.acls.get('RAMPART-IN')!.entries.values()]).toEqual(['permit ip any any']);
     expect([...router.state.groups.keys()]).toEqual([]);
