@@ -137,10 +137,31 @@ export class SshSession {
   async interact(lines: readonly string[], o: InteractOptions = {}, signal?: AbortSignal): Promise<CliAnswer[]> {
     const client = await abortable(this.connect(), signal);
     if (signal?.aborted) throw signal.reason;
-    const stream = await new Promise<ClientChannel>((resolve, reject) =>
-      client.shell({ term: 'vt100', cols: 511, rows: 24 }, (err, channel) => (err ? reject(new SshError(`ssh shell: ${err.message}`)) : resolve(channel))),
-    );
-    return new CliDriver(stream, this.target.timeoutMs, o).run(lines, signal);
+    const timeoutMs = this.target.timeoutMs;
+    const stream = await new Promise<ClientChannel>((resolve, reject) => {
+      // A channel that opens after the call gave up (timeout, abort) is closed at once.
+      let settled = false;
+      const give = (err: unknown) => {
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        reject(err);
+      };
+      const timer = setTimeout(() => give(new SshError(`ssh shell: no channel within ${timeoutMs} ms`)), timeoutMs);
+      const onAbort = () => give(signal!.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      client.shell({ term: 'vt100', cols: 511, rows: 24 }, (err, channel) => {
+        if (settled) {
+          channel?.close();
+          return;
+        }
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        if (err) reject(new SshError(`ssh shell: ${err.message}`));
+        else resolve(channel);
+      });
+    });
+    return new CliDriver(stream, timeoutMs, o).run(lines, signal);
   }
 
   async close(): Promise<void> {
