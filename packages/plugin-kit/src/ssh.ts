@@ -249,9 +249,12 @@ export interface InteractOptions {
   errorLine?: RegExp;
   /**
    * Fails before sending anything when the login prompt ends in `>` (user EXEC): the account
-   * must land in privileged EXEC (`#`), e.g. privilege 15 or ASA `auto-enable`.
+   * must land in privileged EXEC (`#`), e.g. privilege 15 or ASA `auto-enable` — unless
+   * `enablePassword` is set: then `enable` is sent and the password typed at `Password:`.
    */
   privileged?: boolean;
+  /** Answers the `Password:` prompt of `enable` when the login lands in user EXEC. */
+  enablePassword?: string;
 }
 
 export interface CliAnswer {
@@ -298,17 +301,17 @@ class CliDriver {
   }
 
   /** Output up to the prompt (which is removed), or undefined while the prompt has not come. */
-  private take(): string | undefined {
+  private take(prompt: RegExp): string | undefined {
     const cut = this.buffer.lastIndexOf('\n');
     const last = this.buffer.slice(cut + 1);
-    if (!(this.o.prompt ?? CLI_PROMPT).test(last)) return undefined;
+    if (!prompt.test(last)) return undefined;
     const out = this.buffer.slice(0, cut + 1);
     this.prompt = last;
     this.buffer = '';
     return out;
   }
 
-  private waitPrompt(what: string, signal?: AbortSignal): Promise<string> {
+  private waitPrompt(what: string, signal?: AbortSignal, prompt: RegExp = this.o.prompt ?? CLI_PROMPT): Promise<string> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => finish(new SshError(`ssh shell: no prompt within ${this.timeoutMs} ms after '${what.slice(0, 100)}'`)), this.timeoutMs);
       const onAbort = () => finish(signal!.reason);
@@ -320,7 +323,7 @@ class CliDriver {
         else resolve(out!);
       };
       this.waiter = () => {
-        const out = this.take();
+        const out = this.take(prompt);
         if (out !== undefined) finish(undefined, out);
         else if (this.closed) finish(new SshError(`ssh shell: the device closed the session after '${what.slice(0, 100)}'`));
       };
@@ -342,11 +345,28 @@ class CliDriver {
     return answer;
   }
 
+  /** From user EXEC (`>`) to privileged EXEC (`#`) with `enable`, or a clear refusal. */
+  private async enable(signal?: AbortSignal): Promise<void> {
+    const userExec = this.prompt.trim();
+    if (this.o.enablePassword === undefined)
+      throw new SshError(`ssh shell: '${userExec}' is user EXEC; the account must log in to privileged EXEC (#)`);
+    this.stream.write('enable\n');
+    await this.waitPrompt('enable', signal, /^Password: ?$/);
+    // The password is not echoed; what follows is a prompt, privileged or not.
+    this.stream.write(`${this.o.enablePassword}\n`);
+    const cli = this.o.prompt ?? CLI_PROMPT;
+    // A refused password is answered by another `Password:` (ASA) or the `>` prompt (IOS).
+    const out = await this.waitPrompt('the enable password', signal, new RegExp(`${cli.source}|^Password: ?$`));
+    if (!this.prompt.trimEnd().endsWith('#')) {
+      const why = out.split('\n').map((l) => l.trim()).find((l) => l) ?? 'the enable password was refused';
+      throw new SshError(`ssh shell: enable failed: ${why.slice(0, 200)}`);
+    }
+  }
+
   async run(lines: readonly string[], signal?: AbortSignal): Promise<CliAnswer[]> {
     try {
       await this.waitPrompt('login', signal);
-      if (this.o.privileged && this.prompt.trimEnd().endsWith('>'))
-        throw new SshError(`ssh shell: '${this.prompt.trim()}' is user EXEC; the account must log in to privileged EXEC (#)`);
+      if (this.o.privileged && this.prompt.trimEnd().endsWith('>')) await this.enable(signal);
       for (const line of this.o.setup ?? ['terminal length 0']) await this.send(line, signal);
       const answers: CliAnswer[] = [];
       for (const command of lines) answers.push({ command, output: await this.send(command, signal) });

@@ -1,12 +1,23 @@
 import { z } from 'zod';
 import { IpsEntries } from '@rampart/contracts';
 import { createEngineEnforcer, defineEnforcer, parseConnections, SSH_OPTION_DEFAULTS, SshSession, sshOptionsShape, sshTarget } from '@rampart/plugin-kit';
-import { objectGroupAdapter, standardAclAdapter } from './ios-adapter.ts';
+import { objectGroupAdapter, standardAclAdapter, type CliShell } from './ios-adapter.ts';
 import { IP_PLACEHOLDER, shunAdapter, shunnable } from './asa-adapter.ts';
 
 export { IosError, LAST_SEQUENCE, objectGroupAdapter, standardAclAdapter, type CliShell } from './ios-adapter.ts';
 export { ASA_ERROR, parseShuns, shunAdapter } from './asa-adapter.ts';
 export * from './ios-cli.ts';
+
+/**
+ * The device's CLI through `session`: a login that lands in user EXEC (`>`) is raised with
+ * `enable` and the account's password (an SSH key login has none, and is refused there).
+ */
+function cli(session: SshSession, password: string): CliShell {
+  return {
+    interact: (lines, o, signal) => session.interact(lines, { ...o, ...(password ? { enablePassword: password } : {}) }, signal),
+    close: () => session.close(),
+  };
+}
 
 type Need = (ok: unknown, path: (string | number)[], message: string) => void;
 const needs = (ctx: z.RefinementCtx): Need => (ok, path, message) => void (ok || ctx.addIssue({ code: 'custom', path, message }));
@@ -61,7 +72,7 @@ export const ciscoIosEnforcer = defineEnforcer<CiscoIosConfig>({
   configSchema: CiscoIosConfig,
   async create(config, ctx) {
     const o = config.options;
-    const shell = new SshSession(await sshTarget({ host: config.router_host }, config.router_user, config.router_password, o));
+    const shell = cli(new SshSession(await sshTarget({ host: config.router_host }, config.router_user, config.router_password, o)), config.router_password);
     const adapter =
       o.mode === 'standard'
         ? standardAclAdapter({ acl: o.standard_acl, permitAny: o.standard_permit_any, writeMemory: o.write_memory, shell })
@@ -114,7 +125,7 @@ export const ciscoAsaEnforcer = defineEnforcer<CiscoAsaConfig>({
   async create(config, ctx) {
     const o = config.options;
     const [address] = parseConnections(config.address);
-    const shell = new SshSession(await sshTarget(address!, config.user, config.password, o));
+    const shell = cli(new SshSession(await sshTarget(address!, config.user, config.password, o)), config.password);
     const adapter = shunAdapter({ command: config.command || `shun ${IP_PLACEHOLDER}`, shell });
     return createEngineEnforcer(adapter, {
       capacity: o.max_entries,

@@ -48,13 +48,39 @@ export interface AsaStandIn {
   stop(): Promise<void>;
 }
 
-export async function startAsaStandIn(auth: { user: string; password?: string }): Promise<AsaStandIn> {
+export async function startAsaStandIn(auth: {
+  user: string;
+  password?: string;
+  /** The login lands in `asa>` (no `auto-enable`); `enable` asks for this password. */
+  userExec?: { enablePassword: string };
+}): Promise<AsaStandIn> {
   const state: AsaState = { shuns: new Map() };
   const ssh = await startSshStandIn({
     ...auth,
     shell(io: StandInShell) {
-      io.write('Type help or \'?\' for a list of available commands.\r\nasa# ');
+      let level: 'user' | 'password' | 'privileged' = auth.userExec ? 'user' : 'privileged';
+      let tries = 0;
+      io.write(`Type help or '?' for a list of available commands.\r\n${level === 'user' ? 'asa> ' : 'asa# '}`);
       return (line: string) => {
+        if (level === 'password') {
+          if (line === auth.userExec!.enablePassword) {
+            level = 'privileged';
+            return io.write('\r\nasa# ');
+          }
+          // ASA asks again, three times, then gives up.
+          tries += 1;
+          if (tries < 3) return io.write('\r\nInvalid password\r\nPassword: ');
+          level = 'user';
+          return io.write('\r\nAccess denied.\r\nasa> ');
+        }
+        if (level === 'user') {
+          if (line.trim() === 'enable') {
+            level = 'password';
+            tries = 0;
+            return io.write(`${line}\r\nPassword: `);
+          }
+          return io.write(`${line}\r\nERROR: % Invalid input detected at '^' marker.\r\nasa> `);
+        }
         const out = interpret(state, line.trim());
         io.write(`${line}\r\n${out.replace(/\n/g, '\r\n')}asa# `);
       };

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { engineStats, type PluginLogger } from '@rampart/plugin-kit';
-import { enforcerConformance, waitFor } from '@rampart/plugin-kit/testing';
+import { ed25519KeyPair, enforcerConformance, waitFor } from '@rampart/plugin-kit/testing';
 import {
   ASA_ERROR,
   CiscoAsaConfig,
@@ -251,13 +253,30 @@ describe('enforcer-cisco IOS against an SSH IOS stand-in', () => {
     expect(await wrongPin.healthcheck()).toEqual({ ok: false, detail: `host key ${router.hostKeySha256} does not match the pinned key` });
     await expect(wrongPin.sync([])).rejects.toMatchObject({ code: 'SSH_FAILED' });
     await wrongPin.close();
-    const userExec = await startIosStandIn({ user: 'rampart', password: 'pw-1', userExec: true });
+  });
+
+  it('raises a user EXEC login with enable and the password; a wrong one or a key login without password is refused', async () => {
+    const key = ed25519KeyPair();
+    const userExec = await startIosStandIn({ user: 'rampart', password: 'pw-1', publicKey: key.public, userExec: { enableSecret: 'pw-1' } });
+    const dir = await mkdtemp(join(tmpdir(), 'rampart-cisco-'));
     try {
       const e = await ciscoIosEnforcer.create(iosConfig(userExec), { log: silent });
-      expect(await e.healthcheck()).toEqual({ ok: false, detail: "ssh shell: 'Router>' is user EXEC; the account must log in to privileged EXEC (#)" });
+      expect(await e.healthcheck()).toEqual({ ok: true });
+      await e.sync([{ value: '192.0.2.4/32', score: 1 }]);
+      expect(userExec.blocked()).toEqual(['host 192.0.2.4']);
       await e.close();
+      const other = await startIosStandIn({ user: 'rampart', password: 'pw-1', userExec: { enableSecret: 'another' } });
+      const refused = await ciscoIosEnforcer.create(iosConfig(other), { log: silent });
+      expect(await refused.healthcheck()).toEqual({ ok: false, detail: 'ssh shell: enable failed: % Access denied' });
+      await refused.close();
+      await other.stop();
+      await writeFile(join(dir, 'id'), key.private, { mode: 0o600 });
+      const byKey = await ciscoIosEnforcer.create(iosConfig(userExec, { private_key_path: join(dir, 'id') }, { router_password: '' }), { log: silent });
+      expect(await byKey.healthcheck()).toEqual({ ok: false, detail: "ssh shell: 'Router>' is user EXEC; the account must log in to privileged EXEC (#)" });
+      await byKey.close();
     } finally {
       await userExec.stop();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
@@ -328,6 +347,23 @@ describe('enforcer-cisco ASA shuns against an SSH ASA stand-in', () => {
     }
     await e.withdraw();
     await e.close();
+  });
+
+  it('raises an asa> login with enable; a refused password fails the call at the first re-prompt', async () => {
+    const userExec = await startAsaStandIn({ user: 'rampart', password: 'pw-2', userExec: { enablePassword: 'pw-2' } });
+    const wrong = await startAsaStandIn({ user: 'rampart', password: 'pw-2', userExec: { enablePassword: 'other' } });
+    try {
+      const e = await ciscoAsaEnforcer.create(asaConfig(userExec), { log: silent });
+      await e.sync([{ value: '192.0.2.30/32', score: 1 }]);
+      expect([...userExec.state.shuns.keys()]).toEqual(['192.0.2.30']);
+      await e.close();
+      const refused = await ciscoAsaEnforcer.create(asaConfig(wrong), { log: silent });
+      expect(await refused.healthcheck()).toEqual({ ok: false, detail: 'ssh shell: enable failed: Invalid password' });
+      await refused.close();
+    } finally {
+      await userExec.stop();
+      await wrong.stop();
+    }
   });
 
   it('refuses a firewall whose host key does not match the pin', async () => {

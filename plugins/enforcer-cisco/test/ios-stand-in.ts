@@ -156,14 +156,33 @@ export interface IosStandIn {
   stop(): Promise<void>;
 }
 
-export async function startIosStandIn(auth: { user: string; password?: string; publicKey?: string; userExec?: boolean }): Promise<IosStandIn> {
+export async function startIosStandIn(auth: {
+  user: string;
+  password?: string;
+  publicKey?: string;
+  /** The login lands in user EXEC (`Router>`); `enable` with this secret leads to `Router#`. */
+  userExec?: { enableSecret: string };
+}): Promise<IosStandIn> {
   const state: IosState = { groups: new Map(), acls: new Map(), saves: 0, typed: [] };
   const ssh = await startSshStandIn({
     ...auth,
     shell(io: StandInShell) {
       let mode: Mode = { kind: 'exec' };
-      io.write(`\r\nUser Access Verification\r\n\r\n${auth.userExec ? 'Router>' : prompt(mode)}`);
+      let level: 'user' | 'password' | 'privileged' = auth.userExec ? 'user' : 'privileged';
+      io.write(`\r\nUser Access Verification\r\n\r\n${level === 'user' ? 'Router>' : prompt(mode)}`);
       return (line: string) => {
+        if (level === 'password') {
+          // The password is not echoed.
+          level = line === auth.userExec!.enableSecret ? 'privileged' : 'user';
+          return io.write(level === 'privileged' ? `\r\n${prompt(mode)}` : '\r\n% Access denied\r\n\r\nRouter>');
+        }
+        if (level === 'user') {
+          if (line.trim() === 'enable') {
+            level = 'password';
+            return io.write(`${line}\r\nPassword: `);
+          }
+          return io.write(`${line}\r\n% Invalid input detected at '^' marker.\r\nRouter>`);
+        }
         const r = interpret(state, mode, line.trim());
         mode = r.mode;
         io.write(`${line}\r\n${r.out.replace(/\n/g, '\r\n')}${prompt(mode)}`);
