@@ -14,6 +14,7 @@ const floors: Record<string, { statements: number; branches: number; functions: 
   'plugins/enforcer-aws/src/**': { statements: 92, branches: 75, functions: 98, lines: 96 },
   'plugins/enforcer-checkpoint-mgmt/src/**': { statements: 91, branches: 76, functions: 96, lines: 94 },
   'plugins/enforcer-checkpoint-securexl/src/**': { statements: 96, branches: 88, functions: 98, lines: 98 },
+  'plugins/enforcer-cisco/src/**': { statements: 94, branches: 87, functions: 95, lines: 96 },
   'plugins/enforcer-cloudflare/src/**': { statements: 93, branches: 81, functions: 96, lines: 96 },
   'plugins/enforcer-csv/src/**': { statements: 98, branches: 85, functions: 98, lines: 98 },
   'plugins/enforcer-dry-run/src/**': { statements: 94, branches: 91, functions: 94, lines: 95 },

@@ -14,6 +14,7 @@ import { mikrotikEnforcer } from '@rampart/enforcer-mikrotik';
 import { checkpointMgmtEnforcer } from '@rampart/enforcer-checkpoint-mgmt';
 import { checkpointSecureXlEnforcer } from '@rampart/enforcer-checkpoint-securexl';
 import { cspFeedEnforcer, firewallBFeedEnforcer } from '@rampart/enforcer-feed-server';
+import { ciscoAsaEnforcer, ciscoIosEnforcer } from '@rampart/enforcer-cisco';
 import { cloudflareEnforcer } from '@rampart/enforcer-cloudflare';
 import { awsEnforcer } from '@rampart/enforcer-aws';
 import { squidEnforcer } from '@rampart/enforcer-squid';
@@ -50,6 +51,9 @@ export const SOURCES: ReadonlyMap<string, AnySource> = new Map<string, AnySource
  */
 export const packetFilterEnforcer = enforcerByBackend('packet_filter', { nftables: nftablesEnforcer, ipset: ipsetEnforcer }, 'nftables');
 
+/** `router_a` is a RouterOS router unless `options.dialect` says `ios` (Cisco IOS / IOS-XE). */
+export const routerEnforcer = enforcerByBackend('router_a', { routeros: mikrotikEnforcer, ios: ciscoIosEnforcer }, 'routeros', 'dialect');
+
 /** Enforcers by the `ips` label they are configured under. */
 export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEnforcer>(
   [
@@ -61,7 +65,8 @@ export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEn
     modsecurityEnforcer,
     nginxEnforcer,
     haproxyEnforcer,
-    mikrotikEnforcer,
+    routerEnforcer,
+    ciscoAsaEnforcer,
     checkpointMgmtEnforcer,
     checkpointSecureXlEnforcer,
     firewallBFeedEnforcer,

@@ -89,8 +89,21 @@ describe('agent configuration', () => {
     expect(ipset.problems).toEqual([{ path: 'ips.packet_filter.options', message: 'Unrecognized key: "table"' }]);
   });
 
+  it('routes router_a by options.dialect: RouterOS by default, Cisco IOS when asked, an unknown dialect named', () => {
+    const pin = `SHA256:${'A'.repeat(43)}`;
+    const ips = { router_a: { active: true, router_host: '192.0.2.1', router_user: 'rampart', router_password: 'pw' } };
+    const check = (options: Record<string, unknown>) =>
+      validateAgentText(JSON.stringify({ ...base, ips, local: { enforcers: { router_a: { host_key_sha256: pin, ...options } } } }), { AGENT_KEY: 'k' }, REGISTRY).problems;
+    expect(check({})).toEqual([]);
+    expect(check({ dialect: 'ios', mode: 'standard', standard_acl: 12 })).toEqual([]);
+    // list_name is RouterOS's, mode is IOS's: each dialect refuses the other's options.
+    expect(check({ dialect: 'ios', list_name: 'x' })).toEqual([{ path: 'ips.router_a.options', message: 'Unrecognized key: "list_name"' }]);
+    expect(check({ mode: 'standard' })).toEqual([{ path: 'ips.router_a.options', message: 'Unrecognized key: "mode"' }]);
+    expect(check({ dialect: 'nxos' })).toEqual([{ path: 'ips.router_a.options.dialect', message: 'unknown dialect; known: ios, routeros' }]);
+  });
+
   it('registers every enforcer under the ips label it serves', () => {
-    expect([...REGISTRY.enforcers.keys()].sort()).toEqual(['bridge_filter', 'cdn_waf', 'cloud_a', 'csp', 'csv', 'dns_e', 'dry_run', 'endpoint_d', 'firewall_accel_a', 'firewall_b', 'firewall_mgmt_a', 'packet_filter', 'pf_list', 'proxy_f', 'proxy_lb', 'router_a', 'waf', 'web_server_list']);
+    expect([...REGISTRY.enforcers.keys()].sort()).toEqual(['bridge_filter', 'cdn_waf', 'cloud_a', 'csp', 'csv', 'dns_e', 'dry_run', 'endpoint_d', 'firewall_accel_a', 'firewall_b', 'firewall_c', 'firewall_mgmt_a', 'packet_filter', 'pf_list', 'proxy_f', 'proxy_lb', 'router_a', 'waf', 'web_server_list']);
     expect(Object.fromEntries([...REGISTRY.enforcers].map(([label, d]) => [label, d.name]))).toEqual({
       bridge_filter: 'nftables-bridge',
       cdn_waf: 'cloudflare',
@@ -102,12 +115,13 @@ describe('agent configuration', () => {
       endpoint_d: 'opendxl-tie',
       firewall_accel_a: 'checkpoint-securexl',
       firewall_b: 'feed-server',
+      firewall_c: 'cisco-asa',
       firewall_mgmt_a: 'checkpoint-mgmt',
       packet_filter: 'nftables|ipset',
       pf_list: 'pf',
       proxy_f: 'squid',
       proxy_lb: 'haproxy',
-      router_a: 'mikrotik',
+      router_a: 'routeros|ios',
       waf: 'modsecurity',
       web_server_list: 'nginx',
     });
@@ -136,7 +150,7 @@ describe('agent configuration', () => {
 
   it('names the known plugins when a name is unknown', () => {
     expect(() => findEnforcer('nope')).toThrow(UnknownPluginError);
-    expect(() => findEnforcer('nope')).toThrow("no enforcer for 'nope'; known enforcers: bridge_filter, cdn_waf, cloud_a, csp, csv, dns_e, dry_run, endpoint_d, firewall_accel_a, firewall_b, firewall_mgmt_a, packet_filter, pf_list, proxy_f, proxy_lb, router_a, waf, web_server_list");
+    expect(() => findEnforcer('nope')).toThrow("no enforcer for 'nope'; known enforcers: bridge_filter, cdn_waf, cloud_a, csp, csv, dns_e, dry_run, endpoint_d, firewall_accel_a, firewall_b, firewall_c, firewall_mgmt_a, packet_filter, pf_list, proxy_f, proxy_lb, router_a, waf, web_server_list");
   });
 
   it('derives a cron schedule from sync_time', () => {

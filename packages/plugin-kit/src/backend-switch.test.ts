@@ -32,4 +32,26 @@ describe('enforcerByBackend', () => {
     const unknown = sw.configSchema.safeParse({ active: true, options: { backend: 'pf' } });
     expect(unknown.error!.issues).toMatchObject([{ path: ['options', 'backend'], message: 'unknown backend; known: ipset, nftables' }]);
   });
+
+  it('takes the option key it routes by (router_a: options.dialect)', async () => {
+    const dialect = (name: string) =>
+      defineEnforcer({
+        name,
+        serves: 'router_a',
+        configSchema: z.strictObject({ active: z.boolean(), options: z.strictObject({ dialect: z.literal(name).default(name as never) }).prefault({}) }),
+        create: async () => {
+          made.push(`dialect:${name}`);
+          return {} as unknown as Enforcer;
+        },
+      });
+    const router = enforcerByBackend('router_a', { routeros: dialect('routeros'), ios: dialect('ios') }, 'routeros', 'dialect');
+    await router.create(router.configSchema.parse({ active: true }), silentCtx);
+    await router.create(router.configSchema.parse({ active: true, options: { dialect: 'ios' } }), silentCtx);
+    expect(made.slice(-2)).toEqual(['dialect:routeros', 'dialect:ios']);
+    expect(router.configSchema.safeParse({ active: true, options: { dialect: 'junos' } }).error!.issues).toMatchObject([
+      { path: ['options', 'dialect'], message: 'unknown dialect; known: ios, routeros' },
+    ]);
+    // The other switch's key means nothing here: the chosen plugin refuses it as an unknown key.
+    expect(router.configSchema.safeParse({ active: true, options: { backend: 'ios' } }).success).toBe(false);
+  });
 });

@@ -9,26 +9,29 @@ export interface BackendConfig {
 }
 
 /**
- * One `ips` label served by several plugins chosen by `options.backend` (`packet_filter`:
- * nftables or iptables + ipset). The registry lists the switch under the label; validation
- * reports the chosen plugin's issues at their own paths, and an unknown backend names the known.
+ * One `ips` label served by several plugins chosen by an option, `options.<optionKey>`
+ * (`packet_filter`: `backend`, nftables or iptables + ipset; `router_a`: `dialect`, RouterOS or
+ * IOS). Each plugin declares the option with its own value. The registry lists the switch under
+ * the label; validation reports the chosen plugin's issues at their own paths, and an unknown
+ * value names the known ones.
  */
 export function enforcerByBackend(
   serves: IpsLabel,
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each definition validates its own config type
   backends: Readonly<Record<string, EnforcerDefinition<any>>>,
   defaultBackend: string,
+  optionKey = 'backend',
 ): EnforcerDefinition<BackendConfig> {
   const chooser = z.unknown().transform((value, ctx): BackendConfig => {
-    const options = (value as { options?: { backend?: unknown } } | null)?.options;
-    const backend = options?.backend ?? defaultBackend;
+    const options = (value as { options?: Record<string, unknown> } | null)?.options;
+    const backend = options?.[optionKey] ?? defaultBackend;
     const definition = typeof backend === 'string' && Object.hasOwn(backends, backend) ? backends[backend] : undefined;
     if (!definition) {
       ctx.issues.push({
         code: 'custom',
         input: backend,
-        path: ['options', 'backend'],
-        message: `unknown backend; known: ${Object.keys(backends).sort().join(', ')}`,
+        path: ['options', optionKey],
+        message: `unknown ${optionKey}; known: ${Object.keys(backends).sort().join(', ')}`,
       });
       return z.NEVER;
     }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { execChunks, parseConnections } from './ssh.ts';
+import { execChunks, parseConnections, SshSession } from './ssh.ts';
+import { startSshStandIn } from './testing/ssh-stand-in.ts';
 
 describe('parseConnections', () => {
   it('reads hosts, host:port and [v6]:port, comma-separated with spaces', () => {
@@ -27,5 +28,53 @@ describe('execChunks', () => {
     const chunks = execChunks(lines, 500);
     expect(chunks.every((c) => Buffer.byteLength(c) <= 32_000)).toBe(true);
     expect(chunks.join('\n')).toBe(lines.join('\n'));
+  });
+});
+
+describe('SshSession.interact', () => {
+  // A CLI that echoes, answers `show x` with two lines, never answers `hang`, hangs up on `quit`.
+  function device() {
+    return startSshStandIn({
+      user: 'u',
+      password: 'p',
+      shell(io) {
+        io.write('banner\r\nR1#');
+        return (line) => {
+          if (line === 'hang') return io.write(`${line}\r\n`);
+          if (line === 'quit') return io.end();
+          const out = line === 'show x' ? 'one\r\ntwo\r\n' : line === 'bad' ? '% Invalid input detected\r\n' : '';
+          io.write(`${line}\r\n${out}${line === 'configure terminal' ? 'R1(config)#' : 'R1#'}`);
+        };
+      },
+    });
+  }
+
+  it('returns each line’s output without echo or prompt; an error line fails the call; a silent device times out; an abort rejects', async () => {
+    const d = await device();
+    const s = new SshSession({ host: '127.0.0.1', port: d.port, username: 'u', password: 'p', hostKeySha256: d.hostKeySha256, timeoutMs: 1000 });
+    try {
+      expect(await s.interact(['show x', 'configure terminal', 'end'])).toEqual([
+        { command: 'show x', output: 'one\ntwo\n' },
+        { command: 'configure terminal', output: '' },
+        { command: 'end', output: '' },
+      ]);
+      expect(d.received.slice(0, 2)).toEqual(['terminal length 0', 'show x']);
+      await expect(s.interact(['bad', 'show x'], { errorLine: /^%/, setup: [] })).rejects.toMatchObject({
+        code: 'CLI_COMMAND_FAILED',
+        command: 'bad',
+        detail: '% Invalid input detected',
+      });
+      expect(d.received.at(-1)).toBe('bad');
+      await expect(s.interact(['hang'], { setup: [] })).rejects.toThrow("ssh shell: no prompt within 1000 ms after 'hang'");
+      await expect(s.interact(['quit'], { setup: [] })).rejects.toThrow("ssh shell: the device closed the session after 'quit'");
+      const controller = new AbortController();
+      const pending = s.interact(['hang'], { setup: [] }, controller.signal);
+      controller.abort(new Error('stop'));
+      await expect(pending).rejects.toThrow('stop');
+      await expect(s.interact(['show x'], {}, controller.signal)).rejects.toThrow('stop');
+    } finally {
+      await s.close();
+      await d.stop();
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Client, ConnectConfig } from 'ssh2';
+import type { Client, ClientChannel, ConnectConfig } from 'ssh2';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { secret } from '@rampart/contracts';
@@ -86,9 +86,9 @@ export class SshSession {
         if (this.client === client) this.client = undefined;
       });
       client.connect(config);
-      // Commands and their answers are small writes each waiting on the other side: without
-      // TCP_NODELAY, Nagle's algorithm and delayed ACKs cost about 40-200 ms per exchange
-      // (measured by bench/appliances.ts: ~180 ms per exec on loopback before this).
+      // Commands and their answers (an exec, a CLI line and its prompt) are small writes each
+      // waiting on the other side: without TCP_NODELAY, Nagle's algorithm and delayed ACKs cost
+      // 40-200 ms per exchange (bench/appliances.ts: ~180 ms per exec on loopback before this).
       client.setNoDelay(true);
     });
   }
@@ -124,6 +124,45 @@ export class SshSession {
         });
       });
     });
+  }
+
+  /**
+   * Types `lines` one by one into an interactive shell (`ssh2` `client.shell()`, with a pty),
+   * the way netmiko-style tools drive a router CLI: waits for the prompt after login, sends
+   * `o.setup` (e.g. `terminal length 0`) and then each line, waiting for the prompt after each.
+   * Returns each line's output (the echo and the prompt stripped). The first output line
+   * matching `o.errorLine` fails the call with that line (`SshCliError`), and nothing after it
+   * is sent. No prompt within the session's timeout after a line, or an abort, closes the
+   * channel and rejects, as `exec` does.
+   */
+  async interact(lines: readonly string[], o: InteractOptions = {}, signal?: AbortSignal): Promise<CliAnswer[]> {
+    const client = await abortable(this.connect(), signal);
+    if (signal?.aborted) throw signal.reason;
+    const timeoutMs = this.target.timeoutMs;
+    const stream = await new Promise<ClientChannel>((resolve, reject) => {
+      // A channel that opens after the call gave up (timeout, abort) is closed at once.
+      let settled = false;
+      const give = (err: unknown) => {
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        reject(err);
+      };
+      const timer = setTimeout(() => give(new SshError(`ssh shell: no channel within ${timeoutMs} ms`)), timeoutMs);
+      const onAbort = () => give(signal!.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      client.shell({ term: 'vt100', cols: 511, rows: 24 }, (err, channel) => {
+        if (settled) {
+          channel?.close();
+          return;
+        }
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        if (err) reject(new SshError(`ssh shell: ${err.message}`));
+        else resolve(channel);
+      });
+    });
+    return new CliDriver(stream, timeoutMs, o).run(lines, signal);
   }
 
   async close(): Promise<void> {
@@ -225,4 +264,144 @@ export function execChunks(lines: readonly string[], maxLines: number, maxBytes 
   }
   if (current.length > 0) out.push(current.join('\n'));
   return out;
+}
+
+/** A device's CLI prompt: `Router#`, `Router(config)#`, `Router(config-ext-nacl)#`, `asa/pri/act#`. */
+export const CLI_PROMPT = /^[A-Za-z0-9_./:-]{1,64}(?:\([A-Za-z0-9 _./-]{1,40}\))?[#>] ?$/;
+
+export interface InteractOptions {
+  /** Lines sent before `lines`, their output not returned (default `['terminal length 0']`). */
+  setup?: readonly string[];
+  /** The prompt the last line of output must match (default `CLI_PROMPT`). */
+  prompt?: RegExp;
+  /** An output line that means the command failed (IOS `^%`, ASA `^ERROR:`). */
+  errorLine?: RegExp;
+  /**
+   * Fails before sending anything when the login prompt ends in `>` (user EXEC): the account
+   * must land in privileged EXEC (`#`), e.g. privilege 15 or ASA `auto-enable` — unless
+   * `enablePassword` is set: then `enable` is sent and the password typed at `Password:`.
+   */
+  privileged?: boolean;
+  /** Answers the `Password:` prompt of `enable` when the login lands in user EXEC. */
+  enablePassword?: string;
+}
+
+export interface CliAnswer {
+  command: string;
+  output: string;
+}
+
+/** A command the device refused, with the line it printed. */
+export class SshCliError extends Error {
+  readonly code = 'CLI_COMMAND_FAILED';
+  constructor(
+    readonly command: string,
+    readonly detail: string,
+  ) {
+    super(`'${command.slice(0, 200)}' failed: ${detail.slice(0, 300)}`);
+    this.name = 'SshCliError';
+  }
+}
+
+/** One interactive shell: sends a line, collects output until the prompt comes back. */
+class CliDriver {
+  private buffer = '';
+  /** The last prompt seen. */
+  private prompt = '';
+  private waiter: (() => void) | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly stream: ClientChannel,
+    private readonly timeoutMs: number,
+    private readonly o: InteractOptions,
+  ) {
+    stream.on('data', (d: Buffer) => this.feed(d.toString('utf8')));
+    stream.stderr.on('data', (d: Buffer) => this.feed(d.toString('utf8')));
+    stream.on('close', () => {
+      this.closed = true;
+      this.waiter?.();
+    });
+  }
+
+  private feed(text: string) {
+    this.buffer += text.replace(/\r/g, '');
+    this.waiter?.();
+  }
+
+  /** Output up to the prompt (which is removed), or undefined while the prompt has not come. */
+  private take(prompt: RegExp): string | undefined {
+    const cut = this.buffer.lastIndexOf('\n');
+    const last = this.buffer.slice(cut + 1);
+    if (!prompt.test(last)) return undefined;
+    const out = this.buffer.slice(0, cut + 1);
+    this.prompt = last;
+    this.buffer = '';
+    return out;
+  }
+
+  private waitPrompt(what: string, signal?: AbortSignal, prompt: RegExp = this.o.prompt ?? CLI_PROMPT): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => finish(new SshError(`ssh shell: no prompt within ${this.timeoutMs} ms after '${what.slice(0, 100)}'`)), this.timeoutMs);
+      const onAbort = () => finish(signal!.reason);
+      const finish = (err?: unknown, out?: string) => {
+        clearTimeout(timer);
+        this.waiter = undefined;
+        signal?.removeEventListener('abort', onAbort);
+        if (err !== undefined) reject(err);
+        else resolve(out!);
+      };
+      this.waiter = () => {
+        const out = this.take(prompt);
+        if (out !== undefined) finish(undefined, out);
+        else if (this.closed) finish(new SshError(`ssh shell: the device closed the session after '${what.slice(0, 100)}'`));
+      };
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiter();
+    });
+  }
+
+  private async send(line: string, signal?: AbortSignal): Promise<string> {
+    this.stream.write(`${line}\n`);
+    const out = await this.waitPrompt(line, signal);
+    // A device echoes what was typed (the pty); the answer is what follows.
+    const lines = out.split('\n');
+    if (lines[0]?.trim() === line.trim()) lines.shift();
+    const answer = lines.join('\n');
+    const failed = this.o.errorLine && lines.find((l) => this.o.errorLine!.test(l));
+    if (failed) throw new SshCliError(line, failed.trim());
+    return answer;
+  }
+
+  /** From user EXEC (`>`) to privileged EXEC (`#`) with `enable`, or a clear refusal. */
+  private async enable(signal?: AbortSignal): Promise<void> {
+    const userExec = this.prompt.trim();
+    if (this.o.enablePassword === undefined)
+      throw new SshError(`ssh shell: '${userExec}' is user EXEC; the account must log in to privileged EXEC (#)`);
+    this.stream.write('enable\n');
+    await this.waitPrompt('enable', signal, /^Password: ?$/);
+    // The password is not echoed; what follows is a prompt, privileged or not.
+    this.stream.write(`${this.o.enablePassword}\n`);
+    const cli = this.o.prompt ?? CLI_PROMPT;
+    // A refused password is answered by another `Password:` (ASA) or the `>` prompt (IOS).
+    const out = await this.waitPrompt('the enable password', signal, new RegExp(`${cli.source}|^Password: ?$`));
+    if (!this.prompt.trimEnd().endsWith('#')) {
+      const why = out.split('\n').map((l) => l.trim()).find((l) => l) ?? 'the enable password was refused';
+      throw new SshError(`ssh shell: enable failed: ${why.slice(0, 200)}`);
+    }
+  }
+
+  async run(lines: readonly string[], signal?: AbortSignal): Promise<CliAnswer[]> {
+    try {
+      await this.waitPrompt('login', signal);
+      if (this.o.privileged && this.prompt.trimEnd().endsWith('>')) await this.enable(signal);
+      for (const line of this.o.setup ?? ['terminal length 0']) await this.send(line, signal);
+      const answers: CliAnswer[] = [];
+      for (const command of lines) answers.push({ command, output: await this.send(command, signal) });
+      return answers;
+    } finally {
+      this.stream.close();
+    }
+  }
 }

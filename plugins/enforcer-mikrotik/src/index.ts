@@ -10,6 +10,7 @@ export { parseAddressList, parseDropRules, ros, terseFields } from './routeros.t
 const MikrotikOptions = z
   .strictObject({
     ...sshOptionsShape,
+    dialect: z.literal('routeros').default('routeros').describe('router_a dialect this plugin implements'),
     list_name: z
       .string()
       .regex(/^[A-Za-z0-9_]{1,40}$/, { message: 'letters, digits and _ (at most 40)' })
@@ -20,6 +21,7 @@ const MikrotikOptions = z
   })
   .default({
     ...SSH_OPTION_DEFAULTS,
+    dialect: 'routeros',
     list_name: 'rampart',
     chains: ['input', 'forward'],
     batch_size: 500,
