@@ -11,8 +11,8 @@
  * A new appliance is one more entry in `subjects`. Needs root, nft and ip (for the reference).
  * Writes bench/results/appliances.md. Run: npx tsx bench/appliances.ts
  */
-import { mkdir, writeFile } from 'node:fs/promises';
-import { cpus, loadavg, setPriority } from 'node:os';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, setPriority, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { engineStats, SshSession, type BlockEntry, type Enforcer, type PluginLogger } from '@rampart/plugin-kit';
@@ -24,6 +24,10 @@ import { checkpointSecureXlEnforcer, SecureXlConfig } from '@rampart/enforcer-ch
 import { startRouterStandIn } from '../plugins/enforcer-mikrotik/test/routeros-stand-in.ts';
 import { startMgmtApiStandIn } from '../plugins/enforcer-checkpoint-mgmt/test/mgmt-api-stand-in.ts';
 import { startGatewayStandIn, type GatewayStandIn } from '../plugins/enforcer-checkpoint-securexl/test/gateway-stand-in.ts';
+import { CiscoAsaConfig, CiscoIosConfig, ciscoAsaEnforcer, ciscoIosEnforcer } from '@rampart/enforcer-cisco';
+import { startIosStandIn } from '../plugins/enforcer-cisco/test/ios-stand-in.ts';
+import { startAsaStandIn } from '../plugins/enforcer-cisco/test/asa-stand-in.ts';
+import { FirewallBFeedConfig, firewallBFeedEnforcer } from '@rampart/enforcer-feed-server';
 
 const FULL = 1_000;
 const DIFF = 100;
@@ -112,7 +116,7 @@ const subjects: Subject[] = [
   reference,
   {
     name: 'router_a RouterOS (enforcer-mikrotik)',
-    how: 'SSH exec, address-list commands in batches of 300 (not the default 500: see above), list swap on a full replace',
+    how: 'SSH exec, address-list commands in batches of 500 (the default) and at most 32,000 bytes, list swap on a full replace',
     async start() {
       const router = await startRouterStandIn(sshAuth);
       const config = MikrotikConfig.parse({
@@ -120,9 +124,7 @@ const subjects: Subject[] = [
         router_host: '127.0.0.1',
         router_user: sshAuth.user,
         router_password: sshAuth.password,
-        // Not the default 500: 500 `add` lines (~80 bytes each) make one exec request of ~40 KB, over the
-        // 35,000-byte packet RFC 4253 §6.1 guarantees; the stand-in's server (ssh2) drops the connection.
-        options: { port: router.port, host_key_sha256: router.hostKeySha256, batch_size: 300 },
+        options: { port: router.port, host_key_sha256: router.hostKeySha256 },
       });
       const enforcer = await mikrotikEnforcer.create(config, { log: silent });
       return {
@@ -159,6 +161,75 @@ const subjects: Subject[] = [
         stop: async () => {
           await enforcer.close();
           await api.stop();
+        },
+      };
+    },
+  },
+  {
+    name: 'router_a Cisco IOS, object groups (enforcer-cisco)',
+    how: 'interactive SSH CLI, one line and its prompt at a time: `object-group network` entries, a second group swapped in under the ACL deny entry on a full replace',
+    async start() {
+      const router = await startIosStandIn(sshAuth);
+      const config = CiscoIosConfig.parse({
+        active: true,
+        router_host: '127.0.0.1',
+        router_user: sshAuth.user,
+        router_password: sshAuth.password,
+        options: { dialect: 'ios', port: router.port, host_key_sha256: router.hostKeySha256 },
+      });
+      const enforcer = await ciscoIosEnforcer.create(config, { log: silent });
+      return {
+        enforcer,
+        calls: () => router.received.length,
+        stop: async () => {
+          await enforcer.close();
+          await router.stop();
+        },
+      };
+    },
+  },
+  {
+    name: 'firewall_c Cisco ASA shuns (enforcer-cisco)',
+    how: 'interactive SSH CLI: `shun`/`no shun` per address, `show shun` read back (max_entries raised to 1,000 for the bench; the default is 200)',
+    async start() {
+      const asa = await startAsaStandIn({ user: sshAuth.user, password: 'pw-2' });
+      const config = CiscoAsaConfig.parse({
+        active: true,
+        address: `127.0.0.1:${asa.port}`,
+        user: sshAuth.user,
+        password: 'pw-2',
+        command: '',
+        options: { host_key_sha256: asa.hostKeySha256, max_entries: 1000 },
+      });
+      const enforcer = await ciscoAsaEnforcer.create(config, { log: silent });
+      return {
+        enforcer,
+        calls: () => asa.received.length,
+        stop: async () => {
+          await enforcer.close();
+          await asa.stop();
+        },
+      };
+    },
+  },
+  {
+    name: 'firewall_b pull feed (enforcer-feed-server)',
+    how: 'the list written atomically as the feed file the agent serves over HTTPS (no device refresh configured); a device fetches it on its own schedule',
+    async start() {
+      const dir = await mkdtemp(join(tmpdir(), 'rampart-bench-feed-'));
+      const config = FirewallBFeedConfig.parse({
+        active: true,
+        password: 'feed-pass-1',
+        feeds: 'rampart',
+        updates: '5',
+        options: { listen_host: '127.0.0.1', listen_port: 0, state_dir: dir, cert_names: ['localhost', '127.0.0.1'] },
+      });
+      const enforcer = await firewallBFeedEnforcer.create(config, { log: silent });
+      return {
+        enforcer,
+        stop: async () => {
+          await enforcer.close();
+          await rm(dir, { recursive: true, force: true });
         },
       };
     },
@@ -287,14 +358,12 @@ is the reference: a kernel set in a network namespace on this machine, through i
 
 One SSH exec round trip (plugin-kit's \`SshSession\` on an open connection, a stand-in that answers
 nothing, median of 9) took ${floor.toFixed(1)} ms in this run: the SSH rows are mostly that figure times
-the execs one member receives (members are driven in parallel). Neither \`SshSession\` nor the
-stand-in's ssh2 server sets TCP_NODELAY; a separate probe on 2026-11-27 (not part of this script)
-measured ~90 ms per exec with it set on one side and ~1 ms with it set on both, so the floor is
-Nagle's algorithm meeting delayed ACKs, not work.
-
-router_a runs with \`batch_size: 300\`: with the default 500, one exec request of \`add\` lines is ~40 KB,
-over the 35,000-byte packet RFC 4253 §6.1 guarantees, and the stand-in's ssh2 server drops the
-connection (\`ssh exec: Unable to exec\`); the plugin bounds a batch by commands, not bytes.
+the execs (or CLI lines, for the Cisco rows) one member receives (members are driven in parallel).
+The first run of this bench (2026-11-27) found ~180 ms per exec: neither \`SshSession\` nor the
+stand-in's ssh2 server set TCP_NODELAY, so every exchange waited on Nagle's algorithm and delayed
+ACKs; both set it now. It also found that RouterOS's default batch of 500 \`add\` lines made one
+~40 KB exec request, over the 35,000-byte packet RFC 4253 §6.1 guarantees (ssh2's server refused
+it); an exec now carries at most 32,000 bytes.
 
 | subject | transport, one operation |
 |---|---|
