@@ -7,8 +7,7 @@ import { TieFiles, TrustLevel } from './tie.ts';
 import { createTieEnforcer } from './tie-adapter.ts';
 
 export { DxlClient, DxlError, parseBrokerAddress, type DxlConnection } from './dxl-client.ts';
-export { decodeMessage, encodeMessage, errorTo, requestMessage, responseTo, MessageType, type DxlMessage } from './dxl-message.ts';
-export { MsgpackReader, pack, packAll } from './msgpack.ts';
+export { decodeMessage, encodeMessage, errorTo, MalformedMessageError, packAll, requestMessage, responseTo, MessageType, type DxlMessage } from './dxl-message.ts';
 export { digestOf, hashTypeOf, tieHash, TieFiles, TrustLevel, ENTERPRISE_PROVIDER, TIE_GET_FILE_REPUTATION, TIE_SET_FILE_REPUTATION, type TieHash } from './tie.ts';
 export { createTieEnforcer, eachLimited, parseDigestList, renderDigestList, tieAdapter, type ReputationService } from './tie-adapter.ts';
 

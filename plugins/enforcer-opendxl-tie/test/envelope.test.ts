@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decodeMessage, digestOf, eachLimited, encodeMessage, errorTo, hashTypeOf, MsgpackReader, pack, packAll, parseBrokerAddress, requestMessage, responseTo, tieHash, type DxlMessage } from '../src/index.ts';
-import { decodeReference, dxl, type RefMessage } from './reference-dxl.ts';
+import { decodeMessage, digestOf, eachLimited, encodeMessage, errorTo, hashTypeOf, packAll, parseBrokerAddress, requestMessage, responseTo, tieHash, type DxlMessage } from '../src/index.ts';
+import { decodeReference, dxl, referencePacker, type RefMessage } from './reference-dxl.ts';
 
 /*
  * The DXL envelope against the official OpenDXL JavaScript client: the frames this plugin writes
@@ -72,7 +72,7 @@ describe('DXL envelope', () => {
     expect(event.payload.toString()).toBe('{"a":1}');
   });
 
-  it('refuses what is not a DXL frame with a typed error', () => {
+  it('refuses what is not a DXL frame with a typed error, never anything else', () => {
     const malformed = (frame: Buffer) => {
       try {
         decodeMessage(frame);
@@ -81,38 +81,61 @@ describe('DXL envelope', () => {
       }
       return 'decoded';
     };
+    const head = (hex: string) => Buffer.concat([packAll([2, 1]), Buffer.from(hex, 'hex')]);
     expect(malformed(Buffer.from([0x02, 0x09]))).toBe('DXL_MALFORMED_MESSAGE: unknown DXL message type 9');
     expect(malformed(Buffer.from([0x02]))).toBe('DXL_MALFORMED_MESSAGE: truncated MessagePack value');
+    expect(malformed(head('a56964'))).toBe('DXL_MALFORMED_MESSAGE: truncated MessagePack value');
+    expect(malformed(head('dd00000002c0'))).toBe('DXL_MALFORMED_MESSAGE: truncated MessagePack value');
     expect(malformed(packAll([2, 1, 7]))).toBe('DXL_MALFORMED_MESSAGE: DXL field messageId: expected text');
+    expect(malformed(head('81a16101'))).toBe('DXL_MALFORMED_MESSAGE: DXL field messageId: expected text');
     expect(malformed(packAll([2, 1, 'id', '', '', 'x']))).toBe('DXL_MALFORMED_MESSAGE: DXL field brokerIds: expected an array');
     expect(malformed(packAll(['2']))).toBe('DXL_MALFORMED_MESSAGE: DXL field version: expected an integer');
-    expect(malformed(Buffer.from([0xd4, 0x01, 0x00]))).toBe('DXL_MALFORMED_MESSAGE: unsupported MessagePack type 0xd4');
+    expect(malformed(Buffer.from('cb3ff8000000000000', 'hex'))).toBe('DXL_MALFORMED_MESSAGE: DXL field version: expected an integer');
+    expect(malformed(Buffer.from([0xd4, 0x01, 0x00]))).toBe('DXL_MALFORMED_MESSAGE: unsupported MessagePack extension type 1');
+    expect(malformed(head('d6ff00000000'))).toBe('DXL_MALFORMED_MESSAGE: unsupported MessagePack extension type -1');
+    expect(malformed(head('c1'))).toBe('DXL_MALFORMED_MESSAGE: invalid MessagePack: Unrecognized type byte: 0xc1');
+    expect(malformed(head('819001'))).toBe('DXL_MALFORMED_MESSAGE: invalid MessagePack: The type of key must be string or number but object');
+    expect(malformed(head('81a95f5f70726f746f5f5f01'))).toBe('DXL_MALFORMED_MESSAGE: invalid MessagePack: The key __proto__ is not allowed');
+  });
+
+  it('refuses to write an error code that is not an integer', () => {
+    const request = requestMessage(payload, '/reply');
+    if (request.type !== 'request') throw new Error('not a request');
+    expect(() => encodeMessage(errorTo(request, 1.5, 'x'))).toThrow('DXL field errorCode: 1.5 is not an integer');
   });
 });
 
-describe('MessagePack', () => {
-  it('round-trips every size class it writes', () => {
-    const values = [0, 127, 128, 255, 256, 65_535, 65_536, 2 ** 32 - 1, 2 ** 32, Number.MAX_SAFE_INTEGER, -1, -32, -33, -(2 ** 40), null, true, false, '', 'x'.repeat(31), 'x'.repeat(32), 'é'.repeat(200), 'x'.repeat(70_000)];
-    for (const v of values) expect(new MsgpackReader(pack(v)).read()).toEqual(v);
+describe('MessagePack in DXL frames', () => {
+  it('writes every size class as the reference client\'s packer (msgpack5) does; bytes as bin, text as str', () => {
+    const values = [0, 127, 128, 255, 256, 65_535, 65_536, 2 ** 32 - 1, 2 ** 32, Number.MAX_SAFE_INTEGER, 0x80000001, -1, -32, -33, -128, -129, -32_768, -32_769, -214_748_364, -(2 ** 31) - 1, -(2 ** 40)];
+    const texts = ['', 'x'.repeat(31), 'x'.repeat(32), 'x'.repeat(255), 'x'.repeat(256), 'é'.repeat(200), 'x'.repeat(70_000)];
     const bins = [0, 255, 256, 70_000].map((n) => Buffer.alloc(n, 7));
-    for (const b of bins) expect(new MsgpackReader(pack(b)).read()).toEqual(b);
     const arrays = [[], Array.from({ length: 15 }, (_, i) => i), Array.from({ length: 16 }, (_, i) => `${i}`), Array.from({ length: 70_000 }, () => 1)];
-    for (const a of arrays) expect(JSON.stringify(new MsgpackReader(pack(a)).read())).toBe(JSON.stringify(a));
-    expect(() => pack(1.5)).toThrow('cannot pack 1.5: only safe integers');
+    for (const v of [...values, null, true, false, ...texts, ...bins, ...arrays]) {
+      expect(packAll([v]).toString('hex')).toBe(referencePacker.encode(v).slice().toString('hex'));
+    }
+    expect(packAll(['ab', Buffer.from('ab'), new Uint8Array([0x61, 0x62])]).toString('hex')).toBe('a26162c4026162c4026162');
+    // msgpack5 3.6 writes int 64 from -214,748,365 down (its int 32 bound lacks a digit); this
+    // packer, like the Java and Python ones, writes int 32 down to -2**31. Every reader takes
+    // either, and the frames this plugin writes hold no negative integer.
+    expect([packAll([-214_748_365]).toString('hex'), referencePacker.encode(-214_748_365).slice().toString('hex')]).toEqual(['d2f3333333', 'd3fffffffff3333333']);
+    expect(packAll([-(2 ** 31)]).toString('hex')).toBe('d280000000');
   });
 
-  it('reads maps, floats and signed integers another packer wrote', () => {
-    const r = new MsgpackReader(Buffer.from('82a16101a162c0cb3ff8000000000000ca3fc00000d0ffd1ff00d2ffff0000d3ffffffffffffffffde0001a178dc0001c3df00000000dd00000000c5000161c600000001620000', 'hex'));
-    expect(r.read()).toEqual(new Map<unknown, unknown>([['a', 1], ['b', null]]));
-    expect([r.read(), r.read(), r.read(), r.read(), r.read(), r.read()]).toEqual([1.5, 1.5, -1, -256, -65_536, -1]);
-    expect(r.read()).toEqual(new Map([['x', [true]]]));
-    expect(r.read()).toEqual(new Map());
-    expect(r.read()).toEqual([]);
-    expect(r.read()).toEqual(Buffer.from('a'));
-    expect(r.read()).toEqual(Buffer.from('b'));
-    expect(r.done).toBe(false);
-    expect([r.read(), r.read()]).toEqual([0, 0]);
-    expect(r.done).toBe(true);
+  it('reads every integer width, and text and bytes in every size class, another packer may write', () => {
+    const frame = (id: string, payload: string, code: string) =>
+      Buffer.concat([packAll([2, 3]), Buffer.from(id, 'hex'), packAll(['', '', [], []]), Buffer.from(payload, 'hex'), packAll(['req', '']), Buffer.from(code, 'hex'), packAll(['m', [], '', []])]);
+    const codes: [string, number][] = [
+      ['05', 5], ['cc05', 5], ['cd0005', 5], ['ce00000005', 5], ['cf0000000000000005', 5],
+      ['e0', -32], ['d0df', -33], ['d1ffdf', -33], ['d2ffffffdf', -33], ['d3ffffffffffffffdf', -33], ['cb4014000000000000', 5],
+    ];
+    for (const [hex, code] of codes) expect(decodeMessage(frame('a26964', 'c40161', hex))).toMatchObject({ type: 'error', messageId: 'id', errorCode: code });
+    for (const id of ['a26964', 'd9026964', 'da00026964', 'db000000026964', 'c4026964', 'c500026964', 'c6000000026964']) {
+      for (const payload of ['c40161', 'c5000161', 'c60000000161', 'a161', 'd90161', 'da000161', 'db0000000161']) {
+        const m = decodeMessage(frame(id, payload, '00'));
+        expect([m.messageId, m.payload.toString('hex')]).toEqual(['id', '61']);
+      }
+    }
   });
 });
 

@@ -67,4 +67,6 @@ function shareBufferList(): void {
 }
 shareBufferList();
 export const dxl = require('@opendxl/dxl-client') as DxlModule;
+/** The client's own MessagePack packer (msgpack5), to compare encodings with. */
+export const referencePacker = createRequire(require.resolve('@opendxl/dxl-client'))('msgpack5')() as { encode(value: unknown): { slice(): Buffer } };
 export const decodeReference = require('@opendxl/dxl-client/lib/decode-message.js') as (raw: Buffer) => RefMessage;
