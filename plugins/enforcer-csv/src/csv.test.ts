@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PluginLogger } from '@rampart/plugin-kit';
 import { enforcerConformance } from '@rampart/plugin-kit/testing';
-import { CsvConfig, csvEnforcer } from './index.ts';
+import { codecOf } from '@rampart/plugin-kit';
+import { CsvConfig, csvEnforcer, csvFormat, namedCsvFormat } from './index.ts';
 
 const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 let dir: string;
@@ -51,6 +52,22 @@ describe('enforcer-csv', () => {
   });
 });
 
+describe('csv formats', () => {
+  it('reads back what it writes, canonical, dropping what is not an entry of the kind', () => {
+    expect(csvFormat.parse('cidr,score\n203.0.113.7/32,12\n10.0.0.0/8,3\nnot-an-address,4\n')).toEqual(['10.0.0.0/8', '203.0.113.7/32']);
+    const urls = namedCsvFormat(codecOf('url'));
+    const text = urls.render([{ value: 'http://shop.example/a,b', score: 7 }]);
+    expect(text).toBe('url,score\n"http://shop.example/a,b",7\n');
+    expect(urls.parse(`${text}not a url,3\n`)).toEqual(['http://shop.example/a,b']);
+    expect(namedCsvFormat(codecOf('domain')).parse('domain,score\nEvil.Example.,5\nevil.example,6\n')).toEqual(['evil.example']);
+  });
+
+  it('refuses a kind whose file is not configured, naming the setting', async () => {
+    const cfg = CsvConfig.parse({ active: true, csv_logs: join(dir, 'only-ipv4.csv') });
+    await expect(csvEnforcer.create(cfg, { log: silent, kind: 'domain' })).rejects.toThrow("csv: no file configured for kind 'domain' (options.kinds.domain.path)");
+  });
+});
+
 enforcerConformance('csv', async ({ capacity }) => {
   const root = await mkdtemp(join(tmpdir(), 'rampart-csv-conf-'));
   const file = join(root, 'list.csv');
@@ -63,6 +80,8 @@ enforcerConformance('csv', async ({ capacity }) => {
   return {
     enforcer: await csvEnforcer.create(cfg, { log: silent }),
     disturb: () => rm(file),
+    // An agent restart: a new instance on the same file.
+    reopen: () => csvEnforcer.create(cfg, { log: silent }),
     teardown: () => rm(root, { recursive: true, force: true }),
   };
 });
