@@ -9,6 +9,7 @@ const ENTRY_POINTS = [
   '^apps/server/test/support/testing\\.ts$',
   '^packages/contracts/src/fixtures\\.ts$',
   '^packages/plugin-kit/src/testing/index\\.ts$',
+  '^plugins/enforcer-opendxl-tie/test/testing\\.ts$',
 ];
 
 /** @type {import('dependency-cruiser').IConfiguration} */

@@ -28,6 +28,8 @@ export interface TieStandIn {
   readonly store: Map<string, StoredReputation>;
   /** Requests answered, by kind. */
   readonly counts: { get: number; set: number; refused: number };
+  /** Set requests accepted, in order (a NOT_SET leaves no reputation in `store`, but shows here). */
+  readonly sets: { digest: string; trustLevel: number }[];
   /** Set requests for these digests are answered with an error response. */
   readonly refuse: Set<string>;
   /** The digests held at `trustLevel`, sorted. */
@@ -62,6 +64,7 @@ export async function startTieStandIn(pki: TestPki, port: number): Promise<TieSt
   const store = new Map<string, StoredReputation>();
   const counts = { get: 0, set: 0, refused: 0 };
   const refuse = new Set<string>();
+  const sets: { digest: string; trustLevel: number }[] = [];
 
   const refused = (request: RefRequest, message: string) => {
     counts.refused += 1;
@@ -90,6 +93,7 @@ export async function startTieStandIn(pki: TestPki, port: number): Promise<TieSt
     if (typeof body.trustLevel !== 'number' || !TRUST_LEVELS.includes(body.trustLevel)) return refused(request, 'bad trust level');
     if (refuse.has(digest)) return refused(request, 'refused by the test');
     counts.set += 1;
+    sets.push({ digest, trustLevel: body.trustLevel });
     if (body.trustLevel === 0) store.delete(digest);
     else store.set(digest, { trustLevel: body.trustLevel, filename: typeof body.filename === 'string' ? body.filename : '', comment: typeof body.comment === 'string' ? body.comment : '' });
     answer(request, {});
@@ -123,6 +127,7 @@ export async function startTieStandIn(pki: TestPki, port: number): Promise<TieSt
   return {
     store,
     counts,
+    sets,
     refuse,
     at: (trustLevel) => [...store].filter(([, r]) => r.trustLevel === trustLevel).map(([d]) => d).sort(),
     stop: () => new Promise<void>((resolve) => client.destroy(() => resolve())),
