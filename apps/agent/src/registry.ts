@@ -7,6 +7,7 @@ import { nftablesBridgeEnforcer } from '@rampart/enforcer-nftables-bridge';
 import { pfEnforcer } from '@rampart/enforcer-pf';
 import { csvEnforcer } from '@rampart/enforcer-csv';
 import { bindRpzEnforcer } from '@rampart/enforcer-bind-rpz';
+import { infobloxRpzEnforcer } from '@rampart/enforcer-infoblox-rpz';
 import { modsecurityEnforcer } from '@rampart/enforcer-modsecurity';
 import { nginxEnforcer } from '@rampart/enforcer-nginx';
 import { haproxyEnforcer } from '@rampart/enforcer-haproxy';
@@ -54,6 +55,9 @@ export const packetFilterEnforcer = enforcerByBackend('packet_filter', { nftable
 /** `router_a` is a RouterOS router unless `options.dialect` says `ios` (Cisco IOS / IOS-XE). */
 export const routerEnforcer = enforcerByBackend('router_a', { routeros: mikrotikEnforcer, ios: ciscoIosEnforcer }, 'routeros', 'dialect');
 
+/** `dns_e` is a BIND response policy zone file unless `options.dialect` says `infoblox` (NIOS WAPI). */
+export const dnsEnforcer = enforcerByBackend('dns_e', { bind: bindRpzEnforcer, infoblox: infobloxRpzEnforcer }, 'bind', 'dialect');
+
 /** Enforcers by the `ips` label they are configured under. */
 export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEnforcer>(
   [
@@ -61,7 +65,7 @@ export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEn
     nftablesBridgeEnforcer,
     pfEnforcer,
     csvEnforcer,
-    bindRpzEnforcer,
+    dnsEnforcer,
     modsecurityEnforcer,
     nginxEnforcer,
     haproxyEnforcer,

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseAgentFile } from '../src/config/load.ts';
 import { validateAgentText } from '../src/config/read.ts';
+import { planPlugins } from '../src/config/plugins.ts';
 import { REGISTRY, UnknownPluginError, findEnforcer } from '../src/registry.ts';
 import { cronForMinutes } from '../src/runtime/scheduler.ts';
 
@@ -102,6 +103,20 @@ describe('agent configuration', () => {
     expect(check({ dialect: 'nxos' })).toEqual([{ path: 'ips.router_a.options.dialect', message: 'unknown dialect; known: ios, routeros' }]);
   });
 
+  it('routes dns_e by options.dialect: a BIND zone file by default, Infoblox WAPI when asked; domains either way', () => {
+    const ips = { dns_e: { active: true, domains_file: '/tmp/rpz.zone', api: 'https://gm.example.org/wapi/v2.12', username: 'u', password: 'p', policy: 'rpz.example.org' } };
+    const plan = (options: Record<string, unknown>) => {
+      const settings = { ...base, ips };
+      const { config, problems } = validateAgentText(JSON.stringify({ ...settings, local: { enforcers: { dns_e: options } } }), { AGENT_KEY: 'k' }, REGISTRY);
+      if (problems.length) return problems;
+      return planPlugins(config!.settings, REGISTRY, config!.local).plan.enforcers.map((e) => `${e.label}:${(e.config as { backend: string }).backend}`);
+    };
+    expect(plan({})).toEqual(['dns_e/domain:bind']);
+    expect(plan({ dialect: 'infoblox', tls_fingerprint_sha256: 'ab'.repeat(32) })).toEqual(['dns_e/domain:infoblox']);
+    expect(plan({ dialect: 'infoblox', zone: 'rpz.local' })).toEqual([{ path: 'ips.dns_e.options', message: 'Unrecognized key: "zone"' }]);
+    expect(plan({ dialect: 'powerdns' })).toEqual([{ path: 'ips.dns_e.options.dialect', message: 'unknown dialect; known: bind, infoblox' }]);
+  });
+
   it('registers every enforcer under the ips label it serves', () => {
     expect([...REGISTRY.enforcers.keys()].sort()).toEqual(['bridge_filter', 'cdn_waf', 'cloud_a', 'csp', 'csv', 'dns_e', 'dry_run', 'endpoint_d', 'firewall_accel_a', 'firewall_b', 'firewall_c', 'firewall_mgmt_a', 'packet_filter', 'pf_list', 'proxy_f', 'proxy_lb', 'router_a', 'waf', 'web_server_list']);
     expect(Object.fromEntries([...REGISTRY.enforcers].map(([label, d]) => [label, d.name]))).toEqual({
@@ -110,7 +125,7 @@ describe('agent configuration', () => {
       cloud_a: 'aws',
       csp: 'feed-server',
       csv: 'csv',
-      dns_e: 'bind-rpz',
+      dns_e: 'bind|infoblox',
       dry_run: 'dry-run',
       endpoint_d: 'opendxl-tie',
       firewall_accel_a: 'checkpoint-securexl',

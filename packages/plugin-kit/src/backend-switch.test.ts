@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineEnforcer, type Enforcer } from './enforcer.ts';
+import { defineEnforcer, enforcerKinds, type Enforcer } from './enforcer.ts';
 import { enforcerByBackend } from './backend-switch.ts';
 
 const made: string[] = [];
@@ -51,7 +51,25 @@ describe('enforcerByBackend', () => {
     expect(router.configSchema.safeParse({ active: true, options: { dialect: 'junos' } }).error!.issues).toMatchObject([
       { path: ['options', 'dialect'], message: 'unknown dialect; known: ios, routeros' },
     ]);
+    expect(router.kinds).toEqual(['ipv4']);
+    expect(enforcerKinds(router, router.configSchema.parse({ active: true }))).toEqual(['ipv4']);
     // The other switch's key means nothing here: the chosen plugin refuses it as an unknown key.
     expect(router.configSchema.safeParse({ active: true, options: { backend: 'ios' } }).success).toBe(false);
+  });
+
+  it("enforces the chosen plugin's kinds (dns_e: domains in either dialect)", () => {
+    const dns = (name: string, kinds: ('domain' | 'url')[]) =>
+      defineEnforcer({
+        name,
+        serves: 'dns_e',
+        configSchema: z.strictObject({ active: z.boolean(), options: z.strictObject({ dialect: z.literal(name).default(name as never) }).prefault({}) }),
+        kinds,
+        kindsOf: () => kinds,
+        create: async () => ({}) as unknown as Enforcer,
+      });
+    const sw = enforcerByBackend('dns_e', { bind: dns('bind', ['domain']), other: dns('other', ['domain', 'url']) }, 'bind', 'dialect');
+    expect(sw.kinds).toEqual(['domain', 'url']);
+    expect(enforcerKinds(sw, sw.configSchema.parse({ active: true }))).toEqual(['domain']);
+    expect(enforcerKinds(sw, sw.configSchema.parse({ active: true, options: { dialect: 'other' } }))).toEqual(['domain', 'url']);
   });
 });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { composedOf, type IpsLabel } from '@rampart/contracts';
-import type { EnforcerDefinition } from './enforcer.ts';
+import { enforcerKinds, type EnforcerDefinition } from './enforcer.ts';
 
 /** A config routed to one backend: which one, and that backend's parsed config. */
 export interface BackendConfig {
@@ -13,7 +13,8 @@ export interface BackendConfig {
  * (`packet_filter`: `backend`, nftables or iptables + ipset; `router_a`: `dialect`, RouterOS or
  * IOS). Each plugin declares the option with its own value. The registry lists the switch under
  * the label; validation reports the chosen plugin's issues at their own paths, and an unknown
- * value names the known ones.
+ * value names the known ones. The kinds are the chosen plugin's (`dns_e`: domains, whichever
+ * dialect), so the agent syncs the feeds the chosen plugin enforces.
  */
 export function enforcerByBackend(
   serves: IpsLabel,
@@ -48,6 +49,8 @@ export function enforcerByBackend(
     name: Object.keys(backends).join('|'),
     serves,
     configSchema,
+    kinds: [...new Set(Object.values(backends).flatMap((b) => b.kinds ?? ['ipv4' as const]))],
+    kindsOf: (chosen) => enforcerKinds(backends[chosen.backend]!, chosen.config),
     create: (chosen, ctx) => backends[chosen.backend]!.create(chosen.config, ctx),
   };
 }

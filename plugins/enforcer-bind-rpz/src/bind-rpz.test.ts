@@ -18,6 +18,7 @@ describe('enforcer-bind-rpz config', () => {
     const parsed = BindRpzConfig.parse(JSON.parse(sample!));
     expect(parsed.domains_file).toBe('/etc/bind/rpz.rampart.zone');
     expect(parsed.options).toEqual({
+      dialect: 'bind',
       zone: 'rpz.rampart',
       action: 'nxdomain',
       reload_command: 'rndc reload rpz.rampart',

@@ -10,6 +10,7 @@ const Action = z.union([z.enum(['nxdomain', 'nodata', 'drop']), z.string().refin
 
 const BindRpzOptions = z
   .strictObject({
+    dialect: z.literal('bind').default('bind').describe('dns_e dialect this plugin implements (infoblox: @rampart/enforcer-infoblox-rpz)'),
     zone: z
       .string()
       .min(1)
@@ -24,7 +25,7 @@ const BindRpzOptions = z
     passthru: z.array(z.string().max(253)).max(100_000).default([]).describe('Names never rewritten (rpz-passthru.), in addition to domains_file_whitelist'),
     ttl: z.number().int().min(0).max(86_400).default(60).describe('TTL of the zone records, seconds'),
   })
-  .default({ zone: 'rpz.local', action: 'nxdomain', reload_timeout_seconds: 60, max_entries: 1_000_000, passthru: [], ttl: 60 });
+  .default({ dialect: 'bind', zone: 'rpz.local', action: 'nxdomain', reload_timeout_seconds: 60, max_entries: 1_000_000, passthru: [], ttl: 60 });
 
 export const BindRpzConfig = IpsEntries.dns_e.extend({ options: BindRpzOptions }).superRefine((cfg, ctx) => {
   if (cfg.active && !cfg.domains_file) ctx.addIssue({ code: 'custom', path: ['domains_file'], message: 'the RPZ zone file path is required when active' });

@@ -1,0 +1,170 @@
+import https from 'node:https';
+import tls from 'node:tls';
+import type { Duplex } from 'node:stream';
+
+/*
+ * The transport of Infoblox NIOS WAPI: `<api>/<object>?<args>` over HTTPS with HTTP basic
+ * authentication on every request. A read returns JSON (with `_return_as_object=1`, an object
+ * `{ result, next_page_id? }`); a write through the `request` object takes a JSON array of
+ * `{ method, object, data?, args? }` and returns one result per item. A refused call answers
+ * HTTP 4xx/5xx with `{ Error, code, text }` (a 401 carries no JSON at all).
+ */
+
+export type Json = unknown;
+
+/** A call WAPI refused: the HTTP status and WAPI's own `code` and `text`. */
+export class InfobloxWapiError extends Error {
+  readonly code = 'INFOBLOX_WAPI_FAILED';
+  constructor(
+    readonly call: string,
+    readonly status: number,
+    readonly wapiCode: string,
+    readonly text: string,
+  ) {
+    super(`${call} failed (HTTP ${status}): ${wapiCode}: ${text.slice(0, 500)}`);
+    this.name = 'InfobloxWapiError';
+  }
+}
+
+/** The server's certificate did not match the pin, or did not verify against the CA. */
+export class InfobloxTlsError extends Error {
+  readonly code = 'INFOBLOX_TLS_FAILED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'InfobloxTlsError';
+  }
+}
+
+export interface TrustOptions {
+  /** PEM of the CA (or of the self-signed certificate) that signs the Grid Master's certificate. */
+  ca?: string;
+  /** SHA-256 fingerprint of the Grid Master's certificate, `AA:BB:...` upper case (Node's form). */
+  fingerprint256?: string;
+}
+
+/**
+ * Keeps connections open and checks the pin before a connection carries a request, so that no
+ * request (each carries the password) reaches a server without the pinned certificate. With a
+ * pin and no CA the chain is not verified (the appliance's self-signed certificate): the pin
+ * replaces it. Without either, the system's CAs verify the server; verification is never off.
+ */
+class PinnedAgent extends https.Agent {
+  readonly #trust: TrustOptions;
+  constructor(trust: TrustOptions) {
+    super({ keepAlive: true, maxSockets: 2 });
+    this.#trust = trust;
+  }
+
+  override createConnection(options: https.RequestOptions, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
+    const { ca, fingerprint256 } = this.#trust;
+    const socket = tls.connect({ ...(options as tls.ConnectionOptions), ...(ca ? { ca } : {}), rejectUnauthorized: Boolean(ca) || !fingerprint256 });
+    const done = callback!;
+    const onError = (err: Error) => done(err, socket);
+    socket.once('error', onError);
+    socket.once('secureConnect', () => {
+      socket.removeListener('error', onError);
+      const seen = socket.getPeerCertificate().fingerprint256;
+      if (fingerprint256 && seen !== fingerprint256) {
+        socket.destroy();
+        done(new InfobloxTlsError(`server certificate ${seen} does not match the pinned fingerprint`), socket);
+        return;
+      }
+      done(null, socket);
+    });
+    return undefined;
+  }
+}
+
+export interface WapiOptions {
+  /** The WAPI base URL, `https://gm.example/wapi/v2.12`. */
+  api: string;
+  username: string;
+  password: string;
+  trust: TrustOptions;
+  /** Per-request limit; the caller's signal can end a request sooner. */
+  timeoutMs: number;
+}
+
+export class WapiClient {
+  readonly #agent: PinnedAgent;
+  readonly #base: URL;
+  readonly #auth: string;
+  readonly #timeoutMs: number;
+
+  constructor(o: WapiOptions) {
+    this.#base = new URL(o.api.endsWith('/') ? o.api : `${o.api}/`);
+    this.#auth = `Basic ${Buffer.from(`${o.username}:${o.password}`).toString('base64')}`;
+    this.#timeoutMs = o.timeoutMs;
+    this.#agent = new PinnedAgent(o.trust);
+  }
+
+  /** GET `<object>?<args>`; resolves with the parsed JSON of a 200. */
+  get(object: string, args: Record<string, string | number>, signal?: AbortSignal): Promise<Json> {
+    return this.#call('GET', object, args, undefined, signal);
+  }
+
+  /** POST to `<object>` (the `request` object takes the multi-object array). */
+  post(object: string, body: Json, signal?: AbortSignal): Promise<Json> {
+    return this.#call('POST', object, {}, body, signal);
+  }
+
+  close(): void {
+    this.#agent.destroy();
+  }
+
+  #call(method: string, object: string, args: Record<string, string | number>, body: Json, signal?: AbortSignal): Promise<Json> {
+    signal?.throwIfAborted();
+    // './': an object type such as record:rpz:cname would otherwise parse as a URL scheme.
+    const url = new URL(`./${object}`, this.#base);
+    for (const [key, value] of Object.entries(args)) url.searchParams.set(key, String(value));
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    const call = `${method} ${object}`;
+    return new Promise<Json>((resolve, reject) => {
+      const req = https.request(
+        url,
+        {
+          method,
+          agent: this.#agent,
+          signal: both,
+          headers: {
+            authorization: this.#auth,
+            accept: 'application/json',
+            ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            const status = res.statusCode ?? 0;
+            let json: Json;
+            try {
+              json = JSON.parse(text);
+            } catch {
+              json = undefined;
+            }
+            if (status >= 200 && status < 300 && json !== undefined) return resolve(json);
+            reject(failure(call, status, json, text));
+          });
+        },
+      );
+      req.on('error', (err) => reject(signal?.aborted ? signal.reason : err));
+      req.end(payload);
+    });
+  }
+}
+
+/** WAPI's `{ Error, code, text }`, or what a body without it says (a 401 is an HTML page). */
+function failure(call: string, status: number, json: Json, text: string): InfobloxWapiError {
+  const body = json && typeof json === 'object' && !Array.isArray(json) ? (json as Record<string, unknown>) : undefined;
+  if (body && typeof body.code === 'string') {
+    const detail = typeof body.text === 'string' && body.text ? body.text : typeof body.Error === 'string' ? body.Error : 'no text';
+    return new InfobloxWapiError(call, status, body.code, detail);
+  }
+  if (status === 401) return new InfobloxWapiError(call, status, 'Unauthorized', 'authorization failed: wrong username or password, or no API access');
+  return new InfobloxWapiError(call, status, 'http_error', text.replace(/\s+/g, ' ').trim().slice(0, 300) || 'empty reply');
+}
