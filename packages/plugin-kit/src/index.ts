@@ -21,3 +21,4 @@ export * from './serial.ts';
 export * from './backend-switch.ts';
 export * from './abort.ts';
 export * from './ssh.ts';
+export * from './pinned-https.ts';

@@ -1,6 +1,5 @@
 import https from 'node:https';
-import tls from 'node:tls';
-import type { Duplex } from 'node:stream';
+import { PinnedAgent, type TrustOptions } from '@rampart/plugin-kit';
 
 /*
  * The transport of the Check Point Management Web API: every command is
@@ -34,50 +33,6 @@ export class CheckPointTlsError extends Error {
   }
 }
 
-export interface TrustOptions {
-  /** PEM of the CA (or of the self-signed certificate) that signs the server's certificate. */
-  ca?: string;
-  /** SHA-256 fingerprint of the server's certificate, `AA:BB:...` upper case (Node's form). */
-  fingerprint256?: string;
-}
-
-/**
- * Keeps connections open (one TLS handshake for thousands of commands) and checks the pin
- * before a connection is handed to a request, so no byte of a request (the password of
- * `login`) is written to a server that does not hold the pinned certificate. With a pin and no
- * CA the chain is not verified (a self-signed management certificate): the pin replaces it.
- * Without either, the system's CAs verify the server as usual; verification is never off.
- */
-class PinnedAgent extends https.Agent {
-  readonly #trust: TrustOptions;
-  constructor(trust: TrustOptions) {
-    super({ keepAlive: true, maxSockets: 2 });
-    this.#trust = trust;
-  }
-
-  override createConnection(options: https.RequestOptions, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
-    const { ca, fingerprint256 } = this.#trust;
-    const socket = tls.connect({
-      ...(options as tls.ConnectionOptions),
-      ...(ca ? { ca } : {}),
-      rejectUnauthorized: Boolean(ca) || !fingerprint256,
-    });
-    const done = callback!;
-    const onError = (err: Error) => done(err, socket);
-    socket.once('error', onError);
-    socket.once('secureConnect', () => {
-      socket.removeListener('error', onError);
-      const seen = socket.getPeerCertificate().fingerprint256;
-      if (fingerprint256 && seen !== fingerprint256) {
-        socket.destroy();
-        done(new CheckPointTlsError(`server certificate ${seen} does not match the pinned fingerprint`), socket);
-        return;
-      }
-      done(null, socket);
-    });
-    return undefined;
-  }
-}
 
 export interface TransportOptions {
   host: string;
@@ -93,7 +48,7 @@ export class WebApiTransport {
 
   constructor(o: TransportOptions) {
     this.#o = o;
-    this.#agent = new PinnedAgent(o.trust);
+    this.#agent = new PinnedAgent(o.trust, (message) => new CheckPointTlsError(message));
   }
 
   /** Runs one command; resolves with the JSON reply of a 200, rejects with the API's error. */

@@ -1,6 +1,5 @@
 import https from 'node:https';
-import tls from 'node:tls';
-import type { Duplex } from 'node:stream';
+import { PinnedAgent, type TrustOptions } from '@rampart/plugin-kit';
 
 /*
  * The transport of Infoblox NIOS WAPI: `<api>/<object>?<args>` over HTTPS with HTTP basic
@@ -35,45 +34,6 @@ export class InfobloxTlsError extends Error {
   }
 }
 
-export interface TrustOptions {
-  /** PEM of the CA (or of the self-signed certificate) that signs the Grid Master's certificate. */
-  ca?: string;
-  /** SHA-256 fingerprint of the Grid Master's certificate, `AA:BB:...` upper case (Node's form). */
-  fingerprint256?: string;
-}
-
-/**
- * Keeps connections open and checks the pin before a connection carries a request, so that no
- * request (each carries the password) reaches a server without the pinned certificate. With a
- * pin and no CA the chain is not verified (the appliance's self-signed certificate): the pin
- * replaces it. Without either, the system's CAs verify the server; verification is never off.
- */
-class PinnedAgent extends https.Agent {
-  readonly #trust: TrustOptions;
-  constructor(trust: TrustOptions) {
-    super({ keepAlive: true, maxSockets: 2 });
-    this.#trust = trust;
-  }
-
-  override createConnection(options: https.RequestOptions, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
-    const { ca, fingerprint256 } = this.#trust;
-    const socket = tls.connect({ ...(options as tls.ConnectionOptions), ...(ca ? { ca } : {}), rejectUnauthorized: Boolean(ca) || !fingerprint256 });
-    const done = callback!;
-    const onError = (err: Error) => done(err, socket);
-    socket.once('error', onError);
-    socket.once('secureConnect', () => {
-      socket.removeListener('error', onError);
-      const seen = socket.getPeerCertificate().fingerprint256;
-      if (fingerprint256 && seen !== fingerprint256) {
-        socket.destroy();
-        done(new InfobloxTlsError(`server certificate ${seen} does not match the pinned fingerprint`), socket);
-        return;
-      }
-      done(null, socket);
-    });
-    return undefined;
-  }
-}
 
 export interface WapiOptions {
   /** The WAPI base URL, `https://gm.example/wapi/v2.12`. */
@@ -95,7 +55,7 @@ export class WapiClient {
     this.#base = new URL(o.api.endsWith('/') ? o.api : `${o.api}/`);
     this.#auth = `Basic ${Buffer.from(`${o.username}:${o.password}`).toString('base64')}`;
     this.#timeoutMs = o.timeoutMs;
-    this.#agent = new PinnedAgent(o.trust);
+    this.#agent = new PinnedAgent(o.trust, (message) => new InfobloxTlsError(message));
   }
 
   /** GET `<object>?<args>`; resolves with the parsed JSON of a 200. */

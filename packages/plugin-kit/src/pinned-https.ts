@@ -1,0 +1,53 @@
+import https from 'node:https';
+import tls from 'node:tls';
+import type { Duplex } from 'node:stream';
+
+/*
+ * HTTPS to a management API whose certificate is often self-signed (a firewall manager, a DNS
+ * appliance): the operator pins the certificate's SHA-256 fingerprint or names a CA file.
+ */
+
+export interface TrustOptions {
+  /** PEM of the CA (or of the self-signed certificate) that signs the server's certificate. */
+  ca?: string;
+  /** SHA-256 fingerprint of the server's certificate, `AA:BB:...` upper case (Node's form). */
+  fingerprint256?: string;
+}
+
+/**
+ * Keeps connections open (one TLS handshake for thousands of calls) and checks the pin before a
+ * connection is handed to a request, so that no byte of a request (each may carry a password) is
+ * written to a server that does not hold the pinned certificate. With a pin and no CA the chain
+ * is not verified (a self-signed certificate): the pin replaces it. Without either, the system's
+ * CAs verify the server as usual; verification is never off. `mismatch` makes the plugin's own
+ * error for a certificate that does not match the pin.
+ */
+export class PinnedAgent extends https.Agent {
+  readonly #trust: TrustOptions;
+  readonly #mismatch: (message: string) => Error;
+
+  constructor(trust: TrustOptions, mismatch: (message: string) => Error) {
+    super({ keepAlive: true, maxSockets: 2 });
+    this.#trust = trust;
+    this.#mismatch = mismatch;
+  }
+
+  override createConnection(options: https.RequestOptions, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
+    const { ca, fingerprint256 } = this.#trust;
+    const socket = tls.connect({ ...(options as tls.ConnectionOptions), ...(ca ? { ca } : {}), rejectUnauthorized: Boolean(ca) || !fingerprint256 });
+    const done = callback!;
+    const onError = (err: Error) => done(err, socket);
+    socket.once('error', onError);
+    socket.once('secureConnect', () => {
+      socket.removeListener('error', onError);
+      const seen = socket.getPeerCertificate().fingerprint256;
+      if (fingerprint256 && seen !== fingerprint256) {
+        socket.destroy();
+        done(this.#mismatch(`server certificate ${seen} does not match the pinned fingerprint`), socket);
+        return;
+      }
+      done(null, socket);
+    });
+    return undefined;
+  }
+}
