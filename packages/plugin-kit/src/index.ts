@@ -22,3 +22,4 @@ export * from './backend-switch.ts';
 export * from './abort.ts';
 export * from './ssh.ts';
 export * from './pinned-https.ts';
+export * from './domain-list-file.ts';

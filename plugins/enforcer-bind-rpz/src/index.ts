@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { IpsEntries } from '@rampart/contracts';
-import { codecOf, createFileListEnforcer, defineEnforcer, runShell, type BlockEntry, type ListFileFormat } from '@rampart/plugin-kit';
+import { codecOf, createFileListEnforcer, defineEnforcer, parseDomainList, readDomainListFile, runShell, type BlockEntry, type ListFileFormat } from '@rampart/plugin-kit';
 
 const domainCodec = codecOf('domain');
 
@@ -45,15 +45,8 @@ export function actionTarget(action: string): string {
   return `${domainCodec.canonical(action)}.`;
 }
 
-/** Domain names of a whitelist file: one a line, `#` comments, blank lines and bad names skipped. */
-export function parseWhitelist(text: string): string[] {
-  const names = new Set<string>();
-  for (const raw of text.split('\n')) {
-    const name = domainCodec.canonical(raw.replace(/#.*/, '').trim());
-    if (name) names.add(name);
-  }
-  return [...names].sort(domainCodec.compare);
-}
+/** Domain names of a whitelist file (plugin-kit's domain list format). */
+export const parseWhitelist = parseDomainList;
 
 const SERIAL_RE = /^@\s+(?:\d+\s+)?IN\s+SOA\s+\S+\s+\S+\s+\(?\s*(\d+)/m;
 const MAX_SERIAL = 4_294_967_295;
@@ -121,15 +114,6 @@ export function serialOf(path: string): number {
   }
 }
 
-function readWhitelist(path: string): string[] {
-  if (!path) return [];
-  try {
-    return parseWhitelist(readFileSync(path, 'utf8'));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
-}
 
 export const bindRpzEnforcer = defineEnforcer<BindRpzConfig>({
   name: 'bind-rpz',
@@ -146,7 +130,7 @@ export const bindRpzEnforcer = defineEnforcer<BindRpzConfig>({
     const format = rpzZoneFormat({
       ttl: o.ttl,
       action: o.action,
-      passthru: () => [...new Set([...fixed, ...readWhitelist(config.domains_file_whitelist)])].sort(domainCodec.compare),
+      passthru: () => [...new Set([...fixed, ...readDomainListFile(config.domains_file_whitelist)])].sort(domainCodec.compare),
       startSerial: serialOf(config.domains_file),
     });
     return createFileListEnforcer({

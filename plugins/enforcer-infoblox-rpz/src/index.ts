@@ -1,8 +1,7 @@
 import { readFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { IpsEntries } from '@rampart/contracts';
-import { defineEnforcer, domainCodec } from '@rampart/plugin-kit';
+import { defineEnforcer, domainCodec, parseDomainList, readDomainListFile } from '@rampart/plugin-kit';
 import { createRpzEnforcer } from './rpz-adapter.ts';
 import { WapiClient } from './wapi.ts';
 
@@ -70,25 +69,9 @@ export function ownerMarker(group: string): string {
   return group ? `rampart:${group}` : 'rampart';
 }
 
-/** Domain names of a whitelist file: one a line, `#` comments, blank lines and bad names skipped. */
-export function parseWhitelist(text: string): string[] {
-  const names = new Set<string>();
-  for (const raw of text.split('\n')) {
-    const name = domainCodec.canonical(raw.replace(/#.*/, '').trim());
-    if (name) names.add(name);
-  }
-  return [...names].sort(domainCodec.compare);
-}
+/** Domain names of a whitelist file (plugin-kit's domain list format). */
+export const parseWhitelist = parseDomainList;
 
-function readWhitelist(path: string): string[] {
-  if (!path) return [];
-  try {
-    return parseWhitelist(readFileSync(path, 'utf8'));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
-  }
-}
 
 export const infobloxRpzEnforcer = defineEnforcer<InfobloxRpzConfig>({
   name: 'infoblox-rpz',
@@ -117,7 +100,7 @@ export const infobloxRpzEnforcer = defineEnforcer<InfobloxRpzConfig>({
       view,
       owner: ownerMarker(config.group),
       canonical: canonicalOf(config.action)!,
-      passthru: () => [...new Set([...fixed, ...readWhitelist(config.domains_file_whitelist)])].sort(domainCodec.compare),
+      passthru: () => [...new Set([...fixed, ...readDomainListFile(config.domains_file_whitelist)])].sort(domainCodec.compare),
       batchSize: o.batch_size,
       pageSize: o.page_size,
       capacity: o.max_entries,
