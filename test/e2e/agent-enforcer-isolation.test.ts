@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemGate } from '@rampart/plugin-kit/testing';
-import { LAB, startDropLab, watchDrops, type DropLab } from './drop-lab.ts';
+import { LAB, dropLabs, watchDrops, type DropLab } from './drop-lab.ts';
 import { agentHealth, waitFor } from './support.ts';
 
 /*
@@ -24,6 +24,7 @@ interface HealthEnforcer {
 
 describe.skipIf(gate)('a stalled enforcer next to nftables in a namespace', () => {
   let lab: DropLab;
+  const labs = dropLabs();
   const listed = LAB.listed(0);
   const started = join(tmpdir(), `rampart-stall-${process.pid}-${Date.now()}.pid`);
   const STOP_TIMEOUT_SECONDS = 3;
@@ -39,7 +40,7 @@ describe.skipIf(gate)('a stalled enforcer next to nftables in a namespace', () =
   };
 
   beforeAll(async () => {
-    lab = await startDropLab({
+    lab = await labs.start({
       listed: 1,
       reconcileSeconds: 60,
       csv: true,
@@ -48,7 +49,7 @@ describe.skipIf(gate)('a stalled enforcer next to nftables in a namespace', () =
     });
   }, 90_000);
   afterAll(async () => {
-    await lab?.close();
+    await labs.closeAll();
   });
 
   it('a decision drops the source within 2 s while the csv reload hangs, and SIGTERM stops the agent within its deadline', async () => {

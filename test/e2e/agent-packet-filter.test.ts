@@ -2,7 +2,7 @@ import { readFile, unlink } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csvFormat } from '@rampart/enforcer-csv';
 import { systemGate } from '@rampart/plugin-kit/testing';
-import { LAB, startDropLab, watchDrops, type DropLab, type PacketFilterBackend } from './drop-lab.ts';
+import { LAB, dropLabs, watchDrops, type DropLab, type PacketFilterBackend } from './drop-lab.ts';
 import { waitFor } from './support.ts';
 
 /*
@@ -17,15 +17,16 @@ const gate = systemGate('agent + packet filter in a network namespace', { comman
 
 describe.skipIf(gate).each<PacketFilterBackend>(['nftables', 'ipset'])('agent enforcing packet_filter (%s) in a namespace', (backend) => {
   let lab: DropLab;
+  const labs = dropLabs();
   const listed = LAB.listed(0);
   const probe = (source: string, host: string) => lab.lab.probe(lab.client, source, host, LAB.port);
   const passes = (source: string, host: string) => lab.lab.probeUntil('open', lab.client, source, host, LAB.port);
 
   beforeAll(async () => {
-    lab = await startDropLab({ backend, listed: 1, reconcileSeconds: 1, csv: true });
+    lab = await labs.start({ backend, listed: 1, reconcileSeconds: 1, csv: true });
   }, 60_000);
   afterAll(async () => {
-    await lab?.close();
+    await labs.closeAll();
   });
 
   it('a blacklist decision on the server drops the source in the namespace; another source passes', async () => {

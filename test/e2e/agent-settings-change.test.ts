@@ -2,7 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemGate } from '@rampart/plugin-kit/testing';
-import { LAB, startDropLab, type DropLab, type PacketFilterBackend } from './drop-lab.ts';
+import { LAB, dropLabs, type DropLab, type PacketFilterBackend } from './drop-lab.ts';
 import { waitFor } from './support.ts';
 
 /*
@@ -14,6 +14,7 @@ const gate = systemGate('agent + packet filter rename in a network namespace', {
 
 describe.skipIf(gate).each<PacketFilterBackend>(['nftables', 'ipset'])('agent: a renamed packet_filter target after SIGHUP (%s)', (backend) => {
   let lab: DropLab;
+  const labs = dropLabs();
   const listed = LAB.listed(0);
   /** Names of the tables (nftables) or sets (ipset) in the firewall namespace. */
   const targets = async () => {
@@ -30,10 +31,10 @@ describe.skipIf(gate).each<PacketFilterBackend>(['nftables', 'ipset'])('agent: a
   };
 
   beforeAll(async () => {
-    lab = await startDropLab({ backend, listed: 1, reconcileSeconds: 1 });
+    lab = await labs.start({ backend, listed: 1, reconcileSeconds: 1 });
   }, 60_000);
   afterAll(async () => {
-    await lab?.close();
+    await labs.closeAll();
   });
 
   it('withdraws the old target, enforces in the new one, and a whitelist empties it', async () => {

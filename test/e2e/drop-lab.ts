@@ -254,3 +254,22 @@ export function watchDrops(ns: string, source: string, host: string, port: numbe
     },
   };
 }
+
+/**
+ * The labs a suite starts, closed together in its afterAll — including one whose start outlived
+ * its beforeAll's timeout: the hook gives up, the start goes on, and without this the lab (network
+ * namespaces with listeners inside, a control plane, an agent) would outlive the test run.
+ */
+export function dropLabs(): { start(options: DropLabOptions): Promise<DropLab>; closeAll(): Promise<void> } {
+  const started: Promise<DropLab>[] = [];
+  return {
+    start(options) {
+      const starting = startDropLab(options);
+      started.push(starting);
+      return starting;
+    },
+    async closeAll() {
+      for (const starting of started.splice(0)) await (await starting.catch(() => undefined))?.close();
+    },
+  };
+}
