@@ -167,6 +167,8 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     // Put the document back for the tests after this one.
     const doc = AgentSettingsDocument.parse((await api('GET', `/agents/${GAID}/config`, acme.keys.admin)).json);
     expect((await api('PUT', `/agents/${GAID}/config`, acme.keys.admin, { ...doc, ips: { ...doc.ips, firewall_b: { ...doc.ips!.firewall_b!, active: false } } })).status).toBe(200);
+    // The page refreshes the agent for a minute after a save; nothing of this test keeps running.
+    await page.context().close();
   });
 
   it('shows an inline error for an invalid CIDR in reserved_ips and saves nothing', async () => {
@@ -396,9 +398,19 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     await own.getByRole('button', { name: 'Revoke' }).click();
     expect(await own.getByRole('group', { name: 'Confirm revocation' }).textContent()).toContain('the key you are signed in with');
     expect(await revoked(mine.key_id)).toBe(false);
+    // Once its own key is revoked the tab asks the API nothing more: every request after the
+    // DELETE would carry the revoked key and be refused (a 401 in the browser's console).
+    const after: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/api/v1/')) after.push(`${r.method()} ${new URL(r.url()).pathname}`);
+    });
     await own.getByRole('button', { name: 'Yes, revoke' }).click();
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await page.getByText('Signed out: you revoked the key this session used.').waitFor();
     expect(await revoked(mine.key_id)).toBe(true);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.waitForTimeout(300);
+    expect(after).toEqual([`DELETE /api/v1/keys/${mine.key_id}`]);
     await page.context().close();
   });
 

@@ -73,7 +73,7 @@ const PAGES = [
   { path: '/operators', label: 'Organizations' },
 ];
 
-function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void }) {
+function Shell({ session, onSignOut }: { session: Session; onSignOut: (why?: string) => void }) {
   const hash = useHash();
   const [path, query] = hash.split('?') as [string, string | undefined];
   const { me } = session;
@@ -86,7 +86,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
   else if (path.startsWith('/agents/')) page = <AgentPage session={session} gaid={decodeURIComponent(path.slice('/agents/'.length))} />;
   else if (path === '/organization') page = <OrganizationPage session={session} />;
   else if (path === '/vpn') page = <VpnPage session={session} />;
-  else if (path === '/keys') page = <KeysPage session={session} />;
+  else if (path === '/keys') page = <KeysPage session={session} onSignOut={onSignOut} />;
   else if (path === '/audit') page = <AuditPage session={session} />;
   else if (path === '/operators') page = <OperatorsPage session={session} />;
   else page = <Notice kind="error">No such page.</Notice>;
@@ -115,7 +115,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: () => void
           <span class="coins" title="Coin balance">
             {me.organization.balance.toLocaleString()} coins
           </span>
-          <button type="button" class="secondary" onClick={onSignOut}>
+          <button type="button" class="secondary" onClick={() => onSignOut()}>
             Sign out
           </button>
         </div>
@@ -154,8 +154,9 @@ function App() {
       },
     );
   }, [attempt]);
-  const signOut = () => {
+  const signOut = (why?: string) => {
     sessionStorage.removeItem(KEY_STORAGE);
+    setSignedOutWhy(why);
     setSession(null);
     setRestoring(false);
     setRestoreError(undefined);
@@ -170,7 +171,7 @@ function App() {
           <button type="button" onClick={() => setAttempt((n) => n + 1)}>
             Retry
           </button>
-          <button type="button" class="secondary" onClick={signOut}>
+          <button type="button" class="secondary" onClick={() => signOut()}>
             Sign out
           </button>
         </div>

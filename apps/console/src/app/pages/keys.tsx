@@ -1,17 +1,17 @@
 import { useState } from 'preact/hooks';
 import { z } from 'zod';
 import { ApiKeyCreated, ApiKeyInfo } from '@rampart/contracts';
-import { KEY_STORAGE, describeError } from '../api.ts';
+import { describeError } from '../api.ts';
 import { Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
 
-export function KeysPage({ session }: { session: Session }) {
+export function KeysPage({ session, onSignOut }: { session: Session; onSignOut: (why: string) => void }) {
   // Non-admins see why, and the page does not ask the API for what it would refuse.
   if (!isAdmin(session)) return <Notice kind="info">API keys are managed by organization admins.</Notice>;
-  return <KeysPageAdmin session={session} />;
+  return <KeysPageAdmin session={session} onSignOut={onSignOut} />;
 }
 
-function KeysPageAdmin({ session }: { session: Session }) {
+function KeysPageAdmin({ session, onSignOut }: { session: Session; onSignOut: (why: string) => void }) {
   const { api } = session;
   const list = useLoad(() => api.get('/keys', z.array(ApiKeyInfo)));
   const [username, setUsername] = useState('');
@@ -43,10 +43,9 @@ function KeysPageAdmin({ session }: { session: Session }) {
       await api.send('DELETE', `/keys/${keyId}`, undefined);
       setConfirming(undefined);
       if (keyId === inUse) {
-        // This tab's key no longer works: back to the sign-in form.
-        sessionStorage.removeItem(KEY_STORAGE);
-        location.hash = '#/';
-        location.reload();
+        // This tab's key no longer works: straight to the sign-in form, asking the API nothing more
+        // (a page opened with the revoked key would only be refused).
+        onSignOut('Signed out: you revoked the key this session used.');
         return;
       }
       list.reload();
