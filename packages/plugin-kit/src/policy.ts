@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Detection } from './source.ts';
+import type { Detection } from './detection.ts';
 
 /**
  * fail2ban's ban decision as a pure function of detections: an address is reported once its

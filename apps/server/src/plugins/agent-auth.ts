@@ -3,17 +3,7 @@ import { ApiError, DEFAULT_AUTH_HEADER, ROLE } from '@rampart/contracts';
 import type { Store } from '../store/index.ts';
 import { credentialFrom } from '../services/api-keys.ts';
 import { looksLikeJwt, type AgentTokenCodec } from '../services/agent-tokens.ts';
-import type { Principal } from './auth.ts';
-
-export interface AgentIdentity {
-  /** agents.id */
-  id: number;
-  gaid: string;
-  /** The token's jti. */
-  tokenId: string;
-  /** Header the agent must send its key in (its `auth_name`, lower-case). */
-  header: string;
-}
+import type { Principal } from './principal.ts';
 
 export interface AgentKey {
   token: string;

@@ -1,26 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { API_BASE, ApiError, ROLE } from '@rampart/contracts';
-import type { Store, Organization, UserRow } from '../store/index.ts';
+import type { Store } from '../store/index.ts';
 import { credentialFrom, parseApiKey, secretMatches } from '../services/api-keys.ts';
 import { AuthFailureGuard } from '../services/auth-failures.ts';
 import { agentTokenCodec, agentTokenSecret, type AgentTokenCodec } from '../services/agent-tokens.ts';
 import { agentKeyMayCall } from './agent-routes.ts';
 import type { AuthMetrics } from './metrics.ts';
-import { agentCredential, verifyAgentToken, type AgentIdentity, type AgentVerifier } from './agent-auth.ts';
+import { agentCredential, verifyAgentToken, type AgentVerifier } from './agent-auth.ts';
+import type { Principal } from './principal.ts';
 
-/**
- * Who is calling. `user`: an API key. `agent`: an agent key (JWT) — then `user` is the admin
- * who issued it with the role capped at contributor (reports are attributed to that user),
- * and `agent` names the agent.
- */
-export interface Principal {
-  kind: 'user' | 'agent';
-  keyId: string;
-  user: UserRow;
-  org: Organization;
-  agent?: AgentIdentity;
-}
+export type { Principal } from './principal.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

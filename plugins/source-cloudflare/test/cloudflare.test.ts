@@ -3,9 +3,9 @@ import { fileURLToPath } from 'node:url';
 import { memoryOffsetStore } from '@rampart/plugin-kit';
 import type { Detection, OffsetStore, PluginLogger } from '@rampart/plugin-kit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CloudflareSourceConfig, FirewallEventParser, cloudflareSource, startPoller } from './index.ts';
-import { startCloudflareStandIn } from './standin.ts';
-import type { CloudflareStandIn } from './standin.ts';
+import { CloudflareSourceConfig, FirewallEventParser, cloudflareSource, startPoller } from '../src/index.ts';
+import { startCloudflareStandIn } from './cloudflare-stand-in.ts';
+import type { CloudflareStandIn } from './cloudflare-stand-in.ts';
 
 const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const AUTH = { email: 'secops@example.com', key: 'c2547eb745079dac9320b638f5e225cf483cc5cfdda41' };

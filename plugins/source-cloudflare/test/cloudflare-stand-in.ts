@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { FirewallEvent } from './events.ts';
+import type { FirewallEvent } from '../src/events.ts';
 
 /**
  * A local stand-in for the two Cloudflare endpoints the source uses (REST `GET /zones` and the
