@@ -27,6 +27,7 @@ import { eventBus } from './services/events.ts';
 import { createEnrichment } from './services/enrichment.ts';
 import { Ipv4Mirror } from './services/ipv4-mirror/index.ts';
 import { ReportBatcher } from './services/ipv4-ingest.ts';
+import { VpnService } from './services/vpn.ts';
 import { Ipv4Lists } from './services/ipv4-lists.ts';
 import { Ipv4Reports } from './services/ipv4-reports.ts';
 import './plugins/route-config.ts';
@@ -103,6 +104,7 @@ async function buildContext(o: { config: AppConfig; store: Store; ipv4Mirror: Ip
     ipv4Mirror,
     ipv4Reports: new Ipv4Reports({ config, store, enrichment, batcher }),
     ipv4Lists: new Ipv4Lists({ store, enrichment, mirror: ipv4Mirror }),
+    vpn: new VpnService(store, config.tools.vpn),
   };
 }
 

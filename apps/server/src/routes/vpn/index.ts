@@ -4,7 +4,6 @@ import { API_BASE, ROLE, VpnCreateBody, VpnLicenseDetail, VpnLicenseList, VpnPar
 import type { CoinLedger } from '../../services/coin-ledger.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { VpnService } from '../../services/vpn.ts';
 
 const empty = z.null().describe('empty body');
 
@@ -20,7 +19,7 @@ function withShownCoins<T extends VpnLicense>(ledger: CoinLedger, orgId: number,
 
 /** Secure-VPN licenses of the caller's organization (spec 4.6). */
 export const vpnRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
-  const vpn = new VpnService(context.store, context.config.tools.vpn);
+  const { vpn } = context;
 
   app.get(
     '/vpn',
