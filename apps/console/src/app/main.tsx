@@ -1,5 +1,5 @@
 import { render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { MeResponse, ROLE } from '@rampart/contracts';
 import { Api, KEY_STORAGE, describeError, isUnauthorized } from './api.ts';
 import { Field, Notice } from './components.tsx';
@@ -24,6 +24,35 @@ function useHash(): string {
     return () => removeEventListener('hashchange', on);
   }, []);
   return hash;
+}
+
+/**
+ * After a navigation inside the console (not on the first page shown), focus moves to the new
+ * page's heading, as a page load would put a screen reader and the Tab order at the content.
+ * Pages draw their heading once their data is in, so it is looked for over a few frames; focus
+ * the user has already put inside the page is left alone.
+ */
+function useFocusOnNavigation(path: string): void {
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    let frame = 0;
+    let tries = 0;
+    const focusHeading = () => {
+      // Focus the user already moved into the page stays where it is.
+      if (document.activeElement?.closest('main')) return;
+      const heading = document.querySelector<HTMLElement>('main h1');
+      if (heading) {
+        heading.tabIndex = -1;
+        heading.focus();
+      } else if ((tries += 1) < 300) frame = requestAnimationFrame(focusHeading);
+    };
+    focusHeading();
+    return () => cancelAnimationFrame(frame);
+  }, [path]);
 }
 
 function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Session) => void; notice?: string | undefined }) {
@@ -91,8 +120,20 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: (why?: str
   else if (path === '/operators') page = <OperatorsPage session={session} />;
   else page = <Notice kind="error">No such page.</Notice>;
   const current = PAGES.filter((p) => p.path !== '/' && path.startsWith(p.path))[0]?.path ?? '/';
+  useFocusOnNavigation(path);
   return (
     <>
+      <a
+        class="skip"
+        href="#content"
+        onClick={(e) => {
+          // The hash is the router's: move focus instead of navigating.
+          e.preventDefault();
+          document.getElementById('content')?.focus();
+        }}
+      >
+        Skip to content
+      </a>
       <header>
         <a class="brand" href="#/">
           Rampart
@@ -120,7 +161,9 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: (why?: str
           </button>
         </div>
       </header>
-      <main id="content">{page}</main>
+      <main id="content" tabIndex={-1}>
+        {page}
+      </main>
     </>
   );
 }

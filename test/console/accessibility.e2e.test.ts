@@ -1,0 +1,173 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { systemGate } from '@rampart/plugin-kit/testing';
+import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, createTestDatabase, createApiKey, createUser } from '@rampart/server/testing';
+
+/*
+ * Accessibility of every console page, in a real headless Chromium against a real server:
+ * axe-core (the engine behind Lighthouse's and most browsers' accessibility audits) finds no
+ * serious or critical violation at 390 and 1440 pixels in both themes, and the console works
+ * from the keyboard alone: a skip link, every page reachable by Tab and Enter, focus moved to
+ * the new page's heading, visible focus.
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const GAID = 'RMP-AGENT-ID-A11Y0001';
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: Array<{ target: string[] }>;
+}
+
+describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('console accessibility', { timeout: 180_000 }, () => {
+  let store: Store;
+  let dropDb: (() => Promise<void>) | undefined;
+  let app: FastifyInstance;
+  let base: string;
+  let browser: Browser;
+  let acme: TestOrg;
+  let operatorKey: string;
+
+  const api = async (method: string, path: string, key: string, body?: unknown) => {
+    const res = await fetch(`${base}/api/v1${path}`, { method, headers: { authorization: key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    expect(res.status, `${method} ${path}: ${await res.clone().text()}`).toBeLessThan(300);
+    return res;
+  };
+
+  async function signedIn(key: string, width: number, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
+    // bypassCSP: axe-core is injected as a script the console's own policy (script-src 'self') refuses.
+    const context = await browser.newContext({ viewport: { width, height: width <= 400 ? 844 : 900 }, timezoneId: 'UTC', colorScheme, bypassCSP: true });
+    const page = await context.newPage();
+    await page.goto(`${base}/console/`);
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    return page;
+  }
+
+  /** axe-core's serious and critical findings on what the page shows now, one line each. */
+  async function audit(page: Page): Promise<string[]> {
+    if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ content: AXE_SOURCE });
+    const violations = await page.evaluate(async () => {
+      const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: AxeViolation[] }> } }).axe;
+      return (await axe.run(document, { resultTypes: ['violations'] })).violations;
+    });
+    return violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
+  }
+
+  beforeAll(async () => {
+    if (process.env.DATABASE_URL) {
+      const db = await createTestDatabase();
+      dropDb = () => db.drop();
+      store = await openStore({ databaseUrl: db.url });
+    } else {
+      store = await openStore({});
+    }
+    app = await buildApp({ config: testConfig({ authCacheSeconds: 0 }), store });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    acme = await seedOrg(store, { credits: 500, name: 'A11y Acme' });
+    const username = `operator.${acme.org.gid.slice(-8).toLowerCase()}@example.org`;
+    await createUser(store, { orgGid: acme.org.gid, username, role: 9 });
+    operatorKey = (await createApiKey(store, { username })).key;
+    // Something on every page: a report, a decision, an agent, a key.
+    await api('POST', '/ips', acme.keys.admin, { ip: '45.77.1.2', confidence: 0.9, source: 'ssh' });
+    await api('POST', '/ips', acme.keys.admin, { ip: '45.77.1.3', confidence: 1, source: 'ssh', decision: 1 });
+    await api('POST', '/agents', acme.keys.admin, { gaid: GAID, ts: Date.now(), score_threshold: 500, start_from: 0, version: 'v1.0.0', proxy: 'LOCAL', sync_time: 5, maximum_rules: 1000, ips: { csv: { active: true, csv_logs: '/tmp/list.csv', csv_reload_command: '' } } });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await store?.close();
+    await dropDb?.();
+  });
+
+  const PAGES = ['Overview', 'Look-up', 'Indicators', 'Decisions', 'Agents', 'Organization', 'Secure VPN', 'API keys', 'Audit log', 'Organizations'] as const;
+
+  it('axe-core finds no serious or critical violation on any page, at 390 and 1440 px, light and dark', async () => {
+    const found: string[] = [];
+    for (const [width, scheme] of [[1440, 'light'], [390, 'light'], [1440, 'dark']] as const) {
+      const signIn = await (await browser.newContext({ viewport: { width, height: 900 }, colorScheme: scheme, bypassCSP: true })).newPage();
+      await signIn.goto(`${base}/console/`);
+      await signIn.getByLabel('API key').waitFor();
+      found.push(...(await audit(signIn)).map((v) => `sign-in ${width} ${scheme}: ${v}`));
+      await signIn.context().close();
+
+      const page = await signedIn(operatorKey, width, scheme);
+      for (const name of PAGES) {
+        await page.getByRole('link', { name, exact: true }).click();
+        await page.getByRole('heading', { level: 1 }).waitFor();
+        await expect.poll(() => page.locator('[aria-busy="true"]').count()).toBe(0);
+        found.push(...(await audit(page)).map((v) => `${name} ${width} ${scheme}: ${v}`));
+      }
+      await page.getByRole('link', { name: 'Agents', exact: true }).click();
+      await page.getByRole('link', { name: GAID }).click();
+      await page.getByRole('heading', { name: `Agent ${GAID}` }).waitFor();
+      found.push(...(await audit(page)).map((v) => `agent ${width} ${scheme}: ${v}`));
+      await page.getByRole('link', { name: 'Look-up', exact: true }).click();
+      await page.getByLabel('IPv4, domain, URL or digest').fill('45.77.1.2');
+      await page.getByRole('button', { name: 'Look up' }).click();
+      await page.getByRole('article', { name: 'Indicator' }).waitFor();
+      found.push(...(await audit(page)).map((v) => `look-up result ${width} ${scheme}: ${v}`));
+      await page.context().close();
+    }
+    expect(found).toEqual([]);
+
+    // The audit can fail: an image without a text alternative planted on a page is found.
+    const page = await signedIn(acme.keys.admin, 1440);
+    await page.evaluate(() => document.querySelector('main')!.insertAdjacentHTML('beforeend', '<img id="planted" src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">'));
+    expect(await audit(page)).toEqual(['critical image-alt: Images must have alternative text (#planted)']);
+    await page.context().close();
+  });
+
+  it('works from the keyboard alone: skip link, Tab and Enter to every page, focus on the new heading, visible focus', async () => {
+    const page = await signedIn(acme.keys.admin, 1440);
+    await page.goto(`${base}/console/#/`);
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    // The first Tab lands on the skip link, which takes focus past the navigation to the page.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate(() => document.activeElement?.closest('main')?.id)).toBe('content');
+
+    // Overview last: the console opened on it, and following the link to the page shown moves nothing.
+    for (const name of [...PAGES.filter((p) => p !== 'Organizations' && p !== 'Overview'), 'Overview']) {
+      // From the top of the document, Tab until the navigation link has focus, then Enter.
+      await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+      let focused = '';
+      for (let i = 0; i < 30 && focused !== name; i += 1) {
+        await page.keyboard.press('Tab');
+        focused = await page.evaluate(() => (document.activeElement?.closest('nav') ? (document.activeElement.textContent ?? '') : ''));
+      }
+      expect(focused, `Tab reaches ${name}`).toBe(name);
+      const outline = await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle);
+      expect(outline, `focus on ${name} is visible`).not.toBe('none');
+      await page.keyboard.press('Enter');
+      // Focus moves to the new page's heading, so reading and Tab continue from the content.
+      const heading = name === 'Organization' ? 'Organization settings' : name;
+      await expect.poll(() => page.evaluate(() => (document.activeElement?.tagName === 'H1' ? document.activeElement.textContent : null)), { timeout: 5_000 }).toBe(heading);
+    }
+
+    // A form submits with Enter: a look-up by keyboard.
+    await page.getByRole('link', { name: 'Look-up', exact: true }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByLabel('IPv4, domain, URL or digest').focus();
+    await page.keyboard.type('45.77.1.2');
+    await page.keyboard.press('Enter');
+    await page.getByRole('article', { name: 'Indicator' }).waitFor();
+    await page.context().close();
+  });
+});
