@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
-import type { FastifyInstance } from 'fastify';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemGate } from '@rampart/plugin-kit/testing';
-import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, createTestDatabase, createApiKey, createUser } from '@rampart/server/testing';
+import { seedOrg, type TestOrg, createApiKey, createUser } from '@rampart/server/testing';
+import { CHROMIUM, startConsoleHarness, type ConsoleHarness } from './harness.ts';
 
 /*
  * Accessibility of every console page, in a real headless Chromium against a real server:
@@ -14,7 +13,6 @@ import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, cre
  * from the keyboard alone: a skip link, every page reachable by Tab and Enter, focus moved to
  * the new page's heading, visible focus.
  */
-const CHROMIUM = '/usr/bin/chromium';
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const GAID = 'RMP-AGENT-ID-A11Y0001';
 
@@ -26,30 +24,15 @@ interface AxeViolation {
 }
 
 describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('console accessibility', { timeout: 180_000 }, () => {
-  let store: Store;
-  let dropDb: (() => Promise<void>) | undefined;
-  let app: FastifyInstance;
-  let base: string;
-  let browser: Browser;
+  let h: ConsoleHarness;
   let acme: TestOrg;
   let operatorKey: string;
 
+  const signedIn = (key: string, width: number, colorScheme: 'light' | 'dark' = 'light') => h.signedIn(key, width, { colorScheme, bypassCSP: true });
   const api = async (method: string, path: string, key: string, body?: unknown) => {
-    const res = await fetch(`${base}/api/v1${path}`, { method, headers: { authorization: key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    expect(res.status, `${method} ${path}: ${await res.clone().text()}`).toBeLessThan(300);
-    return res;
+    const res = await h.api(method, path, key, body);
+    expect(res.status, `${method} ${path}: ${JSON.stringify(res.json)}`).toBeLessThan(300);
   };
-
-  async function signedIn(key: string, width: number, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
-    // bypassCSP: axe-core is injected as a script the console's own policy (script-src 'self') refuses.
-    const context = await browser.newContext({ viewport: { width, height: width <= 400 ? 844 : 900 }, timezoneId: 'UTC', colorScheme, bypassCSP: true });
-    const page = await context.newPage();
-    await page.goto(`${base}/console/`);
-    await page.getByLabel('API key').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('navigation', { name: 'Main' }).waitFor();
-    return page;
-  }
 
   /** axe-core's serious and critical findings on what the page shows now, one line each. */
   async function audit(page: Page): Promise<string[]> {
@@ -64,35 +47,19 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
   }
 
   beforeAll(async () => {
-    if (process.env.DATABASE_URL) {
-      const db = await createTestDatabase();
-      dropDb = () => db.drop();
-      store = await openStore({ databaseUrl: db.url });
-    } else {
-      store = await openStore({});
-    }
-    app = await buildApp({ config: testConfig({ authCacheSeconds: 0 }), store });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-    acme = await seedOrg(store, { credits: 500, name: 'A11y Acme' });
+    h = await startConsoleHarness();
+    acme = await seedOrg(h.store, { credits: 500, name: 'A11y Acme' });
     const username = `operator.${acme.org.gid.slice(-8).toLowerCase()}@example.org`;
-    await createUser(store, { orgGid: acme.org.gid, username, role: 9 });
-    operatorKey = (await createApiKey(store, { username })).key;
+    await createUser(h.store, { orgGid: acme.org.gid, username, role: 9 });
+    operatorKey = (await createApiKey(h.store, { username })).key;
     // Something on every page: a report, a decision, an agent, a key.
     await api('POST', '/ips', acme.keys.admin, { ip: '45.77.1.2', confidence: 0.9, source: 'ssh' });
     await api('POST', '/ips', acme.keys.admin, { ip: '45.77.1.3', confidence: 1, source: 'ssh', decision: 1 });
     await api('POST', '/agents', acme.keys.admin, { gaid: GAID, ts: Date.now(), score_threshold: 500, start_from: 0, version: 'v1.0.0', proxy: 'LOCAL', sync_time: 5, maximum_rules: 1000, ips: { csv: { active: true, csv_logs: '/tmp/list.csv', csv_reload_command: '' } } });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await app?.close();
-    await store?.close();
-    await dropDb?.();
+    await h?.close();
   });
 
   const PAGES = ['Overview', 'Look-up', 'Indicators', 'Decisions', 'Agents', 'Organization', 'Secure VPN', 'API keys', 'Audit log', 'Organizations'] as const;
@@ -100,8 +67,8 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
   it('axe-core finds no serious or critical violation on any page, at 390 and 1440 px, light and dark', async () => {
     const found: string[] = [];
     for (const [width, scheme] of [[1440, 'light'], [390, 'light'], [1440, 'dark']] as const) {
-      const signIn = await (await browser.newContext({ viewport: { width, height: 900 }, colorScheme: scheme, bypassCSP: true })).newPage();
-      await signIn.goto(`${base}/console/`);
+      const signIn = await (await h.browser.newContext({ viewport: { width, height: 900 }, colorScheme: scheme, bypassCSP: true })).newPage();
+      await signIn.goto(`${h.base}/console/`);
       await signIn.getByLabel('API key').waitFor();
       found.push(...(await audit(signIn)).map((v) => `sign-in ${width} ${scheme}: ${v}`));
       await signIn.context().close();
@@ -135,7 +102,7 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
 
   it('works from the keyboard alone: skip link, Tab and Enter to every page, focus on the new heading, visible focus', async () => {
     const page = await signedIn(acme.keys.admin, 1440);
-    await page.goto(`${base}/console/#/`);
+    await page.goto(`${h.base}/console/#/`);
     await page.getByRole('navigation', { name: 'Main' }).waitFor();
     // The first Tab lands on the skip link, which takes focus past the navigation to the page.
     await page.keyboard.press('Tab');

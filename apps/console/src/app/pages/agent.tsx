@@ -13,6 +13,7 @@ import {
 } from '@rampart/contracts';
 import { describeError } from '../api.ts';
 import { Field, History, Loading, Notice, Switch, useLoad } from '../components.tsx';
+import { AgentKeys } from './agent-admin.tsx';
 import { isAdmin, type Session } from '../session.ts';
 
 type Doc = Record<string, unknown> & { ids?: Record<string, Record<string, unknown>>; ips?: Record<string, Record<string, unknown>> };
@@ -238,6 +239,7 @@ export function AgentPage({ session, gaid }: { session: Session; gaid: string })
           ? `Version ${summary.capabilities.version}: runs ${summary.capabilities.enforcers.length} enforcement and ${summary.capabilities.sources.length} detection integrations (${summary.capabilities.kinds.join(', ')}); the others are marked.`
           : 'The agent has not announced what it can run yet (it does on connecting); every integration is offered.'}
       </p>
+      <EnforcementSummary summary={summary} histogram={state.data.overview?.ipv4.histogram} doc={state.data.doc} />
       <form onSubmit={save} aria-label="Agent settings" noValidate>
         <div class="grid">
           {num('score_threshold', 'score_threshold', wouldBlock === undefined ? undefined : `Would block ${wouldBlock.toLocaleString()} addresses today.`)}
@@ -276,7 +278,35 @@ export function AgentPage({ session, gaid }: { session: Session; gaid: string })
           </div>
         )}
       </form>
+      {admin && summary && <AgentKeys session={session} gaid={gaid} active={summary.active} onChanged={state.reload} />}
       <History entries={state.data.history} />
     </section>
+  );
+}
+
+/**
+ * What the agent last said it enforces, per plugin, against what it should: the IPv4 addresses
+ * the alliance holds at or above its saved threshold, cut at its maximum_rules.
+ */
+function EnforcementSummary({ summary, histogram, doc }: { summary: AgentSummary | undefined; histogram: number[] | undefined; doc: Doc }) {
+  const reported = Object.entries(summary?.enforced ?? {});
+  const threshold = Number(doc.score_threshold);
+  const held = histogram && Number.isFinite(threshold) ? countAtOrAbove(histogram, threshold) : undefined;
+  const should = held === undefined ? undefined : Math.min(held, Number(doc.maximum_rules));
+  const short = should === undefined ? [] : reported.filter(([, p]) => p.enforced !== should).map(([label]) => label);
+  return (
+    <p data-testid="agent-enforcement">
+      {reported.length === 0
+        ? 'It has not reported what it enforces yet.'
+        : `It last reported enforcing ${reported.map(([label, p]) => `${(p.enforced ?? 0).toLocaleString()} (${label})`).join(', ')}.`}{' '}
+      {should !== undefined &&
+        `It should enforce ${should.toLocaleString()}: ${held!.toLocaleString()} IPv4 indicators at or above its threshold ${threshold}${should < held! ? `, cut to maximum_rules ${Number(doc.maximum_rules).toLocaleString()}` : ''}, before your decisions and reserved ranges.`}
+      {short.length > 0 && (
+        <>
+          {' '}
+          <span class="badge warn">differs: {short.join(', ')}</span>
+        </>
+      )}
+    </p>
   );
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AgentSummary } from '@rampart/contracts';
 import { Loading, Notice, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
+import { RegisterAgentForm } from './agent-admin.tsx';
 
 const ago = (ts: number | null) => {
   if (ts === null) return 'never';
@@ -24,8 +25,9 @@ function AgentsPageAdmin({ session }: { session: Session }) {
   return (
     <section aria-labelledby="agents-h">
       <h1 id="agents-h">Agents</h1>
+      <RegisterAgentForm session={session} onRegistered={state.reload} />
       {agents.length === 0 ? (
-        <p>No agent is registered yet. Register one with <code>rampart-agent register</code>.</p>
+        <p>No agent is registered yet.</p>
       ) : (
         <div class="table-wrap">
           <table>
@@ -51,7 +53,7 @@ function AgentsPageAdmin({ session }: { session: Session }) {
                       {a.hostname && <div class="muted">{a.hostname}</div>}
                     </td>
                     <td>
-                      <span class={`badge ${a.alive ? 'alive' : 'dead'}`}>{a.alive ? 'alive' : 'dead'}</span>
+                      {a.active ? <span class={`badge ${a.alive ? 'alive' : 'dead'}`}>{a.alive ? 'alive' : 'dead'}</span> : <span class="badge dead">deactivated</span>}
                       {(a.status === 'degraded' || a.status === 'failed') && (
                         <span
                           class={`badge ${a.status === 'failed' ? 'dead' : 'warn'}`}
