@@ -65,7 +65,7 @@ export function RegisterAgentForm({ session, onRegistered }: { session: Session;
   }
   return (
     <>
-      <form class="card" onSubmit={register} aria-label="Register an agent" noValidate>
+      <form class="card" onSubmit={(e) => void register(e)} aria-label="Register an agent" noValidate>
         <h2>Register an agent</h2>
         <p class="muted">Or on the host: <code>rampart-agent register</code>. Integrations are turned on on the agent's page once it is registered.</p>
         <div class="grid">
@@ -131,54 +131,8 @@ export function AgentKeys({ session, gaid, active, onChanged }: { session: Sessi
       {issued && <IssuedAgentKey issued={issued} />}
       {!tokens.data ? (
         <Loading {...tokens} />
-      ) : tokens.data.length === 0 ? (
-        <p class="muted">This agent holds no key.</p>
       ) : (
-        <div class="table-wrap">
-          <table aria-label="Agent keys">
-            <thead>
-              <tr>
-                <th scope="col">Key id</th>
-                <th scope="col">Issued</th>
-                <th scope="col">Expires</th>
-                <th scope="col">State</th>
-              </tr>
-            </thead>
-            <tbody>
-              {tokens.data.map((t) => (
-                <tr key={t.token_id} data-token-id={t.token_id}>
-                  <td>
-                    <code>{t.token_id}</code>
-                  </td>
-                  <td>
-                    {formatTime(t.issued_at)}
-                    {t.issued_by && <div class="muted">by {t.issued_by}</div>}
-                  </td>
-                  <td>{t.expires_at ? formatTime(t.expires_at) : 'never'}</td>
-                  <td>
-                    {t.revoked ? (
-                      'revoked'
-                    ) : confirming === t.token_id ? (
-                      <span role="group" aria-label="Confirm revocation" class="actions">
-                        <span>Revoke this key? An agent using it is disconnected and refused.</span>
-                        <button type="button" class="danger" onClick={() => void revoke(t.token_id)}>
-                          Yes, revoke
-                        </button>
-                        <button type="button" class="secondary" onClick={() => setConfirming(undefined)}>
-                          Cancel
-                        </button>
-                      </span>
-                    ) : (
-                      <button type="button" class="danger" disabled={!active} onClick={() => setConfirming(t.token_id)}>
-                        Revoke
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <TokenTable tokens={tokens.data} active={active} confirming={confirming} onConfirm={setConfirming} onRevoke={(id) => void revoke(id)} />
       )}
       {active ? (
         <>
@@ -188,15 +142,7 @@ export function AgentKeys({ session, gaid, active, onChanged }: { session: Sessi
           </form>
           <div class="actions">
             {confirming === 'agent' ? (
-              <span role="group" aria-label="Confirm deactivation" class="actions">
-                <span>Deactivate {gaid}? Every key it holds stops working at once; its record and settings are kept.</span>
-                <button type="button" class="danger" onClick={() => void deactivate()}>
-                  Yes, deactivate
-                </button>
-                <button type="button" class="secondary" onClick={() => setConfirming(undefined)}>
-                  Cancel
-                </button>
-              </span>
+              <Confirm label="Confirm deactivation" question={`Deactivate ${gaid}? Every key it holds stops working at once; its record and settings are kept.`} yes="Yes, deactivate" onYes={() => void deactivate()} onCancel={() => setConfirming(undefined)} />
             ) : (
               <button type="button" class="danger" onClick={() => setConfirming('agent')}>
                 Deactivate agent
@@ -210,5 +156,63 @@ export function AgentKeys({ session, gaid, active, onChanged }: { session: Sessi
         </p>
       )}
     </section>
+  );
+}
+
+/** A question with its two answers, in place of the button that asked it. */
+function Confirm(props: { label: string; question: string; yes: string; onYes: () => void; onCancel: () => void }) {
+  return (
+    <span role="group" aria-label={props.label} class="actions">
+      <span>{props.question}</span>
+      <button type="button" class="danger" onClick={props.onYes}>
+        {props.yes}
+      </button>
+      <button type="button" class="secondary" onClick={props.onCancel}>
+        Cancel
+      </button>
+    </span>
+  );
+}
+
+function TokenTable(props: { tokens: AgentTokenInfo[]; active: boolean; confirming: string | undefined; onConfirm: (id: string | undefined) => void; onRevoke: (id: string) => void }) {
+  if (props.tokens.length === 0) return <p class="muted">This agent holds no key.</p>;
+  return (
+    <div class="table-wrap">
+      <table aria-label="Agent keys">
+        <thead>
+          <tr>
+            <th scope="col">Key id</th>
+            <th scope="col">Issued</th>
+            <th scope="col">Expires</th>
+            <th scope="col">State</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.tokens.map((t) => (
+            <tr key={t.token_id} data-token-id={t.token_id}>
+              <td>
+                <code>{t.token_id}</code>
+              </td>
+              <td>
+                {formatTime(t.issued_at)}
+                {t.issued_by && <div class="muted">by {t.issued_by}</div>}
+              </td>
+              <td>{t.expires_at ? formatTime(t.expires_at) : 'never'}</td>
+              <td>
+                {t.revoked ? (
+                  'revoked'
+                ) : props.confirming === t.token_id ? (
+                  <Confirm label="Confirm revocation" question="Revoke this key? An agent using it is disconnected and refused." yes="Yes, revoke" onYes={() => props.onRevoke(t.token_id)} onCancel={() => props.onConfirm(undefined)} />
+                ) : (
+                  <button type="button" class="danger" disabled={!props.active} onClick={() => props.onConfirm(t.token_id)}>
+                    Revoke
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
