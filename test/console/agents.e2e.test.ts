@@ -114,8 +114,29 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
     await page.goto(`${h.base}/console/#/agents/${gaid}`);
     await page.getByRole('heading', { name: `Agent ${gaid}` }).waitFor();
     expect(await page.getByTestId('agent-enforcement').textContent()).toBe(
-      'It last reported enforcing 2 (csv). It should enforce 3: 3 IPv4 indicators at or above its threshold 0, before your decisions and reserved ranges. differs: csv',
+      'It last reported enforcing 2 (csv). It should enforce 3 IPv4 addresses: 3 held at or above its threshold 0, before your decisions and reserved ranges. differs: csv',
     );
+
+    // A domain look-up names the agents that enforce domains: this one reports dns_e/domain.
+    await h.api('PUT', `/agents/${gaid}/config`, acme.keys.admin, { gaid, ts: Date.now(), score_threshold: 0, start_from: 0, version: 'v1.0.0', proxy: 'LOCAL', sync_time: 5, maximum_rules: 1000, ips: { csv: { active: true, csv_logs: '/tmp/list.csv', csv_reload_command: '' }, dns_e: { active: true, domains_file: '/etc/bind/rpz.db' } } });
+    expect((await h.api('POST', '/domains', acme.keys.admin, { domain: 'enforced.example.org', confidence: 1 })).status).toBeLessThan(300);
+    socket.send(JSON.stringify({ type: 'state', version: 'v1.0.0', enforced: 3, plugins: [{ plugin: 'csv', enforced: 2, healthy: true, state: 'ok' }, { plugin: 'dns_e/domain', enforced: 1, healthy: true, state: 'ok' }] }));
+    await expect.poll(async () => Object.keys(await enforcedOnServer()).sort(), { timeout: 15_000 }).toEqual(['csv', 'dns_e/domain']);
+    await page.reload();
+    await page.getByTestId('agent-enforcement').waitFor();
+    // The domain enforcer is listed, and not compared with the IPv4 count.
+    expect(await page.getByTestId('agent-enforcement').textContent()).toBe(
+      'It last reported enforcing 2 (csv), 1 (dns_e/domain). It should enforce 3 IPv4 addresses: 3 held at or above its threshold 0, before your decisions and reserved ranges. differs: csv',
+    );
+    await page.getByRole('link', { name: 'Look-up', exact: true }).click();
+    await page.getByLabel('IPv4, domain, URL or digest').fill('enforced.example.org');
+    await page.getByRole('button', { name: 'Look up' }).click();
+    const panel = page.getByRole('region', { name: 'Why is this blocked?' });
+    await panel.getByRole('button', { name: 'Explain (one look-up)' }).click();
+    const row = panel.getByRole('table', { name: 'Agents' }).locator('tr').filter({ hasText: gaid });
+    await row.waitFor();
+    expect(await row.locator('td[data-label="Enforcing"]').textContent()).toBe('yes: dns_e/domain');
+    await page.screenshot({ path: `${SHOTS}/why-domain-agents-1440.png`, fullPage: true });
     socket.close();
     await page.context().close();
   });

@@ -91,7 +91,11 @@ describe.each(driverCases())('GET /why on $name', (driver) => {
     for (const agent of ip.agents) expect(agent).toMatchObject({ blocked: false, reason: 'not_held', enforcing: false });
     await send('PUT', '/domains/never-reported.example.com', acme.keys.contributor, { decision: 1 });
     const domain = await why('kind=domain&value=Never-Reported.example.com.');
-    expect(domain).toMatchObject({ kind: 'domain', value: 'never-reported.example.com', held: false, reason: 'not_held', decision: { decision: 1, ttl: null, expired: false, on: 'never-reported.example.com' }, agents: [] });
+    expect(domain).toMatchObject({ kind: 'domain', value: 'never-reported.example.com', held: false, reason: 'not_held', decision: { decision: 1, ttl: null, expired: false, on: 'never-reported.example.com' } });
+    const byGaid = (a: { gaid: string }, b: { gaid: string }) => a.gaid.localeCompare(b.gaid);
+    expect([...domain.agents].sort(byGaid).map((a) => [a.gaid, a.blocked, a.reason, a.enforcing, a.enforcers])).toEqual(
+      [low, high].sort(byGaid).map(({ gaid }) => [gaid, false, 'not_held', false, []]),
+    );
   });
 
   it('explains a held domain, URL and file with its reporters', async () => {
@@ -106,6 +110,29 @@ describe.each(driverCases())('GET /why on $name', (driver) => {
     await send('PUT', `/files/${digest.toLowerCase()}`, acme.keys.contributor, { decision: '1' });
     const file = await why(`kind=file&value=${digest.toLowerCase()}`);
     expect(file).toMatchObject({ held: true, reason: 'blacklist', decision: { decision: 1, on: digest } });
+  });
+
+  it('names the agents that enforce a domain, URL or digest: their enforcers of that kind', async () => {
+    const edge = await registerAgent(app, acme.keys.admin, {
+      score_threshold: 10,
+      ips: { packet_filter: { active: true }, dns_e: { active: true, domains_file: '/etc/bind/rpz.db' }, csv: { active: true, csv_logs: '/tmp/l.csv' }, proxy_f: { active: false } },
+    });
+    for (const plugin of ['packet_filter', 'dns_e/domain', 'csv/url']) {
+      await send('POST', '/agents/feedback', acme.keys.admin, { agid: edge.gaid, plugin, code: 0, score_threshold: 10, blacklist: 3, state: 'ok' });
+    }
+    await send('POST', '/domains', other.keys.contributor, { domain: 'enforced.example.net', confidence: 1 });
+    await send('POST', '/urls', other.keys.contributor, { url: 'http://enforced.example.net/x', confidence: 1 });
+    const names = (res: WhyResponse) => res.agents.find((a) => a.gaid === edge.gaid)!.enforcers.map((e) => [e.name, e.active, e.state, e.enforced]);
+    const domain = await why('kind=domain&value=enforced.example.net');
+    expect(domain.agents.find((a) => a.gaid === edge.gaid)).toMatchObject({ blocked: true, reason: 'score', enforcing: true });
+    expect(names(domain)).toEqual([['dns_e/domain', true, 'ok', 3]]);
+    // A low-threshold agent that enforces no domain: blocked by its list, enforced by none.
+    expect(domain.agents.find((a) => a.gaid === low.gaid)).toMatchObject({ blocked: true, enforcing: false, enforcers: [] });
+    const url = await why(`kind=url&value=${encodeURIComponent('http://enforced.example.net/x')}`);
+    expect(names(url)).toEqual([['csv/url', true, 'ok', 3]]);
+    expect(url.agents.find((a) => a.gaid === edge.gaid)!.enforcing).toBe(true);
+    // IPv4 keeps its own: dns_e is not an IPv4 enforcer.
+    expect(names(await why('kind=ipv4&value=45.77.30.1'))).toEqual([['csv', true, null, null], ['packet_filter', true, 'ok', 3]]);
   });
 
   it('is charged as a look-up', async () => {

@@ -82,7 +82,7 @@ export const WhyResponse = z
     records: z.array(WhyRecord).describe('Held records: for an address, itself and every held network containing it, most specific first'),
     reporters: z.array(WhyReporter).describe('Organizations whose reports made the score of the first record'),
     score_components: ScoreExplanation.nullable(),
-    agents: z.array(WhyAgent).describe('Active agents of the organization (IPv4 lists only; empty for other kinds)'),
+    agents: z.array(WhyAgent).describe("Active agents of the organization, each with its enforcers of this kind (for domains, URLs and digests: those that report it as `<label>/<kind>`, and the kind's own integration dns_e, proxy_f or endpoint_d when active)"),
   })
   .meta({ description: 'Why an indicator is (or is not) blocked for the organization now' });
 export type WhyResponse = z.infer<typeof WhyResponse>;

@@ -1,4 +1,4 @@
-import { ApiError, AnyDigest, formatIpv4, parseIpv4, type WhyQuery, type WhyResponse } from '@rampart/contracts';
+import { ApiError, AnyDigest, formatIpv4, parseIpv4, type IndicatorKind, type WhyQuery, type WhyResponse } from '@rampart/contracts';
 import { isBlocked, lastSecondAtOrAbove, liveScore, type BlockReason } from '@rampart/scoring';
 import type { AgentRow, DecisionOn, Organization, ReportAggregate, Store } from '../store/index.ts';
 import { isAlive } from './agent-summary.ts';
@@ -104,6 +104,20 @@ function verdictAt(subject: Subject, record: Held, threshold: number, now: numbe
   return { ...verdict, until };
 }
 
+/** The integration that enforces only this kind, where one does (the others report `<label>/<kind>` when configured for it). */
+const DEDICATED: Record<Exclude<IndicatorKind, 'ipv4'>, string> = { domain: 'dns_e', url: 'proxy_f', file: 'endpoint_d' };
+
+/**
+ * The enforcers of an agent that concern one kind: for IPv4 the active integrations and every
+ * plain name it reported; for domains, URLs and digests what it reported as `<label>/<kind>`, and
+ * the kind's own integration (`dns_e`, `proxy_f`, `endpoint_d`) when it is active.
+ */
+function enforcerNames(kind: IndicatorKind, ips: Record<string, { active?: boolean } | undefined>, reported: string[]): string[] {
+  if (kind === 'ipv4') return [...new Set([...Object.keys(ips).filter((n) => ips[n]?.active === true && !Object.values(DEDICATED).includes(n)), ...reported.filter((n) => !n.includes('/'))])].sort();
+  const dedicated = DEDICATED[kind];
+  return [...new Set([...(ips[dedicated]?.active === true ? [`${dedicated}/${kind}`] : []), ...reported.filter((n) => n.endsWith(`/${kind}`))])].sort();
+}
+
 function agentVerdict(subject: Subject, agent: AgentRow, now: number): WhyResponse['agents'][number] {
   const threshold = agent.document.score_threshold;
   const verdicts = subject.records.map((r) => verdictAt(subject, r, threshold, now));
@@ -113,12 +127,12 @@ function agentVerdict(subject: Subject, agent: AgentRow, now: number): WhyRespon
   const reason: WhyResponse['agents'][number]['reason'] = subject.records.length === 0 ? 'not_held' : blocked ? blocking[0]!.reason : verdicts[0]!.reason;
   const until = blocked ? (blocking.some((v) => v.until === null) ? null : Math.max(...blocking.map((v) => v.until!))) : null;
   const ips = (agent.document.ips ?? {}) as Record<string, { active?: boolean } | undefined>;
-  const names = [...new Set([...Object.keys(ips).filter((n) => ips[n]?.active === true), ...Object.keys(agent.enforced)])].sort();
+  const names = enforcerNames(subject.kind, ips, Object.keys(agent.enforced));
   const enforcers = names.map((name) => {
     const e = agent.enforced[name];
     return {
       name,
-      active: ips[name]?.active === true,
+      active: ips[name.split('/')[0]!]?.active === true,
       state: e?.state ?? null,
       score_threshold: e?.score_threshold ?? null,
       enforced: e?.enforced ?? null,
@@ -156,7 +170,7 @@ export async function whyBlocked(store: Store, org: Organization, query: WhyQuer
   const [reporters, aggregates, agents] = await Promise.all([
     primary ? store.why.reporters(subject.kind, primary.id) : [],
     primary ? subject.aggregates(primary.id) : [],
-    subject.kind === 'ipv4' ? store.agents.list(org.id) : [],
+    store.agents.list(org.id),
   ]);
   return {
     kind: subject.kind,

@@ -293,14 +293,15 @@ function EnforcementSummary({ summary, histogram, doc }: { summary: AgentSummary
   const threshold = Number(doc.score_threshold);
   const held = histogram && Number.isFinite(threshold) ? countAtOrAbove(histogram, threshold) : undefined;
   const should = held === undefined ? undefined : Math.min(held, Number(doc.maximum_rules));
-  const short = should === undefined ? [] : reported.filter(([, p]) => p.enforced !== should).map(([label]) => label);
+  // The count is of IPv4 lists: enforcers of domains, URLs and digests (`<label>/<kind>`) are not compared.
+  const short = should === undefined ? [] : reported.filter(([label, p]) => !label.includes('/') && p.enforced !== should).map(([label]) => label);
   return (
     <p data-testid="agent-enforcement">
       {reported.length === 0
         ? 'It has not reported what it enforces yet.'
         : `It last reported enforcing ${reported.map(([label, p]) => `${(p.enforced ?? 0).toLocaleString()} (${label})`).join(', ')}.`}{' '}
       {should !== undefined &&
-        `It should enforce ${should.toLocaleString()}: ${held!.toLocaleString()} IPv4 indicators at or above its threshold ${threshold}${should < held! ? `, cut to maximum_rules ${Number(doc.maximum_rules).toLocaleString()}` : ''}, before your decisions and reserved ranges.`}
+        `It should enforce ${should.toLocaleString()} IPv4 addresses: ${held!.toLocaleString()} held at or above its threshold ${threshold}${should < held! ? `, cut to maximum_rules ${Number(doc.maximum_rules).toLocaleString()}` : ''}, before your decisions and reserved ranges.`}
       {short.length > 0 && (
         <>
           {' '}

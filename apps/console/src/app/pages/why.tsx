@@ -102,53 +102,53 @@ function WhyReporters({ why }: { why: WhyResponse }) {
   );
 }
 
+const KIND_PLURAL: Record<WhyResponse['kind'], string> = { ipv4: 'IPv4 addresses', domain: 'domains', url: 'URLs', file: 'file digests' };
+
 function WhyAgents({ why }: { why: WhyResponse }) {
   return (
-    <>
-      {why.kind === 'ipv4' && (
-        <div class="table-wrap">
-          <table class="browse" aria-label="Agents">
-            <caption>Your agents</caption>
-            <thead>
-              <tr>
-                <th scope="col">Agent</th>
-                <th scope="col">Threshold</th>
-                <th scope="col">On its list</th>
-                <th scope="col">Until</th>
-                <th scope="col">Enforcing</th>
-              </tr>
-            </thead>
-            <tbody>
-              {why.agents.length === 0 && (
-                <tr>
-                  <td colSpan={5}>No active agents.</td>
-                </tr>
-              )}
-              {why.agents.map((a) => (
-                <tr key={a.gaid}>
-                  <td data-label="Agent">
-                    <a href={`#/agents/${encodeURIComponent(a.gaid)}`}>{a.gaid}</a>
-                  </td>
-                  <td data-label="Threshold">{a.score_threshold}</td>
-                  <td data-label="On its list">{`${a.blocked ? 'yes' : 'no'} (${AGENT_REASONS[a.reason]})`}</td>
-                  <td data-label="Until">{a.blocked ? (a.blocked_until === null ? 'no end' : formatTime(a.blocked_until)) : '—'}</td>
-                  <td data-label="Enforcing">
-                    {a.enforcing
-                      ? `yes: ${a.enforcers.filter((e) => e.active && e.state !== 'failed').map((e) => e.name).join(', ')}`
-                      : !a.alive
-                        ? 'no: not checked in lately'
-                        : a.running === 'no'
-                          ? 'no: stopped (running = no)'
-                          : a.blocked
-                            ? `no: ${a.enforcers.find((e) => e.error)?.error ?? 'no healthy enforcer reported'}`
-                            : 'no'}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-    </>
+    <div class="table-wrap">
+      <table class="browse" aria-label="Agents">
+        <caption>Your agents</caption>
+        <thead>
+          <tr>
+            <th scope="col">Agent</th>
+            <th scope="col">Threshold</th>
+            <th scope="col">On its list</th>
+            <th scope="col">Until</th>
+            <th scope="col">Enforcing</th>
+          </tr>
+        </thead>
+        <tbody>
+          {why.agents.length === 0 && (
+            <tr>
+              <td colSpan={5}>No active agents.</td>
+            </tr>
+          )}
+          {why.agents.map((a) => (
+            <tr key={a.gaid}>
+              <td data-label="Agent">
+                <a href={`#/agents/${encodeURIComponent(a.gaid)}`}>{a.gaid}</a>
+              </td>
+              <td data-label="Threshold">{a.score_threshold}</td>
+              <td data-label="On its list">{`${a.blocked ? 'yes' : 'no'} (${AGENT_REASONS[a.reason]})`}</td>
+              <td data-label="Until">{a.blocked ? (a.blocked_until === null ? 'no end' : formatTime(a.blocked_until)) : '—'}</td>
+              <td data-label="Enforcing">
+                {a.enforcing
+                  ? `yes: ${a.enforcers.filter((e) => e.active && e.state !== 'failed').map((e) => e.name).join(', ')}`
+                  : !a.alive
+                    ? 'no: not checked in lately'
+                    : a.running === 'no'
+                      ? 'no: stopped (running = no)'
+                      : a.blocked && a.enforcers.length === 0
+                        ? `no: it enforces no ${KIND_PLURAL[why.kind]}`
+                        : a.blocked
+                          ? `no: ${a.enforcers.find((e) => e.error)?.error ?? 'no healthy enforcer reported'}`
+                        : 'no'}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
