@@ -10,7 +10,8 @@ import { agentHealth, freePort, runAgentCommand, spawnAgent, startControlPlane, 
  * From a domain decision on the server to NXDOMAIN at a real `named`: server + agent (a real
  * process) + database + a private BIND 9 whose response policy zone the agent's dns_e enforcer
  * (bind-rpz) writes and reloads with rndc. A score above the threshold blocks a name and its
- * sub-domains; a whitelist decision lifts it; a blacklist decision blocks a name nobody scored.
+ * sub-domains; a whitelist decision lifts it; a blacklist decision blocks a name nobody scored; a
+ * whitelisted name under a blocked one resolves (rpz-passthru).
  */
 
 const gate = systemGate('agent + BIND response policy zone', { commands: ['named', 'rndc', 'dig'] });
@@ -99,6 +100,12 @@ describe.skipIf(gate)('agent end to end: dns_e at a real named', () => {
     await until('good.corp.example', 'NXDOMAIN');
     await until('evil.corp.example', 'NOERROR 45.77.2.1');
     expect(await answer('www.evil.corp.example')).toBe('NOERROR 45.77.2.2');
+
+    // A whitelisted name under a blocked one resolves: the agent writes it as rpz-passthru.
+    await admin.transport.request('PUT', '/domains/www.evil.corp.example', { body: { decision: 0 } });
+    await admin.transport.request('PUT', '/domains/evil.corp.example', { body: { decision: 1 } });
+    await until('evil.corp.example', 'NXDOMAIN');
+    await until('www.evil.corp.example', 'NOERROR 45.77.2.2');
 
     expect(await agent.terminate()).toBe(0);
     agent = undefined;

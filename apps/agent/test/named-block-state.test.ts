@@ -28,8 +28,15 @@ describe('named block state', () => {
     expect(s.size).toBe(3);
     expect(s.evaluate(now, policy)).toMatchObject({ values: ['evil.example'], ranks: [Math.round(liveScore(400, 0))], cut: 0 });
     expect(s.applyDecision('LOW.example', 1, null, now)).toBe(true);
+    // A whitelist on a name nobody reported is kept: enforcers that block a parent exempt it.
     expect(s.applyDecision('nobody.example', 0, null, now)).toBe(true);
-    expect(s.size).toBe(3);
+    expect(s.size).toBe(4);
+    expect(s.allowed()).toEqual(['nobody.example', 'white.example']);
+    s.prune(now);
+    expect(s.allowed()).toEqual(['nobody.example', 'white.example']);
+    // A cleared decision on a name nobody reported adds nothing.
+    expect(s.applyDecision('cleared.example', -1, null, now)).toBe(true);
+    expect(s.size).toBe(4);
     expect(s.applyDecision('not a domain', 1, null, now)).toBe(false);
     expect(s.evaluate(now, policy).values).toEqual(['evil.example', 'low.example']);
     expect(s.evaluate(now, policy).ranks).toEqual([400, 1001]);

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -7,6 +7,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RampartClient } from '@rampart/client';
 import { sampleDomainPage, sampleDomainRecord, sampleFilePage, sampleFileRecord } from '@rampart/contracts/fixtures';
+import { BindRpzConfig, bindRpzEnforcer } from '@rampart/enforcer-bind-rpz';
 import { DryRunConfig, dryRunEnforcer, readDryRunFile } from '@rampart/enforcer-dry-run';
 import { codecOf } from '@rampart/plugin-kit';
 import { createMetrics } from '../src/runtime/metrics.ts';
@@ -130,6 +131,33 @@ describe('named syncer', () => {
     expect(await enforced()).not.toContain('host3.evil.example');
     await settled(syncer.decision('new.evil.example', 1, null));
     expect(await enforced()).toContain('new.evil.example');
+  });
+
+  it('whitelist decisions reach an enforcer that takes them (RPZ passthru), also on a name nobody reported, and leave when cleared', async () => {
+    const { syncer, settled } = await make('domain');
+    const zoneFile = join(dir, 'rpz.db');
+    const rpz = await bindRpzEnforcer.create(BindRpzConfig.parse({ active: true, domains_file: zoneFile, options: { zone: 'rpz.test', reload_command: 'true' } }), { log, kind: 'domain' });
+    workers.push(syncer.worker('dns_e/domain', rpz));
+    const zone = async () => (await readFile(zoneFile, 'utf8')).split('\n').filter((l) => / CNAME /.test(l) && l.includes('host'));
+    await settled(syncer.full());
+    expect(await zone()).toHaveLength(16);
+    expect((await zone()).filter((l) => l.includes('rpz-passthru'))).toEqual([]);
+    // A name under a blocked one, never reported: its whitelist becomes a passthru rule.
+    await settled(syncer.decision('OK.host1.evil.example', 0, null));
+    await settled(syncer.decision('host3.evil.example', 0, null));
+    expect((await zone()).filter((l) => l.includes('rpz-passthru'))).toEqual([
+      'host3.evil.example CNAME rpz-passthru.',
+      '*.host3.evil.example CNAME rpz-passthru.',
+      'ok.host1.evil.example CNAME rpz-passthru.',
+      '*.ok.host1.evil.example CNAME rpz-passthru.',
+    ]);
+    expect(await zone()).not.toContain('host3.evil.example CNAME .');
+    expect(await zone()).toContain('host1.evil.example CNAME .');
+    // The whitelist survives a full sync (the server's list does not name it).
+    await settled(syncer.full());
+    expect((await zone()).filter((l) => l.includes('rpz-passthru'))).toHaveLength(4);
+    await settled(syncer.decision('ok.host1.evil.example', -1, null));
+    expect((await zone()).filter((l) => l.includes('rpz-passthru'))).toEqual(['host3.evil.example CNAME rpz-passthru.', '*.host3.evil.example CNAME rpz-passthru.']);
   });
 
   it('resumes from the cursor saved on disk: a restart pulls only what is newer', async () => {

@@ -94,6 +94,14 @@ export interface Enforcer {
   withdraw(signal?: AbortSignal): Promise<void>;
   /** The backend's real capacity in entries (Infinity when none applies). */
   readonly capacity: number;
+  /**
+   * Optional, for domains, URLs and digests: the values the organization whitelisted by decision
+   * (sorted, canonical). They are never in the desired set already; an enforcer whose target can
+   * state an exception to a wider rule keeps them and writes them at its next `sync` (an RPZ
+   * `rpz-passthru.` for a name under a blocked parent's `*.` rule). No I/O: the agent calls
+   * `sync` after a change.
+   */
+  allow?(values: readonly string[]): void;
   /** Optional: the target's detail (no I/O, cheap: read at every /healthz and scrape). */
   status?(): EnforcerStatus;
 }

@@ -139,6 +139,27 @@ describe.skipIf(skip)('enforcer-bind-rpz against a real named', () => {
     }
   });
 
+  it('a whitelist decision (allow) under a blocked parent resolves after the next sync; taking it back blocks it again', async () => {
+    await writeFile(join(named.dir, 'allow.txt'), '');
+    const enforcer = await bindRpzEnforcer.create(config({}), { log: silent, kind: 'domain' });
+    try {
+      await enforcer.sync([entry('evil.lan.test')]);
+      await until('ok.evil.lan.test', 'NXDOMAIN');
+      enforcer.allow!(['OK.evil.lan.test.', 'not a name']);
+      await enforcer.sync([entry('evil.lan.test')]);
+      await until('ok.evil.lan.test', 'NOERROR 45.77.1.3');
+      expect(await answerOf('www.evil.lan.test')).toBe('NXDOMAIN');
+      // Passthru rules are not enforced entries.
+      expect(await enforcer.list()).toEqual(['evil.lan.test']);
+      enforcer.allow!([]);
+      await enforcer.sync([entry('evil.lan.test')]);
+      await until('ok.evil.lan.test', 'NXDOMAIN');
+      await enforcer.withdraw();
+    } finally {
+      await enforcer.close();
+    }
+  });
+
   it('the action answers: NODATA, and a walled garden resolves to its own address', async () => {
     await writeFile(join(named.dir, 'allow.txt'), '');
     const nodata = await bindRpzEnforcer.create(config({ action: 'nodata' }), { log: silent, kind: 'domain' });

@@ -127,13 +127,15 @@ export const bindRpzEnforcer = defineEnforcer<BindRpzConfig>({
     const o = config.options;
     const zone = o.zone.replace(/\.$/, '');
     const fixed = o.passthru.map((n) => domainCodec.canonical(n)!).filter(Boolean);
+    // Whitelist decisions (Enforcer.allow): passthru rules, so a name under a blocked parent resolves.
+    let decided: string[] = [];
     const format = rpzZoneFormat({
       ttl: o.ttl,
       action: o.action,
-      passthru: () => [...new Set([...fixed, ...readDomainListFile(config.domains_file_whitelist)])].sort(domainCodec.compare),
+      passthru: () => [...new Set([...fixed, ...readDomainListFile(config.domains_file_whitelist), ...decided])].sort(domainCodec.compare),
       startSerial: serialOf(config.domains_file),
     });
-    return createFileListEnforcer({
+    const enforcer = createFileListEnforcer({
       path: config.domains_file,
       format,
       codec: domainCodec,
@@ -143,6 +145,11 @@ export const bindRpzEnforcer = defineEnforcer<BindRpzConfig>({
       fileMode: 0o644,
       run: (command, options) => (ctx.run ? ctx.run(command, options) : runShell(command, options)),
       log: ctx.log.child({ enforcer: 'bind-rpz', kind }),
+    });
+    return Object.assign(enforcer, {
+      allow(values: readonly string[]) {
+        decided = values.flatMap((v) => domainCodec.canonical(v) ?? []);
+      },
     });
   },
 });

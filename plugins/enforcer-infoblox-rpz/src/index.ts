@@ -94,17 +94,24 @@ export const infobloxRpzEnforcer = defineEnforcer<InfobloxRpzConfig>({
     const zone = config.policy.replace(/\.$/, '');
     const view = config.view || 'default';
     const fixed = o.passthru.map((n) => domainCodec.canonical(n)!);
-    return createRpzEnforcer({
+    // Whitelist decisions (Enforcer.allow): passthru rules, so a name under a blocked parent resolves.
+    let decided: string[] = [];
+    const enforcer = createRpzEnforcer({
       client,
       zone,
       view,
       owner: ownerMarker(config.group),
       canonical: canonicalOf(config.action)!,
-      passthru: () => [...new Set([...fixed, ...readDomainListFile(config.domains_file_whitelist)])].sort(domainCodec.compare),
+      passthru: () => [...new Set([...fixed, ...readDomainListFile(config.domains_file_whitelist), ...decided])].sort(domainCodec.compare),
       batchSize: o.batch_size,
       pageSize: o.page_size,
       capacity: o.max_entries,
       log: ctx.log.child({ enforcer: 'infoblox-rpz', kind, zone, view }),
+    });
+    return Object.assign(enforcer, {
+      allow(values: readonly string[]) {
+        decided = values.flatMap((v) => domainCodec.canonical(v) ?? []);
+      },
     });
   },
 });

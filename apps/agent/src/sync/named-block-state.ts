@@ -105,7 +105,9 @@ export class NamedBlockState {
     const values = this.canonicalAll([value]);
     if (values.length === 0) return false;
     const previous = this.find(values);
-    if (!previous && decision !== 1) return true;
+    // A whitelist is kept even on a value nobody reported: an enforcer that blocks a parent name
+    // (RPZ's `*.name`) exempts it (see `allowed`).
+    if (!previous && decision === -1) return true;
     this.upsert(values, {
       values,
       s0: previous?.s0 ?? 0,
@@ -134,11 +136,11 @@ export class NamedBlockState {
     return count;
   }
 
-  /** Drops entries that can never block again: list-only entries no longer listed, without a live decision. */
+  /** Drops entries that can never block again: list-only entries no longer listed, without a live decision (a whitelist is one). */
   prune(now: number): void {
     // Deleting the current member while iterating a Set is safe.
     for (const entry of this.all) {
-      const liveDecision = entry.decision === 1 && (entry.ttl === 0 || entry.ttl > now);
+      const liveDecision = entry.decision === 0 || (entry.decision === 1 && (entry.ttl === 0 || entry.ttl > now));
       if (entry.s0 === 0 && !(entry.flags & LISTED) && !liveDecision) this.remove(entry);
     }
   }
@@ -162,6 +164,16 @@ export class NamedBlockState {
     const kept = chosen.slice(0, keep).sort((a, b) => compare(a.value, b.value));
     const values = kept.map((c) => c.value);
     return { values, ranks: kept.map((c) => c.rank), index: new Set(values), cut: chosen.length - keep, protectedCount };
+  }
+
+  /**
+   * The values the organization whitelisted by decision, sorted: never in the block set, and
+   * handed to enforcers that can express an exception to a wider rule (`Enforcer.allow`).
+   */
+  allowed(): string[] {
+    const values: string[] = [];
+    for (const e of this.all) if (e.decision === 0) values.push(...e.values);
+    return values.sort(this.codec.compare);
   }
 
   /** Epoch seconds at which the evaluation may next change by itself (decay). */

@@ -55,6 +55,9 @@ export class NamedSyncer {
   private lastSave = 0;
   private dirty = false;
   private withdrawn = false;
+  /** What `Enforcer.allow` was last given, joined (a change makes every enforcer replace whole). */
+  private allowedKey = '';
+  private allowedValues: string[] = [];
 
   constructor(private readonly deps: NamedSyncerDeps) {}
 
@@ -67,6 +70,7 @@ export class NamedSyncer {
   }
 
   worker(label: string, enforcer: Enforcer): EnforcerWorker<NamedSet> {
+    enforcer.allow?.(this.allowedValues);
     return new EnforcerWorker(label, enforcer, {
       log: this.deps.log,
       metrics: this.deps.metrics,
@@ -217,6 +221,7 @@ export class NamedSyncer {
       throw new SyncRefusedError('mass_removal', { previous, remove: removals });
     }
     state.enforced = next;
+    this.updateAllowed();
     for (const w of this.deps.enforcers()) void w.submit(next);
     this.lastSyncAt = now;
     metrics.kindSetSize.set({ kind }, next.values.length);
@@ -224,6 +229,20 @@ export class NamedSyncer {
     if (additions || removals) log.info({ kind, sync, add: additions, remove: removals, enforced: next.values.length, cut: next.cut }, 'block set changed');
     this.scheduleDecay(now, p);
     await this.save(false);
+  }
+
+  /** Hands a changed whitelist to the enforcers that take one; they then rewrite their target whole. */
+  private updateAllowed(): void {
+    const values = this.deps.state.allowed();
+    const key = values.join('\n');
+    if (key === this.allowedKey) return;
+    this.allowedKey = key;
+    this.allowedValues = values;
+    for (const w of this.deps.enforcers()) {
+      if (!w.enforcer.allow) continue;
+      w.enforcer.allow(values);
+      w.requireReplace();
+    }
   }
 
   private scheduleDecay(now: number, policy: BlockPolicy): void {
