@@ -27,6 +27,10 @@ const TieOptions = z
       .default('known_malicious')
       .describe('The enterprise reputation an enforced digest gets'),
     release_trust_level: z.enum(['not_set', 'unknown']).default('not_set').describe('The enterprise reputation a digest is set back to when it leaves the list'),
+    whitelist_trust_level: z
+      .enum(['known_trusted', 'most_likely_trusted', 'might_be_trusted', 'none'])
+      .default('known_trusted')
+      .describe("The enterprise reputation of a digest the organization whitelisted; none: whitelists are not sent to TIE"),
     filename: z.string().max(260).default('').describe('File name sent with each reputation (TIE shows it)'),
     comment: z.string().max(500).default('Rampart shared threat intelligence').describe('Comment sent with each reputation'),
     max_entries: z.number().int().min(1).max(1_000_000).default(10_000).describe('Digests held at most (highest scores kept)'),
@@ -47,6 +51,7 @@ const TieOptions = z
   .default({
     block_trust_level: 'known_malicious',
     release_trust_level: 'not_set',
+    whitelist_trust_level: 'known_trusted',
     filename: '',
     comment: 'Rampart shared threat intelligence',
     max_entries: 10_000,
@@ -103,6 +108,7 @@ export const openDxlTieEnforcer = defineEnforcer<OpenDxlTieConfig>({
       listFile: config.fileslist_file,
       blockLevel: TrustLevel[o.block_trust_level],
       releaseLevel: TrustLevel[o.release_trust_level],
+      trustLevel: o.whitelist_trust_level === 'none' ? null : TrustLevel[o.whitelist_trust_level],
       filename: o.filename,
       comment: o.comment,
       inFlight: o.in_flight,

@@ -18,6 +18,8 @@ export interface TieAdapterOptions {
   blockLevel: number;
   /** Trust level a digest is set back to when it leaves the list (NOT_SET, 0, by default). */
   releaseLevel: number;
+  /** Trust level of a digest the organization whitelisted (KNOWN_TRUSTED, 99, by default); null: whitelists are not sent. */
+  trustLevel: number | null;
   filename: string;
   comment: string;
   /** Requests in flight at once. */
@@ -31,7 +33,7 @@ export interface TieAdapterOptions {
   log: PluginLogger;
 }
 
-const HEADER = '# File digests the Rampart agent set to a malicious TIE reputation; every change overwrites this file.\n';
+const header = (reputation: 'malicious' | 'trusted') => `# File digests the Rampart agent set to a ${reputation} TIE reputation; every change overwrites this file.\n`;
 
 /** The digests of a list file: one a line, `#` comments and blank lines skipped, canonical, sorted. */
 export function parseDigestList(text: string): string[] {
@@ -43,8 +45,8 @@ export function parseDigestList(text: string): string[] {
   return [...out].sort(fileCodec.compare);
 }
 
-export function renderDigestList(digests: Iterable<string>): string {
-  return HEADER + [...new Set(digests)].sort(fileCodec.compare).map((d) => `${d}\n`).join('');
+export function renderDigestList(digests: Iterable<string>, reputation: 'malicious' | 'trusted' = 'malicious'): string {
+  return header(reputation) + [...new Set(digests)].sort(fileCodec.compare).map((d) => `${d}\n`).join('');
 }
 
 /** Runs `task` on every item with at most `limit` in flight; the first failure rejects (after the others settle). */
@@ -75,9 +77,13 @@ export async function eachLimited<T>(items: readonly T[], limit: number, task: (
  * every digest the change touches (so that a change cut short leaves nothing unaccounted for)
  * and after it with exactly the enforced set.
  */
-export function tieAdapter(o: TieAdapterOptions): EnforcerAdapter {
+export function tieAdapter(o: TieAdapterOptions): EnforcerAdapter & { allow(values: readonly string[]): void } {
   /** Digests set to blockLevel by this process and not yet set back. */
   const touched = new Set<string>();
+  /** The organization's whitelisted digests (Enforcer.allow), set to trustLevel at each full write. */
+  let allowed: string[] = [];
+  /** `<fileslist_file>.trusted`: the digests this enforcer set to trustLevel, to set back when the whitelist drops them. */
+  const trustedFile = `${o.listFile}.trusted`;
 
   async function listed(): Promise<string[]> {
     try {
@@ -111,6 +117,28 @@ export function tieAdapter(o: TieAdapterOptions): EnforcerAdapter {
     );
   }
 
+  /**
+   * Whitelisted digests get the trusted reputation; those trusted before and no longer
+   * whitelisted (nor blocked now) are set back. The trusted file names both while it runs.
+   */
+  async function trust(enforced: ReadonlySet<string>, whitelisted: readonly string[], signal?: AbortSignal): Promise<void> {
+    if (o.trustLevel === null) return;
+    const level = o.trustLevel;
+    let before: string[] = [];
+    try {
+      before = parseDigestList(await readFile(trustedFile, 'utf8'));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    const now = whitelisted.filter((d) => !enforced.has(d));
+    const keep = new Set(now);
+    const drop = before.filter((d) => !keep.has(d) && !enforced.has(d));
+    await writeFileAtomic(trustedFile, renderDigestList([...now, ...drop], 'trusted'), 0o644);
+    await eachLimited(now, o.inFlight, (d) => o.tie.set(d, { trustLevel: level, filename: o.filename, comment: o.comment }, signal), signal);
+    await eachLimited(drop, o.inFlight, (d) => o.tie.set(d, { trustLevel: o.releaseLevel, filename: o.filename, comment: o.comment }, signal), signal);
+    await writeFileAtomic(trustedFile, renderDigestList(now, 'trusted'), 0o644);
+  }
+
   /** Blocks `add`, releases `remove`, with the list file covering both while it runs. */
   async function change(enforced: readonly string[], add: readonly string[], remove: readonly string[], signal?: AbortSignal): Promise<void> {
     await writeList([...enforced, ...remove]);
@@ -139,6 +167,11 @@ export function tieAdapter(o: TieAdapterOptions): EnforcerAdapter {
       const keep = new Set(enforced);
       const stale = [...(await candidates())].filter((d) => !keep.has(d));
       await change(enforced, enforced, stale, signal);
+      await trust(keep, allowed, signal);
+    },
+
+    allow(values: readonly string[]) {
+      allowed = values.flatMap((v) => fileCodec.canonical(v) ?? []);
     },
 
     async applyBatch(batch, all, signal?: AbortSignal) {
@@ -152,6 +185,7 @@ export function tieAdapter(o: TieAdapterOptions): EnforcerAdapter {
 
     async removeAll(signal?: AbortSignal) {
       await change([], [], [...(await candidates())], signal);
+      await trust(new Set(), [], signal);
     },
 
     async probe(signal?: AbortSignal) {
@@ -168,5 +202,7 @@ export function tieAdapter(o: TieAdapterOptions): EnforcerAdapter {
 }
 
 export function createTieEnforcer(o: TieAdapterOptions): Enforcer {
-  return createEngineEnforcer(tieAdapter(o), { capacity: o.capacity, log: o.log, codec: fileCodec });
+  const adapter = tieAdapter(o);
+  const enforcer = createEngineEnforcer(adapter, { capacity: o.capacity, log: o.log, codec: fileCodec });
+  return Object.assign(enforcer, { allow: (values: readonly string[]) => adapter.allow(values) });
 }

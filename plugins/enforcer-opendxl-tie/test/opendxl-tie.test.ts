@@ -27,6 +27,7 @@ describe('enforcer-opendxl-tie config', () => {
     expect(parsed.options).toEqual({
       block_trust_level: 'known_malicious',
       release_trust_level: 'not_set',
+      whitelist_trust_level: 'known_trusted',
       filename: '',
       comment: 'Rampart shared threat intelligence',
       max_entries: 10_000,
@@ -136,6 +137,45 @@ describe.skipIf(skip)('enforcer-opendxl-tie against a real mosquitto over TLS an
       expect(tie.store.size).toBe(0);
       expect(await enforcer.list()).toEqual([]);
     } finally {
+      await enforcer.close();
+    }
+  });
+
+  it('whitelisted digests (allow) become known trusted at the next sync, set back when the whitelist drops them or on withdraw', async () => {
+    const { tie } = await fixture();
+    tie.store.clear();
+    const cfg = await configFor();
+    const enforcer = await openDxlTieEnforcer.create(cfg, { log: silent, kind: 'file' });
+    try {
+      enforcer.allow!([SHA1.toLowerCase(), 'not a digest', SHA256]);
+      // A digest both blocked and whitelisted is not (the agent never sends one; blocked wins here).
+      await enforcer.sync([entry(SHA256)]);
+      expect(tie.at(1)).toEqual([SHA256]);
+      expect(tie.at(99)).toEqual([SHA1]);
+      expect(await readFile(`${cfg.fileslist_file}.trusted`, 'utf8')).toBe(`# File digests the Rampart agent set to a trusted TIE reputation; every change overwrites this file.\n${SHA1}\n`);
+      expect(await enforcer.list()).toEqual([SHA256]);
+      enforcer.allow!([MD5]);
+      await enforcer.sync([entry(SHA256)]);
+      expect(tie.at(99)).toEqual([MD5]);
+      expect(tie.store.has(SHA1)).toBe(false);
+      await enforcer.withdraw();
+      expect(tie.store.size).toBe(0);
+      expect(await readFile(`${cfg.fileslist_file}.trusted`, 'utf8')).not.toMatch(/^[0-9A-F]{32}/m);
+    } finally {
+      await enforcer.close();
+    }
+  });
+
+  it('with whitelist_trust_level none, whitelists are not sent', async () => {
+    const { tie } = await fixture();
+    tie.store.clear();
+    const enforcer = await openDxlTieEnforcer.create(await configFor({ whitelist_trust_level: 'none' }), { log: silent, kind: 'file' });
+    try {
+      enforcer.allow!([SHA1]);
+      await enforcer.sync([entry(SHA256)]);
+      expect([...tie.store.keys()]).toEqual([SHA256]);
+    } finally {
+      await enforcer.withdraw();
       await enforcer.close();
     }
   });
