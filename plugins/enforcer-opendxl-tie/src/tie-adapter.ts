@@ -69,6 +69,35 @@ export async function eachLimited<T>(items: readonly T[], limit: number, task: (
 }
 
 /**
+ * The whitelist half of the adapter: `<fileslist_file>.trusted` records the digests this enforcer
+ * set to trustLevel, so that one the whitelist drops is set back.
+ */
+function trustedReputations(o: TieAdapterOptions) {
+  const trustedFile = `${o.listFile}.trusted`;
+  /**
+   * Whitelisted digests get the trusted reputation; those trusted before and no longer
+   * whitelisted (nor blocked now) are set back. The trusted file names both while it runs.
+   */
+  return async function trust(enforced: ReadonlySet<string>, whitelisted: readonly string[], signal?: AbortSignal): Promise<void> {
+    if (o.trustLevel === null) return;
+    const level = o.trustLevel;
+    let before: string[] = [];
+    try {
+      before = parseDigestList(await readFile(trustedFile, 'utf8'));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    const now = whitelisted.filter((d) => !enforced.has(d));
+    const keep = new Set(now);
+    const drop = before.filter((d) => !keep.has(d) && !enforced.has(d));
+    await writeFileAtomic(trustedFile, renderDigestList([...now, ...drop], 'trusted'), 0o644);
+    await eachLimited(now, o.inFlight, (d) => o.tie.set(d, { trustLevel: level, filename: o.filename, comment: o.comment }, signal), signal);
+    await eachLimited(drop, o.inFlight, (d) => o.tie.set(d, { trustLevel: o.releaseLevel, filename: o.filename, comment: o.comment }, signal), signal);
+    await writeFileAtomic(trustedFile, renderDigestList(now, 'trusted'), 0o644);
+  };
+}
+
+/**
  * TIE file reputations as an enforcer target. Every enforced digest gets the enterprise
  * reputation `blockLevel`; a digest that leaves the list is set back to `releaseLevel`. TIE has no
  * call that lists the reputations one client set, so the digests this enforcer may have set are
@@ -82,8 +111,7 @@ export function tieAdapter(o: TieAdapterOptions): EnforcerAdapter & { allow(valu
   const touched = new Set<string>();
   /** The organization's whitelisted digests (Enforcer.allow), set to trustLevel at each full write. */
   let allowed: string[] = [];
-  /** `<fileslist_file>.trusted`: the digests this enforcer set to trustLevel, to set back when the whitelist drops them. */
-  const trustedFile = `${o.listFile}.trusted`;
+  const trust = trustedReputations(o);
 
   async function listed(): Promise<string[]> {
     try {
@@ -115,28 +143,6 @@ export function tieAdapter(o: TieAdapterOptions): EnforcerAdapter & { allow(valu
       },
       signal,
     );
-  }
-
-  /**
-   * Whitelisted digests get the trusted reputation; those trusted before and no longer
-   * whitelisted (nor blocked now) are set back. The trusted file names both while it runs.
-   */
-  async function trust(enforced: ReadonlySet<string>, whitelisted: readonly string[], signal?: AbortSignal): Promise<void> {
-    if (o.trustLevel === null) return;
-    const level = o.trustLevel;
-    let before: string[] = [];
-    try {
-      before = parseDigestList(await readFile(trustedFile, 'utf8'));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-    const now = whitelisted.filter((d) => !enforced.has(d));
-    const keep = new Set(now);
-    const drop = before.filter((d) => !keep.has(d) && !enforced.has(d));
-    await writeFileAtomic(trustedFile, renderDigestList([...now, ...drop], 'trusted'), 0o644);
-    await eachLimited(now, o.inFlight, (d) => o.tie.set(d, { trustLevel: level, filename: o.filename, comment: o.comment }, signal), signal);
-    await eachLimited(drop, o.inFlight, (d) => o.tie.set(d, { trustLevel: o.releaseLevel, filename: o.filename, comment: o.comment }, signal), signal);
-    await writeFileAtomic(trustedFile, renderDigestList(now, 'trusted'), 0o644);
   }
 
   /** Blocks `add`, releases `remove`, with the list file covering both while it runs. */
