@@ -68,6 +68,20 @@ export async function eachLimited<T>(items: readonly T[], limit: number, task: (
   if (failure) throw failure.err;
 }
 
+/** Those of `digests` TIE holds at the block level now (one request each, `inFlight` at once). */
+async function heldAt(o: TieAdapterOptions, digests: readonly string[], signal?: AbortSignal): Promise<string[]> {
+  const held: string[] = [];
+  await eachLimited(
+    digests,
+    o.inFlight,
+    async (d) => {
+      if ((await o.tie.enterpriseTrustLevel(d, signal)) === o.blockLevel) held.push(d);
+    },
+    signal,
+  );
+  return held;
+}
+
 /**
  * The whitelist half of the adapter: `<fileslist_file>.trusted` records the digests this enforcer
  * set to trustLevel, so that one the whitelist drops is set back.
@@ -155,17 +169,7 @@ export function tieAdapter(o: TieAdapterOptions): EnforcerAdapter & { allow(valu
 
   return {
     async read(signal?: AbortSignal) {
-      if (o.readBack === 'list_file') return listed();
-      const held: string[] = [];
-      await eachLimited(
-        [...(await candidates())],
-        o.inFlight,
-        async (d) => {
-          if ((await o.tie.enterpriseTrustLevel(d, signal)) === o.blockLevel) held.push(d);
-        },
-        signal,
-      );
-      return held;
+      return o.readBack === 'list_file' ? listed() : heldAt(o, [...(await candidates())], signal);
     },
 
     async replaceAll(entries: readonly BlockEntry[], signal?: AbortSignal) {
