@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { openStore, type Store } from '../src/store/index.ts';
 import { sqlOf } from '../src/store/sql-handle.ts';
 import { registerAgent } from './support/agents.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
-import { driverCases } from './support/databases.ts';
+import { createTestDatabase, driverCases, postgresAvailable } from './support/databases.ts';
 
 /*
  * `rampart org|user|key|agent|decision list`: the rows on both drivers, with every time stamp
@@ -142,5 +142,56 @@ describe('rampart list commands as a process on an embedded store', { timeout: 1
     const badKind = rampart('decision', 'list', '--org', gid, '--kind', 'asn');
     expect(badKind.code).toBe(1);
     expect(badKind.stderr.split('\n')[0]).toBe("error: option '--kind <kind>' argument 'asn' is invalid. expected ipv4, domain, url or file");
+  });
+});
+
+// On PostgreSQL the CLI is one more client of the database the servers share: what it changes
+// while a server runs is what that server answers next (auth cache off, as AUTH_CACHE_SECONDS=0).
+describe.skipIf(!postgresAvailable)('rampart commands that change state, beside a running server on PostgreSQL', { timeout: 120_000 }, () => {
+  const serverDir = fileURLToPath(new URL('..', import.meta.url));
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+  let store: Store;
+  let app: FastifyInstance;
+  let org: TestOrg;
+  // Asynchronous, so the server in this process keeps answering while the command runs.
+  const rampart = (...args: string[]) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const { DATA_DIR: _ignored, ...rest } = process.env;
+      const child = spawn(process.execPath, ['bin/rampart.js', ...args], { cwd: serverDir, env: { ...rest, DATABASE_URL: db.url, LOG_LEVEL: 'warn' } });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.once('exit', (code) => resolve({ code, stdout, stderr }));
+    });
+  const me = (key: string) => app.inject({ url: '/api/v1/me', headers: { authorization: key } });
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    store = await openStore({ databaseUrl: db.url });
+    app = await testApp(store);
+    org = await seedOrg(store, { name: 'Live Acme', credits: 100, trust: 0.5 });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await store?.close();
+    await db?.drop();
+  });
+
+  it('grants coins, sets trust and revokes a key; the running server answers with the change at once', async () => {
+    const before = await me(org.keys.reader);
+    expect(before.statusCode).toBe(200);
+    const grant = await rampart('org', 'grant-coins', org.org.gid, '25');
+    expect(grant.code, grant.stderr).toBe(0);
+    expect(JSON.parse(grant.stdout)).toEqual({ gid: org.org.gid, credit_tokens: 125, debit_tokens: 0, balance: 125 });
+    const trust = await rampart('org', 'set-trust', org.org.gid, '0.8');
+    expect(JSON.parse(trust.stdout)).toEqual({ gid: org.org.gid, trust: 0.8, previous_trust: 0.5 });
+    expect((await me(org.keys.admin)).json().organization).toMatchObject({ balance: 125, trust: 0.8 });
+
+    const keyId = org.keys.reader.split('_')[1]!;
+    const revoked = await rampart('key', 'revoke', keyId);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(JSON.parse(revoked.stdout)).toEqual({ key_id: keyId, username: `reader.${org.org.gid.slice(-8).toLowerCase()}@example.org`, organization: org.org.gid, revoked: true });
+    expect((await me(org.keys.reader)).statusCode).toBe(401);
+    expect((await me(org.keys.admin)).statusCode).toBe(200);
   });
 });
