@@ -110,7 +110,7 @@ describe('rampart CLI', { timeout: 120_000 }, () => {
   const dataDir = tempDir();
 
   it('has --help on every command', () => {
-    for (const cmd of [[], ['org'], ['org', 'create'], ['org', 'grant-coins'], ['org', 'set-trust'], ['user', 'create'], ['key', 'create'], ['key', 'revoke'], ['decision', 'list'], ['migrate'], ['openapi']]) {
+    for (const cmd of [[], ['org'], ['org', 'create'], ['org', 'grant-coins'], ['org', 'set-trust'], ['user', 'create'], ['key', 'create'], ['key', 'revoke'], ['migrate'], ['openapi']]) {
       const r = rampart(dataDir, ...cmd, '--help');
       expect(r.code, cmd.join(' ')).toBe(0);
       expect(r.stdout).toMatch(/^Usage: rampart/);
