@@ -3,9 +3,11 @@
 // no tsx at run time, which saves its loader thread (~30 MB RSS) and the start-up compile.
 // Usage: node scripts/bundle.mjs [outfile] (default dist/rampart-agent.mjs). The entry module is
 // `outfile`; code only some plugins load on demand (the AWS SDK: ~5 MB of source, ~25 MB of RSS
-// once parsed) goes to chunks in `rampart-agent-chunks/` beside it, read only when imported.
+// once parsed) goes to chunks in `rampart-agent-chunks/` beside it, read only when imported;
+// packaging/ is copied to `rampart-agent-packaging/` beside it (what `install` places).
 import { build } from 'esbuild';
-import { basename, dirname } from 'node:path';
+import { cpSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -38,4 +40,6 @@ await build({
   external: ['*.node'],
   logLevel: 'warning',
 });
+// The unit, agent.env and the sample agent.json, for `rampart-agent install` run from the bundle.
+cpSync(`${root}/packaging`, join(dirname(outfile), 'rampart-agent-packaging'), { recursive: true });
 process.stdout.write(`${outfile}\n`);

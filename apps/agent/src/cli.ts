@@ -7,7 +7,8 @@ import { DEFAULT_CONFIG_PATH, readAgentConfig, validateAgentText } from './confi
 import type { AgentFileConfig, ConfigProblem } from './config/load.ts';
 import { REGISTRY, secretKeysOfRegistry, type Registry } from './registry.ts';
 import { createLogger } from './runtime/logger.ts';
-import { registerAgent } from './commands/register.ts';
+import { LiveKeysError, registerAgent } from './commands/register.ts';
+import { installAgent } from './commands/install.ts';
 import { agentStatus } from './commands/status.ts';
 
 export interface CliIo {
@@ -139,14 +140,45 @@ export function buildCli(io: CliIo = defaultIo, registry: Registry = REGISTRY): 
     .addOption(new Option('--admin-key-env <name>', 'environment variable holding an organization admin API key').default('RAMPART_ADMIN_KEY'))
     .option('--token-ttl-days <days>', 'expiry of the issued agent key', (v) => Number.parseInt(v, 10))
     .option('--no-token', 'register only; do not issue an agent key')
-    .action(async (opts: { config: string; adminKeyEnv: string; tokenTtlDays?: number; token: boolean }) => {
+    .option('--rotate', 'issue a new key even when one is live, and revoke every other live key of this agent')
+    .action(async (opts: { config: string; adminKeyEnv: string; tokenTtlDays?: number; token: boolean; rotate?: boolean }) => {
       const file = await loadOrExit(opts.config, io, registry);
       const adminKey = io.env[opts.adminKeyEnv];
       if (!adminKey) {
         io.err(`register: set ${opts.adminKeyEnv} to an organization admin API key\n`);
         throw new ExitError(2);
       }
-      await registerAgent(file, { adminKey, issueToken: opts.token, ...(opts.tokenTtlDays ? { tokenTtlDays: opts.tokenTtlDays } : {}) }, (line) => io.out(`${line}\n`));
+      try {
+        await registerAgent(file, { adminKey, issueToken: opts.token, rotate: opts.rotate === true, ...(opts.tokenTtlDays ? { tokenTtlDays: opts.tokenTtlDays } : {}) }, (line) => io.out(`${line}\n`));
+      } catch (err) {
+        if (!(err instanceof LiveKeysError)) throw err;
+        io.err(`register: ${err.message}\n`);
+        throw new ExitError(3);
+      }
+    });
+
+  program
+    .command('install')
+    .description('place the agent, its wrapper, the systemd unit, agent.env and a sample agent.json that validates; daemon-reload where systemd runs; register when given --server and an admin key')
+    .option('--root <dir>', 'install into this root directory (a package build, an image)', '/')
+    .option('--prefix <dir>', 'where lib/rampart-agent and bin/rampart-agent go', '/usr')
+    .option('--server <url>', 'control-plane API base (…/api/v1) for a new agent.json, and to register with')
+    .option('--gaid <id>', 'agent id for a new agent.json (default: RMP-AGENT-ID- and the host name)')
+    .option('--node <path>', 'node binary the wrapper and unit run (default: this one)', process.execPath)
+    .addOption(new Option('--admin-key-env <name>', 'environment variable holding an organization admin API key').default('RAMPART_ADMIN_KEY'))
+    .action(async (opts: { root: string; prefix: string; server?: string; gaid?: string; node: string; adminKeyEnv: string }) => {
+      const adminKey = io.env[opts.adminKeyEnv];
+      try {
+        const code = await installAgent(
+          { root: opts.root, prefix: opts.prefix, node: opts.node, adminKeyEnv: opts.adminKeyEnv, env: io.env, registry, ...(opts.server ? { server: opts.server } : {}), ...(opts.gaid ? { gaid: opts.gaid } : {}), ...(adminKey ? { adminKey } : {}) },
+          (line) => io.out(`${line}\n`),
+        );
+        if (code !== 0) throw new ExitError(code);
+      } catch (err) {
+        if (!(err instanceof LiveKeysError)) throw err;
+        io.err(`install: ${err.message}\n`);
+        throw new ExitError(3);
+      }
     });
 
   program

@@ -126,7 +126,7 @@ describe('rampart CLI', { timeout: 120_000 }, () => {
 
     const grant = rampart(dataDir, 'org', 'grant-coins', created.gid, '25');
     expect(JSON.parse(grant.stdout)).toEqual({ gid: created.gid, credit_tokens: 75, debit_tokens: 0, balance: 75 });
-    expect(JSON.parse(rampart(dataDir, 'org', 'set-trust', created.gid, '0.9').stdout)).toEqual({ gid: created.gid, trust: 0.9 });
+    expect(JSON.parse(rampart(dataDir, 'org', 'set-trust', created.gid, '0.9').stdout)).toEqual({ gid: created.gid, trust: 0.9, previous_trust: 0.7 });
 
     const user = rampart(dataDir, 'user', 'create', '--org', created.gid, '--username', 'ops@cli.example', '--role', '3');
     expect(user.code, user.stderr).toBe(0);
@@ -135,11 +135,12 @@ describe('rampart CLI', { timeout: 120_000 }, () => {
     const key = rampart(dataDir, 'key', 'create', '--username', 'ops@cli.example', '--label', 'ci');
     const issued = JSON.parse(key.stdout) as { key_id: string; key: string };
     expect(issued.key).toMatch(new RegExp(`^rmp_${issued.key_id}_[A-Za-z0-9_-]{43}$`));
-    expect(JSON.parse(rampart(dataDir, 'key', 'revoke', issued.key_id).stdout)).toEqual({ key_id: issued.key_id, revoked: true });
+    expect(JSON.parse(rampart(dataDir, 'key', 'revoke', issued.key_id).stdout)).toEqual({ key_id: issued.key_id, username: 'ops@cli.example', organization: created.gid, revoked: true });
 
     // Operator actions from the CLI are in the audit log, as the API's are.
     const audit = await withStore(dataDir, (store) => store.operators.audit({ orgId: null, action: null, beforeId: null, limit: 10 }));
     expect(audit.map((e) => [e.action, e.organization, e.address])).toEqual([
+      ['key.revoke', created.gid, 'local (rampart CLI)'],
       ['key.create', created.gid, 'local (rampart CLI)'],
       ['organization.update', created.gid, 'local (rampart CLI)'],
       ['organization.grant_coins', created.gid, 'local (rampart CLI)'],

@@ -5,6 +5,7 @@ import {
   AgentRegisterResponse,
   AgentSettingsDocument,
   AgentTokenIssued,
+  AgentTokenInfo,
   DecisionListResponse,
   IndicatorListResponse,
   WhyResponse,
@@ -164,6 +165,16 @@ export class RampartClient {
   /** Issues an agent key (admin key required); the token is shown only in this answer. */
   async issueAgentToken(agid: string, body: { ttl_days?: number } = {}, call: Call = {}): Promise<AgentTokenIssued> {
     return parseJson(AgentTokenIssued, await this.transport.request('POST', `/agents/${encodeURIComponent(agid)}/token`, { ...call, body }));
+  }
+
+  /** An agent's keys (ids, issue and expiry times, revoked or not); admin key required. */
+  async agentTokens(agid: string, call: Call = {}): Promise<AgentTokenInfo[]> {
+    return parseJson(z.array(AgentTokenInfo), await this.transport.request('GET', `/agents/${encodeURIComponent(agid)}/tokens`, call));
+  }
+
+  /** Revokes one agent key by its id (jti); the agent's live connection is closed. */
+  async revokeAgentToken(agid: string, tokenId: string, call: Call = {}): Promise<void> {
+    await this.transport.request('DELETE', `/agents/${encodeURIComponent(agid)}/tokens/${encodeURIComponent(tokenId)}`, call);
   }
 
   async agentFeedback(body: AgentFeedbackBody, call: Call = {}): Promise<void> {

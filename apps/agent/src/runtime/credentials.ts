@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { writeDurable } from './durable-file.ts';
 
 /** What `register` leaves for `run`: the agent key issued for this agent (file mode 0600). */
-export const Credentials = z.object({ gaid: z.string(), token: z.string().min(1), header: z.string().min(1) });
+export const Credentials = z.object({ gaid: z.string(), token: z.string().min(1), header: z.string().min(1), token_id: z.string().optional() });
 export type Credentials = z.infer<typeof Credentials>;
 
 export function credentialsPath(stateDir: string): string {

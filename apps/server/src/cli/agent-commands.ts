@@ -37,7 +37,7 @@ async function adminOf(store: Store, username: string) {
   return { user, org };
 }
 
-export function registerAgentCommands(program: Command): void {
+export function registerAgentCommands(program: Command): Command {
   const agent = program.command('agent').description('manage agents and their keys');
   agent
     .command('token')
@@ -68,4 +68,5 @@ export function registerAgentCommands(program: Command): void {
         return { gaid, token_id: tokenId, revoked: true };
       }),
     );
+  return agent;
 }

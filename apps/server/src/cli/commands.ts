@@ -44,9 +44,10 @@ async function execute(store: Store, c: Command): Promise<void> {
       return print({ gid: org.gid, credit_tokens: org.credit_tokens, debit_tokens: org.debit_tokens, balance: org.credit_tokens - org.debit_tokens });
     }
     case 'org.trust': {
-      const org = await store.operators.update(c.gid, { trust: c.trust }, cliActor());
-      if (!org) throw new ApiError('not_found', `no organization ${c.gid}`);
-      return print({ gid: org.gid, trust: org.trust });
+      const was = await store.orgs.byGid(c.gid);
+      const org = was && (await store.operators.update(c.gid, { trust: c.trust }, cliActor()));
+      if (!was || !org) throw new ApiError('not_found', `no organization ${c.gid}`);
+      return print({ gid: org.gid, trust: Number(org.trust), previous_trust: Number(was.trust) });
     }
     case 'user.create':
       return print(await createUser(store, { orgGid: c.org, username: c.username, role: c.role, name: c.name, surname: c.surname }));
@@ -57,8 +58,10 @@ async function execute(store: Store, c: Command): Promise<void> {
       return print({ key_id: created.keyId, key: created.key, note: 'shown once: store it now' });
     }
     case 'key.revoke': {
-      if (!(await store.keys.revoke(c.keyId))) throw new ApiError('not_found', `no active key ${c.keyId}`);
-      return print({ key_id: c.keyId, revoked: true });
+      const owner = await store.keys.principal(c.keyId);
+      if (!owner || !(await store.keys.revoke(c.keyId))) throw new ApiError('not_found', `no active key ${c.keyId}`);
+      await store.operators.record(cliActor(), { orgId: owner.org.id, action: 'key.revoke', target: c.keyId, detail: { username: owner.user.username } });
+      return print({ key_id: c.keyId, username: owner.user.username, organization: owner.org.gid, revoked: true });
     }
     case 'migrate':
       return print({ applied: await store.migrate() });

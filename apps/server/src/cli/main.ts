@@ -3,6 +3,7 @@ import { run } from './commands.ts';
 import { DataDirLockedError } from '../store/index.ts';
 import { registerAgentCommands } from './agent-commands.ts';
 import { registerArchiveCommands } from './archive-commands.ts';
+import { registerListCommands } from './list-commands.ts';
 
 /** `rampart`: the operators' command line. Every command talks to the store directly. */
 const program = new Command('rampart')
@@ -42,9 +43,8 @@ org
   .argument('<trust>', 'trust from 0 to 1', number(0, 1, false))
   .action((gid, trust) => run({ cmd: 'org.trust', gid, trust }));
 
-program
-  .command('user')
-  .description('manage users')
+const user = program.command('user').description('manage users');
+user
   .command('create')
   .description('create a user in an organization')
   .requiredOption('--org <gid>', 'organization id (RMP-GID-...)')
@@ -75,7 +75,8 @@ program
   .option('--timeout <ms>', 'per-request timeout', number(100, 120_000, true), 15_000)
   .action((opts) => run({ cmd: 'cdn.refresh', timeout: opts.timeout }));
 
-registerAgentCommands(program);
+const agent = registerAgentCommands(program);
+registerListCommands(program, { org, user, key, agent });
 registerArchiveCommands(program);
 
 program.command('migrate').description('apply pending database migrations').action(() => run({ cmd: 'migrate' }));

@@ -1,0 +1,53 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, type CliIo } from '../src/cli.ts';
+import { defaultGaid, unitFor } from '../src/commands/install.ts';
+
+/*
+ * `install` from the sources (it builds the bundle first), in this process; the bundled form,
+ * registration and every file's mode are in test/e2e/agent-install.test.ts.
+ */
+
+function io(env: Record<string, string> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const value: CliIo = { out: (t) => void out.push(t), err: (t) => void err.push(t), env };
+  return { value, out: () => out.join(''), err: () => err.join('') };
+}
+
+describe('rampart-agent install from the sources', { timeout: 120_000 }, () => {
+  let root: string;
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'agent-install-'));
+  });
+  afterAll(() => rm(root, { recursive: true, force: true }));
+
+  it('builds the bundle, writes a configuration that validates, and says why it did not register', async () => {
+    const t = io();
+    expect(await runCli(['install', '--root', root, '--server', 'https://rampart.example.org/api/v1', '--gaid', 'RMP-AGENT-ID-src1'], t.value)).toBe(0);
+    expect(t.err()).toBe('');
+    const lines = t.out().split('\n');
+    expect(lines[0]).toBe('building the bundle from the sources (scripts/bundle.mjs)');
+    expect(lines).toContain('/etc/rampart-agent/agent.json: valid (agent RMP-AGENT-ID-src1)');
+    expect(lines.at(-2)).toBe('not registered: set RAMPART_ADMIN_KEY to an organization admin API key, then run rampart-agent register');
+    const config = JSON.parse(await readFile(join(root, 'etc/rampart-agent/agent.json'), 'utf8')) as { control_plane_url: string; gaid: string };
+    expect([config.control_plane_url, config.gaid]).toEqual(['https://rampart.example.org/api/v1', 'RMP-AGENT-ID-src1']);
+  });
+
+  it('keeps an existing agent.json and fails (exit 1) naming its problems', async () => {
+    await writeFile(join(root, 'etc/rampart-agent/agent.json'), JSON.stringify({ gaid: 'nope' }));
+    const t = io();
+    expect(await runCli(['install', '--root', root], t.value)).toBe(1);
+    const lines = t.out().split('\n');
+    expect(lines).toContain('kept /etc/rampart-agent/agent.json (exists)');
+    expect(lines.at(-2)).toMatch(/^\/etc\/rampart-agent\/agent\.json: \d+ problem\(s\): .*gaid: must be RMP-AGENT-ID- followed by letters and digits/);
+  });
+
+  it('derives the agent id from the host name, and rewrites the unit for another prefix', () => {
+    expect(defaultGaid('edge-01.example.org')).toBe('RMP-AGENT-ID-edge01exampleorg');
+    expect(defaultGaid('---')).toBe('RMP-AGENT-ID-agent');
+    expect(unitFor('ExecStart=/usr/bin/node /usr/lib/rampart-agent/rampart-agent.mjs run\n', '/opt/r', '/n/node')).toBe('ExecStart=/n/node /opt/r/lib/rampart-agent/rampart-agent.mjs run\n');
+  });
+});

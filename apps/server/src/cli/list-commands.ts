@@ -1,0 +1,185 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { ApiError } from '@rampart/contracts';
+import { loadConfig } from '../config.ts';
+import { openStore, type BrowseKind, type Organization, type Store } from '../store/index.ts';
+
+/*
+ * `rampart org|user|key|agent|decision list`: what the store holds, as an aligned table (one
+ * row per line, columns two spaces apart, `-` for none) or, with `--json`, as a JSON array of
+ * the same rows. Read-only, so they are safe next to running servers on PostgreSQL; on the
+ * embedded store they need the server stopped like every other command (one process at a time).
+ */
+
+export type Cell = string | number | boolean | null;
+export type Row = Record<string, Cell>;
+
+/** Columns named by their keys in upper case; each as wide as its widest cell; no trailing blanks. */
+export function formatTable(rows: readonly Row[], columns: readonly string[]): string {
+  const text = (v: Cell) => (v === null || v === '' ? '-' : String(v));
+  const lines = [columns.map((c) => c.toUpperCase()), ...rows.map((r) => columns.map((c) => text(r[c] ?? null)))];
+  const widths = columns.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
+  return lines.map((l) => l.map((cell, i) => (i === l.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+const iso = (epochSeconds: number | null) => (epochSeconds === null ? null : new Date(epochSeconds * 1000).toISOString());
+const isoDate = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+const ROLES: Record<number, string> = { 1: 'reader', 2: 'contributor', 3: 'admin', 9: 'operator' };
+
+async function orgOf(store: Store, gid: string): Promise<Organization> {
+  const org = await store.orgs.byGid(gid);
+  if (!org) throw new ApiError('not_found', `no organization ${gid}`);
+  return org;
+}
+
+export async function listOrgs(store: Store): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (let afterId: number | null = null; ; ) {
+    const page = await store.operators.organizations({ text: null, afterId, limit: 1000 });
+    for (const o of page) {
+      const credit = Number(o.credit_tokens);
+      const debit = Number(o.debit_tokens);
+      rows.push({ gid: o.gid, name: o.name, trust: Number(o.trust), delay: o.delay, balance: credit - debit, users: o.users, created_at: o.created_at });
+    }
+    if (page.length < 1000) return rows;
+    afterId = page.at(-1)!.id;
+  }
+}
+
+export async function listUsers(store: Store, gid: string): Promise<Row[]> {
+  const org = await orgOf(store, gid);
+  return (await store.operators.users(org.id, 100_000)).map((u) => ({
+    guid: u.guid,
+    username: u.username,
+    role: ROLES[u.role] ?? String(u.role),
+    name: [u.name, u.surname].filter(Boolean).join(' '),
+    failed_logins: u.unsuccessful_login,
+    created_at: u.created_at,
+  }));
+}
+
+export async function listKeys(store: Store, gid: string): Promise<Row[]> {
+  const org = await orgOf(store, gid);
+  return (await store.keys.listForOrg(org.id)).map((k) => ({
+    key_id: k.key_id,
+    username: k.username,
+    label: k.label,
+    created_at: isoDate(k.created_at),
+    last_used_at: isoDate(k.last_used_at),
+    revoked_at: isoDate(k.revoked_at),
+  }));
+}
+
+export async function listAgents(store: Store, gid: string, now = Math.floor(Date.now() / 1000)): Promise<Row[]> {
+  const org = await orgOf(store, gid);
+  const rows: Row[] = [];
+  for (const a of await store.agents.list(org.id)) {
+    const live = (await store.agents.tokens(a.id)).filter((t) => t.revoked_at === null && (t.expires_at === null || t.expires_at > now));
+    rows.push({
+      gaid: a.gaid,
+      state: a.deactivated_at === null ? 'active' : 'deactivated',
+      last_checkin_at: iso(a.last_checkin_at),
+      via: a.last_checkin_via,
+      version: a.reported_version,
+      hostname: a.hostname,
+      live_keys: live.length,
+    });
+  }
+  return rows;
+}
+
+export interface DecisionListOptions {
+  kind?: BrowseKind;
+  decision?: 0 | 1;
+  text?: string;
+  limit: number;
+}
+
+export async function listDecisions(store: Store, gid: string, o: DecisionListOptions): Promise<Row[]> {
+  const org = await orgOf(store, gid);
+  const rows: Row[] = [];
+  let after: [string, string, string] | null = null;
+  while (rows.length < o.limit) {
+    const limit = Math.min(1000, o.limit - rows.length);
+    const page = await store.browse.decisions({
+      orgId: org.id,
+      kinds: o.kind ? [o.kind] : ['ipv4', 'domain', 'url', 'file'],
+      decision: o.decision ?? null,
+      text: o.text ?? null,
+      after,
+      limit,
+    });
+    for (const d of page) {
+      rows.push({ kind: d.kind, value: d.value, decision: d.decision === 1 ? 'block' : 'whitelist', ttl: d.ttl, updated_at: d.updated_at, held: d.held, score: d.score });
+    }
+    if (page.length < limit) break;
+    const last = page.at(-1)!;
+    after = [last.micros, last.kind, last.value];
+  }
+  return rows;
+}
+
+const COLUMNS = {
+  org: ['gid', 'name', 'trust', 'delay', 'balance', 'users', 'created_at'],
+  user: ['guid', 'username', 'role', 'name', 'failed_logins', 'created_at'],
+  key: ['key_id', 'username', 'label', 'created_at', 'last_used_at', 'revoked_at'],
+  agent: ['gaid', 'state', 'last_checkin_at', 'via', 'version', 'hostname', 'live_keys'],
+  decision: ['kind', 'value', 'decision', 'ttl', 'updated_at', 'held', 'score'],
+} as const;
+
+async function printList(what: keyof typeof COLUMNS, json: boolean | undefined, fn: (store: Store) => Promise<Row[]>): Promise<void> {
+  const config = loadConfig();
+  const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, owner: 'cli' });
+  try {
+    const rows = await fn(store);
+    process.stdout.write(json ? `${JSON.stringify(rows, null, 2)}\n` : formatTable(rows, COLUMNS[what]));
+  } catch (err) {
+    if (err instanceof ApiError) throw new Error(err.detail ?? err.code);
+    throw err;
+  } finally {
+    await store.close();
+  }
+}
+
+function positive(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 1_000_000) throw new InvalidArgumentError('expected an integer from 1 to 1000000');
+  return n;
+}
+
+/** Adds `list` under each noun; `orgs`, `users`, `keys`, `agents`, `decisions` are aliases of the nouns. */
+export function registerListCommands(program: Command, groups: { org: Command; user: Command; key: Command; agent: Command }): void {
+  const decision = program.command('decision').description("an organization's decisions (whitelist/block)");
+  for (const [name, group] of Object.entries({ ...groups, decision }) as Array<[keyof typeof COLUMNS, Command]>) group.alias(`${name}s`);
+
+  groups.org
+    .command('list')
+    .description('every organization: trust, delay, coin balance, users')
+    .option('--json', 'a JSON array instead of a table')
+    .action((opts: { json?: boolean }) => printList('org', opts.json, listOrgs));
+  const perOrg = (what: 'user' | 'key' | 'agent', group: Command, description: string, fn: (store: Store, gid: string) => Promise<Row[]>) =>
+    group
+      .command('list')
+      .description(description)
+      .requiredOption('--org <gid>', 'organization id (RMP-GID-...)')
+      .option('--json', 'a JSON array instead of a table')
+      .action((opts: { org: string; json?: boolean }) => printList(what, opts.json, (store) => fn(store, opts.org)));
+  perOrg('user', groups.user, "an organization's users and their roles", listUsers);
+  perOrg('key', groups.key, "an organization's API keys (ids only), revoked ones included", listKeys);
+  perOrg('agent', groups.agent, "an organization's agents: state, last check-in, reported version, live agent keys", (store, gid) => listAgents(store, gid));
+  decision
+    .command('list')
+    .description("an organization's decisions of every kind, most recently set first")
+    .requiredOption('--org <gid>', 'organization id (RMP-GID-...)')
+    .option('--kind <kind>', 'ipv4, domain, url or file (default: every kind)', (v: string) => {
+      if (!['ipv4', 'domain', 'url', 'file'].includes(v)) throw new InvalidArgumentError('expected ipv4, domain, url or file');
+      return v as BrowseKind;
+    })
+    .option('--decision <0|1>', '0 whitelists only, 1 blocks only', (v: string) => {
+      if (v !== '0' && v !== '1') throw new InvalidArgumentError('expected 0 (whitelist) or 1 (block)');
+      return Number(v) as 0 | 1;
+    })
+    .option('--text <text>', 'only values containing this text')
+    .option('--limit <n>', 'at most this many rows', positive, 1000)
+    .option('--json', 'a JSON array instead of a table')
+    .action((opts: DecisionListOptions & { org: string; json?: boolean }) => printList('decision', opts.json, (store) => listDecisions(store, opts.org, opts)));
+}
