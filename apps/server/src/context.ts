@@ -7,6 +7,7 @@ import type { Enrichment } from './services/enrichment.ts';
 import type { Ipv4Mirror } from './services/ipv4-mirror/index.ts';
 import type { Ipv4Lists } from './services/ipv4-lists.ts';
 import type { Ipv4Reports } from './services/ipv4-reports.ts';
+import type { Rollups } from './services/rollups.ts';
 
 /** What route plugins and services are given; no module holds state of its own. */
 export interface AppContext {
@@ -24,4 +25,6 @@ export interface AppContext {
   ipv4Reports: Ipv4Reports;
   /** `/ipv4` and `/flat`: the organization's filter and where its rows come from (mirror or SQL). */
   ipv4Lists: Ipv4Lists;
+  /** Reports, coins, agents and bands over time: counted here, stored by a job every minute. */
+  rollups: Rollups;
 }
