@@ -1,5 +1,13 @@
 import type { Queryable } from './db.ts';
 
+/**
+ * The decay formula of packages/scoring in SQL at second $2, in double precision as the
+ * JavaScript one computes it: with numeric operands PostgreSQL computes exp() in arbitrary
+ * precision, about 25 times slower (0.5 s instead of 20 ms for 20,000 rows here). The exponent
+ * is capped so that exp() cannot overflow.
+ */
+const LIVE_SCORE = `score::float8 / (1 + exp(least(700, (3 / score::float8) * (greatest($2::bigint - ts, 0)::float8 / 3600 - 2.5 * score::float8))))`;
+
 /** Seconds in a rollup bucket. Buckets are aligned on the epoch, so on UTC hours and days. */
 export const HOUR = 3600;
 export const DAY = 86_400;
@@ -99,9 +107,8 @@ export class RollupStore {
    */
   async snapshotBands(orgId: number, now: number, visibleUpTo: number | null, bands: BandBounds): Promise<BandCounts> {
     const res = await this.db.query<BandCounts>(
-      `with live as (
-         select score / (1 + exp(least(700.0, (3.0 / score) * ((greatest($2::bigint - ts, 0)) / 3600.0 - 2.5 * score)))) as s
-         from ipv4_indicators where $3::bigint is null or ts <= $3::bigint
+      `with live as materialized (
+         select ${LIVE_SCORE} as s from ipv4_indicators where $3::bigint is null or ts <= $3::bigint
        ), banded as (
          select case
            when s >= $4 and s < $5 then 'low'
