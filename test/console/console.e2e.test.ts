@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AgentSettingsDocument, OrganizationConfig, PROBLEM_BASE, ServerSyncMessage, VpnLicense } from '@rampart/contracts';
 import { systemGate } from '@rampart/plugin-kit/testing';
-import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, createTestDatabase, createApiKey, createUser } from '@rampart/server/testing';
+import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, createTestDatabase, createApiKey, createUser, sqlOf } from '@rampart/server/testing';
 
 /*
  * The web console in a real headless Chromium against a real server (PostgreSQL when
@@ -615,6 +615,58 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     await page.getByRole('heading', { name: 'Audit log' }).waitFor();
     await expect.poll(async () => (await page.locator('main').textContent()) ?? '').toMatch(/key\.create|Nothing recorded yet/);
     expect(await page.locator('main').textContent()).not.toContain('Console CERT');
+    await page.context().close();
+  });
+
+  it('charts the last 30 days with axes scaled to the data, at 1440 and 390 px, light and dark', async () => {
+    const org = await seedOrg(store, { credits: 100, name: 'Console History' });
+    for (const ip of ['45.77.202.1', '45.77.202.2', '45.77.202.1']) {
+      expect((await api('POST', '/ips', org.keys.contributor, { ip, confidence: 0.5, source: 'ssh' })).status).toBeLessThan(300);
+    }
+    // Seven look-ups at 1 coin each: the day's coins, 7, are drawn on an axis of 0-8.
+    for (let i = 0; i < 7; i++) expect((await api('GET', '/ips/45.77.202.1', org.keys.reader)).status).toBe(200);
+    const history = (await api('GET', '/overview/history', org.keys.reader)).json as {
+      reports_per_hour: Array<{ hour: number; organization: number; alliance: number }>;
+      coins_spent_per_day: Array<{ day: number; coins: number }>;
+    };
+    expect(history.reports_per_hour.reduce((a, p) => a + p.organization, 0)).toBe(3);
+    expect(history.coins_spent_per_day.at(-1)!.coins).toBe(7);
+    const mostAlliance = Math.max(...history.reports_per_hour.map((p) => p.alliance));
+    const firstDay = new Date(history.coins_spent_per_day[0]!.day * 1000);
+    const firstLabel = `${['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'][firstDay.getUTCMonth()]} ${firstDay.getUTCDate()}`;
+
+    for (const [width, scheme] of [[1440, 'light'], [390, 'light'], [390, 'dark']] as const) {
+      const page = await signedIn(org.keys.admin, width, scheme);
+      const ticks = (chart: string, axis: 'x' | 'y') => page.locator(`[data-testid="${chart}"] text.tick-${axis}`).allTextContents();
+      await page.getByRole('img', { name: 'Coins spent per day' }).waitFor();
+      expect(await ticks('chart-coins', 'y'), `coins at ${width}`).toEqual(['0', '2', '4', '6', '8']);
+      expect(await page.getByTestId('chart-coins-unit').textContent()).toBe('coins per day');
+      expect((await ticks('chart-coins', 'x'))[0]).toBe(firstLabel);
+      expect(await page.locator('table', { has: page.locator('caption', { hasText: 'Coins spent per day' }) }).locator('tbody tr').count()).toBe(31);
+      // No agent: a count axis of 0-1, never fractions of an agent.
+      expect(await ticks('chart-agents', 'y')).toEqual(['0', '1']);
+      // Reports: the axis ends on the first round number at or above the busiest hour of the alliance.
+      const reportTicks = (await ticks('chart-reports', 'y')).map((t) => Number(t.replace(/,/g, '')));
+      expect(reportTicks.at(-1)!).toBeGreaterThanOrEqual(mostAlliance);
+      expect(reportTicks.at(-2)!).toBeLessThan(mostAlliance);
+      expect(await page.getByTestId('chart-reports-unit').textContent()).toBe('reports per hour');
+      expect(await page.getByRole('img', { name: 'IPv4 indicators per band, per day' }).count()).toBe(1);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `history at ${width}`).toBeLessThanOrEqual(0);
+      const tickColor = await page.locator('[data-testid="chart-coins"] text.tick-y').first().evaluate((e) => getComputedStyle(e).fill);
+      expect(tickColor).toBe(scheme === 'dark' ? 'rgb(230, 233, 238)' : 'rgb(27, 31, 36)');
+      await page.screenshot({ path: `${SHOTS}/overview-history-${width}-${scheme}.png`, fullPage: true });
+      await page.context().close();
+    }
+  });
+
+  it('draws the decay of a score of 130 on a 0-150 axis, not 0-1000', async () => {
+    await sqlOf(store).query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-PLOT130', '45.77.203.1/32', false, 130, $1, $1)`, [Math.floor(Date.now() / 1000)]);
+    const page = await signedIn(acme.keys.admin, 390);
+    await lookUp(page, '45.77.203.1');
+    await page.getByTestId('score-plot').waitFor();
+    expect(await page.locator('[data-testid="score-plot"] text.tick-y').allTextContents()).toEqual(['0', '50', '100', '150']);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
+    await page.screenshot({ path: `${SHOTS}/lookup-plot-390.png`, fullPage: true });
     await page.context().close();
   });
 

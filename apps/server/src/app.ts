@@ -30,6 +30,7 @@ import { ReportBatcher } from './services/ipv4-ingest.ts';
 import { VpnService } from './services/vpn.ts';
 import { Ipv4Lists } from './services/ipv4-lists.ts';
 import { Ipv4Reports } from './services/ipv4-reports.ts';
+import { Rollups } from './services/rollups.ts';
 import './plugins/route-config.ts';
 
 export interface BuildAppOptions {
@@ -92,6 +93,7 @@ async function buildContext(o: { config: AppConfig; store: Store; ipv4Mirror: Ip
   const enrichment = createEnrichment({ dataDir: config.dataDir });
   const events = eventBus(store.connection);
   const ipv4Mirror = o.ipv4Mirror === undefined ? new Ipv4Mirror(store.ipv4Mirror, enrichment, log) : o.ipv4Mirror;
+  const rollups = new Rollups(store, log);
   const batcher = new ReportBatcher({ ingest: store.ipv4Ingest, events, log, observe: (timing) => metrics.ipv4IngestBatch(timing) });
   return {
     config,
@@ -102,9 +104,10 @@ async function buildContext(o: { config: AppConfig; store: Store; ipv4Mirror: Ip
     cursors: cursorCodec(config.cursorSecret ?? (await store.secrets.get('list_cursor'))),
     enrichment,
     ipv4Mirror,
-    ipv4Reports: new Ipv4Reports({ config, store, enrichment, batcher }),
+    ipv4Reports: new Ipv4Reports({ config, store, enrichment, batcher, rollups }),
     ipv4Lists: new Ipv4Lists({ store, enrichment, mirror: ipv4Mirror }),
     vpn: new VpnService(store, config.tools.vpn),
+    rollups,
   };
 }
 
@@ -148,6 +151,12 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     app.addHook('onReady', async () => void mirror.start());
     if (ipv4Mirror === undefined) app.addHook('onClose', async () => mirror.close());
   }
+  const rollups = context.rollups;
+  app.addHook('onReady', async () => rollups.start());
+  // Counted reports and coins are written before the store closes.
+  app.addHook('onClose', async () => {
+    await rollups.close().catch((err: unknown) => app.log.warn({ err }, 'could not store the last rollup counts'));
+  });
   await app.register(errorsPlugin);
   await app.register(textGuardPlugin);
   await app.register(swagger, openapiDocument(config));
@@ -164,7 +173,7 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
   });
   await app.register(metricsPlugin, { metrics });
   await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds, agentTokenSecret: config.agentTokenSecret, failures: authFailureBudgets(config), metrics: metrics.auth });
-  await app.register(coinsPlugin, { store, prices: config.coinPrices, debits: metrics.coinDebits, leaseMax: config.coinLeaseMax ?? DEFAULT_LEASE.max });
+  await app.register(coinsPlugin, { store, prices: config.coinPrices, debits: metrics.coinDebits, leaseMax: config.coinLeaseMax ?? DEFAULT_LEASE.max, onSpent: (orgId, coins) => rollups.countCoins(orgId, coins) });
   await app.register(listStreamsPlugin, { perKey: config.listStreamsPerKey, sendTimeoutMs: config.listSendTimeoutSeconds * 1000 });
   await app.register(healthRoutes, { context });
   await app.register(apiRoutes, { prefix: API_BASE, context });

@@ -8,6 +8,7 @@ import type { Ipv4Mirror } from './services/ipv4-mirror/index.ts';
 import type { Ipv4Lists } from './services/ipv4-lists.ts';
 import type { Ipv4Reports } from './services/ipv4-reports.ts';
 import type { VpnService } from './services/vpn.ts';
+import type { Rollups } from './services/rollups.ts';
 
 /** What route plugins and services are given; no module holds state of its own. */
 export interface AppContext {
@@ -27,4 +28,6 @@ export interface AppContext {
   ipv4Lists: Ipv4Lists;
   /** Secure-VPN licenses: address pool, keys and coins. */
   vpn: VpnService;
+  /** Reports, coins, agents and bands over time: counted here, stored by a job every minute. */
+  rollups: Rollups;
 }

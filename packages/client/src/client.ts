@@ -9,6 +9,7 @@ import {
   DecisionListResponse,
   IndicatorListResponse,
   WhyResponse,
+  OverviewHistoryResponse,
   ApiKeyInfo,
   AuditListResponse,
   OperatorOrganization,
@@ -213,6 +214,11 @@ export class RampartClient {
   /** Why an indicator is (or is not) blocked for the caller's organization now (`GET /why`, priced as a look-up). */
   async why(kind: 'ipv4' | 'domain' | 'url' | 'file', value: string, call: Call = {}): Promise<WhyResponse> {
     return parseJson(WhyResponse, await this.transport.request('GET', '/why', { ...call, query: { kind, value } }));
+  }
+
+  /** The organization's figures over time, from stored rollups (`GET /overview/history`, free). */
+  async overviewHistory(days?: number, call: Call = {}): Promise<OverviewHistoryResponse> {
+    return parseJson(OverviewHistoryResponse, await this.transport.request('GET', '/overview/history', { ...call, query: days === undefined ? {} : { days } }));
   }
 
   /** Operators: one page of the alliance's organizations. */

@@ -2,6 +2,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { liveScore } from '@rampart/scoring';
 import { describeError } from './api.ts';
+import { shortNumber, valueTicks } from './chart-scale.ts';
 
 /** Loads once (and again when `deps` change); `reload` re-runs it. */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): { data?: T; error?: string; loading: boolean; reload: () => void } {
@@ -106,37 +107,48 @@ export function BarChart({ data, title }: { data: Array<{ label: string; value: 
   );
 }
 
-/** The live score of an indicator over the coming days, from the decay formula, with the threshold line. */
+/**
+ * The live score of an indicator over the coming days, from the decay formula, with the threshold
+ * line. The score axis runs from 0 to a round number just above the curve and the threshold (a
+ * score of 130 is drawn on 0–150, not on 0–1000).
+ */
 export function ScorePlot({ s0, ts, threshold, days = 14 }: { s0: number; ts: number; threshold?: number | undefined; days?: number }) {
   const now = Date.now() / 1000;
   const w = 560;
-  const h = 180;
-  const pad = 42;
-  const points: string[] = [];
+  const h = 190;
+  const left = 46;
+  const top = 24;
+  const bottom = 34;
   const steps = 120;
-  for (let i = 0; i <= steps; i++) {
-    const t = now + (i / steps) * days * 86_400;
-    const s = liveScore(s0, t - ts);
-    points.push(`${pad + (i / steps) * (w - pad - 5)},${h - pad - (s / 1000) * (h - pad - 10)}`);
-  }
-  const y = (s: number) => h - pad - (s / 1000) * (h - pad - 10);
-  const today = liveScore(s0, now - ts);
+  const scores: number[] = [];
+  for (let i = 0; i <= steps; i++) scores.push(liveScore(s0, now + (i / steps) * days * 86_400 - ts));
+  const ticks = valueTicks(Math.max(...scores, threshold ?? 0));
+  const yMax = ticks.at(-1)!;
+  const x = (i: number) => left + (i / steps) * (w - left - 5);
+  const y = (s: number) => h - bottom - (s / yMax) * (h - bottom - top);
+  const today = scores[0]!;
   return (
-    <svg class="plot" viewBox={`0 0 ${w} ${h}`} role="img" aria-label={`Live score now ${today.toFixed(1)}, over the next ${days} days`}>
-      <line x1={pad} y1={h - pad} x2={w - 5} y2={h - pad} class="axis" />
-      <line x1={pad} y1={10} x2={pad} y2={h - pad} class="axis" />
-      {[0, 250, 500, 750, 1000].map((s) => (
-        <text key={s} x={pad - 4} y={y(s) + 4} class="tick" text-anchor="end">
-          {s}
-        </text>
+    <svg class="plot" viewBox={`0 0 ${w} ${h}`} role="img" aria-label={`Live score now ${today.toFixed(1)}, ${scores.at(-1)!.toFixed(1)} in ${days} days${threshold === undefined ? '' : `; threshold ${threshold}`}`} data-testid="score-plot">
+      <text x={4} y={14} class="axis-title">
+        live score
+      </text>
+      {ticks.map((s) => (
+        <g key={s}>
+          <line x1={left} x2={w - 5} y1={y(s)} y2={y(s)} class="gridline" />
+          <text x={left - 4} y={y(s) + 4} class="tick tick-y" text-anchor="end">
+            {shortNumber(s)}
+          </text>
+        </g>
       ))}
+      <line x1={left} y1={h - bottom} x2={w - 5} y2={h - bottom} class="axis" />
+      <line x1={left} y1={top} x2={left} y2={h - bottom} class="axis" />
       {[0, Math.round(days / 2), days].map((d) => (
-        <text key={d} x={pad + (d / days) * (w - pad - 5)} y={h - 10} class="tick" text-anchor={d === days ? 'end' : 'middle'}>
-          {d === 0 ? 'now' : `+${d} d`}
+        <text key={d} x={x((d / days) * steps)} y={h - 12} class="tick" text-anchor={d === days ? 'end' : 'middle'}>
+          {d === 0 ? 'now' : `+${d} days`}
         </text>
       ))}
-      {threshold !== undefined && <line x1={pad} x2={w - 5} y1={y(threshold)} y2={y(threshold)} class="threshold" />}
-      <polyline points={points.join(' ')} class="line" />
+      {threshold !== undefined && <line x1={left} x2={w - 5} y1={y(threshold)} y2={y(threshold)} class="threshold" />}
+      <polyline points={scores.map((s, i) => `${x(i).toFixed(1)},${y(s).toFixed(1)}`).join(' ')} class="line" />
     </svg>
   );
 }

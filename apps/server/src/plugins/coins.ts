@@ -29,6 +29,8 @@ export interface CoinOptions {
   debits: Counter<'kind'>;
   /** Most coins leased into this replica per organization (CoinLedger); 0 turns leases off. */
   leaseMax: number;
+  /** Coins a request was charged for good (its answer sent, nothing refunded): the coins-per-day rollup. */
+  onSpent?: (orgId: number, coins: number) => void;
 }
 
 /**
@@ -62,7 +64,7 @@ function freeAnswer(request: FastifyRequest, status: number): boolean {
   return status >= 400 || status === 304 || request.coinFree;
 }
 
-export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store, prices, debits, leaseMax }) => {
+export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store, prices, debits, leaseMax, onSpent }) => {
   app.decorateRequest('coinCharge', null);
   app.decorateRequest('coinFree', false);
   app.decorateRequest('coinShort', null);
@@ -115,6 +117,7 @@ export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store,
       return payload;
     }
     debits.inc({ kind }, charge.price);
+    onSpent?.(charge.orgId, charge.price);
     reply.header('X-Coins-Cost', String(charge.price)).header('X-Coins-Remaining', String(charge.remaining));
     return payload;
   });

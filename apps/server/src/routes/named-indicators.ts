@@ -94,6 +94,7 @@ export function namedIndicatorRoutes(r: NamedResource): FastifyPluginAsyncZod<{ 
       async (request, reply) => {
         const body = request.body as { confidence: number; tags?: string[] } & Record<string, unknown>;
         await reportNamed(store, events, r.kind, principalOf(request).org.id, r.normalize(body[r.field] as string, `body.${r.field}`), body);
+        context.rollups.countReports(principalOf(request).org.id);
         return reply.status(200).send(NO_BODY);
       },
     );

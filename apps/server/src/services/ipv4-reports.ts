@@ -5,6 +5,7 @@ import type { Ipv4ReportItem, Store } from '../store/index.ts';
 import type { Enrichment } from './enrichment.ts';
 import { randomIdPart } from './ids.ts';
 import type { ReportBatcher } from './ipv4-ingest.ts';
+import type { Rollups } from './rollups.ts';
 
 /** `10.0.0.7/24` → `10.0.0.0/24`, `10.0.0.7` → `10.0.0.7/32`: one indicator is one row. */
 export function canonicalNetwork(ip: string): { network: string; isNetwork: boolean; first: string } {
@@ -53,6 +54,8 @@ export interface Ipv4ReportsDeps {
   enrichment: Enrichment;
   /** The group-commit engine every report and decision goes through. */
   batcher: ReportBatcher;
+  /** Counts each stored report (not a whitelist) for the reports-per-hour rollup. */
+  rollups?: Pick<Rollups, 'countReports'>;
 }
 
 /** The rules of `POST /ips` and `PUT /ips/{ip}`: who may decide, what may be reported, ttl. */
@@ -93,6 +96,7 @@ export class Ipv4Reports {
         extra: { reserved_range: outcome.range },
       });
     }
+    if (addReport) this.deps.rollups?.countReports(principal.org.id);
     // An agent key checks in as its own agent, whatever the query names.
     const checkinGaid = principal.agent?.gaid ?? gaid;
     if (checkinGaid) await this.deps.store.agents.checkIn(principal.org.id, checkinGaid, 'ipv4');

@@ -17,6 +17,7 @@ import { OperatorStore } from './operators.ts';
 import { Ipv4Lookup } from './ipv4-lookup.ts';
 import { FileLookup } from './file-lookup.ts';
 import { OverviewStore } from './overview.ts';
+import { RollupStore } from './rollups.ts';
 import { Ipv4IngestStore } from './ipv4-ingest.ts';
 import { MirrorRowsStore } from './ipv4-list-mirror.ts';
 import { attachSql } from './sql-handle.ts';
@@ -44,6 +45,7 @@ export type { ReporterRow, DecisionOn } from './why.ts';
 export type { AuditActor, AuditRecord, AuditRow, OrganizationSummaryRow } from './operators.ts';
 export type { BrowseKind, DecisionRow, IndicatorRow, DecisionFilter, IndicatorFilter } from './browse.ts';
 export type { ReportAggregate, Scorer } from './indicator-sql.ts';
+export type { RollupStore, RollupCounts, RollupSeries, BandBounds, BandCounts } from './rollups.ts';
 export { changedPaths } from './settings.ts';
 export { DataDirLockedError, type LockOwner } from './data-dir-lock.ts';
 export { migrate, loadMigrations } from './migrate.ts';
@@ -86,6 +88,8 @@ export interface Store {
   /** Look-ups of one file digest by many concurrent requests, batched into one statement. */
   readonly fileLookups: FileLookup;
   readonly overview: OverviewStore;
+  /** The console's figures over time (reports, agents, coins, bands), stored as they happen. */
+  readonly rollups: RollupStore;
   /** The IPv4 report transaction (the ingest batcher's one statement path). */
   readonly ipv4Ingest: Ipv4IngestStore;
   /** What the in-process IPv4 list mirror loads and catches up from. */
@@ -129,6 +133,7 @@ export function storeOver(db: Db): Store {
     ipv4Lookups: new Ipv4Lookup(db),
     fileLookups: new FileLookup(db),
     overview: new OverviewStore(db),
+    rollups: new RollupStore(db),
     ipv4Ingest: new Ipv4IngestStore(db),
     ipv4Mirror: new MirrorRowsStore(db),
     migrate: () => migrate(db),

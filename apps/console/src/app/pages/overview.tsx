@@ -1,7 +1,9 @@
 import { z } from 'zod';
-import { AgentSummary, OrganizationConfig, OverviewResponse } from '@rampart/contracts';
+import { AgentSummary, OrganizationConfig, OverviewHistoryResponse, OverviewResponse } from '@rampart/contracts';
 import { DEFAULT_BANDS, bandOf, type Bands } from '@rampart/scoring';
 import { BarChart, Loading, useLoad } from '../components.tsx';
+import { dayLabel } from '../chart-scale.ts';
+import { TimeChart } from '../charts.tsx';
 import { isAdmin, type Session } from '../session.ts';
 
 const COLORS = { LOW: '#5b8def', MEDIUM: '#e0a100', HIGH: '#e06a00', CRITICAL: '#c4302b' } as const;
@@ -19,15 +21,16 @@ export function countByBand(histogram: number[], bands: Bands): Record<keyof typ
 export function OverviewPage({ session }: { session: Session }) {
   const { api } = session;
   const state = useLoad(async () => {
-    const [overview, config, agents] = await Promise.all([
+    const [overview, history, config, agents] = await Promise.all([
       api.get('/overview', OverviewResponse),
+      api.get('/overview/history?days=30', OverviewHistoryResponse),
       isAdmin(session) ? api.get('/organization/config', OrganizationConfig).catch(() => undefined) : Promise.resolve(undefined),
       isAdmin(session) ? api.get('/agents', z.array(AgentSummary)).catch(() => undefined) : Promise.resolve(undefined),
     ]);
-    return { overview, config, agents };
+    return { overview, history, config, agents };
   });
   if (!state.data) return <Loading {...state} />;
-  const { overview, config, agents } = state.data;
+  const { overview, history, config, agents } = state.data;
   const bands: Bands = config?.live ?? DEFAULT_BANDS;
   const counts = countByBand(overview.ipv4.histogram, bands);
   const alive = agents?.filter((a) => a.alive).length;
@@ -71,6 +74,138 @@ export function OverviewPage({ session }: { session: Session }) {
           </p>
         </article>
       </div>
+      <History history={history} />
     </section>
+  );
+}
+
+const DAY = 86_400;
+
+/** Hourly points folded into UTC days (sum, or the most at once) for the charts' tables. */
+function perDay<T extends { hour: number }>(points: T[], fold: (rows: T[]) => Array<number>): Array<[string, ...number[]]> {
+  const days = new Map<number, T[]>();
+  for (const p of points) {
+    const day = p.hour - (p.hour % DAY);
+    days.set(day, [...(days.get(day) ?? []), p]);
+  }
+  return [...days].map(([day, rows]) => [dayLabel(day), ...fold(rows)]);
+}
+
+const total = (values: number[]) => values.reduce((a, b) => a + b, 0);
+
+function range(times: number[], step: number): string {
+  return `from ${dayLabel(times[0] ?? 0)} to ${dayLabel((times.at(-1) ?? 0) + step - 1)} (UTC)`;
+}
+
+/** The organization's figures over time, from the stored rollups (GET /overview/history). */
+function History({ history }: { history: OverviewHistoryResponse }) {
+  return (
+    <>
+      <h2 id="history-h">The last {history.days} days</h2>
+      <div class="cards wide" aria-labelledby="history-h" role="group">
+        <article class="card">
+          <h3>Reports per hour</h3>
+          <ReportsChart history={history} />
+        </article>
+        <article class="card">
+          <h3>Agents alive</h3>
+          <AgentsChart history={history} />
+        </article>
+        <article class="card">
+          <h3>Coins spent per day</h3>
+          <CoinsChart history={history} />
+        </article>
+        <article class="card">
+          <h3>IPv4 indicators per band</h3>
+          <BandsChart history={history} />
+        </article>
+      </div>
+    </>
+  );
+}
+
+function ReportsChart({ history }: { history: OverviewHistoryResponse }) {
+  const hours = history.reports_per_hour.map((p) => p.hour);
+  const own = history.reports_per_hour.map((p) => p.organization);
+  const alliance = history.reports_per_hour.map((p) => p.alliance);
+  return (
+    <TimeChart
+      testId="chart-reports"
+      title="Reports per hour"
+      description={`Reports received per UTC hour ${range(hours, 3600)}: your organization ${total(own).toLocaleString()} in all, at most ${Math.max(0, ...own).toLocaleString()} in an hour; the alliance ${total(alliance).toLocaleString()}, at most ${Math.max(0, ...alliance).toLocaleString()} in an hour.`}
+      unit="reports per hour"
+      times={hours}
+      step={3600}
+      kind="lines"
+      series={[
+        { name: 'Alliance', className: 'series-2', values: alliance },
+        { name: 'Your organization', className: 'series-1', values: own },
+      ]}
+      table={{ head: ['Day (UTC)', 'Your organization', 'Alliance'], rows: perDay(history.reports_per_hour, (rows) => [total(rows.map((r) => r.organization)), total(rows.map((r) => r.alliance))]) }}
+    />
+  );
+}
+
+function AgentsChart({ history }: { history: OverviewHistoryResponse }) {
+  const hours = history.agents_alive_per_hour.map((p) => p.hour);
+  const alive = history.agents_alive_per_hour.map((p) => p.alive);
+  const active = history.agents_alive_per_hour.map((p) => p.active);
+  return (
+    <TimeChart
+      testId="chart-agents"
+      title="Agents alive per hour"
+      description={`The most agents alive at once in each UTC hour ${range(hours, 3600)}: at most ${Math.max(0, ...alive)} alive of ${Math.max(0, ...active)} active.`}
+      unit="agents"
+      times={hours}
+      step={3600}
+      kind="lines"
+      series={[
+        { name: 'Active', className: 'series-2', values: active },
+        { name: 'Alive', className: 'series-1', values: alive },
+      ]}
+      table={{ head: ['Day (UTC)', 'Most alive', 'Most active'], rows: perDay(history.agents_alive_per_hour, (rows) => [Math.max(...rows.map((r) => r.alive)), Math.max(...rows.map((r) => r.active))]) }}
+    />
+  );
+}
+
+function CoinsChart({ history }: { history: OverviewHistoryResponse }) {
+  const days = history.coins_spent_per_day.map((d) => d.day);
+  const coins = history.coins_spent_per_day.map((d) => d.coins);
+  return (
+    <TimeChart
+      testId="chart-coins"
+      title="Coins spent per day"
+      description={`Coins charged per UTC day ${range(days, DAY)}: ${total(coins).toLocaleString()} in all, at most ${Math.max(0, ...coins).toLocaleString()} in a day.`}
+      unit="coins per day"
+      times={days}
+      step={DAY}
+      kind="bars"
+      series={[{ name: 'Coins', className: 'series-1', values: coins }]}
+      table={{ head: ['Day (UTC)', 'Coins'], rows: history.coins_spent_per_day.map((d) => [dayLabel(d.day), d.coins]) }}
+    />
+  );
+}
+
+function BandsChart({ history }: { history: OverviewHistoryResponse }) {
+  const days = history.coins_spent_per_day.map((d) => d.day);
+  const snapshot = new Map(history.indicators_per_band.map((b) => [b.day, b]));
+  const band = (key: 'low' | 'medium' | 'high' | 'critical') => days.map((d) => snapshot.get(d)?.[key] ?? 0);
+  return (
+    <TimeChart
+      testId="chart-bands"
+      title="IPv4 indicators per band, per day"
+      description={`IPv4 indicators you saw in each band at each day's latest snapshot ${range(days, DAY)}; ${history.indicators_per_band.length} days have a snapshot (days without one are left empty).`}
+      unit="indicators"
+      times={days}
+      step={DAY}
+      kind="bars"
+      series={[
+        { name: 'LOW', className: 'band-low', values: band('low') },
+        { name: 'MEDIUM', className: 'band-medium', values: band('medium') },
+        { name: 'HIGH', className: 'band-high', values: band('high') },
+        { name: 'CRITICAL', className: 'band-critical', values: band('critical') },
+      ]}
+      table={{ head: ['Day (UTC)', 'LOW', 'MEDIUM', 'HIGH', 'CRITICAL'], rows: history.indicators_per_band.map((b) => [dayLabel(b.day), b.low, b.medium, b.high, b.critical]) }}
+    />
   );
 }

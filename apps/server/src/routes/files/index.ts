@@ -29,6 +29,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
     },
     async (request, reply) => {
       await reportFile(store, context.events, principalOf(request).org.id, request.body);
+      context.rollups.countReports(principalOf(request).org.id);
       return reply.status(200).send(NO_BODY);
     },
   );
