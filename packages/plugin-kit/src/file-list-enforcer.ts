@@ -59,7 +59,9 @@ export function fileListAdapter(opts: FileListEnforcerOptions): EnforcerAdapter 
   /** Writes `entries` (when the file differs, or always with `force`), then runs `live`. */
   async function commit(entries: readonly BlockEntry[], force: boolean, live: (fileChanged: boolean) => Promise<void>): Promise<void> {
     const text = opts.format.render([...entries]);
-    const previous = await readFileText();
+    // The previous file serves to skip an unchanged write and to put it back when the live step
+    // fails; a forced write with no live step (a plain CSV file) needs neither.
+    const previous = force && !opts.reloadCommand && !opts.runtime ? undefined : await readFileText();
     const fileChanged = force || previous !== text;
     if (fileChanged) await writeFileAtomic(opts.path, text, opts.fileMode);
     try {

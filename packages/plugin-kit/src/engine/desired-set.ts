@@ -67,7 +67,10 @@ export class DesiredSet {
   }
 
   entries(): BlockEntry[] {
-    return [...this.#scores].map(([value, score]) => ({ value, score }));
+    // forEach rather than spreading the map: no [value, score] pair per entry.
+    const out: BlockEntry[] = [];
+    this.#scores.forEach((score, value) => out.push({ value, score }));
+    return out;
   }
 
   /** The entries that fit in `capacity`, and how many were cut. */

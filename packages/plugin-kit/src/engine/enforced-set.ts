@@ -48,8 +48,9 @@ export class EnforcedSet {
 
   /** Enforced entries with their scores (unordered). */
   entries(): BlockEntry[] {
+    if (!this.#kept) return this.desired.entries();
     const out: BlockEntry[] = [];
-    for (const value of this.values()) out.push({ value, score: this.desired.score(value)! });
+    for (const value of this.#kept) out.push({ value, score: this.desired.score(value)! });
     return out;
   }
 
