@@ -1,3 +1,4 @@
+import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { BlockEntry, Diff } from '../enforcer.ts';
 import { ipv4Codec, type KindCodec } from './codec.ts';
 
@@ -39,6 +40,21 @@ export class DesiredSet {
     this.#scores.clear();
     this.invalid = 0;
     this.#addAll(entries, true);
+  }
+
+  /**
+   * `replace` with input already canonical, accepted, finite and without duplicates (`orderInput`),
+   * `invalid` counted by the caller. Yields to the event loop every 8,192 entries, so that the
+   * target's write and reload, started before, run meanwhile.
+   */
+  async replaceChecked(entries: readonly BlockEntry[], invalid: number): Promise<void> {
+    this.#scores.clear();
+    this.invalid = invalid;
+    for (let i = 0; i < entries.length; i += 1) {
+      const entry = entries[i]!;
+      this.#scores.set(entry.value, entry.score);
+      if ((i & 8191) === 8191) await yieldTurn();
+    }
   }
 
   /** Removals first, then additions: a value named in both ends up enforced. */

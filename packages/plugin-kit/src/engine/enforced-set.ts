@@ -59,6 +59,14 @@ export class EnforcedSet {
     this.#kept = this.#keep();
   }
 
+  /** `replace` with `orderInput`'s output; false (nothing done) when the capacity would cut. */
+  async replaceChecked(entries: readonly BlockEntry[], invalid: number): Promise<boolean> {
+    if (entries.length > this.capacity) return false;
+    await this.desired.replaceChecked(entries, invalid);
+    this.#kept = null;
+    return true;
+  }
+
   clear(): void {
     this.desired.clear();
     this.#kept = null;

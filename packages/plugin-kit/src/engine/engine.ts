@@ -5,7 +5,7 @@ import { serializer } from '../serial.ts';
 import type { EnforcerAdapter } from './adapter.ts';
 import { ipv4Codec, sortValues, type KindCodec } from './codec.ts';
 import { EnforcedSet, type EnforcedChange } from './enforced-set.ts';
-import { ListOrder } from './list-order.ts';
+import { ListOrder, orderInput } from './list-order.ts';
 
 export interface EngineOptions {
   /** The target's capacity in entries (Infinity when none applies). */
@@ -111,9 +111,21 @@ class EnforcerEngine implements Enforcer {
 
   sync(entries: BlockEntry[], signal?: AbortSignal): Promise<EnforceResult> {
     return this.#serial(async () => {
+      this.#seeded = true;
+      const key = this.#codec.key;
+      const ordered = key && !this.#adapter.unordered ? orderInput(entries, (raw) => this.#set.desired.canonical(raw), key) : null;
+      if (ordered && ordered.entries.length <= this.capacity) {
+        // The target is written from the ordered input while the set's map is built: the map
+        // then costs no time where the target's write and reload (other processes) take longer.
+        this.#order.seed(ordered.entries, ordered.keys);
+        const writing = this.#replaceAll('sync', signal, ordered.entries.slice());
+        writing.catch(() => undefined);
+        await this.#set.replaceChecked(ordered.entries, ordered.invalid);
+        await writing;
+        return this.#result();
+      }
       this.#set.replace(entries);
       this.#order.invalidate();
-      this.#seeded = true;
       await this.#replaceAll('sync', signal);
       return this.#result();
     }, signal);
@@ -212,8 +224,7 @@ class EnforcerEngine implements Enforcer {
     this.#committed = true;
   }
 
-  async #replaceAll(reason: string, signal?: AbortSignal): Promise<void> {
-    const entries = this.#enforcedEntries();
+  async #replaceAll(reason: string, signal?: AbortSignal, entries = this.#enforcedEntries()): Promise<void> {
     await this.#write(() => this.#adapter.replaceAll(entries, signal));
     this.figures.replaces += 1;
     this.#log.info({ reason, entries: entries.length }, 'target replaced');

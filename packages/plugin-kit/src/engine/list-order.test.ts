@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { BlockEntry } from '../enforcer.ts';
 import { ipv4Codec, sortByCodec } from './codec.ts';
-import { ListOrder } from './list-order.ts';
+import { DesiredSet } from './desired-set.ts';
+import { ListOrder, orderInput } from './list-order.ts';
 
 const cidr = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}/32`;
 const sorted = (entries: BlockEntry[]) => sortByCodec(ipv4Codec, entries, (e) => e.value);
@@ -51,5 +52,35 @@ describe('ListOrder', () => {
     order.patch([], big);
     const now = [{ value: cidr(3), score: 3 }, ...big];
     expect(order.entries(() => now)).toEqual(sorted(now));
+  });
+});
+
+describe('orderInput', () => {
+  it('keeps what DesiredSet.replace keeps, in list order, counting the same refusals', () => {
+    let seed = 11;
+    const rand = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    for (let round = 0; round < 20; round++) {
+      const input: BlockEntry[] = Array.from({ length: 300 }, () => {
+        const pick = rand(20);
+        if (pick === 0) return { value: 'not an address', score: 1 };
+        if (pick === 1) return { value: cidr(rand(200)), score: Number.NaN };
+        if (pick === 2) return { value: `10.0.${rand(4)}.77/24`, score: rand(50) }; // host bits: canonical differs
+        return { value: rand(2) ? cidr(rand(200)) : cidr(rand(200)).slice(0, -3), score: rand(1000) }; // duplicates, both spellings
+      });
+      if (round % 2 === 0) input.sort((a, b) => ipv4Codec.compare(a.value, b.value));
+      const desired = new DesiredSet();
+      desired.replace(input);
+      const got = orderInput(input, (raw) => desired.canonical(raw), ipv4Codec.key!);
+      expect(got.entries).toEqual(sorted(desired.entries()));
+      expect([...got.keys]).toEqual(got.entries.map((x) => ipv4Codec.key!(x.value)));
+      expect(got.invalid).toBe(desired.invalid);
+    }
+  });
+
+  it('copies the entries it keeps: a caller changing its objects later changes nothing cached', () => {
+    const input = [{ value: '10.0.0.1/32', score: 5 }];
+    const got = orderInput(input, (raw) => ipv4Codec.canonical(raw), ipv4Codec.key!);
+    input[0]!.score = 99;
+    expect(got.entries).toEqual([{ value: '10.0.0.1/32', score: 5 }]);
   });
 });

@@ -10,9 +10,15 @@ import { sortByCodec, type KindCodec } from './codec.ts';
  */
 export class ListOrder {
   #entries: BlockEntry[] | null = null;
-  #keys = new Float64Array(0);
+  #keys: Float64Array = new Float64Array(0);
 
   constructor(private readonly codec: KindCodec) {}
+
+  /** Takes `entries` (in list order, their keys in `keys`) as the order of the set. */
+  seed(entries: BlockEntry[], keys: Float64Array): void {
+    this.#entries = entries;
+    this.#keys = keys;
+  }
 
   /** Forgets the order (the set was replaced or cleared). */
   invalidate(): void {
@@ -80,4 +86,59 @@ export class ListOrder {
     this.#entries = entries;
     this.#keys = keys.subarray(0, n);
   }
+}
+
+/** A sync's input made canonical, deduplicated and put in list order, without a map. */
+export interface OrderedInput {
+  entries: BlockEntry[];
+  keys: Float64Array;
+  /** Inputs refused: not of the kind, not accepted, or without a finite score. */
+  invalid: number;
+}
+
+/**
+ * What `DesiredSet.replace` keeps of `input`, in list order: the canonical value of each accepted
+ * entry with a finite score, a value given twice keeping its higher score. Needs the codec's key.
+ */
+export function orderInput(input: readonly BlockEntry[], canonical: (raw: string) => string | undefined, key: (value: string) => number): OrderedInput {
+  let entries: BlockEntry[] = [];
+  let keys = new Float64Array(input.length);
+  let invalid = 0;
+  let ordered = true;
+  let n = 0;
+  for (const entry of input) {
+    const value = canonical(entry.value);
+    if (value === undefined || !Number.isFinite(entry.score)) {
+      invalid += 1;
+      continue;
+    }
+    const k = key(value);
+    if (n > 0 && k <= keys[n - 1]!) ordered = false;
+    keys[n++] = k;
+    // A copy: the caller may change its objects after the call; the cached order must not.
+    entries.push({ value, score: entry.score });
+  }
+  keys = keys.subarray(0, n);
+  if (!ordered) {
+    const index = new Uint32Array(n);
+    for (let i = 0; i < n; i += 1) index[i] = i;
+    const unsorted = keys;
+    index.sort((a, b) => unsorted[a]! - unsorted[b]! || a - b);
+    const list = entries;
+    entries = Array.from(index, (i) => list[i]!);
+    keys = Float64Array.from(index, (i) => unsorted[i]!);
+    // Equal keys are now adjacent: one value given twice keeps its higher score.
+    let w = 0;
+    for (let r = 0; r < n; r += 1) {
+      if (w > 0 && keys[w - 1] === keys[r]) {
+        if (entries[r]!.score > entries[w - 1]!.score) entries[w - 1] = entries[r]!;
+        continue;
+      }
+      keys[w] = keys[r]!;
+      entries[w++] = entries[r]!;
+    }
+    entries.length = w;
+    keys = keys.subarray(0, w);
+  }
+  return { entries, keys, invalid };
 }
