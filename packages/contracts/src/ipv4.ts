@@ -44,8 +44,16 @@ function readDecimal(text: string, at: number, maxDigits: number): number {
   return value * 4 + digits;
 }
 
+/**
+ * Set by every `ipv4Key` call: whether the text was already canonical (explicit prefix, no host
+ * bits), so `canonicalIpv4Cidr` can hand the caller's string back without building one to compare.
+ * The grammar refuses leading zeros, so the decimal spelling of a key is unique.
+ */
+let lastWasCanonical = false;
+
 /** The key (network * 64 + prefix) of strict IPv4 text, or -1 when the text is not IPv4. */
 export function ipv4Key(text: string): number {
+  lastWasCanonical = false;
   let value = 0;
   let i = 0;
   for (let octet = 0; octet < 4; octet += 1) {
@@ -68,8 +76,11 @@ export function ipv4Key(text: string): number {
     prefix = read >> 2;
     i += 1 + (read & 3);
     if (prefix > 32 || i !== text.length) return -1;
+    const network = (value & maskOf(prefix)) >>> 0;
+    lastWasCanonical = network === value;
+    return network * 64 + prefix;
   }
-  return ((value & maskOf(prefix)) >>> 0) * 64 + prefix;
+  return value * 64 + 32;
 }
 
 /** A strict IPv4 address or network as a range; undefined when the text is not IPv4. */
@@ -143,10 +154,9 @@ export function ipv4KeyCidr(key: number): string {
 export function canonicalIpv4Cidr(text: string): string | undefined {
   const key = ipv4Key(text);
   if (key < 0) return undefined;
-  const canonical = ipv4KeyCidr(key);
   // Hand back the caller's string when it is already canonical: a 100k-entry sync then keeps
-  // one string per entry, and maps reuse the hash it already carries.
-  return canonical === text ? text : canonical;
+  // one string per entry, maps reuse the hash it already carries, and nothing is built.
+  return lastWasCanonical ? text : ipv4KeyCidr(key);
 }
 
 /** The form most list files use: a bare address for a /32, the CIDR otherwise. */

@@ -59,8 +59,11 @@ export function fileListAdapter(opts: FileListEnforcerOptions): EnforcerAdapter 
   /** Writes `entries` (when the file differs, or always with `force`), then runs `live`. */
   async function commit(entries: readonly BlockEntry[], force: boolean, live: (fileChanged: boolean) => Promise<void>): Promise<void> {
     const text = opts.format.render([...entries]);
-    const previous = await readFileText();
-    const fileChanged = force || previous !== text;
+    // The previous file is put back when the live step fails, and spares the reload when the text
+    // did not change. A file with no live step (a plain CSV file) needs neither: it is written.
+    const hasLiveStep = Boolean(opts.reloadCommand || opts.runtime);
+    const previous = hasLiveStep ? await readFileText() : undefined;
+    const fileChanged = force || !hasLiveStep || previous !== text;
     if (fileChanged) await writeFileAtomic(opts.path, text, opts.fileMode);
     try {
       await live(fileChanged);

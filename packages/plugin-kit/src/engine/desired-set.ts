@@ -1,3 +1,4 @@
+import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { BlockEntry, Diff } from '../enforcer.ts';
 import { ipv4Codec, type KindCodec } from './codec.ts';
 
@@ -41,6 +42,21 @@ export class DesiredSet {
     this.#addAll(entries, true);
   }
 
+  /**
+   * `replace` with input already canonical, accepted, finite and without duplicates (`orderInput`),
+   * `invalid` counted by the caller. Yields to the event loop every 8,192 entries, so that the
+   * target's write and reload, started before, run meanwhile.
+   */
+  async replaceChecked(entries: readonly BlockEntry[], invalid: number): Promise<void> {
+    this.#scores.clear();
+    this.invalid = invalid;
+    for (let i = 0; i < entries.length; i += 1) {
+      const entry = entries[i]!;
+      this.#scores.set(entry.value, entry.score);
+      if ((i & 8191) === 8191) await yieldTurn();
+    }
+  }
+
   /** Removals first, then additions: a value named in both ends up enforced. */
   apply(diff: Diff): void {
     this.invalid = 0;
@@ -67,7 +83,10 @@ export class DesiredSet {
   }
 
   entries(): BlockEntry[] {
-    return [...this.#scores].map(([value, score]) => ({ value, score }));
+    // forEach rather than spreading the map: no [value, score] pair per entry.
+    const out: BlockEntry[] = [];
+    this.#scores.forEach((score, value) => out.push({ value, score }));
+    return out;
   }
 
   /** The entries that fit in `capacity`, and how many were cut. */

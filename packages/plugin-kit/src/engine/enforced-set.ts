@@ -48,14 +48,23 @@ export class EnforcedSet {
 
   /** Enforced entries with their scores (unordered). */
   entries(): BlockEntry[] {
+    if (!this.#kept) return this.desired.entries();
     const out: BlockEntry[] = [];
-    for (const value of this.values()) out.push({ value, score: this.desired.score(value)! });
+    for (const value of this.#kept) out.push({ value, score: this.desired.score(value)! });
     return out;
   }
 
   replace(entries: readonly BlockEntry[]): void {
     this.desired.replace(entries);
     this.#kept = this.#keep();
+  }
+
+  /** `replace` with `orderInput`'s output; false (nothing done) when the capacity would cut. */
+  async replaceChecked(entries: readonly BlockEntry[], invalid: number): Promise<boolean> {
+    if (entries.length > this.capacity) return false;
+    await this.desired.replaceChecked(entries, invalid);
+    this.#kept = null;
+    return true;
   }
 
   clear(): void {

@@ -5,6 +5,7 @@ import type { EnforcerAdapter, TargetChange } from './adapter.ts';
 import { createEngineEnforcer, engineStats } from './engine.ts';
 import type { KindCodec } from './codec.ts';
 import { domainCodec } from '../kinds.ts';
+import { compareIpv4 } from '@rampart/contracts';
 
 /*
  * The engine over a fake adapter whose target is a Set: every primitive call is recorded, and
@@ -130,6 +131,32 @@ describe('enforcer engine', () => {
     expect([...t.target].sort()).toEqual(['45.77.0.1/32', '45.77.0.2/32']);
     expect(lines.find((l) => l.msg === 'batch failed; replacing the target whole')?.obj).toMatchObject({ stage: 'apply', add: 1, remove: 0 });
     expect(engineStats(enforcer)).toMatchObject({ replaces: 2, batches: 0, fallbacks: 1, failures: 1 });
+  });
+
+  it('a sync of 20,000 unordered entries (its set built in slices) and diffs give a list file the whole set in list order', async () => {
+    const files: BlockEntry[][] = [];
+    const adapter: EnforcerAdapter = {
+      read: async () => [],
+      replaceAll: async (entries) => void files.push([...entries]),
+      applyBatch: async (_change, all) => void files.push(all()),
+      removeAll: async () => undefined,
+      probe: async () => undefined,
+    };
+    const enforcer = createEngineEnforcer(adapter, { capacity: Infinity, log: recorder().log });
+    const ip = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+    const input = Array.from({ length: 20_000 }, (_, i) => e(ip((i * 7919) % 20_000), i % 97));
+    input.push(e(ip(5), 1000), e('not an address', 1)); // a duplicate keeps its higher score; one refusal
+    expect(await enforcer.sync(input)).toEqual({ enforced: 20_000, cut: 0, invalid: 1 });
+    const expected = new Map<string, number>();
+    for (const x of input.slice(0, 20_000)) expected.set(`${x.value}/32`, x.score);
+    expected.set(`${ip(5)}/32`, 1000);
+    const inOrder = () => [...expected].map(([value, score]) => e(value, score)).sort((a, b) => compareIpv4(a.value, b.value));
+    expect(files[0]).toEqual(inOrder());
+    await enforcer.apply({ add: [e(ip(20_001), 3), e(ip(7), 50)], remove: [`${ip(9)}/32`, ip(11)] });
+    expected.set(`${ip(20_001)}/32`, 3).set(`${ip(7)}/32`, 50);
+    expected.delete(`${ip(9)}/32`);
+    expected.delete(`${ip(11)}/32`);
+    expect(files[1]).toEqual(inOrder());
   });
 
   it('after a failed replace, the next change replaces whole (the target is unknown)', async () => {

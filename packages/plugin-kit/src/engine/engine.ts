@@ -3,8 +3,9 @@ import type { BlockEntry, Diff, EnforceResult, Enforcer, EnforcerHealth, Reconci
 import type { PluginLogger } from '../logger.ts';
 import { serializer } from '../serial.ts';
 import type { EnforcerAdapter } from './adapter.ts';
-import { ipv4Codec, sortByCodec, sortValues, type KindCodec } from './codec.ts';
+import { ipv4Codec, sortValues, type KindCodec } from './codec.ts';
 import { EnforcedSet, type EnforcedChange } from './enforced-set.ts';
+import { ListOrder, orderInput } from './list-order.ts';
 
 export interface EngineOptions {
   /** The target's capacity in entries (Infinity when none applies). */
@@ -82,6 +83,8 @@ class EnforcerEngine implements Enforcer {
   readonly #codec: KindCodec;
   readonly #set: EnforcedSet;
   readonly #serial = serializer();
+  /** The enforced entries in list order, patched by each batch (list files rewrite it whole). */
+  readonly #order: ListOrder;
   /** True while the target holds what the last successful write placed. */
   #committed = false;
   #seeded = false;
@@ -93,6 +96,7 @@ class EnforcerEngine implements Enforcer {
     this.#codec = options.codec ?? ipv4Codec;
     this.capacity = options.capacity;
     this.#set = new EnforcedSet(options.capacity, this.#codec, options.accepts);
+    this.#order = new ListOrder(this.#codec);
   }
 
   async healthcheck(signal?: AbortSignal): Promise<EnforcerHealth> {
@@ -107,8 +111,21 @@ class EnforcerEngine implements Enforcer {
 
   sync(entries: BlockEntry[], signal?: AbortSignal): Promise<EnforceResult> {
     return this.#serial(async () => {
-      this.#set.replace(entries);
       this.#seeded = true;
+      const key = this.#codec.key;
+      const ordered = key && !this.#adapter.unordered ? orderInput(entries, (raw) => this.#set.desired.canonical(raw), key) : null;
+      if (ordered && ordered.entries.length <= this.capacity) {
+        // The target is written from the ordered input while the set's map is built: the map
+        // then costs no time where the target's write and reload (other processes) take longer.
+        this.#order.seed(ordered.entries, ordered.keys);
+        const writing = this.#replaceAll('sync', signal, ordered.entries.slice());
+        writing.catch(() => undefined);
+        await this.#set.replaceChecked(ordered.entries, ordered.invalid);
+        await writing;
+        return this.#result();
+      }
+      this.#set.replace(entries);
+      this.#order.invalidate();
       await this.#replaceAll('sync', signal);
       return this.#result();
     }, signal);
@@ -117,7 +134,9 @@ class EnforcerEngine implements Enforcer {
   apply(diff: Diff, signal?: AbortSignal): Promise<EnforceResult> {
     return this.#serial(async () => {
       await this.#seed(signal);
-      await this.#applyChange(this.#set.apply(diff), signal);
+      const change = this.#set.apply(diff);
+      this.#reorder(diff, change);
+      await this.#applyChange(change, signal);
       return this.#result();
     }, signal);
   }
@@ -147,6 +166,7 @@ class EnforcerEngine implements Enforcer {
   withdraw(signal?: AbortSignal): Promise<void> {
     return this.#serial(async () => {
       this.#set.clear();
+      this.#order.invalidate();
       this.#seeded = true;
       this.#committed = false;
       try {
@@ -165,8 +185,19 @@ class EnforcerEngine implements Enforcer {
   }
 
   #enforcedEntries(): BlockEntry[] {
-    const entries = this.#set.entries();
-    return this.#adapter.unordered ? entries : sortByCodec(this.#codec, entries, (e) => e.value);
+    return this.#adapter.unordered ? this.#set.entries() : this.#order.entries(() => this.#set.entries());
+  }
+
+  /** Brings the cached list order up to date with a diff: its removals, and what it added or rescored. */
+  #reorder(diff: Diff, change: EnforcedChange): void {
+    if (this.#adapter.unordered) return;
+    const upserts = new Map<string, BlockEntry>();
+    const upsert = (value: string | undefined) => {
+      if (value !== undefined && !upserts.has(value) && this.#set.has(value)) upserts.set(value, { value, score: this.#set.desired.score(value)! });
+    };
+    for (const value of change.added) upsert(value);
+    for (const entry of diff.add) upsert(this.#set.desired.canonical(entry.value));
+    this.#order.patch(change.removed, [...upserts.values()]);
   }
 
   #result(): EnforceResult {
@@ -193,8 +224,7 @@ class EnforcerEngine implements Enforcer {
     this.#committed = true;
   }
 
-  async #replaceAll(reason: string, signal?: AbortSignal): Promise<void> {
-    const entries = this.#enforcedEntries();
+  async #replaceAll(reason: string, signal?: AbortSignal, entries = this.#enforcedEntries()): Promise<void> {
     await this.#write(() => this.#adapter.replaceAll(entries, signal));
     this.figures.replaces += 1;
     this.#log.info({ reason, entries: entries.length }, 'target replaced');
@@ -204,6 +234,7 @@ class EnforcerEngine implements Enforcer {
     if (this.#seeded) return;
     const live = await this.#adapter.read(signal);
     this.#set.replace(live.map((value) => ({ value, score: 0 })));
+    this.#order.invalidate();
     this.#set.desired.invalid = 0;
     this.#seeded = true;
   }
