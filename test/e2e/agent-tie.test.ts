@@ -14,8 +14,9 @@ import { agentHealth, freePort, runAgentCommand, spawnAgent, startControlPlane, 
  * process, `ips.endpoint_d`, opendxl-tie) + a private mosquitto that speaks only TLS and admits
  * clients by certificate + the stand-in TIE service on it (the plugin's test fixtures). A file
  * two members reported, scored under the threshold, is blacklisted by its SHA-256: all three of
- * its digests become KNOWN_MALICIOUS (1) in TIE within the sync push; a whitelist decision sets
- * them back to NOT_SET (0). `fileslist_file` lists exactly the enforced digests at each step.
+ * its digests become KNOWN_MALICIOUS (1) in TIE within the sync push; a whitelist decision makes
+ * them KNOWN_TRUSTED (99), and clearing it sets them back to NOT_SET (0). `fileslist_file` lists
+ * exactly the enforced digests at each step.
  */
 
 const skip = systemGate('agent + OpenDXL TIE over a real MQTT broker', { commands: ['mosquitto', 'openssl'] });
@@ -165,19 +166,24 @@ describe.skipIf(skip)('agent end to end: endpoint_d digest decisions to TIE repu
     });
     expect(agents.enforced['endpoint_d/file']!.state).toBe('ok');
 
-    // The whitelist decision: each of the file's digests is set back to NOT_SET; the scored one stays.
+    // The whitelist decision: each of the file's digests becomes KNOWN_TRUSTED (99), straight from
+    // KNOWN_MALICIOUS; the scored one stays.
     await put(`/files/${SHA256}`, 0);
-    await settle('the whitelisted file out of TIE and the list file', [SCORED]);
+    await waitFor('the whitelisted file KNOWN_TRUSTED in TIE and out of the list file', async () => JSON.stringify(tie!.at(99)) === JSON.stringify(up([MD5, SHA1, SHA256])) && (await listed()) === listText([SCORED]), 30_000);
     expect(tie!.at(1)).toEqual(up([SCORED]));
     expect(await trustLevels([MD5, SHA1, SHA256, SCORED])).toEqual({
-      [MD5.toUpperCase()]: 0,
-      [SHA1.toUpperCase()]: 0,
-      [SHA256.toUpperCase()]: 0,
+      [MD5.toUpperCase()]: 99,
+      [SHA1.toUpperCase()]: 99,
+      [SHA256.toUpperCase()]: 99,
       [SCORED.toUpperCase()]: 1,
     });
-    // Set back, not merely forgotten: TIE was asked for NOT_SET (0) on exactly the file's digests.
+    expect([...new Set(tie!.sets.map((s) => s.trustLevel))].sort((a, b) => a - b)).toEqual([1, 99]);
+    expect(await readFile(`${listFile}.trusted`, 'utf8')).toContain(up([MD5, SHA1, SHA256]).join('\n'));
+
+    // The decision cleared: the file is set back to NOT_SET, asked for on exactly its digests.
+    await put(`/files/${SHA256}`, -1);
+    await settle('the cleared file out of TIE', [SCORED]);
     expect([...new Set(tie!.sets.filter((s) => s.trustLevel === 0).map((s) => s.digest))].sort()).toEqual(up([MD5, SHA1, SHA256]));
-    expect([...new Set(tie!.sets.map((s) => s.trustLevel))].sort((a, b) => a - b)).toEqual([0, 1]);
     expect(await listed()).toBe(listText([SCORED]));
     expect(await agent.terminate()).toBe(0);
     agent = undefined;

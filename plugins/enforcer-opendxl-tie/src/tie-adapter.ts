@@ -175,7 +175,9 @@ export function tieAdapter(o: TieAdapterOptions): EnforcerAdapter & { allow(valu
     async replaceAll(entries: readonly BlockEntry[], signal?: AbortSignal) {
       const enforced = entries.map((e) => e.value);
       const keep = new Set(enforced);
-      const stale = [...(await candidates())].filter((d) => !keep.has(d));
+      // A digest about to be trusted is not set back first (no moment without a reputation).
+      const trusted = new Set(o.trustLevel === null ? [] : allowed);
+      const stale = [...(await candidates())].filter((d) => !keep.has(d) && !trusted.has(d));
       await change(enforced, enforced, stale, signal);
       await trust(keep, allowed, signal);
     },
