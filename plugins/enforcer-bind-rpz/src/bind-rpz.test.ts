@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enforcerKinds, type PluginLogger } from '@rampart/plugin-kit';
-import { kindConformance, startNamed, systemGate, waitFor, type NamedInstance } from '@rampart/plugin-kit/testing';
-import { BindRpzConfig, bindRpzEnforcer, parseWhitelist, rpzZoneFormat, serialOf } from './index.ts';
+import { enforcerConformance, kindConformance, startNamed, systemGate, waitFor, type NamedInstance } from '@rampart/plugin-kit/testing';
+import { BindRpzConfig, bindRpzEnforcer, parseWhitelist, rpzIpOwner, rpzIpZoneFormat, rpzZoneFormat, serialOf } from './index.ts';
 
 const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const skip = systemGate('BIND response policy zone', { commands: ['named', 'rndc', 'dig'] });
@@ -37,9 +37,24 @@ describe('enforcer-bind-rpz config', () => {
     expect(issues({ active: true, domains_file: '/tmp/z', options: { zonefile: 'x' } })).toEqual(['options']);
   });
 
-  it('refuses a kind other than domain', async () => {
+  it('refuses a kind other than domain, and IPv4 unless ip_triggers is set', async () => {
     const cfg = BindRpzConfig.parse({ active: true, domains_file: '/tmp/rpz.zone' });
-    await expect(bindRpzEnforcer.create(cfg, { log: silent, kind: 'url' })).rejects.toThrow("bind-rpz: enforces domains only, not 'url'");
+    await expect(bindRpzEnforcer.create(cfg, { log: silent, kind: 'url' })).rejects.toThrow("bind-rpz: enforces domains only (IPv4 with options.ip_triggers), not 'url'");
+    await expect(bindRpzEnforcer.create(cfg, { log: silent, kind: 'ipv4' })).rejects.toThrow("not 'ipv4'");
+    expect(enforcerKinds(bindRpzEnforcer, cfg)).toEqual(['domain']);
+    const withIp = BindRpzConfig.parse({ active: true, domains_file: '/tmp/rpz.zone', options: { ip_triggers: { zone: 'rpz-ip.local', file: '/tmp/rpz-ip.zone' } } });
+    expect(enforcerKinds(bindRpzEnforcer, withIp)).toEqual(['domain', 'ipv4']);
+    const issues = BindRpzConfig.safeParse({ active: true, domains_file: '/tmp/rpz.zone', options: { ip_triggers: { zone: 'rpz-ip.local', file: '/tmp/rpz.zone' } } }).error?.issues.map((i) => i.path.join('.'));
+    expect(issues).toEqual(['options.ip_triggers.file']);
+  });
+
+  it('writes rpz-ip triggers: prefix and reversed octets, read back as canonical CIDRs', () => {
+    expect(rpzIpOwner('45.77.1.0/24')).toBe('24.0.1.77.45.rpz-ip');
+    expect(rpzIpOwner('203.0.113.7/32')).toBe('32.7.113.0.203.rpz-ip');
+    const format = rpzIpZoneFormat({ ttl: 60, action: 'nxdomain', startSerial: 5, now: () => 1 });
+    const text = format.render([entry('45.77.1.0/24'), entry('203.0.113.7/32')]);
+    expect(text).toBe('$TTL 60\n@ 60 IN SOA localhost. hostmaster.localhost. 6 3600 600 86400 60\n@ 60 IN NS localhost.\n24.0.1.77.45.rpz-ip CNAME .\n32.7.113.0.203.rpz-ip CNAME .\n');
+    expect(format.parse(`${text}99.1.2.3.4.rpz-ip CNAME .\nnot-a-trigger CNAME .\n`)).toEqual(['45.77.1.0/24', '203.0.113.7/32']);
   });
 });
 
@@ -93,11 +108,23 @@ kindConformance('bind-rpz', 'domain', async ({ capacity }) => {
   };
 });
 
+enforcerConformance('bind-rpz ip_triggers', async ({ capacity }) => {
+  const root = await mkdtemp(join(tmpdir(), 'rampart-rpz-ip-'));
+  const path = join(root, 'rpz-ip.zone');
+  const cfg = BindRpzConfig.parse({ active: true, domains_file: join(root, 'rpz.zone'), options: { ip_triggers: { zone: 'rpz-ip.test', file: path, reload_command: '' }, ...(capacity ? { max_entries: capacity } : {}) } });
+  return {
+    enforcer: await bindRpzEnforcer.create(cfg, { log: silent, kind: 'ipv4' }),
+    disturb: () => rm(path),
+    reopen: () => bindRpzEnforcer.create(cfg, { log: silent, kind: 'ipv4' }),
+    teardown: () => rm(root, { recursive: true, force: true }),
+  };
+});
+
 describe.skipIf(skip)('enforcer-bind-rpz against a real named', () => {
   let named: NamedInstance;
   const records = ['evil IN A 45.77.1.1', 'www.evil IN A 45.77.1.2', 'ok.evil IN A 45.77.1.3', 'good IN A 45.77.1.4', 'garden IN A 45.77.1.5', 'localhost IN A 127.0.0.1'];
   beforeAll(async () => {
-    named = await startNamed({ zone: 'lan.test', records, rpzZone: 'rpz.test' });
+    named = await startNamed({ zone: 'lan.test', records, rpzZone: 'rpz.test', ipZone: 'rpz-ip.test' });
   });
   afterAll(() => named?.stop());
 
@@ -157,6 +184,25 @@ describe.skipIf(skip)('enforcer-bind-rpz against a real named', () => {
       await enforcer.withdraw();
     } finally {
       await enforcer.close();
+    }
+  });
+
+  it('rpz-ip triggers: a name that resolves into a blocked address or network gets NXDOMAIN, whatever its name', async () => {
+    await writeFile(join(named.dir, 'allow.txt'), '');
+    const cfg = config({ ip_triggers: { zone: 'rpz-ip.test', file: named.ipZone!.file, reload_command: named.ipZone!.reloadCommand } });
+    const ips = await bindRpzEnforcer.create(cfg, { log: silent, kind: 'ipv4' });
+    try {
+      expect(await ips.sync([entry('45.77.1.4/32'), entry('45.77.1.0/31')])).toEqual({ enforced: 2, cut: 0 });
+      await until('good.lan.test', 'NXDOMAIN');
+      expect(await answerOf('evil.lan.test')).toBe('NXDOMAIN');
+      expect(await answerOf('ok.evil.lan.test')).toBe('NOERROR 45.77.1.3');
+      expect(await ips.list()).toEqual(['45.77.1.0/31', '45.77.1.4/32']);
+      await ips.apply({ add: [], remove: ['45.77.1.4/32'] });
+      await until('good.lan.test', 'NOERROR 45.77.1.4');
+      await ips.withdraw();
+      await until('evil.lan.test', 'NOERROR 45.77.1.1');
+    } finally {
+      await ips.close();
     }
   });
 

@@ -16,6 +16,8 @@ export interface NamedInstance {
   rpzFile: string;
   /** The rndc command line that reloads the policy zone of exactly this named. */
   reloadCommand: string;
+  /** With `ipZone`: the second policy zone's file (rpz-ip triggers) and its reload command. */
+  ipZone?: { file: string; reloadCommand: string };
   /** `dig` of `name` (type A): the response status (NOERROR, NXDOMAIN …) and the answer's addresses. */
   query(name: string): Promise<{ status: string; answers: string[] }>;
   /** The tail of named's log (stderr). */
@@ -29,7 +31,7 @@ export interface NamedInstance {
  * (`records`: zone-file lines relative to it) and with the response policy zone `rpzZone`, whose
  * file starts empty (SOA and NS only).
  */
-export async function startNamed(options: { zone: string; records: string[]; rpzZone: string }): Promise<NamedInstance> {
+export async function startNamed(options: { zone: string; records: string[]; rpzZone: string; ipZone?: string }): Promise<NamedInstance> {
   const dir = await mkdtemp(join(tmpdir(), 'rampart-named-'));
   const port = await freePort();
   const controlPort = await freePort();
@@ -38,6 +40,9 @@ export async function startNamed(options: { zone: string; records: string[]; rpz
   await writeFile(join(dir, 'rndc.key'), `key "rampart-test" { algorithm hmac-sha256; secret "${randomBytes(32).toString('base64')}"; };\n`);
   await writeFile(join(dir, 'local.zone'), [...soa, ...options.records, ''].join('\n'));
   await writeFile(rpzFile, [...soa, ''].join('\n'));
+  const ipFile = join(dir, 'rpz-ip.zone');
+  if (options.ipZone) await writeFile(ipFile, [...soa, ''].join('\n'));
+  const policies = [options.rpzZone, ...(options.ipZone ? [options.ipZone] : [])].map((z) => `zone "${z}" min-update-interval 0;`).join(' ');
   const conf = join(dir, 'named.conf');
   await writeFile(
     conf,
@@ -51,11 +56,11 @@ options {
   recursion yes;
   allow-recursion { 127.0.0.1; };
   dnssec-validation no;
-  response-policy { zone "${options.rpzZone}" min-update-interval 0; } qname-wait-recurse no;
+  response-policy { ${policies} } qname-wait-recurse no;
 };
 zone "${options.zone}" { type primary; file "${dir}/local.zone"; };
 zone "${options.rpzZone}" { type primary; file "${rpzFile}"; allow-query { none; }; };
-`,
+${options.ipZone ? `zone "${options.ipZone}" { type primary; file "${ipFile}"; allow-query { none; }; };\n` : ''}`,
   );
   // -g: foreground, logs to stderr, so that this process reaps it when it stops.
   const child = spawn('named', ['-g', '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -93,6 +98,7 @@ zone "${options.rpzZone}" { type primary; file "${rpzFile}"; allow-query { none;
     port,
     rpzFile,
     reloadCommand: `rndc -k ${dir}/rndc.key -s 127.0.0.1 -p ${controlPort} reload ${options.rpzZone}`,
+    ...(options.ipZone ? { ipZone: { file: ipFile, reloadCommand: `rndc -k ${dir}/rndc.key -s 127.0.0.1 -p ${controlPort} reload ${options.ipZone}` } } : {}),
     query,
     log: () => stderr,
     async stop() {
