@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import type { Db, NotificationHandler, QueryResult, Transaction } from './db.ts';
+import { PGlite, parse as pgParse, protocol } from '@electric-sql/pglite';
+import type { Db, NotificationHandler, QueryOptions, QueryResult, Transaction } from './db.ts';
 import { lockDataDir, type LockOwner } from './data-dir-lock.ts';
 import { makePrivate, restrictUmask } from './data-dir-permissions.ts';
 import { StoreNodeFS, durableStartParams } from './pglite-node-fs.ts';
@@ -76,16 +76,55 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
     return next;
   }
 
-  const rawQuery = async <T>(sql: string, params?: readonly unknown[]): Promise<QueryResult<T>> => {
+  /*
+   * Named statements (QueryOptions.name): parsed and planned once, then each call is one Bind,
+   * Describe, Execute and Sync handed to PostgreSQL in one message. PGlite's own query() parses
+   * the text again on every call and passes each protocol message to WebAssembly separately;
+   * for the report batch's statements that was most of their time (bench/pglite-ingest.ts).
+   */
+  const prepared = new Map<string, { sql: string; types: number[] }>();
+  const wire = protocol.serialize;
+  const oneMessage = (parts: Uint8Array[]) => {
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  };
+  const namedQuery = (sql: string, params: readonly unknown[], name: string) =>
+    pglite.runExclusive(async () => {
+      let statement = prepared.get(name);
+      if (statement && statement.sql !== sql) throw new Error(`statement name ${name} is already used for another SQL text`);
+      if (!statement) {
+        const described = await pglite.execProtocolStream(oneMessage([wire.parse({ name, text: sql }), wire.describe({ type: 'S', name }), wire.sync()]), { syncToFs: false });
+        statement = { sql, types: pgParse.parseDescribeStatementResults(described) };
+        prepared.set(name, statement);
+      }
+      const { types } = statement;
+      // As PGlite's query() serializes parameters: by the type PostgreSQL inferred for each.
+      const values = params.map((v, i) => {
+        if (v === null || v === undefined) return null;
+        const serializer = pglite.serializers[types[i]!];
+        return serializer ? (serializer(v) as string) : String(v);
+      });
+      const messages = await pglite.execProtocolStream(oneMessage([wire.bind({ statement: name, values }), wire.describe({ type: 'P' }), wire.execute({}), wire.sync()]), {
+        syncToFs: false,
+      });
+      return pgParse.parseResults(messages, pglite.parsers)[0]!;
+    });
+
+  const rawQuery = async <T>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<T>> => {
     await nextTurn();
-    const res = await pglite.query<T>(sql, params as unknown[] | undefined);
+    const res = options?.name ? await namedQuery(sql, params ?? [], options.name) : await pglite.query<T>(sql, params as unknown[] | undefined);
     // PGlite reports affectedRows 0 for a SELECT; pg counts the rows returned. Agree with pg.
-    return { rows: res.rows, rowCount: Math.max(res.affectedRows ?? 0, res.rows.length) };
+    return { rows: res.rows as T[], rowCount: Math.max(res.affectedRows ?? 0, res.rows.length) };
   };
 
   return {
     kind: 'pglite',
-    query: (sql, params) => serialize(() => rawQuery(sql, params)),
+    query: (sql, params, options) => serialize(() => rawQuery(sql, params, options)),
     exec: (sql) => serialize(async () => void (await pglite.exec(sql))),
     transaction: (fn) =>
       serialize(async () => {
