@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from './db.ts';
 import { openPglite } from './pglite-driver.ts';
@@ -61,5 +64,39 @@ describe('PGlite driver: named statements', () => {
   it('refuses one name for two SQL texts', async () => {
     await db.query(`select 1 as one`, [], { name: 'test_named_once' });
     await expect(db.query(`select 2 as two`, [], { name: 'test_named_once' })).rejects.toThrow('statement name test_named_once is already used for another SQL text');
+  });
+});
+
+/*
+ * On disk, a COMMIT's WAL fsync runs off the thread: the event loop reads and queues requests
+ * meanwhile, and the transaction settles only once the commit is on disk.
+ */
+describe('PGlite driver on disk: the commit fsync', { timeout: 120_000 }, () => {
+  let dir: string;
+  let db: Db;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'rampart-pglite-driver-'));
+    db = await openPglite(join(dir, 'data'));
+    await db.exec(`create table t (id bigserial primary key, v text not null)`);
+  });
+  afterAll(async () => {
+    await db?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('lets the event loop turn while the WAL is synced, and settles after the sync', async () => {
+    for (let round = 0; round < 3; round += 1) {
+      const before = db.stats().syncs!;
+      let seenDuringCommit: number | null = null;
+      await db.transaction(async (tx) => {
+        await tx.query(`insert into t (v) values ($1)`, [`row ${round}`]);
+        // Runs on the next turn of the loop: only if the commit gives one up.
+        setImmediate(() => (seenDuringCommit = db.stats().syncs!));
+      });
+      expect(seenDuringCommit).toBe(before);
+      expect(db.stats().syncs! - before).toBeGreaterThanOrEqual(1);
+    }
+    expect((await db.query(`select count(*)::int as n from t`)).rows).toEqual([{ n: 3 }]);
   });
 });

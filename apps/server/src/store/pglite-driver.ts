@@ -66,10 +66,14 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
   let chain: Promise<unknown> = Promise.resolve();
   let waiting = 0;
 
+  /** A WAL fsync that failed after its COMMIT: like PostgreSQL after a PANIC, the store stops. */
+  let broken: unknown = null;
+
   function serialize<T>(work: () => Promise<T>): Promise<T> {
     waiting += 1;
     const next = chain.then(() => {
       waiting -= 1;
+      if (broken) throw new Error('the embedded store stopped after a failed fsync', { cause: broken });
       return work();
     });
     chain = next.catch(() => {});
@@ -115,6 +119,27 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
       return pgParse.parseResults(messages, pglite.parsers)[0]!;
     });
 
+  /**
+   * COMMIT with its WAL fsync made off the thread (pglite-node-fs.ts deferWalSyncs): requests are
+   * read and queued meanwhile, while PostgreSQL runs nothing until the commit is on disk (the
+   * serialized chain is held), so nothing reads a commit before it is durable.
+   */
+  const commit = async () => {
+    if (!fs) return void (await pglite.exec('commit'));
+    fs.deferWalSyncs(true);
+    try {
+      await pglite.exec('commit');
+    } finally {
+      fs.deferWalSyncs(false);
+      try {
+        await fs.flushDeferred();
+      } catch (err) {
+        broken = err;
+        throw err;
+      }
+    }
+  };
+
   const rawQuery = async <T>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<T>> => {
     await nextTurn();
     const res = options?.name ? await namedQuery(sql, params ?? [], options.name) : await pglite.query<T>(sql, params as unknown[] | undefined);
@@ -130,14 +155,15 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
       serialize(async () => {
         const tx: Transaction = { query: rawQuery, exec: async (sql) => void (await pglite.exec(sql)) };
         await pglite.exec('begin');
+        let result;
         try {
-          const result = await fn(tx);
-          await pglite.exec('commit');
-          return result;
+          result = await fn(tx);
         } catch (err) {
           await pglite.exec('rollback').catch(() => {});
           throw err;
         }
+        await commit();
+        return result;
       }),
     async listen(channel, handler) {
       let set = handlers.get(channel);
