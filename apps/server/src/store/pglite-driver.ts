@@ -40,52 +40,13 @@ function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-export async function openPglite(dataDir: string | undefined, options: PgliteOptions = {}): Promise<Db> {
-  if (dataDir) {
-    restrictUmask();
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  }
-  // One process per data directory (data-dir-lock.ts); taken before PGlite touches a file.
-  const unlock = dataDir ? lockDataDir(dataDir, options.owner ?? 'server') : () => {};
-  if (dataDir) makePrivate(dataDir);
-  // On disk, an acknowledged commit is on disk (pglite-node-fs.ts); in memory (tests) there is nothing to sync.
-  const fs = dataDir && options.durable !== false ? new StoreNodeFS(dataDir) : undefined;
-  let pglite: PGlite;
-  try {
-    if (fs && !existsSync(join(dataDir!, 'PG_VERSION'))) await initializeDataDir(dataDir!);
-    pglite = fs
-      ? await PGlite.create({ fs, startParams: [...durableStartParams(PGlite.defaultStartParams), ...MEMORY_START_PARAMS] })
-      : dataDir
-        ? await PGlite.create(dataDir)
-        : await PGlite.create();
-  } catch (err) {
-    unlock();
-    throw err;
-  }
-  const handlers = new Map<string, Set<NotificationHandler>>();
-  let chain: Promise<unknown> = Promise.resolve();
-  let waiting = 0;
-
-  /** A WAL fsync that failed after its COMMIT: like PostgreSQL after a PANIC, the store stops. */
-  let broken: unknown = null;
-
-  function serialize<T>(work: () => Promise<T>): Promise<T> {
-    waiting += 1;
-    const next = chain.then(() => {
-      waiting -= 1;
-      if (broken) throw new Error('the embedded store stopped after a failed fsync', { cause: broken });
-      return work();
-    });
-    chain = next.catch(() => {});
-    return next;
-  }
-
-  /*
-   * Named statements (QueryOptions.name): parsed and planned once, then each call is one Bind,
-   * Describe, Execute and Sync handed to PostgreSQL in one message. PGlite's own query() parses
-   * the text again on every call and passes each protocol message to WebAssembly separately;
-   * for the report batch's statements that was most of their time (bench/pglite-ingest.ts).
-   */
+/*
+ * Named statements (QueryOptions.name): parsed and planned once, then each call is one Bind,
+ * Describe, Execute and Sync handed to PostgreSQL in one message. PGlite's own query() parses
+ * the text again on every call and passes each protocol message to WebAssembly separately; for
+ * the report batch's statements that was most of their time (bench/pglite-ingest.ts).
+ */
+function namedStatements(pglite: PGlite) {
   const prepared = new Map<string, { sql: string; types: number[] }>();
   const wire = protocol.serialize;
   const oneMessage = (parts: Uint8Array[]) => {
@@ -97,7 +58,14 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
     }
     return out;
   };
-  const namedQuery = (sql: string, params: readonly unknown[], name: string) =>
+  // As PGlite's query() serializes parameters: by the type PostgreSQL inferred for each.
+  const serialize = (v: unknown, type: number | undefined) => {
+    if (v === null || v === undefined) return null;
+    const serializer = type === undefined ? undefined : pglite.serializers[type];
+    if (serializer) return serializer(v) as string;
+    return typeof v === 'object' ? JSON.stringify(v) : String(v as string | number | boolean | bigint);
+  };
+  return (sql: string, params: readonly unknown[], name: string) =>
     pglite.runExclusive(async () => {
       let statement = prepared.get(name);
       if (statement && statement.sql !== sql) throw new Error(`statement name ${name} is already used for another SQL text`);
@@ -107,36 +75,97 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
         prepared.set(name, statement);
       }
       const { types } = statement;
-      // As PGlite's query() serializes parameters: by the type PostgreSQL inferred for each.
-      const values = params.map((v, i) => {
-        if (v === null || v === undefined) return null;
-        const serializer = pglite.serializers[types[i]!];
-        return serializer ? (serializer(v) as string) : String(v);
-      });
+      const values = params.map((v, i) => serialize(v, types[i]));
       const messages = await pglite.execProtocolStream(oneMessage([wire.bind({ statement: name, values }), wire.describe({ type: 'P' }), wire.execute({}), wire.sync()]), {
         syncToFs: false,
       });
       return pgParse.parseResults(messages, pglite.parsers)[0]!;
     });
+}
 
-  /**
-   * COMMIT with its WAL fsync made off the thread (pglite-node-fs.ts deferWalSyncs): requests are
-   * read and queued meanwhile, while PostgreSQL runs nothing until the commit is on disk (the
-   * serialized chain is held), so nothing reads a commit before it is durable.
-   */
+/** The WAL fsync after a COMMIT failed: the commit is in PostgreSQL's memory but maybe not on disk. */
+class WalSyncError extends Error {
+  constructor(cause: unknown) {
+    super('the WAL fsync after a commit failed', { cause });
+  }
+}
+
+/**
+ * COMMIT with its WAL fsync made off the thread (pglite-node-fs.ts deferWalSyncs): requests are
+ * read and queued meanwhile, while PostgreSQL runs nothing until the commit is on disk (the
+ * caller holds the serialized chain), so nothing reads a commit before it is durable.
+ */
+async function durableCommit(pglite: PGlite, fs: StoreNodeFS | undefined): Promise<void> {
+  if (!fs) return void (await pglite.exec('commit'));
+  fs.deferWalSyncs(true);
+  let failed: unknown = null;
+  try {
+    await pglite.exec('commit');
+  } catch (err) {
+    failed = err;
+  }
+  fs.deferWalSyncs(false);
+  try {
+    await fs.flushDeferred();
+  } catch (err) {
+    throw new WalSyncError(err);
+  }
+  if (failed) throw failed;
+}
+
+/** Locks the data directory and starts PGlite on it (in memory without one). */
+async function startPglite(dataDir: string | undefined, options: PgliteOptions): Promise<{ pglite: PGlite; fs: StoreNodeFS | undefined; unlock: () => void }> {
+  if (dataDir) {
+    restrictUmask();
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  }
+  // One process per data directory (data-dir-lock.ts); taken before PGlite touches a file.
+  const unlock = dataDir ? lockDataDir(dataDir, options.owner ?? 'server') : () => {};
+  if (dataDir) makePrivate(dataDir);
+  // On disk, an acknowledged commit is on disk (pglite-node-fs.ts); in memory (tests) there is nothing to sync.
+  const fs = dataDir && options.durable !== false ? new StoreNodeFS(dataDir) : undefined;
+  try {
+    if (fs && !existsSync(join(dataDir!, 'PG_VERSION'))) await initializeDataDir(dataDir!);
+    const pglite = fs
+      ? await PGlite.create({ fs, startParams: [...durableStartParams(PGlite.defaultStartParams), ...MEMORY_START_PARAMS] })
+      : dataDir
+        ? await PGlite.create(dataDir)
+        : await PGlite.create();
+    return { pglite, fs, unlock };
+  } catch (err) {
+    unlock();
+    throw err;
+  }
+}
+
+export async function openPglite(dataDir: string | undefined, options: PgliteOptions = {}): Promise<Db> {
+  const { pglite, fs, unlock } = await startPglite(dataDir, options);
+  const handlers = new Map<string, Set<NotificationHandler>>();
+  let chain: Promise<unknown> = Promise.resolve();
+  let waiting = 0;
+
+  /** A WAL fsync that failed after its COMMIT: like PostgreSQL after a PANIC, the store stops. */
+  let broken: unknown = null;
+
+  function serialize<T>(work: () => Promise<T>, evenIfBroken = false): Promise<T> {
+    waiting += 1;
+    const next = chain.then(() => {
+      waiting -= 1;
+      if (broken && !evenIfBroken) throw new Error('the embedded store stopped after a failed fsync', { cause: broken });
+      return work();
+    });
+    chain = next.catch(() => {});
+    return next;
+  }
+
+  const namedQuery = namedStatements(pglite);
+
   const commit = async () => {
-    if (!fs) return void (await pglite.exec('commit'));
-    fs.deferWalSyncs(true);
     try {
-      await pglite.exec('commit');
-    } finally {
-      fs.deferWalSyncs(false);
-      try {
-        await fs.flushDeferred();
-      } catch (err) {
-        broken = err;
-        throw err;
-      }
+      await durableCommit(pglite, fs);
+    } catch (err) {
+      if (err instanceof WalSyncError) broken = err.cause;
+      throw err;
     }
   };
 
@@ -190,6 +219,6 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
         } finally {
           unlock();
         }
-      }),
+      }, true),
   };
 }
