@@ -10,8 +10,8 @@ export interface QueryResult<T> {
 
 export interface QueryOptions {
   /**
-   * Names the statement so PostgreSQL parses and plans it once per connection (hot look-ups).
-   * One name always goes with one SQL text. PGlite ignores it.
+   * Names the statement so PostgreSQL parses and plans it once per connection (hot look-ups,
+   * the report batch). One name always goes with one SQL text (PGlite throws otherwise).
    */
   name?: string;
 }

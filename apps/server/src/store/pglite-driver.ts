@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import type { Db, NotificationHandler, QueryResult, Transaction } from './db.ts';
+import { PGlite, parse as pgParse, protocol } from '@electric-sql/pglite';
+import type { Db, NotificationHandler, QueryOptions, QueryResult, Transaction } from './db.ts';
 import { lockDataDir, type LockOwner } from './data-dir-lock.ts';
 import { makePrivate, restrictUmask } from './data-dir-permissions.ts';
 import { StoreNodeFS, durableStartParams } from './pglite-node-fs.ts';
@@ -40,7 +40,81 @@ function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-export async function openPglite(dataDir: string | undefined, options: PgliteOptions = {}): Promise<Db> {
+/*
+ * Named statements (QueryOptions.name): parsed and planned once, then each call is one Bind,
+ * Describe, Execute and Sync handed to PostgreSQL in one message. PGlite's own query() parses
+ * the text again on every call and passes each protocol message to WebAssembly separately; for
+ * the report batch's statements that was most of their time (bench/pglite-ingest.ts).
+ */
+function namedStatements(pglite: PGlite) {
+  const prepared = new Map<string, { sql: string; types: number[] }>();
+  const wire = protocol.serialize;
+  const oneMessage = (parts: Uint8Array[]) => {
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  };
+  // As PGlite's query() serializes parameters: by the type PostgreSQL inferred for each.
+  const serialize = (v: unknown, type: number | undefined) => {
+    if (v === null || v === undefined) return null;
+    const serializer = type === undefined ? undefined : pglite.serializers[type];
+    if (serializer) return serializer(v) as string;
+    return typeof v === 'object' ? JSON.stringify(v) : String(v as string | number | boolean | bigint);
+  };
+  return (sql: string, params: readonly unknown[], name: string) =>
+    pglite.runExclusive(async () => {
+      let statement = prepared.get(name);
+      if (statement && statement.sql !== sql) throw new Error(`statement name ${name} is already used for another SQL text`);
+      if (!statement) {
+        const described = await pglite.execProtocolStream(oneMessage([wire.parse({ name, text: sql }), wire.describe({ type: 'S', name }), wire.sync()]), { syncToFs: false });
+        statement = { sql, types: pgParse.parseDescribeStatementResults(described) };
+        prepared.set(name, statement);
+      }
+      const { types } = statement;
+      const values = params.map((v, i) => serialize(v, types[i]));
+      const messages = await pglite.execProtocolStream(oneMessage([wire.bind({ statement: name, values }), wire.describe({ type: 'P' }), wire.execute({}), wire.sync()]), {
+        syncToFs: false,
+      });
+      return pgParse.parseResults(messages, pglite.parsers)[0]!;
+    });
+}
+
+/** The WAL fsync after a COMMIT failed: the commit is in PostgreSQL's memory but maybe not on disk. */
+class WalSyncError extends Error {
+  constructor(cause: unknown) {
+    super('the WAL fsync after a commit failed', { cause });
+  }
+}
+
+/**
+ * COMMIT with its WAL fsync made off the thread (pglite-node-fs.ts deferWalSyncs): requests are
+ * read and queued meanwhile, while PostgreSQL runs nothing until the commit is on disk (the
+ * caller holds the serialized chain), so nothing reads a commit before it is durable.
+ */
+async function durableCommit(pglite: PGlite, fs: StoreNodeFS | undefined): Promise<void> {
+  if (!fs) return void (await pglite.exec('commit'));
+  fs.deferWalSyncs(true);
+  let failed: unknown = null;
+  try {
+    await pglite.exec('commit');
+  } catch (err) {
+    failed = err;
+  }
+  fs.deferWalSyncs(false);
+  try {
+    await fs.flushDeferred();
+  } catch (err) {
+    throw new WalSyncError(err);
+  }
+  if (failed) throw failed;
+}
+
+/** Locks the data directory and starts PGlite on it (in memory without one). */
+async function startPglite(dataDir: string | undefined, options: PgliteOptions): Promise<{ pglite: PGlite; fs: StoreNodeFS | undefined; unlock: () => void }> {
   if (dataDir) {
     restrictUmask();
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -50,55 +124,75 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
   if (dataDir) makePrivate(dataDir);
   // On disk, an acknowledged commit is on disk (pglite-node-fs.ts); in memory (tests) there is nothing to sync.
   const fs = dataDir && options.durable !== false ? new StoreNodeFS(dataDir) : undefined;
-  let pglite: PGlite;
   try {
     if (fs && !existsSync(join(dataDir!, 'PG_VERSION'))) await initializeDataDir(dataDir!);
-    pglite = fs
+    const pglite = fs
       ? await PGlite.create({ fs, startParams: [...durableStartParams(PGlite.defaultStartParams), ...MEMORY_START_PARAMS] })
       : dataDir
         ? await PGlite.create(dataDir)
         : await PGlite.create();
+    return { pglite, fs, unlock };
   } catch (err) {
     unlock();
     throw err;
   }
+}
+
+export async function openPglite(dataDir: string | undefined, options: PgliteOptions = {}): Promise<Db> {
+  const { pglite, fs, unlock } = await startPglite(dataDir, options);
   const handlers = new Map<string, Set<NotificationHandler>>();
   let chain: Promise<unknown> = Promise.resolve();
   let waiting = 0;
 
-  function serialize<T>(work: () => Promise<T>): Promise<T> {
+  /** A WAL fsync that failed after its COMMIT: like PostgreSQL after a PANIC, the store stops. */
+  let broken: unknown = null;
+
+  function serialize<T>(work: () => Promise<T>, evenIfBroken = false): Promise<T> {
     waiting += 1;
     const next = chain.then(() => {
       waiting -= 1;
+      if (broken && !evenIfBroken) throw new Error('the embedded store stopped after a failed fsync', { cause: broken });
       return work();
     });
     chain = next.catch(() => {});
     return next;
   }
 
-  const rawQuery = async <T>(sql: string, params?: readonly unknown[]): Promise<QueryResult<T>> => {
+  const namedQuery = namedStatements(pglite);
+
+  const commit = async () => {
+    try {
+      await durableCommit(pglite, fs);
+    } catch (err) {
+      if (err instanceof WalSyncError) broken = err.cause;
+      throw err;
+    }
+  };
+
+  const rawQuery = async <T>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<T>> => {
     await nextTurn();
-    const res = await pglite.query<T>(sql, params as unknown[] | undefined);
+    const res = options?.name ? await namedQuery(sql, params ?? [], options.name) : await pglite.query<T>(sql, params as unknown[] | undefined);
     // PGlite reports affectedRows 0 for a SELECT; pg counts the rows returned. Agree with pg.
-    return { rows: res.rows, rowCount: Math.max(res.affectedRows ?? 0, res.rows.length) };
+    return { rows: res.rows as T[], rowCount: Math.max(res.affectedRows ?? 0, res.rows.length) };
   };
 
   return {
     kind: 'pglite',
-    query: (sql, params) => serialize(() => rawQuery(sql, params)),
+    query: (sql, params, options) => serialize(() => rawQuery(sql, params, options)),
     exec: (sql) => serialize(async () => void (await pglite.exec(sql))),
     transaction: (fn) =>
       serialize(async () => {
         const tx: Transaction = { query: rawQuery, exec: async (sql) => void (await pglite.exec(sql)) };
         await pglite.exec('begin');
+        let result;
         try {
-          const result = await fn(tx);
-          await pglite.exec('commit');
-          return result;
+          result = await fn(tx);
         } catch (err) {
           await pglite.exec('rollback').catch(() => {});
           throw err;
         }
+        await commit();
+        return result;
       }),
     async listen(channel, handler) {
       let set = handlers.get(channel);
@@ -125,6 +219,6 @@ export async function openPglite(dataDir: string | undefined, options: PgliteOpt
         } finally {
           unlock();
         }
-      }),
+      }, true),
   };
 }

@@ -1,11 +1,17 @@
-import { fsyncSync } from 'node:fs';
+import { fsync, fsyncSync } from 'node:fs';
+import { promisify } from 'node:util';
 import type { PGlite } from '@electric-sql/pglite';
 import { NodeFS } from '@electric-sql/pglite/nodefs';
 
 type PostgresMod = Parameters<NodeFS['init']>[1];
 interface NodeFsStream {
   nfd: number;
+  /** The file's path inside PGlite's file system. */
+  path?: string;
 }
+
+const fsyncAsync = promisify(fsync);
+const isWal = (stream: NodeFsStream) => stream.path?.includes('/pg_wal/') ?? false;
 
 type NodeOps = Record<string, (...args: never[]) => unknown>;
 interface Attr {
@@ -31,20 +37,67 @@ const NOT_OWNER = 0o077;
  * (Emscripten's fdatasync is a no-op that never reaches the file system), every commit's WAL
  * flush and every checkpoint reach the disk before PostgreSQL carries on. A failed fsync throws
  * out of the WebAssembly call and stops the store, as PostgreSQL itself PANICs on one.
+ *
+ * A COMMIT's WAL fsync can be taken off the thread (deferWalSyncs): while the driver runs a
+ * COMMIT, an fsync PostgreSQL asks for on a WAL segment is only noted, and the driver then awaits
+ * flushDeferred() (fsync(2) on libuv's thread pool, the event loop free meanwhile) before the
+ * transaction settles and before PostgreSQL runs anything else. The order of writes stays
+ * PostgreSQL's: any write or fsync of a file outside pg_wal, and closing a noted descriptor, first
+ * syncs the noted WAL on the spot, so no data or clog page reaches a file before the WAL it
+ * depends on is on disk.
  */
 export class StoreNodeFS extends NodeFS {
   /** fsync(2) calls made for PostgreSQL so far (metrics; tests prove the syncs happen). */
   syncs = 0;
+  /** WAL descriptors PostgreSQL asked to sync during a deferring COMMIT, not synced yet. */
+  private readonly pending = new Set<number>();
+  private deferring = false;
+
+  /** While on, a WAL fsync is noted for flushDeferred() instead of made (the driver's COMMIT only). */
+  deferWalSyncs(on: boolean): void {
+    this.deferring = on;
+  }
+
+  /** Syncs the noted WAL descriptors off the thread; throws when one fails (the store must stop). */
+  async flushDeferred(): Promise<void> {
+    const fds = [...this.pending];
+    this.pending.clear();
+    await Promise.all(fds.map((fd) => fsyncAsync(fd)));
+    this.syncs += fds.length;
+  }
+
+  private syncPendingNow(): void {
+    for (const fd of this.pending) {
+      fsyncSync(fd);
+      this.syncs += 1;
+    }
+    this.pending.clear();
+  }
 
   override async init(pg: PGlite, opts: PostgresMod): Promise<{ emscriptenOpts: PostgresMod }> {
     const { emscriptenOpts } = await super.init(pg, opts);
     const patch = (mod: { NODEFS: { stream_ops: NodeOps; node_ops: NodeOps } }) => {
       const { stream_ops: streamOps, node_ops: nodeOps } = mod.NODEFS;
       streamOps.fsync = (stream: NodeFsStream) => {
+        if (this.deferring && isWal(stream)) {
+          this.pending.add(stream.nfd);
+          return 0;
+        }
+        if (this.pending.size > 0) this.syncPendingNow();
         fsyncSync(stream.nfd);
         this.syncs += 1;
         return 0;
       };
+      const write = streamOps.write! as (stream: NodeFsStream, ...rest: unknown[]) => unknown;
+      streamOps.write = ((stream: NodeFsStream, ...rest: unknown[]) => {
+        if (this.pending.size > 0 && !isWal(stream)) this.syncPendingNow();
+        return write(stream, ...rest);
+      }) as never;
+      const close = streamOps.close! as (stream: NodeFsStream) => unknown;
+      streamOps.close = ((stream: NodeFsStream) => {
+        if (this.pending.has(stream.nfd)) this.syncPendingNow();
+        return close(stream);
+      }) as never;
       const mknod = nodeOps.mknod! as (parent: unknown, name: string, mode: number, dev: unknown) => unknown;
       nodeOps.mknod = ((parent: unknown, name: string, mode: number, dev: unknown) => mknod(parent, name, mode & ~NOT_OWNER, dev)) as never;
       for (const ops of [nodeOps, streamOps]) {
