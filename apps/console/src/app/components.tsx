@@ -198,3 +198,18 @@ export function formatTime(at: number | string | null | undefined): string {
   );
   return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute} ${parts.timeZoneName}`;
 }
+
+/** A question with its two answers, in place of the button that asked it. */
+export function Confirm(props: { label: string; question?: string; yes: string; onYes: () => void; onCancel: () => void }) {
+  return (
+    <span role="group" aria-label={props.label} class="actions">
+      {props.question && <span>{props.question}</span>}
+      <button type="button" class="danger" onClick={props.onYes}>
+        {props.yes}
+      </button>
+      <button type="button" class="secondary" onClick={props.onCancel}>
+        Cancel
+      </button>
+    </span>
+  );
+}

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { z } from 'zod';
 import { AgentRegisterResponse, AgentTokenInfo, AgentTokenIssued, DEFAULT_AUTH_HEADER } from '@rampart/contracts';
 import { describeError } from '../api.ts';
-import { Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
+import { Confirm, Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
 import type { Session } from '../session.ts';
 
 /** A new agent's id: the spec's prefix and 8 random letters and digits. */
@@ -156,21 +156,6 @@ export function AgentKeys({ session, gaid, active, onChanged }: { session: Sessi
         </p>
       )}
     </section>
-  );
-}
-
-/** A question with its two answers, in place of the button that asked it. */
-function Confirm(props: { label: string; question: string; yes: string; onYes: () => void; onCancel: () => void }) {
-  return (
-    <span role="group" aria-label={props.label} class="actions">
-      <span>{props.question}</span>
-      <button type="button" class="danger" onClick={props.onYes}>
-        {props.yes}
-      </button>
-      <button type="button" class="secondary" onClick={props.onCancel}>
-        Cancel
-      </button>
-    </span>
   );
 }
 

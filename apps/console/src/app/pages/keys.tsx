@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { z } from 'zod';
 import { ApiKeyCreated, ApiKeyInfo } from '@rampart/contracts';
 import { describeError } from '../api.ts';
-import { Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
+import { Confirm, Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
 
 export function KeysPage({ session, onSignOut }: { session: Session; onSignOut: (why: string) => void }) {
@@ -96,15 +96,13 @@ function KeysPageAdmin({ session, onSignOut }: { session: Session; onSignOut: (w
                     {k.revoked_at ? (
                       `revoked ${formatTime(k.revoked_at)}`
                     ) : confirming === k.key_id ? (
-                      <span role="group" aria-label="Confirm revocation" class="actions">
-                        <span>{k.key_id === inUse ? 'This is the key you are signed in with: revoking it signs you out. Revoke?' : 'Revoke this key? Programs using it stop working.'}</span>
-                        <button type="button" class="danger" onClick={() => void revoke(k.key_id)}>
-                          Yes, revoke
-                        </button>
-                        <button type="button" class="secondary" onClick={() => setConfirming(undefined)}>
-                          Cancel
-                        </button>
-                      </span>
+                      <Confirm
+                        label="Confirm revocation"
+                        question={k.key_id === inUse ? 'This is the key you are signed in with: revoking it signs you out. Revoke?' : 'Revoke this key? Programs using it stop working.'}
+                        yes="Yes, revoke"
+                        onYes={() => void revoke(k.key_id)}
+                        onCancel={() => setConfirming(undefined)}
+                      />
                     ) : (
                       <button type="button" class="danger" onClick={() => setConfirming(k.key_id)}>
                         Revoke

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { z } from 'zod';
 import { VpnLicense, VpnLicenseDetail } from '@rampart/contracts';
 import { describeError } from '../api.ts';
-import { Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
+import { Confirm, Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
 
 const LicenseDetail = VpnLicenseDetail;
@@ -151,14 +151,7 @@ export function VpnPage({ session }: { session: Session }) {
                     </button>
                     {admin &&
                       (confirming === l.vid ? (
-                        <span role="group" aria-label="Confirm deactivation">
-                          <button type="button" class="danger" onClick={() => void deactivate(l.vid)}>
-                            Yes, deactivate
-                          </button>
-                          <button type="button" class="secondary" onClick={() => setConfirming(undefined)}>
-                            Cancel
-                          </button>
-                        </span>
+                        <Confirm label="Confirm deactivation" yes="Yes, deactivate" onYes={() => void deactivate(l.vid)} onCancel={() => setConfirming(undefined)} />
                       ) : (
                         <button type="button" class="danger" onClick={() => setConfirming(l.vid)}>
                           Deactivate
