@@ -8,8 +8,8 @@
 // compile. Workspace packages (@rampart/*) are bundled; other dependencies stay in node_modules.
 //
 // The build is skipped when nothing it reads changed since the last one (the sources of the
-// server, the console and the packages they bundle, their manifests, the lock file and this
-// script, by modification time; ~5 ms to check): a restart does not pay for it.
+// server, the console and the packages they bundle, the migrations, their manifests, the lock
+// file and this script, by modification time; ~5 ms to check): a restart does not pay for it.
 // Usage: node scripts/build.mjs [--force]
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,7 +23,7 @@ const packages = ['contracts', 'scoring', 'client'].map((n) => join(workspace, '
 const manifests = [root, ...packages, join(workspace, 'apps', 'console')].map((dir) => join(dir, 'package.json'));
 
 /** Every input of the build: the source trees (files and the directories holding them) and single files. */
-const inputTrees = [join(root, 'src'), join(root, 'scripts'), join(workspace, 'apps', 'console', 'src'), ...packages.map((p) => join(p, 'src'))];
+const inputTrees = [join(root, 'src'), join(root, 'scripts'), join(root, 'migrations'), join(workspace, 'apps', 'console', 'src'), ...packages.map((p) => join(p, 'src'))];
 const inputFiles = [...manifests, join(workspace, 'package-lock.json'), join(root, 'tsconfig.json')];
 
 /** The newest modification time (ms) among the inputs; a directory's time covers files added or removed. */
@@ -65,12 +65,12 @@ async function bundleServer() {
   }
   await build({
     // console-build: the console's own build function, run below to write dist/console.
-    // pglite-initdb: initdb, run below to write dist/pgdata-template.
+    // pglite-template: initdb and the migrations, run below to write dist/pgdata-template.
     entryPoints: {
       main: `${root}/src/main.ts`,
       embed: `${root}/src/embed.ts`,
       'console-build': `${workspace}/apps/console/src/build.ts`,
-      'pglite-initdb': `${root}/src/store/pglite-initdb.ts`,
+      'pglite-template': `${root}/src/store/pglite-template.ts`,
     },
     outdir: dist,
     outExtension: { '.js': '.mjs' },
@@ -100,14 +100,15 @@ async function buildConsoleFiles() {
 }
 
 /**
- * An initialized embedded-store data directory: a first start copies it instead of running
- * initdb (seconds of CPU). Made with the PGlite the bundle runs; its modes are fixed on copy.
+ * An initialized and migrated embedded-store data directory: a first start copies it instead of
+ * running initdb and the migrations (seconds of CPU). Made with the PGlite the bundle runs; its
+ * modes are fixed on copy. The migrations are an input of the build, so the template never lags them.
  */
 async function buildDataDirTemplate() {
-  const { initdbInChild } = await import(pathToFileURL(join(dist, 'pglite-initdb.mjs')).href);
+  const { buildDataDirTemplate: build } = await import(pathToFileURL(join(dist, 'pglite-template.mjs')).href);
   const template = join(dist, 'pgdata-template');
   rmSync(template, { recursive: true, force: true });
-  await initdbInChild(template);
+  await build(template);
 }
 
 const newest = newestInput();

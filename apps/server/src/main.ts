@@ -2,6 +2,14 @@ import type { AddressInfo } from 'node:net';
 import { ConfigError, loadConfig } from './config.ts';
 import { DataDirLockedError, openStore } from './store/index.ts';
 
+/**
+ * Milliseconds from the process's start to each step of the start-up (code loaded, store open and
+ * migrated, app built, demo checked, listening); the store and the code load at the same time.
+ */
+function startMarks(): Record<string, number> {
+  return Object.fromEntries(performance.getEntriesByType('mark').filter((m) => m.name.startsWith('rampart:')).map((m) => [m.name.slice(8), Math.round(m.startTime)]));
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
   // The store opens (a new embedded store's initdb in its child process, PGlite's WebAssembly
@@ -10,10 +18,13 @@ async function main(): Promise<void> {
   const opening = openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.pgPoolMax, owner: 'server' });
   opening.catch(() => {});
   const [{ buildApp }, { bootstrapDemo }] = await Promise.all([import('./app.ts'), import('./services/admin.ts')]);
+  performance.mark('rampart:code-loaded');
   const store = await opening;
   const app = await buildApp({ config, store });
+  performance.mark('rampart:app-built');
   // Created before listening so that no request sees a half-made demo organization.
   const demo = config.demo ? await bootstrapDemo(store) : undefined;
+  performance.mark('rampart:demo-checked');
 
   let closing = false;
   const shutdown = async (signal: string) => {
@@ -32,7 +43,8 @@ async function main(): Promise<void> {
   await app.listen({ host: config.host, port: config.port });
   const { port } = app.server.address() as AddressInfo;
   const base = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}/api/v1`;
-  app.log.info({ url: base, store: store.connection.kind }, 'control plane listening');
+  performance.mark('rampart:listening');
+  app.log.info({ url: base, store: store.connection.kind, start_ms: startMarks() }, 'control plane listening');
 
   if (demo) {
     // Printed once, on the first start: the key is not stored anywhere in plaintext.

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate, openStore, type Store } from '../src/store/index.ts';
+import { loadMigrations, migrate, openStore, type Store } from '../src/store/index.ts';
 import { createApiKey, createOrganization, createUser } from '../src/services/admin.ts';
 import { createTestDatabase, driverCases, postgresAvailable } from './support/databases.ts';
 import { sqlOf } from '../src/store/sql-handle.ts';
@@ -18,6 +18,20 @@ describe.each(driverCases())('store on $name', (driver) => {
     expect(await migrate(sqlOf(store))).toEqual([]);
     const res = await sqlOf(store).query<{ version: string }>('select version from schema_migrations order by version');
     expect(res.rows.map((r) => r.version)[0]).toBe('0001');
+  });
+
+  it('checks an up-to-date database without a transaction, and applies a missing migration', async () => {
+    const db = sqlOf(store);
+    let transactions = 0;
+    const counting = { ...db, transaction: <T>(fn: Parameters<typeof db.transaction<T>>[0]) => ((transactions += 1), db.transaction(fn)) };
+    expect(await migrate(counting)).toEqual([]);
+    expect(transactions).toBe(0);
+    const extra = { version: '9999', name: '9999_startup_probe.sql', sql: 'create table startup_probe (id int)' };
+    expect(await migrate(counting, [...loadMigrations(), extra])).toEqual(['9999_startup_probe.sql']);
+    expect(transactions).toBe(loadMigrations().length + 1);
+    expect(await migrate(counting, [...loadMigrations(), extra])).toEqual([]);
+    expect(transactions).toBe(loadMigrations().length + 1);
+    await db.exec("drop table startup_probe; delete from schema_migrations where version = '9999'");
   });
 
   it('creates organizations with prefixed ids and exact figures', async () => {

@@ -157,6 +157,9 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const db = options.databaseUrl
     ? await (await import('./pg-driver.ts')).openPostgres({ connectionString: options.databaseUrl, ...(options.poolMax ? { max: options.poolMax } : {}) })
     : await (await import('./pglite-driver.ts')).openPglite(options.dataDir, options.owner ? { owner: options.owner } : {});
+  // User timing marks: the server logs them with its first line (main.ts).
+  performance.mark('rampart:store-open');
   if (options.migrate !== false) await migrate(db);
+  performance.mark('rampart:store-migrated');
   return storeOver(db);
 }
