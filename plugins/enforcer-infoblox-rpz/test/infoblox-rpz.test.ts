@@ -177,6 +177,23 @@ describe('enforcer-infoblox-rpz against a WAPI stand-in', () => {
     }
   });
 
+  it('whitelist decisions (allow) become passthru rules at the next sync, and leave when the whitelist drops them', async () => {
+    const e = await open(api);
+    try {
+      await e.sync([entry('evil.example')]);
+      e.allow!(['OK.Evil.Example.', 'not a name']);
+      await e.sync([entry('evil.example')]);
+      expect(api.rules(ZONE).filter((r) => r.includes('ok.evil'))).toEqual([`*.ok.evil.example.${ZONE} → "*.ok.evil.example" (rampart)`, `ok.evil.example.${ZONE} → "ok.evil.example" (rampart)`]);
+      expect(await e.list()).toEqual(['evil.example']);
+      e.allow!([]);
+      await e.sync([entry('evil.example')]);
+      expect(api.rules(ZONE).filter((r) => r.includes('ok.evil'))).toEqual([]);
+    } finally {
+      await e.withdraw();
+      await e.close();
+    }
+  });
+
   it('repairs a record deleted behind its back at reconcile, re-creating only that record', async () => {
     const e = await open(api);
     try {
