@@ -51,3 +51,58 @@ export class PinnedAgent extends https.Agent {
     return undefined;
   }
 }
+
+/** What a JSON management API answered: the status, the raw text, and the parsed JSON (undefined when the body is not JSON). */
+export interface JsonReply {
+  status: number;
+  text: string;
+  json: unknown;
+}
+
+/**
+ * One HTTPS request over `agent` with an optional JSON body; resolves with whatever the server
+ * answered (the caller maps a refusal to its own error). Ends after `timeoutMs`, or sooner when
+ * `signal` aborts (rejecting with the signal's reason).
+ */
+export function requestJson(
+  agent: https.Agent,
+  url: URL,
+  o: { method: string; headers?: Record<string, string>; body?: unknown; timeoutMs: number; signal?: AbortSignal | undefined },
+): Promise<JsonReply> {
+  o.signal?.throwIfAborted();
+  const payload = o.body === undefined ? undefined : JSON.stringify(o.body);
+  const timeout = AbortSignal.timeout(o.timeoutMs);
+  const signal = o.signal;
+  return new Promise<JsonReply>((resolve, reject) => {
+    const req = https.request(
+      url,
+      {
+        method: o.method,
+        agent,
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+        headers: {
+          accept: 'application/json',
+          ...o.headers,
+          ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, text, json });
+        });
+      },
+    );
+    req.on('error', (err) => reject(signal?.aborted ? signal.reason : err));
+    req.end(payload);
+  });
+}

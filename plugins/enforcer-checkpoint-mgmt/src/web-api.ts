@@ -1,5 +1,4 @@
-import https from 'node:https';
-import { PinnedAgent, type TrustOptions } from '@rampart/plugin-kit';
+import { PinnedAgent, requestJson, type TrustOptions } from '@rampart/plugin-kit';
 
 /*
  * The transport of the Check Point Management Web API: every command is
@@ -52,49 +51,14 @@ export class WebApiTransport {
   }
 
   /** Runs one command; resolves with the JSON reply of a 200, rejects with the API's error. */
-  post(command: string, body: ApiBody, sid: string | undefined, signal?: AbortSignal): Promise<ApiBody> {
-    signal?.throwIfAborted();
-    const payload = JSON.stringify(body);
-    const timeout = AbortSignal.timeout(this.#o.timeoutMs);
-    const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    return new Promise<ApiBody>((resolve, reject) => {
-      const req = https.request(
-        {
-          host: this.#o.host,
-          port: this.#o.port,
-          method: 'POST',
-          path: `/web_api/${command}`,
-          agent: this.#agent,
-          signal: both,
-          headers: {
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(payload),
-            ...(sid ? { 'x-chkp-sid': sid } : {}),
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('error', reject);
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            const status = res.statusCode ?? 0;
-            let json: ApiBody | undefined;
-            try {
-              const parsed: unknown = JSON.parse(text);
-              if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) json = parsed as ApiBody;
-            } catch {
-              json = undefined;
-            }
-            if (status === 200 && json) return resolve(json);
-            const code = typeof json?.code === 'string' ? json.code : 'http_error';
-            reject(new CheckPointApiError(command, status, code, describeFailure(json, text)));
-          });
-        },
-      );
-      req.on('error', (err) => reject(signal?.aborted ? signal.reason : err));
-      req.end(payload);
-    });
+  async post(command: string, body: ApiBody, sid: string | undefined, signal?: AbortSignal): Promise<ApiBody> {
+    const host = this.#o.host.includes(':') ? `[${this.#o.host}]` : this.#o.host;
+    const url = new URL(`https://${host}:${this.#o.port}/web_api/${command}`);
+    const reply = await requestJson(this.#agent, url, { method: 'POST', headers: sid ? { 'x-chkp-sid': sid } : {}, body, timeoutMs: this.#o.timeoutMs, signal });
+    const json = reply.json && typeof reply.json === 'object' && !Array.isArray(reply.json) ? (reply.json as ApiBody) : undefined;
+    if (reply.status === 200 && json) return json;
+    const code = typeof json?.code === 'string' ? json.code : 'http_error';
+    throw new CheckPointApiError(command, reply.status, code, describeFailure(json, reply.text));
   }
 
   close(): void {

@@ -1,5 +1,4 @@
-import https from 'node:https';
-import { PinnedAgent, type TrustOptions } from '@rampart/plugin-kit';
+import { PinnedAgent, requestJson, type TrustOptions } from '@rampart/plugin-kit';
 
 /*
  * The transport of Infoblox NIOS WAPI: `<api>/<object>?<args>` over HTTPS with HTTP basic
@@ -72,49 +71,13 @@ export class WapiClient {
     this.#agent.destroy();
   }
 
-  #call(method: string, object: string, args: Record<string, string | number>, body: Json, signal?: AbortSignal): Promise<Json> {
-    signal?.throwIfAborted();
+  async #call(method: string, object: string, args: Record<string, string | number>, body: Json, signal?: AbortSignal): Promise<Json> {
     // './': an object type such as record:rpz:cname would otherwise parse as a URL scheme.
     const url = new URL(`./${object}`, this.#base);
     for (const [key, value] of Object.entries(args)) url.searchParams.set(key, String(value));
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
-    const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    const call = `${method} ${object}`;
-    return new Promise<Json>((resolve, reject) => {
-      const req = https.request(
-        url,
-        {
-          method,
-          agent: this.#agent,
-          signal: both,
-          headers: {
-            authorization: this.#auth,
-            accept: 'application/json',
-            ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }),
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('error', reject);
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            const status = res.statusCode ?? 0;
-            let json: Json;
-            try {
-              json = JSON.parse(text);
-            } catch {
-              json = undefined;
-            }
-            if (status >= 200 && status < 300 && json !== undefined) return resolve(json);
-            reject(failure(call, status, json, text));
-          });
-        },
-      );
-      req.on('error', (err) => reject(signal?.aborted ? signal.reason : err));
-      req.end(payload);
-    });
+    const reply = await requestJson(this.#agent, url, { method, headers: { authorization: this.#auth }, body, timeoutMs: this.#timeoutMs, signal });
+    if (reply.status >= 200 && reply.status < 300 && reply.json !== undefined) return reply.json;
+    throw failure(`${method} ${object}`, reply.status, reply.json, reply.text);
   }
 }
 
