@@ -1,33 +1,48 @@
-import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { BlockEntry, Diff } from '../enforcer.ts';
 import { ipv4Codec, type KindCodec } from './codec.ts';
+import { orderInput, SortedEntries } from './list-order.ts';
 
 /**
  * Everything an enforcer was asked to enforce, keyed by canonical value, including entries the
- * capacity cut: a cut entry comes back when higher ones are removed, and a diff costs O(diff)
- * rather than a re-sort (for 100k-entry packet-filter sets). The cut rule is
- * `selectWithinCapacity`'s: highest score first, ties broken by the kind's list order.
+ * capacity cut: a cut entry comes back when higher ones are removed, and a diff does not re-sort
+ * the set. The cut rule is `selectWithinCapacity`'s: highest score first, ties broken by the
+ * kind's list order.
+ *
+ * Two layouts, one behaviour. Unordered (a kernel set): a map, so a diff costs O(diff) against
+ * 100k-entry packet-filter sets. In list order (`ordered`, for targets written whole in the kind's
+ * order, such as list files, when the codec has a `key`): `SortedEntries`, so a sync adopts its
+ * ordered input without building a map and `entries()` is already in list order.
  */
 export class DesiredSet {
   readonly #scores = new Map<string, number>();
+  readonly #sorted: SortedEntries | null;
   /** Inputs seen by the last call that were refused (not of the kind, or not accepted). */
   invalid = 0;
 
   /**
    * @param codec the indicator kind (IPv4 by default)
    * @param accepts further refuses canonical values the target cannot hold (counted as invalid)
+   * @param ordered keep the set in the kind's list order (needs the codec's `key`; else ignored)
    */
   constructor(
     readonly codec: KindCodec = ipv4Codec,
     private readonly accepts: (value: string) => boolean = () => true,
-  ) {}
+    ordered = false,
+  ) {
+    this.#sorted = ordered && codec.key ? new SortedEntries(codec.key) : null;
+  }
+
+  /** True when `entries()` comes in the kind's list order. */
+  get ordered(): boolean {
+    return this.#sorted !== null;
+  }
 
   get size(): number {
-    return this.#scores.size;
+    return this.#sorted ? this.#sorted.size : this.#scores.size;
   }
 
   has(value: string): boolean {
-    return this.#scores.has(value);
+    return this.#sorted ? this.#sorted.get(value) !== undefined : this.#scores.has(value);
   }
 
   /** The canonical, accepted form of `raw`, or undefined. */
@@ -37,52 +52,80 @@ export class DesiredSet {
   }
 
   replace(entries: readonly BlockEntry[]): void {
+    if (this.#sorted) {
+      const ordered = orderInput(entries, (raw) => this.canonical(raw), this.#sorted.key);
+      this.replaceChecked(ordered.entries, ordered.keys, ordered.invalid);
+      return;
+    }
     this.#scores.clear();
     this.invalid = 0;
     this.#addAll(entries, true);
   }
 
   /**
-   * `replace` with input already canonical, accepted, finite and without duplicates (`orderInput`),
-   * `invalid` counted by the caller. Yields to the event loop every 8,192 entries, so that the
-   * target's write and reload, started before, run meanwhile.
+   * `replace` with `orderInput`'s output (canonical, accepted, finite, no duplicates, in list order
+   * with their keys), `invalid` counted by the caller. The arrays are owned by the set from now on.
    */
-  async replaceChecked(entries: readonly BlockEntry[], invalid: number): Promise<void> {
-    this.#scores.clear();
+  replaceChecked(entries: BlockEntry[], keys: Float64Array, invalid: number): void {
     this.invalid = invalid;
-    for (let i = 0; i < entries.length; i += 1) {
-      const entry = entries[i]!;
-      this.#scores.set(entry.value, entry.score);
-      if ((i & 8191) === 8191) await yieldTurn();
+    if (this.#sorted) {
+      this.#sorted.adopt(entries, keys);
+      return;
     }
+    this.#scores.clear();
+    for (const entry of entries) this.#scores.set(entry.value, entry.score);
   }
 
   /** Removals first, then additions: a value named in both ends up enforced. */
   apply(diff: Diff): void {
     this.invalid = 0;
+    const gone: string[] = [];
     for (const raw of diff.remove) {
       const value = this.canonical(raw);
-      if (value !== undefined) this.#scores.delete(value);
+      if (value !== undefined) gone.push(value);
       else this.invalid += 1;
     }
-    this.#addAll(diff.add, false);
+    if (!this.#sorted) {
+      for (const value of gone) this.#scores.delete(value);
+      this.#addAll(diff.add, false);
+      return;
+    }
+    // Within one call a duplicate keeps the higher score; the call's score replaces the set's.
+    const upserts = new Map<string, number>();
+    for (const entry of diff.add) {
+      const value = this.canonical(entry.value);
+      if (value === undefined || !Number.isFinite(entry.score)) {
+        this.invalid += 1;
+        continue;
+      }
+      const previous = upserts.get(value) ?? -Infinity;
+      upserts.set(value, previous >= entry.score ? previous : entry.score);
+    }
+    const key = this.#sorted.key;
+    this.#sorted.merge(
+      gone.map(key),
+      Array.from(upserts, ([value, score]) => ({ value, score })),
+    );
   }
 
   clear(): void {
     this.#scores.clear();
+    this.#sorted?.clear();
     this.invalid = 0;
   }
 
-  /** Canonical values (insertion order). */
+  /** Canonical values (list order when `ordered`, else insertion order). */
   values(): IterableIterator<string> {
-    return this.#scores.keys();
+    return this.#sorted ? this.#sorted.view().map((e) => e.value).values() : this.#scores.keys();
   }
 
   score(value: string): number | undefined {
-    return this.#scores.get(value);
+    return this.#sorted ? this.#sorted.get(value)?.score : this.#scores.get(value);
   }
 
+  /** The entries (a new array; list order when `ordered`, else insertion order). */
   entries(): BlockEntry[] {
+    if (this.#sorted) return this.#sorted.view().slice();
     // forEach rather than spreading the map: no [value, score] pair per entry.
     const out: BlockEntry[] = [];
     this.#scores.forEach((score, value) => out.push({ value, score }));

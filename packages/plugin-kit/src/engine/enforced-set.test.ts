@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { EnforcedSet } from './enforced-set.ts';
 import { keepTop } from '../block-list.ts';
+import { ipv4Codec, sortByCodec, sortValues } from './codec.ts';
+import { DesiredSet } from './desired-set.ts';
 
 const sorted = (xs: Iterable<string>) => [...xs].sort();
 
@@ -30,13 +32,13 @@ describe('EnforcedSet', () => {
     expect(sorted(set.values())).toEqual(['192.0.2.1/32', '192.0.2.3/32']);
   });
 
-  it('after any sequence of diffs, the change stream rebuilds exactly the top-capacity set', () => {
+  it.each([false, true])('after any sequence of diffs, the change stream rebuilds exactly the top-capacity set (ordered: %s)', (ordered) => {
     const cidr = fc.integer({ min: 0, max: 15 }).map((i) => `192.0.2.${i}/32`);
     const entry = fc.record({ value: cidr, score: fc.integer({ min: 0, max: 5 }) });
     const diff = fc.record({ add: fc.array(entry, { maxLength: 6 }), remove: fc.array(cidr, { maxLength: 6 }) });
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 8 }), fc.array(entry, { maxLength: 10 }), fc.array(diff, { maxLength: 8 }), (capacity, start, diffs) => {
-        const set = new EnforcedSet(capacity);
+        const set = new EnforcedSet(capacity, ipv4Codec, undefined, ordered);
         set.replace(start);
         const target = new Set(set.values());
         const model = new Map<string, number>();
@@ -55,6 +57,41 @@ describe('EnforcedSet', () => {
           const want = keepTop([...model].map(([c, s]) => ({ value: c, score: s })), capacity).kept.map((e) => e.value);
           expect(sorted(target)).toEqual(sorted(want));
           expect(sorted(set.values())).toEqual(sorted(want));
+          if (ordered) expect(set.entries().map((e) => e.value)).toEqual(sortValues(ipv4Codec, want));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('DesiredSet in list order', () => {
+  it('holds what the map layout holds, scores and refusals included, after any sequence of calls', () => {
+    const raw = fc.oneof(
+      fc.integer({ min: 0, max: 15 }).map((i) => `192.0.2.${i}/32`),
+      fc.integer({ min: 0, max: 15 }).map((i) => `192.0.2.${i}`), // another spelling of the same value
+      fc.constantFrom('192.0.2.0/28', '192.0.2.9/28', 'nonsense', '2001:db8::1'),
+    );
+    const entry = fc.record({ value: raw, score: fc.oneof(fc.integer({ min: 0, max: 5 }), fc.constant(Number.NaN)) });
+    const call = fc.oneof(
+      fc.record({ replace: fc.array(entry, { maxLength: 10 }) }),
+      fc.record({ add: fc.array(entry, { maxLength: 6 }), remove: fc.array(raw, { maxLength: 6 }) }),
+    );
+    fc.assert(
+      fc.property(fc.array(call, { maxLength: 10 }), (calls) => {
+        const map = new DesiredSet();
+        const list = new DesiredSet(ipv4Codec, undefined, true);
+        expect(list.ordered).toBe(true);
+        for (const c of calls) {
+          for (const set of [map, list]) {
+            if ('replace' in c) set.replace(c.replace);
+            else set.apply(c);
+          }
+          expect(list.entries()).toEqual(sortByCodec(ipv4Codec, map.entries(), (e) => e.value));
+          expect(list.invalid).toBe(map.invalid);
+          expect(list.size).toBe(map.size);
+          for (const value of map.values()) expect([list.has(value), list.score(value)]).toEqual([true, map.score(value)]);
+          expect([...list.values()]).toEqual(list.entries().map((e) => e.value));
         }
       }),
       { numRuns: 300 },

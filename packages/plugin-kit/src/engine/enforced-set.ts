@@ -23,8 +23,9 @@ export class EnforcedSet {
     readonly capacity: number,
     codec: KindCodec = ipv4Codec,
     accepts?: (value: string) => boolean,
+    ordered = false,
   ) {
-    this.desired = new DesiredSet(codec, accepts);
+    this.desired = new DesiredSet(codec, accepts, ordered);
   }
 
   /** Entries enforced. */
@@ -46,12 +47,11 @@ export class EnforcedSet {
     return this.#kept ? this.#kept.values() : this.desired.values();
   }
 
-  /** Enforced entries with their scores (unordered). */
+  /** Enforced entries with their scores, in the desired set's order (list order when it is `ordered`). */
   entries(): BlockEntry[] {
-    if (!this.#kept) return this.desired.entries();
-    const out: BlockEntry[] = [];
-    for (const value of this.#kept) out.push({ value, score: this.desired.score(value)! });
-    return out;
+    const all = this.desired.entries();
+    const kept = this.#kept;
+    return kept ? all.filter((e) => kept.has(e.value)) : all;
   }
 
   replace(entries: readonly BlockEntry[]): void {
@@ -59,10 +59,10 @@ export class EnforcedSet {
     this.#kept = this.#keep();
   }
 
-  /** `replace` with `orderInput`'s output; false (nothing done) when the capacity would cut. */
-  async replaceChecked(entries: readonly BlockEntry[], invalid: number): Promise<boolean> {
+  /** `replace` with `orderInput`'s output (owned from now on); false (nothing done) when the capacity would cut. */
+  replaceChecked(entries: BlockEntry[], keys: Float64Array, invalid: number): boolean {
     if (entries.length > this.capacity) return false;
-    await this.desired.replaceChecked(entries, invalid);
+    this.desired.replaceChecked(entries, keys, invalid);
     this.#kept = null;
     return true;
   }

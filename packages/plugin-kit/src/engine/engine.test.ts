@@ -133,7 +133,7 @@ describe('enforcer engine', () => {
     expect(engineStats(enforcer)).toMatchObject({ replaces: 2, batches: 0, fallbacks: 1, failures: 1 });
   });
 
-  it('a sync of 20,000 unordered entries (its set built in slices) and diffs give a list file the whole set in list order', async () => {
+  it('a sync of 20,000 unordered entries and diffs give a list file the whole set in list order', async () => {
     const files: BlockEntry[][] = [];
     const adapter: EnforcerAdapter = {
       read: async () => [],

@@ -3,9 +3,9 @@ import type { BlockEntry, Diff, EnforceResult, Enforcer, EnforcerHealth, Reconci
 import type { PluginLogger } from '../logger.ts';
 import { serializer } from '../serial.ts';
 import type { EnforcerAdapter } from './adapter.ts';
-import { ipv4Codec, sortValues, type KindCodec } from './codec.ts';
+import { ipv4Codec, sortByCodec, sortValues, type KindCodec } from './codec.ts';
 import { EnforcedSet, type EnforcedChange } from './enforced-set.ts';
-import { ListOrder, orderInput } from './list-order.ts';
+import { orderInput } from './list-order.ts';
 
 export interface EngineOptions {
   /** The target's capacity in entries (Infinity when none applies). */
@@ -83,8 +83,6 @@ class EnforcerEngine implements Enforcer {
   readonly #codec: KindCodec;
   readonly #set: EnforcedSet;
   readonly #serial = serializer();
-  /** The enforced entries in list order, patched by each batch (list files rewrite it whole). */
-  readonly #order: ListOrder;
   /** True while the target holds what the last successful write placed. */
   #committed = false;
   #seeded = false;
@@ -95,8 +93,9 @@ class EnforcerEngine implements Enforcer {
     this.#log = options.log;
     this.#codec = options.codec ?? ipv4Codec;
     this.capacity = options.capacity;
-    this.#set = new EnforcedSet(options.capacity, this.#codec, options.accepts);
-    this.#order = new ListOrder(this.#codec);
+    // A target written in list order keeps its set in that order: a sync adopts its ordered
+    // input, a batch is one merge, and every write gets the entries without a sort.
+    this.#set = new EnforcedSet(options.capacity, this.#codec, options.accepts, !adapter.unordered);
   }
 
   async healthcheck(signal?: AbortSignal): Promise<EnforcerHealth> {
@@ -113,19 +112,12 @@ class EnforcerEngine implements Enforcer {
     return this.#serial(async () => {
       this.#seeded = true;
       const key = this.#codec.key;
-      const ordered = key && !this.#adapter.unordered ? orderInput(entries, (raw) => this.#set.desired.canonical(raw), key) : null;
-      if (ordered && ordered.entries.length <= this.capacity) {
-        // The target is written from the ordered input while the set's map is built: the map
-        // then costs no time where the target's write and reload (other processes) take longer.
-        this.#order.seed(ordered.entries, ordered.keys);
-        const writing = this.#replaceAll('sync', signal, ordered.entries.slice());
-        writing.catch(() => undefined);
-        await this.#set.replaceChecked(ordered.entries, ordered.invalid);
-        await writing;
+      const ordered = key && this.#set.desired.ordered ? orderInput(entries, (raw) => this.#set.desired.canonical(raw), key) : null;
+      if (ordered && this.#set.replaceChecked(ordered.entries, ordered.keys, ordered.invalid)) {
+        await this.#replaceAll('sync', signal);
         return this.#result();
       }
       this.#set.replace(entries);
-      this.#order.invalidate();
       await this.#replaceAll('sync', signal);
       return this.#result();
     }, signal);
@@ -135,7 +127,6 @@ class EnforcerEngine implements Enforcer {
     return this.#serial(async () => {
       await this.#seed(signal);
       const change = this.#set.apply(diff);
-      this.#reorder(diff, change);
       await this.#applyChange(change, signal);
       return this.#result();
     }, signal);
@@ -166,7 +157,6 @@ class EnforcerEngine implements Enforcer {
   withdraw(signal?: AbortSignal): Promise<void> {
     return this.#serial(async () => {
       this.#set.clear();
-      this.#order.invalidate();
       this.#seeded = true;
       this.#committed = false;
       try {
@@ -184,20 +174,10 @@ class EnforcerEngine implements Enforcer {
     await this.#adapter.close?.(signal);
   }
 
+  /** What the target gets: list order unless the target does not care (or the set is already in it). */
   #enforcedEntries(): BlockEntry[] {
-    return this.#adapter.unordered ? this.#set.entries() : this.#order.entries(() => this.#set.entries());
-  }
-
-  /** Brings the cached list order up to date with a diff: its removals, and what it added or rescored. */
-  #reorder(diff: Diff, change: EnforcedChange): void {
-    if (this.#adapter.unordered) return;
-    const upserts = new Map<string, BlockEntry>();
-    const upsert = (value: string | undefined) => {
-      if (value !== undefined && !upserts.has(value) && this.#set.has(value)) upserts.set(value, { value, score: this.#set.desired.score(value)! });
-    };
-    for (const value of change.added) upsert(value);
-    for (const entry of diff.add) upsert(this.#set.desired.canonical(entry.value));
-    this.#order.patch(change.removed, [...upserts.values()]);
+    const entries = this.#set.entries();
+    return this.#adapter.unordered || this.#set.desired.ordered ? entries : sortByCodec(this.#codec, entries, (e) => e.value);
   }
 
   #result(): EnforceResult {
@@ -234,7 +214,6 @@ class EnforcerEngine implements Enforcer {
     if (this.#seeded) return;
     const live = await this.#adapter.read(signal);
     this.#set.replace(live.map((value) => ({ value, score: 0 })));
-    this.#order.invalidate();
     this.#set.desired.invalid = 0;
     this.#seeded = true;
   }

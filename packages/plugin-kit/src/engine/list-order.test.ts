@@ -2,27 +2,19 @@ import { describe, expect, it } from 'vitest';
 import type { BlockEntry } from '../enforcer.ts';
 import { ipv4Codec, sortByCodec } from './codec.ts';
 import { DesiredSet } from './desired-set.ts';
-import { ListOrder, orderInput } from './list-order.ts';
+import { orderInput, SortedEntries } from './list-order.ts';
 
 const cidr = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}/32`;
 const sorted = (entries: BlockEntry[]) => sortByCodec(ipv4Codec, entries, (e) => e.value);
 
-describe('ListOrder', () => {
-  it('sorts a set given out of order, and hands out a copy', () => {
-    const order = new ListOrder(ipv4Codec);
-    const given = [{ value: '10.0.0.9/32', score: 1 }, { value: '10.0.0.0/24', score: 2 }, { value: '9.9.9.9/32', score: 3 }];
-    const first = order.entries(() => given);
-    expect(first.map((e) => e.value)).toEqual(['9.9.9.9/32', '10.0.0.0/24', '10.0.0.9/32']);
-    first.reverse();
-    expect(order.entries(() => []).map((e) => e.value)).toEqual(['9.9.9.9/32', '10.0.0.0/24', '10.0.0.9/32']);
-  });
-
-  it('patched by batches, it equals a fresh sort of the same set, scores included', () => {
-    const order = new ListOrder(ipv4Codec);
+describe('SortedEntries', () => {
+  it('merged batch after batch, it equals a fresh sort of the same set, scores included', () => {
+    const order = new SortedEntries(ipv4Codec.key!);
     const set = new Map<string, number>();
     for (let i = 0; i < 2000; i += 2) set.set(cidr(i), i);
     const all = () => [...set].map(([value, score]) => ({ value, score }));
-    order.entries(all);
+    const start = sorted(all());
+    order.adopt(start, Float64Array.from(start, (e) => ipv4Codec.key!(e.value)));
     let seed = 7;
     const rand = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
     for (let round = 0; round < 50; round++) {
@@ -30,28 +22,37 @@ describe('ListOrder', () => {
       const upserts: BlockEntry[] = [];
       for (let k = 0; k < 20; k++) {
         const value = cidr(rand(2100));
-        if (rand(2) === 0 && set.has(value) && !upserts.some((u) => u.value === value)) {
+        if (rand(2) === 0 && !upserts.some((u) => u.value === value)) {
+          // removing a value the set does not hold changes nothing
           if (!removed.includes(value)) removed.push(value);
           set.delete(value);
-        } else if (!removed.includes(value)) {
-          set.set(value, round * 1000 + k); // added, or the same value with a new score
+        } else {
+          // added, or the same value with a new score; an upsert wins over a removal of the batch
+          set.set(value, round * 1000 + k);
           const at = upserts.findIndex((u) => u.value === value);
           if (at >= 0) upserts.splice(at, 1);
           upserts.push({ value, score: round * 1000 + k });
         }
       }
-      order.patch(removed, upserts);
-      expect(order.entries(() => [])).toEqual(sorted(all()));
+      order.merge(removed.map(ipv4Codec.key!), upserts);
+      expect(order.view()).toEqual(sorted(all()));
+      expect(order.size).toBe(set.size);
+      for (let probe = 0; probe < 20; probe++) {
+        const value = cidr(rand(2100));
+        expect(order.get(value)?.score).toBe(set.get(value));
+      }
     }
   });
 
-  it('a batch larger than an eighth of the set drops the cache and sorts again', () => {
-    const order = new ListOrder(ipv4Codec);
-    order.entries(() => [{ value: cidr(1), score: 1 }]);
-    const big = Array.from({ length: 200 }, (_, i) => ({ value: cidr(i + 10), score: 5 }));
-    order.patch([], big);
-    const now = [{ value: cidr(3), score: 3 }, ...big];
-    expect(order.entries(() => now)).toEqual(sorted(now));
+  it('finds only the canonical spelling it holds', () => {
+    const order = new SortedEntries(ipv4Codec.key!);
+    order.adopt([{ value: '10.0.0.0/24', score: 1 }], Float64Array.of(ipv4Codec.key!('10.0.0.0/24')));
+    expect(order.get('10.0.0.0/24')).toEqual({ value: '10.0.0.0/24', score: 1 });
+    expect(order.get('10.0.0.7/24')).toBeUndefined(); // same key, not the value held
+    expect(order.get('10.0.0.0/32')).toBeUndefined();
+    order.clear();
+    expect(order.size).toBe(0);
+    expect(order.get('10.0.0.0/24')).toBeUndefined();
   });
 });
 

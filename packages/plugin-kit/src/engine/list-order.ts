@@ -1,69 +1,65 @@
 import type { BlockEntry } from '../enforcer.ts';
-import { sortByCodec, type KindCodec } from './codec.ts';
 
 /**
- * The enforced entries in the kind's list order, kept between calls so that a list file's
- * batch (a 1,000-address diff against 100,000 entries) costs one linear merge instead of a sort
- * of the whole set: the cached order is patched with the batch's removals and insertions by key.
- * Needs the codec's `key` (one number per canonical value, in list order, never shared); without
- * one, every call sorts.
+ * Entries in the kind's list order, one per key (the codec's `key`, a number in list order that
+ * no two canonical values share), as a sorted array of entries and a typed array of their keys:
+ * the desired set of a target written in list order (a list file). A sync adopts `orderInput`'s
+ * arrays as they are (no map to build), a look-up is a binary search, and a batch (a 1,000-entry
+ * diff against 100,000 entries) is one linear merge, which the file's rewrite costs anyway.
  */
-export class ListOrder {
-  #entries: BlockEntry[] | null = null;
+export class SortedEntries {
+  #entries: BlockEntry[] = [];
   #keys: Float64Array = new Float64Array(0);
 
-  constructor(private readonly codec: KindCodec) {}
+  constructor(readonly key: (canonical: string) => number) {}
 
-  /** Takes `entries` (in list order, their keys in `keys`) as the order of the set. */
-  seed(entries: BlockEntry[], keys: Float64Array): void {
+  get size(): number {
+    return this.#entries.length;
+  }
+
+  /** Takes `entries` (list order, unique keys, given in `keys`); the arrays are owned from now on. */
+  adopt(entries: BlockEntry[], keys: Float64Array): void {
     this.#entries = entries;
     this.#keys = keys;
   }
 
-  /** Forgets the order (the set was replaced or cleared). */
-  invalidate(): void {
-    this.#entries = null;
+  clear(): void {
+    this.adopt([], new Float64Array(0));
   }
 
-  /** The entries in list order (a new array); `all` gives them unordered when nothing is cached. */
-  entries(all: () => BlockEntry[]): BlockEntry[] {
-    const key = this.codec.key;
-    if (!key) return sortByCodec(this.codec, all(), (e) => e.value);
-    if (!this.#entries) {
-      const list = all();
-      const keys = new Float64Array(list.length);
-      let ordered = true;
-      for (let i = 0; i < list.length; i += 1) {
-        keys[i] = key(list[i]!.value);
-        if (i > 0 && keys[i]! <= keys[i - 1]!) ordered = false;
+  /** The entry of canonical `value`, or undefined. */
+  get(value: string): BlockEntry | undefined {
+    const k = this.key(value);
+    const keys = this.#keys;
+    let lo = 0;
+    let hi = this.#entries.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const at = keys[mid]!;
+      if (at === k) {
+        const entry = this.#entries[mid]!;
+        return entry.value === value ? entry : undefined;
       }
-      // A sync from the server arrives in list order, so the set's insertion order usually is.
-      if (ordered) {
-        this.#entries = list;
-        this.#keys = keys;
-      } else {
-        const index = new Uint32Array(list.length);
-        for (let i = 0; i < index.length; i += 1) index[i] = i;
-        index.sort((a, b) => keys[a]! - keys[b]!);
-        this.#entries = Array.from(index, (i) => list[i]!);
-        this.#keys = Float64Array.from(index, (i) => keys[i]!);
-      }
+      if (at < k) lo = mid + 1;
+      else hi = mid - 1;
     }
-    return this.#entries.slice();
+    return undefined;
+  }
+
+  /** The entries in list order (the array itself: callers copy before changing it). */
+  view(): readonly BlockEntry[] {
+    return this.#entries;
   }
 
   /**
-   * Applies a batch to the cached order: `removed` values leave, `upserts` (added, or enforced
-   * with a new score) enter or replace the entry of the same value. A batch larger than an eighth
-   * of the set drops the cache (the next call sorts, which is then no dearer than the merge).
+   * One batch: the entries whose keys are in `gone` leave, then `upserts` (canonical, unique
+   * values) enter or replace the entry of the same value. One linear merge.
    */
-  patch(removed: readonly string[], upserts: readonly BlockEntry[]): void {
-    const old = this.#entries;
-    const key = this.codec.key;
-    if (!old || !key) return;
-    if (removed.length + upserts.length > old.length / 8 + 64) return this.invalidate();
-    const gone = Float64Array.from(removed, key).sort();
+  merge(gone: Iterable<number>, upserts: readonly BlockEntry[]): void {
+    const key = this.key;
+    const removed = Float64Array.from(gone).sort();
     const keyed = upserts.map((entry) => ({ entry, key: key(entry.value) })).sort((a, b) => a.key - b.key);
+    const old = this.#entries;
     const oldKeys = this.#keys;
     const entries: BlockEntry[] = [];
     const keys = new Float64Array(old.length + keyed.length);
@@ -77,10 +73,13 @@ export class ListOrder {
     for (let i = 0; i < old.length; i += 1) {
       const k = oldKeys[i]!;
       while (u < keyed.length && keyed[u]!.key < k) push(keyed[u]!.entry, keyed[u++]!.key);
-      while (g < gone.length && gone[g]! < k) g += 1;
-      if (g < gone.length && gone[g] === k) continue;
-      if (u < keyed.length && keyed[u]!.key === k) push(keyed[u]!.entry, keyed[u++]!.key);
-      else push(old[i]!, k);
+      if (u < keyed.length && keyed[u]!.key === k) {
+        push(keyed[u]!.entry, keyed[u++]!.key);
+        continue;
+      }
+      while (g < removed.length && removed[g]! < k) g += 1;
+      if (g < removed.length && removed[g] === k) continue;
+      push(old[i]!, k);
     }
     while (u < keyed.length) push(keyed[u]!.entry, keyed[u++]!.key);
     this.#entries = entries;
