@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalIpv4Cidr, compareIpv4, parseIpv4Address, ipv4Key, ipv4KeyCidr, ipv4KeyNet, ipv4ListForm, isIpv4, isIpv4Address, parseIpv4 } from './ipv4.ts';
+import { canonicalIpv4Cidr, canonicalIpv4CidrKey, compareIpv4, parseIpv4Address, ipv4Key, ipv4KeyCidr, ipv4KeyNet, ipv4ListForm, isIpv4, isIpv4Address, parseIpv4 } from './ipv4.ts';
 import { Ipv4Address, Ipv4OrNetwork } from './primitives.ts';
 
 const VALID: [string, string][] = [
@@ -57,12 +57,18 @@ describe('ipv4 grammar', () => {
     expect(isIpv4(text)).toBe(true);
     expect(canonicalIpv4Cidr(text)).toBe(canonical);
     expect(ipv4KeyCidr(ipv4Key(text))).toBe(canonical);
+    const out = { key: -2 };
+    expect(canonicalIpv4CidrKey(text, out)).toBe(canonical);
+    expect(out.key).toBe(ipv4Key(canonical));
   });
 
   it.each(INVALID)('%j is refused', (text) => {
     expect(ipv4Key(text)).toBe(-1);
     expect(parseIpv4(text)).toBeUndefined();
     expect(canonicalIpv4Cidr(text)).toBeUndefined();
+    const out = { key: -2 };
+    expect(canonicalIpv4CidrKey(text, out)).toBeUndefined();
+    expect(out.key).toBe(-2);
     expect(isIpv4(text)).toBe(false);
   });
 

@@ -152,8 +152,16 @@ export function ipv4KeyCidr(key: number): string {
 
 /** Canonical CIDR (`network/len`, host bits cleared) of strict IPv4 text; undefined when not IPv4. */
 export function canonicalIpv4Cidr(text: string): string | undefined {
+  return canonicalIpv4CidrKey(text, scratchKey);
+}
+
+const scratchKey = { key: 0 };
+
+/** `canonicalIpv4Cidr`, also giving the value's `ipv4Key` in `out.key`, from one parse. */
+export function canonicalIpv4CidrKey(text: string, out: { key: number }): string | undefined {
   const key = ipv4Key(text);
   if (key < 0) return undefined;
+  out.key = key;
   // Hand back the caller's string when it is already canonical: a 100k-entry sync then keeps
   // one string per entry, maps reuse the hash it already carries, and nothing is built.
   return lastWasCanonical ? text : ipv4KeyCidr(key);

@@ -1,4 +1,4 @@
-import { canonicalIpv4Cidr, compareIpv4, ipv4Key, type IndicatorKind } from '@rampart/contracts';
+import { canonicalIpv4Cidr, canonicalIpv4CidrKey, compareIpv4, ipv4Key, type IndicatorKind } from '@rampart/contracts';
 
 /**
  * What the engine needs to know of an indicator kind: its canonical spelling (the key of the
@@ -18,6 +18,8 @@ export interface KindCodec {
    * value instead of comparing strings (about 20× faster for IPv4).
    */
   readonly key?: (canonical: string) => number;
+  /** Optional, with `key`: `canonical`, also giving the value's key in `out.key`, from one parse. */
+  readonly canonicalKey?: (raw: string, out: { key: number }) => string | undefined;
 }
 
 /** IPv4 addresses and networks as canonical CIDRs (`203.0.113.7/32`), in `sortCidrs` order. */
@@ -26,6 +28,7 @@ export const ipv4Codec: KindCodec = {
   canonical: canonicalIpv4Cidr,
   compare: compareIpv4,
   key: ipv4Key,
+  canonicalKey: canonicalIpv4CidrKey,
 };
 
 /** Items sorted by the codec's order of `valueOf(item)` (a new array). */

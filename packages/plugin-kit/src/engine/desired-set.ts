@@ -51,9 +51,18 @@ export class DesiredSet {
     return value !== undefined && this.accepts(value) ? value : undefined;
   }
 
+  /** `canonical`, also giving the value's key in `out.key` (the codec must have a `key`). */
+  readonly canonicalKey = (raw: string, out: { key: number }): string | undefined => {
+    const codec = this.codec;
+    let value: string | undefined;
+    if (codec.canonicalKey) value = codec.canonicalKey(raw, out);
+    else if ((value = codec.canonical(raw)) !== undefined) out.key = codec.key!(value);
+    return value !== undefined && this.accepts(value) ? value : undefined;
+  };
+
   replace(entries: readonly BlockEntry[]): void {
     if (this.#sorted) {
-      const ordered = orderInput(entries, (raw) => this.canonical(raw), this.#sorted.key);
+      const ordered = orderInput(entries, this.canonicalKey);
       this.replaceChecked(ordered.entries, ordered.keys, ordered.invalid);
       return;
     }

@@ -111,8 +111,7 @@ class EnforcerEngine implements Enforcer {
   sync(entries: BlockEntry[], signal?: AbortSignal): Promise<EnforceResult> {
     return this.#serial(async () => {
       this.#seeded = true;
-      const key = this.#codec.key;
-      const ordered = key && this.#set.desired.ordered ? orderInput(entries, (raw) => this.#set.desired.canonical(raw), key) : null;
+      const ordered = this.#set.desired.ordered ? orderInput(entries, this.#set.desired.canonicalKey) : null;
       if (ordered && this.#set.replaceChecked(ordered.entries, ordered.keys, ordered.invalid)) {
         await this.#replaceAll('sync', signal);
         return this.#result();

@@ -71,7 +71,7 @@ describe('orderInput', () => {
       if (round % 2 === 0) input.sort((a, b) => ipv4Codec.compare(a.value, b.value));
       const desired = new DesiredSet();
       desired.replace(input);
-      const got = orderInput(input, (raw) => desired.canonical(raw), ipv4Codec.key!);
+      const got = orderInput(input, desired.canonicalKey);
       expect(got.entries).toEqual(sorted(desired.entries()));
       expect([...got.keys]).toEqual(got.entries.map((x) => ipv4Codec.key!(x.value)));
       expect(got.invalid).toBe(desired.invalid);
@@ -80,7 +80,7 @@ describe('orderInput', () => {
 
   it('copies the entries it keeps: a caller changing its objects later changes nothing cached', () => {
     const input = [{ value: '10.0.0.1/32', score: 5 }];
-    const got = orderInput(input, (raw) => ipv4Codec.canonical(raw), ipv4Codec.key!);
+    const got = orderInput(input, new DesiredSet().canonicalKey);
     input[0]!.score = 99;
     expect(got.entries).toEqual([{ value: '10.0.0.1/32', score: 5 }]);
   });

@@ -97,21 +97,23 @@ export interface OrderedInput {
 
 /**
  * What `DesiredSet.replace` keeps of `input`, in list order: the canonical value of each accepted
- * entry with a finite score, a value given twice keeping its higher score. Needs the codec's key.
+ * entry with a finite score, a value given twice keeping its higher score. `canonical` gives the
+ * canonical, accepted form of a raw value (undefined to refuse it) and its key in `out.key`.
  */
-export function orderInput(input: readonly BlockEntry[], canonical: (raw: string) => string | undefined, key: (value: string) => number): OrderedInput {
+export function orderInput(input: readonly BlockEntry[], canonical: (raw: string, out: { key: number }) => string | undefined): OrderedInput {
   let entries: BlockEntry[] = [];
   let keys = new Float64Array(input.length);
   let invalid = 0;
   let ordered = true;
   let n = 0;
+  const out = { key: 0 };
   for (const entry of input) {
-    const value = canonical(entry.value);
+    const value = canonical(entry.value, out);
     if (value === undefined || !Number.isFinite(entry.score)) {
       invalid += 1;
       continue;
     }
-    const k = key(value);
+    const k = out.key;
     if (n > 0 && k <= keys[n - 1]!) ordered = false;
     keys[n++] = k;
     // A copy: the caller may change its objects after the call; the cached order must not.
