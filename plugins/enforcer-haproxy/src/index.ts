@@ -5,6 +5,7 @@ import {
   createFileListEnforcer,
   defineEnforcer,
   parseCidrLines,
+  renderListFile,
   runShell,
   type BlockEntry,
   type ListRuntime,
@@ -41,7 +42,7 @@ export type HaproxyConfig = z.infer<typeof HaproxyConfig>;
 /** A pattern file for `acl <name> src -f <file>`: one address or network per line. */
 export const aclFileFormat = {
   render(entries: BlockEntry[]): string {
-    return ['# rampart block list for "acl ... src -f"; replaced atomically', ...entries.map((e) => cidrToListForm(e.value)), ''].join('\n');
+    return renderListFile('# rampart block list for "acl ... src -f"; replaced atomically', entries, (e) => cidrToListForm(e.value));
   },
   parse: (text: string) => parseCidrLines(text),
 };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { IpsEntries } from '@rampart/contracts';
-import { cidrToListForm, createFileListEnforcer, defineEnforcer, parseCidrLines, runShell, type BlockEntry } from '@rampart/plugin-kit';
+import { cidrToListForm, createFileListEnforcer, defineEnforcer, parseCidrLines, renderListFile, runShell, type BlockEntry } from '@rampart/plugin-kit';
 
 const ModSecurityOptions = z
   .strictObject({
@@ -26,7 +26,7 @@ export type ModSecurityConfig = z.infer<typeof ModSecurityConfig>;
  */
 export const ipMatchFileFormat = {
   render(entries: BlockEntry[]): string {
-    return ['# rampart block list for @ipMatchFromFile; replaced atomically', ...entries.map((e) => cidrToListForm(e.value)), ''].join('\n');
+    return renderListFile('# rampart block list for @ipMatchFromFile; replaced atomically', entries, (e) => cidrToListForm(e.value));
   },
   parse: (text: string) => parseCidrLines(text),
 };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { IpsEntries } from '@rampart/contracts';
-import { cidrToListForm, commandOnPath, createFileListEnforcer, defineEnforcer, parseCidrLines, runShell, type BlockEntry } from '@rampart/plugin-kit';
+import { cidrToListForm, commandOnPath, createFileListEnforcer, defineEnforcer, parseCidrLines, renderListFile, runShell, type BlockEntry } from '@rampart/plugin-kit';
 
 export const DEFAULT_NGINX_RELOAD = 'nginx -t && nginx -s reload';
 export const DEFAULT_GEO_FILE = '/etc/nginx/rampart-blocklist.conf';
@@ -25,7 +25,7 @@ export type NginxConfig = z.infer<typeof NginxConfig>;
 /** Lines of an nginx `geo` block: `203.0.113.7 1;`, `198.51.100.0/24 1;`. */
 export const geoFormat = {
   render(entries: BlockEntry[]): string {
-    return ['# rampart block list, included in a geo block; replaced atomically', ...entries.map((e) => `${cidrToListForm(e.value)} 1;`), ''].join('\n');
+    return renderListFile('# rampart block list, included in a geo block; replaced atomically', entries, (e) => `${cidrToListForm(e.value)} 1;`);
   },
   parse: (text: string) => parseCidrLines(text, (line) => line.split(/\s+/)[0] ?? ''),
 };

@@ -6,6 +6,7 @@ import {
   createFileListEnforcer,
   defineEnforcer,
   parseCidrLines,
+  renderListFile,
   runShell,
   shellQuote,
   type BlockEntry,
@@ -49,7 +50,7 @@ export function defaultPfReloadCommand(table: string, file: string): string {
 /** One address or network per line: the format `pfctl -T replace -f` and `table <t> file` read. */
 export const pfTableFormat = {
   render(entries: BlockEntry[]): string {
-    return ['# rampart block list; replaced atomically, do not edit', ...entries.map((e) => cidrToListForm(e.value)), ''].join('\n');
+    return renderListFile('# rampart block list; replaced atomically, do not edit', entries, (e) => cidrToListForm(e.value));
   },
   parse: (text: string) => parseCidrLines(text),
 };
