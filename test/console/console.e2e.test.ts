@@ -1,38 +1,28 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import type { FastifyInstance } from 'fastify';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AgentSettingsDocument, OrganizationConfig, PROBLEM_BASE, ServerSyncMessage, VpnLicense } from '@rampart/contracts';
 import { systemGate } from '@rampart/plugin-kit/testing';
-import { buildApp, testConfig, openStore, type Store, seedOrg, type TestOrg, createTestDatabase, createApiKey, createUser, sqlOf } from '@rampart/server/testing';
+import { type Store, seedOrg, type TestOrg, createApiKey, createUser, sqlOf } from '@rampart/server/testing';
+import { CHROMIUM, SHOTS, startConsoleHarness, type ConsoleHarness } from './harness.ts';
 
 /*
- * The web console in a real headless Chromium against a real server (PostgreSQL when
- * DATABASE_URL is set, as in CI; else the embedded store). Screenshots go to test-results/console.
+ * The web console in a real headless Chromium against a real server (test/console/harness.ts:
+ * PostgreSQL when DATABASE_URL is set, as in CI; else the embedded store). Screenshots go to
+ * test-results/console.
  */
-const CHROMIUM = '/usr/bin/chromium';
-const SHOTS = process.env.CONSOLE_SHOTS ?? 'test-results/console';
 const GAID = 'RMP-AGENT-ID-CONSOLE1';
 
 describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('web console', { timeout: 120_000 }, () => {
+  let h: ConsoleHarness;
   let store: Store;
-  let dropDb: (() => Promise<void>) | undefined;
-  let app: FastifyInstance;
-  let base: string;
-  let browser: Browser;
   let acme: TestOrg;
   let agentSocket: WebSocket;
   const pushed: ServerSyncMessage[] = [];
-  const consoleErrors: string[] = [];
+  let consoleErrors: string[] = [];
 
-  const api = async (method: string, path: string, key: string, body?: unknown) => {
-    const res = await fetch(`${base}/api/v1${path}`, { method, headers: { authorization: key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    const text = await res.text();
-    return { status: res.status, json: text ? (JSON.parse(text) as unknown) : undefined };
-  };
+  const api = (method: string, path: string, key: string, body?: unknown) => h.api(method, path, key, body);
 
   async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000) {
     const deadline = Date.now() + ms;
@@ -42,55 +32,27 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     }
   }
 
-  async function signedIn(key: string, width = 1280, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
-    // One time zone, so the dates the console writes can be asserted exactly.
-    const context = await browser.newContext({ viewport: { width, height: width <= 400 ? 844 : 900 }, timezoneId: 'UTC', colorScheme });
-    const page = await context.newPage();
-    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
-    page.on('pageerror', (e) => consoleErrors.push(e.message));
-    await page.goto(`${base}/console/`);
-    await page.getByLabel('API key').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('navigation', { name: 'Main' }).waitFor();
-    return page;
-  }
+  const signedIn = (key: string, width = 1280, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> => h.signedIn(key, width, { colorScheme });
 
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true });
-    if (process.env.DATABASE_URL) {
-      const db = await createTestDatabase();
-      dropDb = db.drop;
-      store = await openStore({ databaseUrl: db.url });
-    } else {
-      store = await openStore({});
-    }
-    const base0 = testConfig({ authCacheSeconds: 0 });
     const serverKey = generateKeyPairSync('x25519').publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64');
-    const config = { ...base0, tools: { ...base0.tools, vpn: { ...base0.tools.vpn, endpoint: 'vpn.example.org:51820', serverPublicKey: serverKey } } };
-    app = await buildApp({ config, store });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    h = await startConsoleHarness({ config: (c) => ({ ...c, tools: { ...c.tools, vpn: { ...c.tools.vpn, endpoint: 'vpn.example.org:51820', serverPublicKey: serverKey } } }) });
+    store = h.store;
+    consoleErrors = h.consoleErrors;
     acme = await seedOrg(store, { credits: 500, name: 'Console Acme' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
 
     // A registered agent, connected to the sync channel with its own key.
     const agentConfig = { gaid: GAID, ts: Date.now(), score_threshold: 500, start_from: 0, version: 'v1.0.0', proxy: 'LOCAL', sync_time: 5, maximum_rules: 1000, ips: { csv: { active: true, csv_logs: '/tmp/list.csv', csv_reload_command: '' } } };
     expect((await api('POST', '/agents', acme.keys.admin, agentConfig)).status).toBe(201);
     const issued = (await api('POST', `/agents/${GAID}/token`, acme.keys.admin, {})).json as { token: string; header: string };
-    agentSocket = new WebSocket(`${base.replace('http', 'ws')}/api/v1/agents/sync`, { headers: { [issued.header]: issued.token } });
+    agentSocket = new WebSocket(`${h.base.replace('http', 'ws')}/api/v1/agents/sync`, { headers: { [issued.header]: issued.token } });
     agentSocket.on('message', (data) => pushed.push(ServerSyncMessage.parse(JSON.parse(String(data)))));
     await until('the hello frame', () => pushed.some((m) => m.type === 'hello'));
   });
 
   afterAll(async () => {
     agentSocket?.close();
-    await browser?.close();
-    await app?.close();
-    await store?.close();
-    await dropDb?.();
+    await h?.close();
   });
 
   it('signs in and shows the organization, role and coin balance', async () => {
