@@ -1,10 +1,8 @@
-import { join } from 'node:path';
-import { writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RampartClient } from '@rampart/client';
 import { startNamed, systemGate, type NamedInstance } from '@rampart/plugin-kit/testing';
 import { seedOrg, sqlOf } from '@rampart/server/testing';
-import { agentHealth, freePort, runAgentCommand, spawnAgent, startControlPlane, tempDir, waitFor, type AgentProcess, type ControlPlane } from './support.ts';
+import { startConfiguredAgent, startControlPlane, tempDir, waitFor, type AgentProcess, type ControlPlane } from './support.ts';
 
 /*
  * From a domain decision on the server to NXDOMAIN at a real `named`: server + agent (a real
@@ -57,37 +55,17 @@ describe.skipIf(gate)('agent end to end: dns_e at a real named', () => {
     }
     expect(await answer('evil.corp.example')).toBe('NOERROR 45.77.2.1');
 
-    const path = (name: string) => join(dir.path, name);
-    const configPath = path('agent.json');
-    const metricsPort = await freePort();
-    await writeFile(path('auth.log'), '');
-    await writeFile(
-      configPath,
-      JSON.stringify({
-        control_plane_url: cp.url,
-        gaid,
-        ts: Date.now(),
-        score_threshold: 50,
-        start_from: 0,
-        version: 'v0.1.0',
-        proxy: 'LOCAL',
-        sync_time: 1,
-        maximum_rules: 100_000,
-        auth_name: 'Authorization',
-        ids: { ssh_log: { active: true, ssh_log_location: path('auth.log') } },
-        ips: {
-          dns_e: { active: true, domains_file: named.rpzFile, options: { zone: 'rpz.rampart', reload_command: named.reloadCommand } },
-        },
-        local: { state_dir: path('state'), metrics_port: metricsPort, log_level: 'info', sync_cron: '*/2 * * * * *' },
-      }),
-    );
-    expect(await runAgentCommand(['validate-config', configPath], {})).toMatchObject({ code: 0 });
-    expect((await runAgentCommand(['register', '-c', configPath], { RAMPART_ADMIN_KEY: process.env.RAMPART_E2E_ADMIN! })).code).toBe(0);
-    agent = spawnAgent(['run', '-c', configPath], {}, path('agent.log'));
-    const health = await waitFor('agent healthy and connected', async () => {
-      const h = await agentHealth(metricsPort);
-      return h?.healthy === true && h.channel_connected === true && h;
+    const started = await startConfiguredAgent({
+      cp,
+      dir: dir.path,
+      gaid,
+      adminKey: process.env.RAMPART_E2E_ADMIN!,
+      ips: {
+        dns_e: { active: true, domains_file: named.rpzFile, options: { zone: 'rpz.rampart', reload_command: named.reloadCommand } },
+      },
     });
+    agent = started.agent;
+    const { health } = started;
     expect((health.enforcers as { label: string }[]).map((e) => e.label)).toEqual(['dns_e/domain']);
 
     await until('evil.corp.example', 'NXDOMAIN');

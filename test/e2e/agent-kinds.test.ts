@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RampartClient } from '@rampart/client';
@@ -6,7 +6,7 @@ import type { AgentSummary } from '@rampart/contracts';
 import type { DryRunFile } from '@rampart/enforcer-dry-run';
 import { secondsUntilBelow } from '@rampart/scoring';
 import { seedOrg, sqlOf } from '@rampart/server/testing';
-import { agentHealth, freePort, readJson, runAgentCommand, spawnAgent, startControlPlane, tempDir, waitFor, type AgentProcess, type ControlPlane } from './support.ts';
+import { agentHealth, readJson, startConfiguredAgent, startControlPlane, tempDir, waitFor, type AgentProcess, type ControlPlane } from './support.ts';
 
 /*
  * Domains, URLs and file digests from the server's decision to the enforcers' files: server +
@@ -73,53 +73,28 @@ describe('agent end to end: domains, URLs and file digests', () => {
     await setScore('file', "encode(sha256, 'hex')", LONE_SHA256, 400);
 
     const path = (name: string) => join(dir.path, name);
-    const configPath = path('agent.json');
-    const metricsPort = await freePort();
-    await writeFile(path('auth.log'), '');
-    await writeFile(
-      configPath,
-      JSON.stringify({
-        control_plane_url: cp.url,
-        gaid,
-        ts: Date.now(),
-        score_threshold: THRESHOLD,
-        start_from: 0,
-        version: 'v0.1.0',
-        proxy: 'LOCAL',
-        sync_time: 1,
-        maximum_rules: 100_000,
-        auth_name: 'Authorization',
-        ids: { ssh_log: { active: true, ssh_log_location: path('auth.log') } },
-        ips: {
-          dry_run: {
-            active: true,
-            path: path('dry-run.json'),
-            kinds: { domain: { path: path('dry-run-domains.json') }, url: { path: path('dry-run-urls.json') }, file: { path: path('dry-run-files.json') } },
-          },
-          csv: {
-            active: true,
-            csv_logs: path('ipv4.csv'),
-            options: { kinds: { domain: { path: path('domains.csv') }, url: { path: path('urls.csv') }, file: { path: path('digests.csv') } } },
-          },
+    const started = await startConfiguredAgent({
+      cp,
+      dir: dir.path,
+      gaid,
+      adminKey: process.env.RAMPART_E2E_ADMIN!,
+      threshold: THRESHOLD,
+      ips: {
+        dry_run: {
+          active: true,
+          path: path('dry-run.json'),
+          kinds: { domain: { path: path('dry-run-domains.json') }, url: { path: path('dry-run-urls.json') }, file: { path: path('dry-run-files.json') } },
         },
-        local: {
-          state_dir: path('state'),
-          metrics_port: metricsPort,
-          log_level: 'info',
-          sync_cron: '*/2 * * * * *',
-          allow_domains: ['safe.example'],
+        csv: {
+          active: true,
+          csv_logs: path('ipv4.csv'),
+          options: { kinds: { domain: { path: path('domains.csv') }, url: { path: path('urls.csv') }, file: { path: path('digests.csv') } } },
         },
-      }),
-    );
-    expect(await runAgentCommand(['validate-config', configPath], {})).toMatchObject({ code: 0 });
-    const registered = await runAgentCommand(['register', '-c', configPath], { RAMPART_ADMIN_KEY: process.env.RAMPART_E2E_ADMIN! });
-    expect(registered.code).toBe(0);
-
-    agent = spawnAgent(['run', '-c', configPath], {}, path('agent.log'));
-    const health = await waitFor('agent healthy and connected', async () => {
-      const h = await agentHealth(metricsPort);
-      return h?.healthy === true && h.channel_connected === true && h;
+      },
+      local: { allow_domains: ['safe.example'] },
     });
+    agent = started.agent;
+    const { health, metricsPort } = started;
     expect((health.enforcers as { label: string; state: string }[]).map((e) => e.label)).toEqual([
       'csv',
       'csv/domain',

@@ -1,12 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RampartClient } from '@rampart/client';
 import { startSquid, systemGate, type SquidInstance } from '@rampart/plugin-kit/testing';
 import { seedOrg } from '@rampart/server/testing';
-import { agentHealth, freePort, runAgentCommand, spawnAgent, startControlPlane, tempDir, waitFor, type AgentProcess, type ControlPlane } from './support.ts';
+import { startConfiguredAgent, startControlPlane, tempDir, waitFor, type AgentProcess, type ControlPlane } from './support.ts';
 
 /*
  * URLs and domains from the server's decision to a real Squid's answer: server + agent (a real
@@ -55,37 +53,17 @@ describe.skipIf(skip)('agent end to end: URL and domain decisions to Squid 403',
     expect(await squid.get(listed)).toBe(200);
     expect(await squid.get(at('www.evil-e2e.example'))).toBe(200);
 
-    const path = (name: string) => join(dir.path, name);
-    const configPath = path('agent.json');
-    const metricsPort = await freePort();
-    await writeFile(path('auth.log'), '');
-    await writeFile(
-      configPath,
-      JSON.stringify({
-        control_plane_url: cp.url,
-        gaid,
-        ts: Date.now(),
-        score_threshold: 50,
-        start_from: 0,
-        version: 'v0.1.0',
-        proxy: 'LOCAL',
-        sync_time: 1,
-        maximum_rules: 100_000,
-        auth_name: 'Authorization',
-        ids: { ssh_log: { active: true, ssh_log_location: path('auth.log') } },
-        ips: {
-          proxy_f: { active: true, urls_file: squid.urlsFile, options: { domains_file: squid.domainsFile, reload_command: squid.reloadCommand } },
-        },
-        local: { state_dir: path('state'), metrics_port: metricsPort, log_level: 'info', sync_cron: '*/2 * * * * *' },
-      }),
-    );
-    expect(await runAgentCommand(['validate-config', configPath], {})).toMatchObject({ code: 0 });
-    expect((await runAgentCommand(['register', '-c', configPath], { RAMPART_ADMIN_KEY: process.env.RAMPART_E2E_ADMIN! })).code).toBe(0);
-    agent = spawnAgent(['run', '-c', configPath], {}, path('agent.log'));
-    const health = await waitFor('agent healthy and connected', async () => {
-      const h = await agentHealth(metricsPort);
-      return h?.healthy === true && h.channel_connected === true && h;
+    const started = await startConfiguredAgent({
+      cp,
+      dir: dir.path,
+      gaid,
+      adminKey: process.env.RAMPART_E2E_ADMIN!,
+      ips: {
+        proxy_f: { active: true, urls_file: squid.urlsFile, options: { domains_file: squid.domainsFile, reload_command: squid.reloadCommand } },
+      },
     });
+    agent = started.agent;
+    const { health } = started;
     expect((health.enforcers as { label: string }[]).map((e) => e.label)).toEqual(['proxy_f/domain', 'proxy_f/url']);
 
     // Reported, then blacklisted by the administrator: pushed to the agent, written, reconfigured.

@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RampartClient } from '@rampart/client';
@@ -7,7 +7,7 @@ import { DxlClient, TieFiles } from '@rampart/enforcer-opendxl-tie';
 import { makePki, removePki, startBroker, startTieStandIn, type Broker, type TestPki, type TieStandIn } from '@rampart/enforcer-opendxl-tie/testing';
 import { systemGate } from '@rampart/plugin-kit/testing';
 import { seedOrg, sqlOf } from '@rampart/server/testing';
-import { agentHealth, freePort, runAgentCommand, spawnAgent, startControlPlane, tempDir, waitFor, type AgentProcess, type ControlPlane } from './support.ts';
+import { startConfiguredAgent, startControlPlane, tempDir, waitFor, type AgentProcess, type ControlPlane } from './support.ts';
 
 /*
  * From a digest decision on the server to a file reputation in TIE: server + agent (a real
@@ -96,45 +96,27 @@ describe.skipIf(skip)('agent end to end: endpoint_d digest decisions to TIE repu
     await setScore(WEAK, 10);
 
     const path = (name: string) => join(dir.path, name);
-    const configPath = path('agent.json');
     const listFile = path('tie-files.txt');
-    const metricsPort = await freePort();
-    await writeFile(path('auth.log'), '');
-    await writeFile(
-      configPath,
-      JSON.stringify({
-        control_plane_url: cp.url,
-        gaid,
-        ts: Date.now(),
-        score_threshold: THRESHOLD,
-        start_from: 0,
-        version: 'v0.1.0',
-        proxy: 'LOCAL',
-        sync_time: 1,
-        maximum_rules: 100_000,
-        auth_name: 'Authorization',
-        ids: { ssh_log: { active: true, ssh_log_location: path('auth.log') } },
-        ips: {
-          endpoint_d: {
-            active: true,
-            api: `ssl://127.0.0.1:${broker!.port}`,
-            fileslist_file: listFile,
-            broker_ca_bundle: pki!.caFile,
-            cert_file: pki!.agent.cert,
-            private_key: pki!.agent.key,
-            options: { connect_timeout_seconds: 10, request_timeout_seconds: 10 },
-          },
+    const started = await startConfiguredAgent({
+      cp,
+      dir: dir.path,
+      gaid,
+      adminKey: process.env.RAMPART_E2E_ADMIN!,
+      threshold: THRESHOLD,
+      ips: {
+        endpoint_d: {
+          active: true,
+          api: `ssl://127.0.0.1:${broker!.port}`,
+          fileslist_file: listFile,
+          broker_ca_bundle: pki!.caFile,
+          cert_file: pki!.agent.cert,
+          private_key: pki!.agent.key,
+          options: { connect_timeout_seconds: 10, request_timeout_seconds: 10 },
         },
-        local: { state_dir: path('state'), metrics_port: metricsPort, log_level: 'info', sync_cron: '*/2 * * * * *' },
-      }),
-    );
-    expect(await runAgentCommand(['validate-config', configPath], {})).toMatchObject({ code: 0 });
-    expect((await runAgentCommand(['register', '-c', configPath], { RAMPART_ADMIN_KEY: process.env.RAMPART_E2E_ADMIN! })).code).toBe(0);
-    agent = spawnAgent(['run', '-c', configPath], {}, path('agent.log'));
-    const health = await waitFor('agent healthy and connected', async () => {
-      const h = await agentHealth(metricsPort);
-      return h?.healthy === true && h.channel_connected === true && h;
+      },
     });
+    agent = started.agent;
+    const { health } = started;
     expect((health.enforcers as { label: string }[]).map((e) => e.label)).toEqual(['endpoint_d/file']);
 
     const listed = () => readFile(listFile, 'utf8').catch(() => '');

@@ -176,6 +176,60 @@ export async function writeAgentConfig(path: string, c: AgentConfigInput): Promi
   await writeFile(path, JSON.stringify(doc, null, 2));
 }
 
+export interface ConfiguredAgentInput {
+  cp: ControlPlane;
+  /** The test's directory: agent.json, auth.log, state/ and agent.log go there. */
+  dir: string;
+  gaid: string;
+  /** An organization admin key, to register the agent. */
+  adminKey: string;
+  threshold?: number;
+  /** The config's `ips` section: the integrations under test. */
+  ips: Record<string, unknown>;
+  /** Settings added to the config's `local` section. */
+  local?: Record<string, unknown>;
+}
+
+/**
+ * An agent with an SSH log source and the given integrations, run as operators run it: its config
+ * written and validated (`validate-config`), registered (`register`), then `run`, returned once its
+ * health says healthy and connected to the sync channel.
+ */
+export async function startConfiguredAgent(c: ConfiguredAgentInput): Promise<{ agent: AgentProcess; health: Record<string, unknown>; metricsPort: number }> {
+  const path = (name: string) => join(c.dir, name);
+  const configPath = path('agent.json');
+  const metricsPort = await freePort();
+  await writeFile(path('auth.log'), '');
+  await writeFile(
+    configPath,
+    JSON.stringify({
+      control_plane_url: c.cp.url,
+      gaid: c.gaid,
+      ts: Date.now(),
+      score_threshold: c.threshold ?? 50,
+      start_from: 0,
+      version: 'v0.1.0',
+      proxy: 'LOCAL',
+      sync_time: 1,
+      maximum_rules: 100_000,
+      auth_name: 'Authorization',
+      ids: { ssh_log: { active: true, ssh_log_location: path('auth.log') } },
+      ips: c.ips,
+      local: { state_dir: path('state'), metrics_port: metricsPort, log_level: 'info', sync_cron: '*/2 * * * * *', ...c.local },
+    }),
+  );
+  const validated = await runAgentCommand(['validate-config', configPath], {});
+  if (validated.code !== 0) throw new Error(`validate-config exited ${validated.code}: ${validated.err}${validated.out}`);
+  const registered = await runAgentCommand(['register', '-c', configPath], { RAMPART_ADMIN_KEY: c.adminKey });
+  if (registered.code !== 0) throw new Error(`register exited ${registered.code}: ${registered.err}${registered.out}`);
+  const agent = spawnAgent(['run', '-c', configPath], {}, path('agent.log'));
+  const health = await waitFor('agent healthy and connected', async () => {
+    const h = await agentHealth(metricsPort);
+    return h?.healthy === true && h.channel_connected === true && h;
+  });
+  return { agent, health, metricsPort };
+}
+
 /** An sshd "Failed password" line as syslog writes it today. */
 export function failedPassword(ip: string, pid: number): string {
   const d = new Date();
