@@ -5,7 +5,7 @@ import { createInterface } from 'node:readline';
 import { RampartClient } from '@rampart/client';
 import { NetnsLab } from '@rampart/plugin-kit/testing';
 import { seedOrg } from '@rampart/server/testing';
-import { agentHealth, freePort, runAgentCommand, spawnAgent, startControlPlane, tempDir, waitFor, type AgentProcess, type ControlPlane } from './support.ts';
+import { agentConfigDocument, agentHealth, freePort, runAgentCommand, spawnAgent, startControlPlane, tempDir, waitFor, type AgentProcess, type ControlPlane } from './support.ts';
 
 /*
  * The whole decision-to-drop path on one machine: the real control plane, the real agent (its
@@ -101,32 +101,26 @@ export async function startDropLab(options: DropLabOptions): Promise<DropLab> {
     const gaid = `RMP-AGENT-ID-drop${Math.floor(Math.random() * 1e6)}`;
     await writeFile(
       configPath,
-      JSON.stringify({
-        control_plane_url: cp.url,
-        gaid,
-        ts: Date.now(),
-        score_threshold: 50,
-        start_from: 0,
-        version: 'v0.1.0',
-        proxy: 'LOCAL',
-        sync_time: 1,
-        maximum_rules: 100_000,
-        auth_name: 'Authorization',
-        ids: {},
-        ips: {
-          packet_filter: { active: true, acl: '', reload_command: '' },
-          ...(options.csv ? { csv: { active: true, csv_logs: csvPath, csv_reload_command: options.csvReloadCommand ?? '' } } : {}),
-        },
-        local: {
-          state_dir: join(tmp.path, 'state'),
-          metrics_port: metricsPort,
-          log_level: options.logLevel ?? 'info',
-          sync_cron: '*/2 * * * * *',
-          reconcile_seconds: options.reconcileSeconds,
-          ...(options.stopTimeoutSeconds !== undefined ? { stop_timeout_seconds: options.stopTimeoutSeconds } : {}),
-          enforcers: { packet_filter: backend === 'ipset' ? { backend, set: 'rampart', netns: fw } : { backend, table: 'rampart', netns: fw } },
-        },
-      }),
+      JSON.stringify(
+        agentConfigDocument({
+          controlPlaneUrl: cp.url,
+          gaid,
+          ids: {},
+            ips: {
+              packet_filter: { active: true, acl: '', reload_command: '' },
+              ...(options.csv ? { csv: { active: true, csv_logs: csvPath, csv_reload_command: options.csvReloadCommand ?? '' } } : {}),
+            },
+            local: {
+              state_dir: join(tmp.path, 'state'),
+              metrics_port: metricsPort,
+              log_level: options.logLevel ?? 'info',
+              sync_cron: '*/2 * * * * *',
+              reconcile_seconds: options.reconcileSeconds,
+              ...(options.stopTimeoutSeconds !== undefined ? { stop_timeout_seconds: options.stopTimeoutSeconds } : {}),
+              enforcers: { packet_filter: backend === 'ipset' ? { backend, set: 'rampart', netns: fw } : { backend, table: 'rampart', netns: fw } },
+            },
+        }),
+      ),
     );
     const validated = await runAgentCommand(['validate-config', configPath], {});
     if (validated.code !== 0) throw new Error(`agent config refused: ${validated.err}`);

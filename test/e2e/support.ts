@@ -149,8 +149,12 @@ export interface AgentConfigInput {
   websocket?: boolean;
 }
 
-export async function writeAgentConfig(path: string, c: AgentConfigInput): Promise<void> {
-  const doc = {
+/**
+ * The agent config the e2e suites write: agent `gaid` of `controlPlaneUrl`, syncing every second
+ * (every 2 s by cron), threshold 50 unless given; `extra` adds top-level settings (a key).
+ */
+export function agentConfigDocument(c: { controlPlaneUrl: string; gaid: string; threshold?: number; ids: unknown; ips: unknown; local: unknown; extra?: Record<string, unknown> }): Record<string, unknown> {
+  return {
     control_plane_url: c.controlPlaneUrl,
     gaid: c.gaid,
     ts: Date.now(),
@@ -161,7 +165,19 @@ export async function writeAgentConfig(path: string, c: AgentConfigInput): Promi
     sync_time: 1,
     maximum_rules: 100_000,
     auth_name: 'Authorization',
-    ...(c.apiKey ? { api_jwt_key: c.apiKey } : {}),
+    ...c.extra,
+    ids: c.ids,
+    ips: c.ips,
+    local: c.local,
+  };
+}
+
+export async function writeAgentConfig(path: string, c: AgentConfigInput): Promise<void> {
+  const doc = agentConfigDocument({
+    controlPlaneUrl: c.controlPlaneUrl,
+    gaid: c.gaid,
+    threshold: c.threshold,
+    ...(c.apiKey ? { extra: { api_jwt_key: c.apiKey } } : {}),
     ids: { ssh_log: { active: true, ssh_log_location: c.authLog } },
     ips: { dry_run: { active: true, path: c.dryRunPath } },
     local: {
@@ -172,7 +188,7 @@ export async function writeAgentConfig(path: string, c: AgentConfigInput): Promi
       websocket: c.websocket ?? true,
       sources: { ssh_log: { max_retry: c.maxRetry ?? 5, find_time_seconds: 600, start_at: 'beginning' } },
     },
-  };
+  });
   await writeFile(path, JSON.stringify(doc, null, 2));
 }
 
@@ -202,21 +218,16 @@ export async function startConfiguredAgent(c: ConfiguredAgentInput): Promise<{ a
   await writeFile(path('auth.log'), '');
   await writeFile(
     configPath,
-    JSON.stringify({
-      control_plane_url: c.cp.url,
-      gaid: c.gaid,
-      ts: Date.now(),
-      score_threshold: c.threshold ?? 50,
-      start_from: 0,
-      version: 'v0.1.0',
-      proxy: 'LOCAL',
-      sync_time: 1,
-      maximum_rules: 100_000,
-      auth_name: 'Authorization',
-      ids: { ssh_log: { active: true, ssh_log_location: path('auth.log') } },
-      ips: c.ips,
-      local: { state_dir: path('state'), metrics_port: metricsPort, log_level: 'info', sync_cron: '*/2 * * * * *', ...c.local },
-    }),
+    JSON.stringify(
+      agentConfigDocument({
+        controlPlaneUrl: c.cp.url,
+        gaid: c.gaid,
+        threshold: c.threshold,
+        ids: { ssh_log: { active: true, ssh_log_location: path('auth.log') } },
+        ips: c.ips,
+        local: { state_dir: path('state'), metrics_port: metricsPort, log_level: 'info', sync_cron: '*/2 * * * * *', ...c.local },
+      }),
+    ),
   );
   const validated = await runAgentCommand(['validate-config', configPath], {});
   if (validated.code !== 0) throw new Error(`validate-config exited ${validated.code}: ${validated.err}${validated.out}`);
