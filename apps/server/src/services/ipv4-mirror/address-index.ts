@@ -42,6 +42,8 @@ export class AddressIndex {
   /** len × 2^32 + first address → id, for networks added after the build. */
   private readonly recent = new Map<number, number>();
   private readonly recentPerLen = new Uint32Array(33);
+  /** The prefix lengths held, longest first. */
+  private lens: number[] = [];
 
   constructor(cols: Columns) {
     const perLen = new Uint32Array(33);
@@ -58,6 +60,12 @@ export class AddressIndex {
       this.ids[len]![k] = cols.id[i]!;
     }
     for (let len = 0; len <= 32; len++) sortPairs(this.addrs[len]!, this.ids[len]!);
+    this.setLens();
+  }
+
+  private setLens(): void {
+    this.lens = [];
+    for (let len = 32; len >= 0; len--) if (this.addrs[len]!.length > 0 || this.recentPerLen[len]! > 0) this.lens.push(len);
   }
 
   /** Networks added since the build: rebuild (a new index from the columns) when they grow large. */
@@ -67,16 +75,15 @@ export class AddressIndex {
 
   add(addr: number, len: number, id: number): void {
     const key = len * TWO_32 + addr;
-    if (!this.recent.has(key)) this.recentPerLen[len]!++;
+    if (!this.recent.has(key) && this.recentPerLen[len]!++ === 0) this.setLens();
     this.recent.set(key, id);
   }
 
   /** Calls `found(id, network address, len)` for each candidate holding `addr`, most specific first. */
   candidates(addr: number, found: (id: number, net: number, len: number) => void): void {
-    for (let len = 32; len >= 0; len--) {
+    for (const len of this.lens) {
       const addrs = this.addrs[len]!;
       const hasRecent = this.recentPerLen[len]! > 0;
-      if (addrs.length === 0 && !hasRecent) continue;
       const net = (addr & maskOf(len)) >>> 0;
       let lo = 0;
       let hi = addrs.length;
