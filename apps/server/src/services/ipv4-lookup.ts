@@ -49,13 +49,14 @@ export async function lookupIpv4(store: Store, mirror: Ipv4Mirror | null, princi
   const now = Math.floor(Date.now() / 1000);
   // Records the organization's delay still hides are not held, for it.
   const rows = held.filter(visibleTo(principal.org, now));
-  const body = await Promise.all(
-    rows.map(async (row) => {
-      const decided = recordDecision(row, policy, now);
-      const record = ipv4Record(row, delay, options.full, now, decided);
-      return options.explain ? { ...record, explain: await explained(store, row, decided, now) } : record;
-    }),
-  );
+  const record = (row: Ipv4Row) => {
+    const decided = recordDecision(row, policy, now);
+    return { row, decided, record: ipv4Record(row, delay, options.full, now, decided) };
+  };
+  // Without explain nothing more is read: no promise per record.
+  const body = options.explain
+    ? await Promise.all(rows.map(record).map(async (x) => ({ ...x.record, explain: await explained(store, x.row, x.decided, now) })))
+    : rows.map((row) => record(row).record);
   return {
     header: { type: 'IPv4', version: 2, ts: String(now), page_size: body.length, delay, eval: EVAL_JS, exec_python: EXEC_PYTHON, user: userObject(principal) },
     body,

@@ -26,14 +26,15 @@ function emptyTables(): MirrorTables {
 }
 
 /**
- * An in-memory, columnar copy of what the plain-text IPv4 lists read from ipv4_indicators
+ * An in-memory, columnar copy of what the plain-text IPv4 lists and the look-ups read from ipv4_indicators
  * (typed arrays in id order, columns.ts) and of every organization's IPv4 decisions
  * (org-decisions.ts), for one server process. It is loaded in the background (loader.ts); until
  * it is ready (and whenever it failed) the lists read SQL. Before each list request it catches
  * up with every committed change in one query (`catchUp`, change tracking of migration 0009), so
  * a list never misses a write acknowledged before the request, whichever connection or replica
  * wrote it. Which rows a list holds is listing.ts (the twin of SQL's `listWhere`); how they are
- * written, renderer.ts.
+ * written, renderer.ts. Look-ups (`holding`) find the rows holding an address through
+ * address-index.ts and follow their own freshness rule (`freshForLookup`).
  */
 export class Ipv4Mirror {
   private tables: MirrorTables = emptyTables();
