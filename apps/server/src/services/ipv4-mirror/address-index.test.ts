@@ -65,6 +65,6 @@ describe('AddressIndex', () => {
     const cols = emptyColumns(0);
     upsertRows(cols, [row(1, 100, 32), row(2, 200, 32)]);
     const placed = upsertRows(cols, [row(1, 100, 32), row(2, 256, 24), row(3, 300, 32)]);
-    expect(placed.map((r) => r.id).sort()).toEqual([2, 3]);
+    expect(placed.map((r) => r.id).sort((a, b) => a - b)).toEqual([2, 3]);
   });
 });
