@@ -18,7 +18,8 @@ import { seedOrg, startMirrorApp, type TestOrg } from './support/app.ts';
  * none, nested), reserved ranges, blocking rules with tags and delays; then again after rows
  * change, leave and arrive (the details the mirror keeps must follow), with and without `full`.
  * Also the freshness rule (Ipv4Mirror.freshForLookup): a write straight to SQL (another replica)
- * shows from the next second on, a write this replica acknowledged at once.
+ * shows from the next second on, a write this replica acknowledged at once, and a clock set back
+ * does not leave look-ups on an old catch-up.
  */
 
 const RUNS = Number(process.env.LOOKUP_MIRROR_RUNS ?? 40);
@@ -269,6 +270,10 @@ describe.each(driverCases())('GET /ips/{ipv4} from the mirror equals SQL, on $na
       expect(await count('45.77.9.2')).toBe(1);
       const seen = await mirrorApp.inject({ url: '/api/v1/ips/45.77.9.2', headers: { authorization: other.keys.reader } });
       expect((seen.json() as { body: Array<{ ip: string }> }).body.map((r) => r.ip)).toEqual(['45.77.9.2']);
+      // The clock set back a minute: the catch-up "from the future" does not count, the next look-up catches up.
+      vi.setSystemTime(second - 60_000);
+      await db.query(`insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts) values ('RMP-RULE-GID-BACK', '45.77.9.3/32', false, 500, $1, $1)`, [second / 1000 - 60]);
+      expect(await count('45.77.9.3')).toBe(1);
     } finally {
       vi.useRealTimers();
     }

@@ -170,8 +170,9 @@ export class Ipv4Mirror {
         this.generation++;
         for (const id of touched) this.details.delete(id);
       }
-      this.caughtUpWall = Math.max(this.caughtUpWall, wall);
-      this.caughtUpMono = Math.max(this.caughtUpMono, mono);
+      // Catch-ups run one after the other: this one started after every earlier one.
+      this.caughtUpWall = wall;
+      this.caughtUpMono = mono;
     } catch (err) {
       if (this.stateValue !== 'ready') return;
       // A mirror that may have missed a change must not answer again: lists read SQL while it
@@ -190,7 +191,7 @@ export class Ipv4Mirror {
   }
 
   /**
-   * THE FRESHNESS RULE of look-ups answered by the mirror (README, "Look-ups"): a look-up is
+   * THE FRESHNESS RULE of look-ups answered by the mirror (README, "GET /ips/{ip} from the IPv4 mirror"): a look-up is
    * answered from a catch-up that started (a) within the current wall-clock second, and (b) after
    * the last write this replica acknowledged (noteWrite). (a) is the feed's own freshness: a
    * report is in the `/ips` feed once its second is settled, and in every look-up from the next
@@ -199,7 +200,9 @@ export class Ipv4Mirror {
    * replica acknowledged) visible to its next look-up on this replica. Null: fresh enough now.
    */
   private freshForLookup(): Promise<void> | null {
-    if (this.caughtUpMono > this.lastWrite && this.caughtUpWall >= Date.now() - (Date.now() % 1000)) return null;
+    const now = Date.now();
+    // A catch-up "in the future" means the clock was set back: it does not count.
+    if (this.caughtUpMono > this.lastWrite && this.caughtUpWall >= now - (now % 1000) && this.caughtUpWall <= now) return null;
     return this.catchUp();
   }
 
