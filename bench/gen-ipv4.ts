@@ -9,6 +9,7 @@
  * packages/scoring (checked against scoreV32 on a sample at the end).
  *
  *   npx tsx bench/gen-ipv4.ts [--n 1000000] [--fresh]
+ *   BENCH_DB_PREFIX names the database (default rampart_bench_ipv4_, followed by N).
  */
 import pg from 'pg';
 import { scoreV32 } from '@rampart/scoring';
@@ -23,7 +24,10 @@ export function benchIp(g: number): string {
 }
 
 export function benchDbUrl(serverUrl: string, n: number): { url: string; name: string } {
-  const name = `rampart_bench_ipv4_${n}`;
+  // BENCH_DB_PREFIX: a database of one's own, when several people bench on one PostgreSQL server.
+  const prefix = process.env.BENCH_DB_PREFIX ?? 'rampart_bench_ipv4_';
+  if (!/^[a-z_][a-z0-9_]*$/.test(prefix)) throw new Error(`BENCH_DB_PREFIX ${prefix} is not a plain lower-case identifier`);
+  const name = `${prefix}${n}`;
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return { url: url.toString(), name };

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type onSendHookHandler } from 'fastify';
 import type { DestinationStream } from 'pino';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -150,6 +150,17 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     // Loaded in the background: lists read SQL until it is ready.
     app.addHook('onReady', async () => void mirror.start());
     if (ipv4Mirror === undefined) app.addHook('onClose', async () => mirror.close());
+    // Every write this replica acknowledges (any method but GET, HEAD and OPTIONS) is visible to
+    // the look-ups after it (the mirror's freshness rule, Ipv4Mirror.freshForLookup). A route-level
+    // hook: the look-ups themselves run none.
+    app.addHook('onRoute', (route) => {
+      if ([route.method].flat().every((m) => m === 'GET' || m === 'HEAD' || m === 'OPTIONS')) return;
+      const noteWrite: onSendHookHandler = (_request, _reply, payload, done) => {
+        mirror.noteWrite();
+        done(null, payload);
+      };
+      route.onSend = [...[route.onSend ?? []].flat(), noteWrite];
+    });
   }
   const rollups = context.rollups;
   app.addHook('onReady', async () => rollups.start());

@@ -60,7 +60,7 @@ describe.each(driverCases())('only public addresses are reported on $name', (dri
 
   const report = (on: FastifyInstance, payload: object, authorization = acme.keys.contributor) =>
     on.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization }, payload: { confidence: 0.9, source: 'ssh', ...payload } });
-  const held = async (ip: string) => ((await app.inject({ url: `/api/v1/ips/${ip}`, headers: { authorization: acme.keys.reader } })).json() as { body: Array<{ ip: string }> }).body.map((r) => r.ip);
+  const held = async (ip: string, via = app) => ((await via.inject({ url: `/api/v1/ips/${ip}`, headers: { authorization: acme.keys.reader } })).json() as { body: Array<{ ip: string }> }).body.map((r) => r.ip);
 
   it('refuses a report of every special-purpose class with 400 non_public_address naming the range and the field', async () => {
     for (const [ip, range] of REFUSED) {
@@ -123,6 +123,7 @@ describe.each(driverCases())('only public addresses are reported on $name', (dri
     const wide = await report(lab, { ip: '46.0.0.0/7' });
     expect(wide.statusCode).toBe(400);
     expect(wide.json().type).toBe('https://rampart.dev/problems/network_too_wide');
-    expect(await held('10.1.2.3')).toEqual(['10.1.2.3']);
+    // Asked of the replica that took the report: another one's mirror shows it from the next second on (README, look-ups).
+    expect(await held('10.1.2.3', lab)).toEqual(['10.1.2.3']);
   });
 });

@@ -53,6 +53,7 @@ export function policyChangeScope(before: PolicyDocument, after: PolicyDocument)
 
 /** The reserved range a network overlaps, or null. */
 export function reservedRangeOf(policy: Ipv4Policy, network: string): string | null {
+  if (policy.ranges.length === 0) return null;
   const r = parseIpv4(network);
   if (!r) return null;
   const i = policy.ranges.findIndex((x) => x.start <= r.end && r.start <= x.end);

@@ -29,7 +29,7 @@ export type { Ipv4ListFilter, Ipv4ListRow } from './ipv4.ts';
 export type { Ipv4ReportItem, Ipv4ReportOutcome, IngestRules, IngestProgress, IngestResult, PolicyChangeScope } from './ipv4-ingest.ts';
 export type { ScoreListFilter } from './indicator-sql.ts';
 export type { Ipv4IngestStore } from './ipv4-ingest.ts';
-export type { MirrorRowsStore, AsInfoRow, MirrorAnchorRow, MirrorChanges, MirrorDecisionRow, MirrorSince, WireRow } from './ipv4-list-mirror.ts';
+export type { MirrorRowsStore, AsInfoRow, MirrorAnchorRow, MirrorChanges, MirrorDecisionRow, MirrorDetailRow, MirrorSince, WireRow } from './ipv4-list-mirror.ts';
 export { decodeRow, ROW_BYTES } from './ipv4-list-mirror.ts';
 export { agentSubject } from './agents.ts';
 export type { Organization } from './organizations.ts';

@@ -166,6 +166,29 @@ export async function mirrorChangesSince(db: Db, since: MirrorSince): Promise<Mi
   return { since: { xmax: r.xmax, xip: r.xip }, rows: bytes(r.rows), asInfo: r.as_info, decisions: r.decisions, anchors: r.anchors, deleted: r.deleted };
 }
 
+/** What a look-up's record holds beside the mirror's columns (services/ipv4-lookup.ts). */
+export interface MirrorDetailRow {
+  id: number;
+  gid: string;
+  is_network: boolean;
+  entry_ts: number;
+  sources: string[];
+  notes: string[];
+  tags: string[];
+  ip_info: Record<string, string> | null;
+}
+
+/** The detail columns of these indicators, in the order of `ids` (null: no such indicator now). */
+export async function mirrorDetails(db: Db, ids: readonly number[]): Promise<Array<MirrorDetailRow | null>> {
+  const res = await db.query<MirrorDetailRow>(
+    'select id, gid, is_network, entry_ts, sources, notes, tags, ip_info from ipv4_indicators where id = any($1::bigint[])',
+    [ids],
+    { name: 'ipv4_mirror_details' },
+  );
+  const byId = new Map(res.rows.map((r) => [Number(r.id), r]));
+  return ids.map((id) => byId.get(id) ?? null);
+}
+
 /** The mirror's reads, bound to one database (Store.ipv4Mirror): the mirror never holds the handle. */
 export class MirrorRowsStore {
   constructor(private readonly db: Db) {}
@@ -174,4 +197,5 @@ export class MirrorRowsStore {
   anchors = () => mirrorAnchors(this.db);
   decisions = () => mirrorDecisions(this.db);
   changesSince = (since: MirrorSince) => mirrorChangesSince(this.db, since);
+  details = (ids: readonly number[]) => mirrorDetails(this.db, ids);
 }

@@ -20,6 +20,6 @@ export const ipsLookupRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
       },
       serializerCompiler: plainJson,
     },
-    async (request) => lookupIpv4(context.store, principalOf(request), request.params.ipv4, { full: request.query.full === 'yes', explain: request.query.explain === 'yes' }),
+    async (request) => lookupIpv4(context.store, context.ipv4Mirror, principalOf(request), request.params.ipv4, { full: request.query.full === 'yes', explain: request.query.explain === 'yes' }),
   );
 };

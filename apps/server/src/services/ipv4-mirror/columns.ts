@@ -134,16 +134,20 @@ export function removeRows(c: Columns, ids: Set<number>): void {
 /**
  * Writes each row over the held one of the same id, and merges the others in id order. New ids
  * usually lie above every held one (append); otherwise the columns are merged from the back into
- * room made at the end.
+ * room made at the end. Returns the rows whose (id, network) pair was not held before: new ids,
+ * and held ids whose network changed (the look-up index adds them).
  */
-export function upsertRows(c: Columns, rows: ColumnRow[]): void {
+export function upsertRows(c: Columns, rows: ColumnRow[]): ColumnRow[] {
   const fresh: ColumnRow[] = [];
+  const moved: ColumnRow[] = [];
   for (const row of rows) {
     const i = positionOf(c, row.id);
-    if (i >= 0) writeRow(c, i, row);
-    else fresh.push(row);
+    if (i >= 0) {
+      if (c.addr[i] !== row.addr || c.len[i] !== row.len) moved.push(row);
+      writeRow(c, i, row);
+    } else fresh.push(row);
   }
-  if (fresh.length === 0) return;
+  if (fresh.length === 0) return moved;
   fresh.sort((a, b) => a.id - b.id);
   ensureCapacity(c, c.n + fresh.length);
   let r = c.n - 1;
@@ -159,4 +163,5 @@ export function upsertRows(c: Columns, rows: ColumnRow[]): void {
     w--;
   }
   c.n += fresh.length;
+  return moved.length === 0 ? fresh : [...fresh, ...moved];
 }

@@ -1,4 +1,5 @@
 import { decodeRow, ROW_BYTES, type AsInfoRow, type MirrorAnchorRow, type MirrorChanges, type MirrorRowsStore, type MirrorSince } from '../../store/index.ts';
+import { AddressIndex } from './address-index.ts';
 import { appendRow, emptyColumns, ensureCapacity, removeRows, trimmed, upsertRows, type ColumnRow, type Columns } from './columns.ts';
 import type { MirrorFacts } from './facts.ts';
 import type { Anchor } from './listing.ts';
@@ -11,11 +12,13 @@ import { AllDecisions } from './org-decisions.ts';
 const LOAD_CHUNK = 16_384;
 
 /** Where the mirror reads from (Store.ipv4Mirror). */
-export type MirrorRows = Pick<MirrorRowsStore, 'snapshot' | 'chunk' | 'anchors' | 'decisions' | 'changesSince'>;
+export type MirrorRows = Pick<MirrorRowsStore, 'snapshot' | 'chunk' | 'anchors' | 'decisions' | 'changesSince' | 'details'>;
 
 /** Everything the mirror holds, and where its next catch-up starts. */
 export interface MirrorTables {
   cols: Columns;
+  /** Which rows hold an address (look-ups). */
+  index: AddressIndex;
   decisions: AllDecisions;
   /** Anchors by organization, then by indicator id. */
   anchors: Map<number, Map<number, Anchor>>;
@@ -84,11 +87,14 @@ export async function loadTables(rows: MirrorRows, facts: MirrorFacts, closed: (
   for (const d of decisionRows) decisions.set(d);
   const anchors = new Map<number, Map<number, Anchor>>();
   setAnchors(anchors, anchorRows);
-  return { cols, decisions, anchors, epoch: snap.epoch, since: snap.since };
+  return { cols, index: new AddressIndex(cols), decisions, anchors, epoch: snap.epoch, since: snap.since };
 }
 
-/** Applies one catch-up's changes (rows, deletions, decisions, anchors) and moves `since` on. */
-export function applyChanges(t: MirrorTables, facts: MirrorFacts, changes: MirrorChanges): void {
+/**
+ * Applies one catch-up's changes (rows, deletions, decisions, anchors) and moves `since` on.
+ * Returns the ids of the indicator rows written or deleted.
+ */
+export function applyChanges(t: MirrorTables, facts: MirrorFacts, changes: MirrorChanges): number[] {
   const gone = new Set<number>();
   for (const [kind, indicatorId, orgId, network] of changes.deleted ?? []) {
     if (kind === 0) throw new Error('ipv4 list table truncated: the mirror reloads');
@@ -98,10 +104,17 @@ export function applyChanges(t: MirrorTables, facts: MirrorFacts, changes: Mirro
   for (const d of changes.decisions ?? []) t.decisions.set(d);
   setAnchors(t.anchors, changes.anchors ?? []);
   if (gone.size > 0) removeRows(t.cols, gone);
+  const touched = [...gone];
   if (changes.rows) {
     const infoOf = new Map<number, AsInfoRow>();
     for (const info of changes.asInfo ?? []) infoOf.set(Number(info[0]), info);
-    upsertRows(t.cols, columnRows(changes.rows, facts, infoOf));
+    const rows = columnRows(changes.rows, facts, infoOf);
+    for (const row of upsertRows(t.cols, rows)) t.index.add(row.addr, row.len, row.id);
+    for (const row of rows) touched.push(row.id);
   }
+  // Networks added since the index was built are looked up in a map: past a sixteenth of the
+  // rows, one sorted index again.
+  if (t.index.added > Math.max(4096, t.cols.n >> 4)) t.index = new AddressIndex(t.cols);
   t.since = changes.since;
+  return touched;
 }
