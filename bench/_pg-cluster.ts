@@ -45,8 +45,6 @@ export interface PgCluster {
   version: string;
   /** false when the data directory lies on a tmpfs (fsync costs nothing there). */
   durableDisk: boolean;
-  /** URL of database `name` in this cluster, created empty (dropped first if it exists). */
-  createDatabase(name: string): Promise<string>;
   /** CPU clock ticks (1/100 s) used so far by this cluster's processes, reaped children included. */
   cpuTicks(): number;
   /**
@@ -197,18 +195,6 @@ export async function startPgCluster(settings: Record<string, string> = {}): Pro
       pid,
       version,
       durableDisk,
-      async createDatabase(name: string) {
-        if (!/^\w+$/.test(name)) throw new Error(`database name ${name}`);
-        const c = new pg.Client({ connectionString: url });
-        await c.connect();
-        try {
-          await c.query(`drop database if exists ${name}`);
-          await c.query(`create database ${name}`);
-        } finally {
-          await c.end();
-        }
-        return `postgres://postgres@127.0.0.1:${port}/${name}`;
-      },
       cpuTicks: () => clusterTicks(pid),
       async quiet(maxSeconds = 600) {
         const t0 = performance.now();

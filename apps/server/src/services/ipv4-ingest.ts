@@ -34,7 +34,7 @@ export interface ReportBatcherOptions {
    * run their statements, the others are committing (waiting for their WAL flush).
    */
   maxInFlight?: number;
-  /** Transactions running their statements at once (PGlite: 1). */
+  /** Transactions running their statements at once (default 1; PGlite can only run 1). */
   maxWorking?: number;
   /** Called with each committed batch's timing (the metrics of /metrics). */
   observe?: (timing: BatchTiming) => void;
@@ -50,9 +50,9 @@ interface Pending {
  * Group commit for `POST /ips`. Requests that arrive while transactions are running their
  * statements wait for the next one, so under load one commit (and one turn on the feed clock)
  * serves many reports, while a lone report is written at once. At most `maxWorking` batches at a
- * time run their statements (PostgreSQL: 2, PGlite: 1): another starts when one of them only has
- * its COMMIT left, so batches grow with the number of requests waiting, and a batch's WAL flush
- * overlaps the next batches' work. Each caller's promise settles only after its batch committed:
+ * time (default 1) run their statements: another starts when one of them only has its COMMIT
+ * left, so batches grow with the number of requests waiting, and a batch's WAL flush overlaps the
+ * next batch's work. Each caller's promise settles only after its batch committed:
  * a 2xx is never sent for a report that is not durable. A batch leaves its slot once its callers
  * are answered; its notifications follow without holding up the next batch.
  */
@@ -67,13 +67,12 @@ export class ReportBatcher {
 
   constructor(private readonly options: ReportBatcherOptions) {
     this.maxBatch = options.maxBatch ?? 256;
-    const concurrent = options.ingest.concurrent;
-    // Two batches through their statements at once on PostgreSQL: one alone left the cores idle
-    // while it waited for its round trips (a third of the machine at 16-32 clients in
-    // bench/pg-ingest.ts and bench/ipv4.ts); more made batches so small that each report cost
-    // PostgreSQL more CPU than the round trips saved.
-    this.maxInFlight = Math.max(1, options.maxInFlight ?? (concurrent ? 4 : 1));
-    this.maxWorking = Math.min(this.maxInFlight, Math.max(1, options.maxWorking ?? (concurrent ? 2 : 1)));
+    // One batch through its statements at a time by default, on PostgreSQL too: two at once
+    // (maxWorking 2) split the same waiting requests into batches half the size, and each report
+    // then cost PostgreSQL ~30% more CPU, which on a 2-core machine shared with the client lost
+    // more than the overlapped round trips won (bench/pg-ingest.ts, 2026-11-27).
+    this.maxInFlight = Math.max(1, options.maxInFlight ?? (options.ingest.concurrent ? 2 : 1));
+    this.maxWorking = Math.min(this.maxInFlight, Math.max(1, options.maxWorking ?? 1));
   }
 
   submit(item: Ipv4ReportItem): Promise<Ipv4ReportOutcome> {
