@@ -101,18 +101,28 @@ async function run(cmd: string, args: string[], user: { uid: number; gid: number
   if (code !== 0) throw new Error(`${cmd} exited with ${code}`);
 }
 
-/** CPU ticks of a postmaster and its children (see the file's header). */
+/**
+ * CPU ticks of a postmaster and its children (see the file's header). A child reaped while its
+ * siblings are listed would be counted neither as a child nor in the postmaster's reaped-children
+ * counters (the sum went backwards once): the listing is taken again until those counters did not
+ * change during it.
+ */
 export function clusterTicks(postmaster: number): number {
-  const own = procStatFields(postmaster);
-  if (!own) return 0;
-  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14]);
   const parent = String(postmaster);
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const f = procStatFields(pid);
-    if (f && f[1] === parent) ticks += Number(f[11]) + Number(f[12]);
+  for (;;) {
+    const before = procStatFields(postmaster);
+    if (!before) return 0;
+    let children = 0;
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      const f = procStatFields(pid);
+      if (f && f[1] === parent) children += Number(f[11]) + Number(f[12]);
+    }
+    const after = procStatFields(postmaster);
+    if (!after) return 0;
+    const reaped = Number(after[13]) + Number(after[14]);
+    if (reaped === Number(before[13]) + Number(before[14])) return Number(after[11]) + Number(after[12]) + reaped + children;
   }
-  return ticks;
 }
 
 /** Blocks the thread for `ms` (exit handlers cannot await). */
