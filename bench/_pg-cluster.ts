@@ -46,7 +46,7 @@ export interface PgCluster {
   /** false when the data directory lies on a tmpfs (fsync costs nothing there). */
   durableDisk: boolean;
   /** CPU clock ticks (1/100 s) used so far by this cluster's processes, reaped children included. */
-  cpuTicks(): number;
+  cpuTicks: () => number;
   /**
    * Waits until the cluster's processes use under 5% of a core over a second (background work of
    * a server that just started, autovacuum after a load), at most `maxSeconds`; returns the
@@ -93,7 +93,7 @@ async function freePort(): Promise<number> {
 }
 
 async function run(cmd: string, args: string[], user: { uid: number; gid: number } | null, log: number): Promise<void> {
-  const child = spawn(cmd, args, { stdio: ['ignore', log, log], ...(user ?? {}) });
+  const child = spawn(cmd, args, { stdio: ['ignore', log, log], ...user });
   const code = await new Promise<number | null>((resolve, reject) => {
     child.on('error', reject);
     child.on('exit', resolve);
@@ -178,7 +178,7 @@ export async function startPgCluster(settings: Record<string, string> = {}): Pro
     await run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync'], user, log);
     const port = await freePort();
     const all = { ...PG_CLUSTER_SETTINGS, ...settings, port: String(port), listen_addresses: '127.0.0.1', unix_socket_directories: dir };
-    postmaster = spawn(join(bin, 'postgres'), ['-D', data, ...Object.entries(all).flatMap(([k, v]) => ['-c', `${k}=${v}`])], { stdio: ['ignore', log, log], ...(user ?? {}) });
+    postmaster = spawn(join(bin, 'postgres'), ['-D', data, ...Object.entries(all).flatMap(([k, v]) => ['-c', `${k}=${v}`])], { stdio: ['ignore', log, log], ...user });
     const exited = new Promise<never>((_, reject) => postmaster!.once('exit', (code) => reject(new Error(`the bench cluster's postmaster exited with ${code} (see ${join(dir, 'log')})`))));
     exited.catch(() => undefined);
     const url = `postgres://postgres@127.0.0.1:${port}/postgres`;

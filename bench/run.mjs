@@ -124,7 +124,7 @@ function main() {
   const head = [
     '# Benchmark results',
     '',
-    `Run: ${new Date(started).toISOString()} on ${process.platform}/${process.arch}, Node ${process.version}; \`npm run bench${quick ? ' -- --quick' : ''}${wanted.length ? ` -- ${wanted.join(' ')}` : ''}\`${quick ? ' (quick: smaller sizes and fewer rounds, verdicts indicative only)' : ''}.`,
+    `Run: ${new Date(started).toISOString()} on ${process.platform}/${process.arch}, Node ${process.version}; \`npm run bench${argv.length ? ` -- ${argv.join(' ')}` : ''}\`${quick ? ' (quick: smaller sizes and fewer rounds, verdicts indicative only)' : ''}.`,
     `Load average (1, 5, 15 min) before ${fmt(loadBefore)}, after ${fmt(loadavg())}; the machine's other work skews every ratio (see each file).`,
     '',
     '## Verdicts',
