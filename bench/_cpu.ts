@@ -1,10 +1,11 @@
 /*
  * CPU time per request of each side of a load run, from /proc: the serving process, the
- * autocannon client (the bench process itself) and every PostgreSQL process, and the share of the
- * machine left idle. On a 2-core machine shared by all three, this says which side bounds a
- * throughput ratio. Used by bench/ipv4.ts and bench/indicators.ts.
+ * autocannon client (the bench process itself) and the bench's own PostgreSQL cluster
+ * (bench/_pg-cluster.ts: its postmaster and children, never another PostgreSQL on the machine),
+ * and the share of the machine left idle. On a 2-core machine shared by all three, this says which
+ * side bounds a throughput ratio. Used by bench/ipv4.ts and bench/indicators.ts.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 
 export interface CpuPerRequest {
   /** µs of CPU per answered request. */
@@ -23,35 +24,30 @@ export interface CpuTicks {
 }
 
 /**
- * utime + stime of one process (all its threads), in clock ticks; 0 once it is gone. With
- * `reaped`, also the time of its children that exited and were waited for (cutime + cstime).
+ * Fields of /proc/<pid>/stat after the command name, null once the process is gone: [0] state,
+ * [1] ppid, [11] utime, [12] stime, [13] cutime, [14] cstime (clock ticks; proc(5)).
  */
-function processTicks(pid: number | 'self', reaped = false): number {
+export function procStatFields(pid: number | string): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]) + (reaped ? Number(fields[13]) + Number(fields[14]) : 0);
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return 0;
+    return null;
   }
 }
 
-export function cpuSnapshot(serverPid: number): CpuTicks {
-  let postgres = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      // A backend that exits during the run (a pool closing an idle connection) hands its time to
-      // the postmaster's reaped-children counters: counting those keeps the sum from going back.
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') postgres += processTicks(Number(pid), true);
-    } catch {
-      // exited while listed
-    }
-  }
+/** utime + stime of one process (all its threads), in clock ticks; 0 once it is gone. */
+function processTicks(pid: number | 'self'): number {
+  const fields = procStatFields(pid);
+  return fields ? Number(fields[11]) + Number(fields[12]) : 0;
+}
+
+/** `postgresTicks`: the bench cluster's CPU ticks so far (PgCluster.cpuTicks). */
+export function cpuSnapshot(serverPid: number, postgresTicks: () => number): CpuTicks {
   const machine = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
   const idle = machine[3]! + machine[4]!;
   const all = machine.reduce((a, b) => a + b, 0);
-  return { server: processTicks(serverPid), client: processTicks('self'), postgres, busy: all - idle, all };
+  return { server: processTicks(serverPid), client: processTicks('self'), postgres: postgresTicks(), busy: all - idle, all };
 }
 
 /** Ticks are 1/100 s (USER_HZ); over seconds of load the 10 ms grain is below 1%. */
@@ -77,4 +73,4 @@ export function cpuCells(cpu: CpuPerRequest): string {
 
 export const CPU_NOTE =
   'CPU µs/request: user + system time from /proc over the run, divided by the requests answered: the serving process, the autocannon client ' +
-  '(the bench process) and every PostgreSQL process; machine idle is from /proc/stat.';
+  '(the bench process) and the bench\'s private PostgreSQL cluster (its postmaster and children only: bench/_pg-cluster.ts); machine idle is from /proc/stat.';

@@ -11,8 +11,8 @@
  * Writes bench/results/indicators.md.
  *
  *   npx tsx bench/indicators.ts [--scale 0.25] [--duration 5] [--connections 32] [--fresh]
- *   DATABASE_URL (a server; default postgres://postgres@127.0.0.1:5432/postgres) names where the
- *   bench database is created.
+ *   PostgreSQL is a private cluster started for the run (bench/_pg-cluster.ts): the data is
+ *   generated anew each run and PostgreSQL CPU counts only that cluster's processes.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -24,6 +24,7 @@ import { CPU_COLUMNS, CPU_NOTE, cpuCells, cpuPerRequest, cpuSnapshot, cpuText, t
 import Fastify from 'fastify';
 import pg from 'pg';
 import { buildServerBundle, serverBundle } from './_server-bundle.ts';
+import { startPgCluster } from './_pg-cluster.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -37,7 +38,8 @@ const CONNECTIONS = flag('connections', 32);
 const ARCHIVE = Math.round(4_000_000 * SCALE);
 const MAIN = Math.round(200_000 * SCALE);
 const NAMED = Math.round(200_000 * SCALE);
-const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** The bench cluster's URL: set by main(), handed to the serving child as DATABASE_URL. */
+let SERVER_URL = process.env.DATABASE_URL ?? '';
 const DB_NAME = `rampart_bench_indicators_${String(SCALE).replace('.', '_')}`;
 
 function dbUrl(name: string): string {
@@ -147,10 +149,12 @@ interface Run {
 
 /** The serving child process (control plane and constant route), set once it runs. */
 let serverPid = 0;
+/** CPU ticks of the bench's PostgreSQL cluster, set once it runs. */
+let postgresTicks = () => 0;
 
 async function load(label: string, url: string, paths: string[], headers: Record<string, string>): Promise<Run> {
   let i = 0;
-  const before = cpuSnapshot(serverPid);
+  const before = cpuSnapshot(serverPid, postgresTicks);
   const result = await autocannon({
     url,
     connections: CONNECTIONS,
@@ -158,16 +162,19 @@ async function load(label: string, url: string, paths: string[], headers: Record
     headers,
     requests: [{ setupRequest: (req: { path: string }) => ({ ...req, path: paths[i++ % paths.length]! }) }],
   });
-  const cpu = cpuPerRequest(before, cpuSnapshot(serverPid), result.requests.total);
+  const cpu = cpuPerRequest(before, cpuSnapshot(serverPid, postgresTicks), result.requests.total);
   const run = { label, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors, cpu };
   console.log(`${label}: ${Math.round(run.rps).toLocaleString('en')} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, non-2xx ${run.non2xx}, errors ${run.errors}; ${cpuText(cpu)}`);
   return run;
 }
 
 async function main(): Promise<void> {
+  const cluster = await startPgCluster();
+  SERVER_URL = cluster.url;
+  postgresTicks = cluster.cpuTicks;
   await generate();
   buildServerBundle();
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve', '--scale', String(SCALE)], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve', '--scale', String(SCALE)], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, DATABASE_URL: cluster.url } });
   const ready = await new Promise<{ app: number; constant: number; key: string }>((resolve, reject) => {
     let buffer = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -198,7 +205,7 @@ async function main(): Promise<void> {
     const md = [
       '# File digest look-ups (bench/indicators.ts)',
       '',
-      `Run ${new Date().toISOString()}, Node ${process.version}, PostgreSQL, scale ${SCALE}: ${ARCHIVE.toLocaleString('en')} archived digests, ${MAIN.toLocaleString('en')} files in the main store, ${NAMED.toLocaleString('en')} domains and ${NAMED.toLocaleString('en')} URLs.`,
+      `Run ${new Date().toISOString()}, Node ${process.version}, ${cluster.describe()}, scale ${SCALE}: ${ARCHIVE.toLocaleString('en')} archived digests, ${MAIN.toLocaleString('en')} files in the main store, ${NAMED.toLocaleString('en')} domains and ${NAMED.toLocaleString('en')} URLs.`,
       `autocannon, ${CONNECTIONS} connections, ${DURATION} s per row, client and server on the same 2-core machine; the control plane with auth, coins and rate limiting on.`,
       '',
       `| route | req/s | p50 ms | p99 ms | ratio to constant | non-2xx + errors | ${CPU_COLUMNS} |`,
@@ -217,7 +224,9 @@ async function main(): Promise<void> {
     console.log('wrote bench/results/indicators.md');
     if (main.non2xx + main.errors + deep.non2xx + deep.errors > 0) process.exitCode = 1;
   } finally {
-    child.kill('SIGTERM');
+    // The server's connections close before the cluster stops (a fast shutdown would cut them).
+    if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'));
+    await cluster.stop();
   }
 }
 

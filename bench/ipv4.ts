@@ -17,13 +17,13 @@
  *
  *   npx tsx bench/ipv4.ts [--n 1000000] [--duration 5] [--connections 32] [--walk-seconds 30] [--rounds 5] [--fresh]
  *                         [--only lookup,ingest,flat,ipv4,walk]
- *   --n: a smaller data set generates in seconds (200,000: ~17 s) instead of minutes; BENCH_DB_PREFIX
- *   names the database (bench/gen-ipv4.ts).
+ *   --n: a smaller data set generates in seconds (200,000: ~17 s) instead of minutes.
  *   --only runs just the named parts (printed, results file not written): for working on one of them.
  *   Each load run also prints the CPU time per request of the server, the client and PostgreSQL
  *   (from /proc), which says which side bounds it on this machine.
  *   BENCH_CPU_PROF=<dir> runs the server with --cpu-prof and writes its profile into <dir> at the end.
- *   DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres).
+ *   PostgreSQL is a private cluster started for the run (bench/_pg-cluster.ts), so the data is
+ *   generated anew each run and PostgreSQL CPU counts only that cluster's processes.
  */
 import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,6 +34,7 @@ import autocannon from 'autocannon';
 import { BENCH_ORGS, benchDbUrl, benchIp, generateIpv4 } from './gen-ipv4.ts';
 import { buildServerBundle } from './_server-bundle.ts';
 import { CPU_COLUMNS, CPU_NOTE, cpuCells, cpuPerRequest, cpuSnapshot, cpuText, type CpuPerRequest } from './_cpu.ts';
+import { startPgCluster } from './_pg-cluster.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -45,7 +46,6 @@ const WALK_SECONDS = flag('walk-seconds', 30);
 const ROUNDS = flag('rounds', 5);
 /** Distinct addresses the look-ups rotate over. */
 const LOOKUP_PATHS = 5000;
-const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const KEYS = 32;
 const ONLY = args.includes('--only') ? new Set(args[args.indexOf('--only') + 1]!.split(',')) : null;
 const part = (name: string) => ONLY === null || ONLY.has(name);
@@ -63,6 +63,8 @@ const constantUrl = (ready: Ready) => `http://127.0.0.1:${ready.constant}`;
 
 /** The serving child process (control plane and constant route), set once it runs. */
 let serverPid = 0;
+/** CPU ticks of the bench's PostgreSQL cluster, set once it runs. */
+let postgresTicks = () => 0;
 
 interface Run {
   label: string;
@@ -74,9 +76,9 @@ interface Run {
 }
 
 async function load(label: string, opts: autocannon.Options): Promise<Run> {
-  const before = cpuSnapshot(serverPid);
+  const before = cpuSnapshot(serverPid, postgresTicks);
   const result = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...opts });
-  const cpu = cpuPerRequest(before, cpuSnapshot(serverPid), result.requests.total);
+  const cpu = cpuPerRequest(before, cpuSnapshot(serverPid, postgresTicks), result.requests.total);
   const run = { label, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad: result.non2xx + result.errors, cpu };
   console.log(`${label}: ${Math.round(run.rps).toLocaleString('en')} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, non-2xx + errors ${run.bad}; ${cpuText(cpu)}`);
   return run;
@@ -331,9 +333,11 @@ async function partial(ready: Ready, pid: number, appUrl: string, lookupRequest:
 }
 
 async function main(): Promise<void> {
-  await generateIpv4(SERVER_URL, N, args.includes('--fresh'));
+  const cluster = await startPgCluster();
+  postgresTicks = cluster.cpuTicks;
+  await generateIpv4(cluster.url, N, args.includes('--fresh'));
   buildServerBundle();
-  const serveEnv = { url: benchDbUrl(SERVER_URL, N).url, orgGids: Array.from({ length: KEYS }, (_, o) => `RMP-GID-BENCH${(o * 6) % BENCH_ORGS}`), free: process.env.BENCH_FREE === '1' };
+  const serveEnv = { url: benchDbUrl(cluster.url, N).url, orgGids: Array.from({ length: KEYS }, (_, o) => `RMP-GID-BENCH${(o * 6) % BENCH_ORGS}`), free: process.env.BENCH_FREE === '1' };
   const child = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), join(here, '_ipv4-serve.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_SERVE: JSON.stringify(serveEnv) } });
   const ready = await new Promise<Ready>((resolve, reject) => {
     let buffer = '';
@@ -382,7 +386,7 @@ async function main(): Promise<void> {
     const md = [
       '# IPv4 (bench/ipv4.ts)',
       '',
-      `Run ${new Date().toISOString()}, Node ${process.version}, PostgreSQL, ${N.toLocaleString('en')} generated IPv4 indicators (bench/gen-ipv4.ts) reported by ${BENCH_ORGS} organizations.`,
+      `Run ${new Date().toISOString()}, Node ${process.version}, PostgreSQL, ${N.toLocaleString('en')} generated IPv4 indicators (bench/gen-ipv4.ts) reported by ${BENCH_ORGS} organizations; ${cluster.describe()}.`,
       `autocannon, ${CONNECTIONS} connections, ${DURATION} s per row; client, server and PostgreSQL share one 2-core machine (shared with other work while this ran). Control plane with auth, ${process.env.BENCH_FREE === '1' ? 'coins priced 0 (BENCH_FREE=1 diagnostic)' : 'coins'} and rate limiting on; requests rotate over ${KEYS} organizations' keys.`,
       '',
       '## Look-ups and ingestion',
@@ -450,8 +454,10 @@ async function main(): Promise<void> {
     writeFileSync(join(here, 'results', out), md);
     console.log(`wrote bench/results/${out}`);
   } finally {
-    child.kill('SIGTERM');
+    // The server's connections close before the cluster stops (a fast shutdown would cut them).
+    if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'));
     rmSync(ready.staticDir, { recursive: true, force: true });
+    await cluster.stop();
   }
 }
 

@@ -192,6 +192,38 @@ describe.each(driverCases())('rollup store and job on $name', (driver) => {
     ]);
   });
 
+  it('scans the indicators once per group of organizations that share bands and delay, not once per organization', async () => {
+    await sqlOf(store).query(`update organizations set delay = '3600' where id = $1`, [other.org.id]);
+    const third = await seedOrg(store, { name: 'Rollup Third' });
+    const scans: number[][] = [];
+    const snapshot = store.rollups.snapshotBands.bind(store.rollups);
+    store.rollups.snapshotBands = (ids, ...rest) => {
+      scans.push([...ids].sort((x, y) => x - y));
+      return snapshot(ids, ...rest);
+    };
+    try {
+      await new Rollups(store, quiet).snapshotBands(now + 240);
+    } finally {
+      store.rollups.snapshotBands = snapshot;
+    }
+    const orgs = (await store.rollups.organizations()).map((o) => o.id);
+    expect(scans).toHaveLength(2);
+    expect(scans.find((ids) => ids.includes(other.org.id))).toEqual([other.org.id]);
+    expect(scans.find((ids) => ids.includes(acme.org.id))).toEqual(orgs.filter((id) => id !== other.org.id));
+    const rows = await sqlOf(store).query<{ org_id: string; at: string; low: number; medium: number; high: number; critical: number }>(
+      'select org_id, at, low, medium, high, critical from rollup_bands_daily where day = $1 order by org_id',
+      [day],
+    );
+    expect(rows.rows.map((r) => Number(r.org_id))).toEqual([...orgs].sort((x, y) => x - y));
+    expect(new Set(rows.rows.map((r) => Number(r.at)))).toEqual(new Set([now + 240]));
+    // The organizations of one group got the same counts, each in its own row.
+    const counts = (id: number) => {
+      const r = rows.rows.find((x) => Number(x.org_id) === id)!;
+      return [r.low, r.medium, r.high, r.critical];
+    };
+    expect(counts(third.org.id)).toEqual(counts(acme.org.id));
+  });
+
   it('prunes buckets older than the retention and keeps the rest', async () => {
     const old = day - 32 * DAY;
     await store.rollups.add({ reports: [{ orgId: acme.org.id, hour: old, n: 4 }, { orgId: acme.org.id, hour: day - 30 * DAY, n: 6 }], coins: [{ orgId: acme.org.id, day: old, n: 9 }] });

@@ -30,10 +30,12 @@ export interface ReportBatcherOptions {
   /** Most reports per transaction. */
   maxBatch?: number;
   /**
-   * Transactions in flight at once (PGlite has one connection: 1). At most one of them runs its
-   * statements; the others are committing (waiting for their WAL flush).
+   * Transactions in flight at once (PGlite has one connection: 1); at most `maxWorking` of them
+   * run their statements, the others are committing (waiting for their WAL flush).
    */
   maxInFlight?: number;
+  /** Transactions running their statements at once (default 1; PGlite can only run 1). */
+  maxWorking?: number;
   /** Called with each committed batch's timing (the metrics of /metrics). */
   observe?: (timing: BatchTiming) => void;
 }
@@ -45,25 +47,32 @@ interface Pending {
 }
 
 /**
- * Group commit for `POST /ips`. Requests that arrive while a transaction is running its
+ * Group commit for `POST /ips`. Requests that arrive while transactions are running their
  * statements wait for the next one, so under load one commit (and one turn on the feed clock)
- * serves many reports, while a lone report is written at once. One batch at a time runs its
- * statements: the next starts when the previous one only has its COMMIT left, so batches grow to
- * the number of requests waiting, and a batch's WAL flush overlaps the next batch's work. Each
- * caller's promise settles only after its batch committed: a 2xx is never sent for a report that
- * is not durable.
+ * serves many reports, while a lone report is written at once. At most `maxWorking` batches at a
+ * time (default 1) run their statements: another starts when one of them only has its COMMIT
+ * left, so batches grow with the number of requests waiting, and a batch's WAL flush overlaps the
+ * next batch's work. Each caller's promise settles only after its batch committed:
+ * a 2xx is never sent for a report that is not durable. A batch leaves its slot once its callers
+ * are answered; its notifications follow without holding up the next batch.
  */
 export class ReportBatcher {
   private queue: Pending[] = [];
   private inFlight = 0;
-  /** A batch is running its statements (not yet committing). */
-  private working = false;
+  /** Batches running their statements (not yet committing). */
+  private working = 0;
   private readonly maxBatch: number;
   private readonly maxInFlight: number;
+  private readonly maxWorking: number;
 
   constructor(private readonly options: ReportBatcherOptions) {
     this.maxBatch = options.maxBatch ?? 256;
-    this.maxInFlight = options.maxInFlight ?? (options.ingest.concurrent ? 2 : 1);
+    // One batch through its statements at a time by default, on PostgreSQL too: two at once
+    // (maxWorking 2) split the same waiting requests into batches half the size, and each report
+    // then cost PostgreSQL ~30% more CPU, which on a 2-core machine shared with the client lost
+    // more than the overlapped round trips won (bench/pg-ingest.ts, 2026-11-27).
+    this.maxInFlight = Math.max(1, options.maxInFlight ?? (options.ingest.concurrent ? 2 : 1));
+    this.maxWorking = Math.min(this.maxInFlight, Math.max(1, options.maxWorking ?? 1));
   }
 
   submit(item: Ipv4ReportItem): Promise<Ipv4ReportOutcome> {
@@ -74,26 +83,31 @@ export class ReportBatcher {
   }
 
   private drain(): void {
-    while (!this.working && this.inFlight < this.maxInFlight && this.queue.length > 0) {
+    while (this.working < this.maxWorking && this.inFlight < this.maxInFlight && this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
       this.inFlight += 1;
-      this.working = true;
+      this.working += 1;
       let committing = false;
+      let done = false;
       const release = () => {
         if (committing) return;
         committing = true;
-        this.working = false;
+        this.working -= 1;
         this.drain();
       };
-      void this.run(batch, release).finally(() => {
+      // Once its callers are answered the batch leaves its slot, before its notifications go out.
+      const settled = () => {
+        if (done) return;
+        done = true;
         this.inFlight -= 1;
         if (committing) this.drain();
         else release();
-      });
+      };
+      void this.run(batch, release, settled).finally(settled);
     }
   }
 
-  private async run(batch: Pending[], committing: () => void): Promise<void> {
+  private async run(batch: Pending[], committing: () => void, settled: () => void): Promise<void> {
     let result;
     const marks = { start: performance.now(), begun: 0, locked: 0, committing: 0 };
     try {
@@ -109,14 +123,16 @@ export class ReportBatcher {
       if (batch.length > 1) {
         // One failing report (or a deadlock victim) must not fail its neighbours: each alone.
         this.options.log.warn({ err, reports: batch.length }, 'ipv4 report batch failed, retrying one by one');
-        for (const p of batch) await this.run([p], committing);
+        for (const p of batch) await this.run([p], committing, () => {});
         return;
       }
       this.options.log.error({ err }, 'ipv4 report failed');
       for (const p of batch) p.reject(err);
       return;
     }
+    const committed = performance.now();
     batch.forEach((p, i) => p.resolve(result.outcomes[i]!));
+    settled();
     if (this.options.observe) {
       const seconds = (from: number, to: number) => (to - from) / 1000;
       this.options.observe({
@@ -124,7 +140,7 @@ export class ReportBatcher {
         begin: seconds(marks.start, marks.begun),
         lock: seconds(marks.begun, marks.locked),
         write: seconds(marks.locked, marks.committing),
-        commit: seconds(marks.committing, performance.now()),
+        commit: seconds(marks.committing, committed),
       });
     }
     // Notifications after the commit: a listener that reads at once sees the change.

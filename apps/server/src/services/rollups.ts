@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { OverviewHistoryResponse } from '@rampart/contracts';
 import type { Organization, Store } from '../store/index.ts';
-import { DAY, HOUR, type RollupCounts } from '../store/rollups.ts';
+import { DAY, HOUR, type BandBounds, type RollupCounts } from '../store/rollups.ts';
 import { visibleUpTo } from './envelope.ts';
 
 /** Buckets older than this are deleted: the 30 days the console shows plus the partial current one. */
@@ -67,19 +67,25 @@ export class Rollups {
     }
   }
 
-  /** Today's band snapshot of every organization (each in its own bands, its delay applied). */
+  /**
+   * Today's band snapshot of every organization (each in its own bands, its delay applied). The
+   * organizations that share bands and delay (most keep the defaults) share one scan of the
+   * indicators: one per organization made the job cost organizations × indicators.
+   */
   async snapshotBands(now = nowSeconds(), only: Organization | null = null): Promise<void> {
     const orgs = only ? [{ id: only.id, delay: only.delay }] : await this.store.rollups.organizations();
+    const groups = new Map<string, { ids: number[]; upTo: number | null; bands: BandBounds }>();
     for (const org of orgs) {
       const { document } = await this.store.settings.organizationCached(org.id);
       const { low_score, medium_score, high_score, critical_score } = document.live;
-      await this.store.rollups.snapshotBands(org.id, now, visibleUpTo(org as Organization, now), {
-        low: low_score as [number, number],
-        medium: medium_score as [number, number],
-        high: high_score as [number, number],
-        critical: critical_score as [number, number],
-      });
+      const bands = { low: low_score, medium: medium_score, high: high_score, critical: critical_score } as BandBounds;
+      const upTo = visibleUpTo(org as Organization, now);
+      const key = JSON.stringify([upTo, bands]);
+      const group = groups.get(key);
+      if (group) group.ids.push(org.id);
+      else groups.set(key, { ids: [org.id], upTo, bands });
     }
+    for (const { ids, upTo, bands } of groups.values()) await this.store.rollups.snapshotBands(ids, now, upTo, bands);
   }
 
   /** One run of the job: flush, sample agents; every 15th run also band snapshots and pruning. */

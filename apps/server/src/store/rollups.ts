@@ -101,11 +101,13 @@ export class RollupStore {
   }
 
   /**
-   * Counts the IPv4 indicators an organization sees now (`visibleUpTo`: its delay, null = none)
-   * by live score in its bands, the first band that matches winning (packages/scoring bandOf),
-   * and stores them as the day's snapshot (a later snapshot of the same day replaces it).
+   * Counts the IPv4 indicators the organizations `orgIds` see now (`visibleUpTo`: their delay,
+   * null = none) by live score in their bands, the first band that matches winning
+   * (packages/scoring bandOf), and stores them as each one's snapshot of the day (a later
+   * snapshot of the same day replaces it). One scan for all of them: organizations that share
+   * bands and delay share the count.
    */
-  async snapshotBands(orgId: number, now: number, visibleUpTo: number | null, bands: BandBounds): Promise<BandCounts> {
+  async snapshotBands(orgIds: number[], now: number, visibleUpTo: number | null, bands: BandBounds): Promise<BandCounts> {
     const res = await this.db.query<BandCounts>(
       `with live as materialized (
          select ${LIVE_SCORE} as s from ipv4_indicators where $3::bigint is null or ts <= $3::bigint
@@ -122,13 +124,15 @@ export class RollupStore {
          from banded
        )
        insert into rollup_bands_daily (org_id, day, low, medium, high, critical, at)
-       select $1::bigint, $2::bigint - $2::bigint % 86400, low, medium, high, critical, $2::bigint from counts
-       where exists (select 1 from organizations o where o.id = $1::bigint)
+       select o.id, $2::bigint - $2::bigint % 86400, low, medium, high, critical, $2::bigint
+       from counts cross join organizations o
+       where o.id = any ($1::bigint[])
+       order by o.id
        on conflict (org_id, day) do update set
          low = excluded.low, medium = excluded.medium, high = excluded.high, critical = excluded.critical, at = excluded.at
        where rollup_bands_daily.at <= excluded.at
        returning low, medium, high, critical`,
-      [orgId, now, visibleUpTo, ...bands.low, ...bands.medium, ...bands.high, ...bands.critical],
+      [orgIds, now, visibleUpTo, ...bands.low, ...bands.medium, ...bands.high, ...bands.critical],
     );
     const row = res.rows[0];
     return { low: Number(row?.low ?? 0), medium: Number(row?.medium ?? 0), high: Number(row?.high ?? 0), critical: Number(row?.critical ?? 0) };
