@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { FailPolicy, SourceOptionsBase, policyOptionsOf } from '@rampart/plugin-kit';
 import type { Detection, DetectionMode, LineParser, ReportCandidate, SourceDefinition } from '@rampart/plugin-kit';
-import { SOURCES, UnknownPluginError, findSource } from '../registry.ts';
+import { SOURCES, UnknownPluginError, findSource } from '../sources.ts';
 import { NeverBlock } from '../sync/never-block.ts';
 import { parseIpv4 } from '@rampart/contracts';
 
