@@ -89,7 +89,7 @@ export async function installAgent(o: InstallOptions, log: (line: string) => voi
     await put(rootPath(o.root, join(lib, 'rampart-agent.mjs')), await readFile(src.bundle), 0o644, log, join(lib, 'rampart-agent.mjs'));
     await copyTree(join(dirname(src.bundle), CHUNKS_DIR), rootPath(o.root, join(lib, CHUNKS_DIR)), join(lib, CHUNKS_DIR), log);
     await copyTree(src.packaging, rootPath(o.root, join(lib, PACKAGING_DIR)), join(lib, PACKAGING_DIR), log);
-    const wrapper = `#!/bin/sh\nexec ${o.node} ${join(lib, 'rampart-agent.mjs')} "$@"\n`;
+    const wrapper = wrapperScript(o.node, join(lib, 'rampart-agent.mjs'));
     await put(rootPath(o.root, join(o.prefix, 'bin/rampart-agent')), wrapper, 0o755, log, join(o.prefix, 'bin/rampart-agent'));
     const unit = unitFor(await readFile(join(src.packaging, 'rampart-agent.service'), 'utf8'), o.prefix, o.node);
     await put(rootPath(o.root, '/etc/systemd/system/rampart-agent.service'), unit, 0o644, log, '/etc/systemd/system/rampart-agent.service');
@@ -151,4 +151,14 @@ export async function installAgent(o: InstallOptions, log: (line: string) => voi
     await src.cleanup();
   }
   return 0;
+}
+
+/**
+ * The `rampart-agent` command placed in `<prefix>/bin` (the systemd unit runs node with its own
+ * flags). A small young generation, old-generation growth of 50% over the live data instead of
+ * V8's up to 4x, and one malloc arena keep `rampart-agent parse` on a 1,000,000-line auth.log
+ * under 80 MB of peak RSS (bench/parse.ts) at a few percent of its speed.
+ */
+export function wrapperScript(node: string, bundle: string): string {
+  return `#!/bin/sh\nexport MALLOC_ARENA_MAX="\${MALLOC_ARENA_MAX:-1}"\nexec ${node} --max-semi-space-size=1 --heap-growing-percent=50 ${bundle} "$@"\n`;
 }
