@@ -186,7 +186,7 @@ export function buildCli(io: CliIo = defaultIo, given?: Registry): Command {
       const [{ installAgent }, { LiveKeysError }] = await Promise.all([import('./commands/install.ts'), import('./commands/register.ts')]);
       try {
         const code = await installAgent(
-          { root: opts.root, prefix: opts.prefix, node: opts.node, adminKeyEnv: opts.adminKeyEnv, env: io.env, registry, ...(opts.server ? { server: opts.server } : {}), ...(opts.gaid ? { gaid: opts.gaid } : {}), ...(adminKey ? { adminKey } : {}) },
+          { root: opts.root, prefix: opts.prefix, node: opts.node, adminKeyEnv: opts.adminKeyEnv, env: io.env, registry, cli: import.meta.url, ...(opts.server ? { server: opts.server } : {}), ...(opts.gaid ? { gaid: opts.gaid } : {}), ...(adminKey ? { adminKey } : {}) },
           (line) => io.out(`${line}\n`),
         );
         if (code !== 0) throw new ExitError(code);

@@ -29,6 +29,11 @@ export interface InstallOptions {
   adminKeyEnv: string;
   env: Record<string, string | undefined>;
   registry: Registry;
+  /**
+   * URL of the CLI module that runs: in the bundle, its entry file (this module is in a chunk
+   * beside it), whose chunks and packaging are copied; from the sources, a bundle is built.
+   */
+  cli?: string;
 }
 
 export const PACKAGING_DIR = 'rampart-agent-packaging';
@@ -40,8 +45,8 @@ export function defaultGaid(host = hostname()): string {
 }
 
 /** The bundle to install and the packaging files: the running bundle, else one built from the sources. */
-async function sources(log: (line: string) => void): Promise<{ bundle: string; packaging: string; cleanup(): Promise<void> }> {
-  const here = fileURLToPath(import.meta.url);
+async function sources(log: (line: string) => void, cli: string = import.meta.url): Promise<{ bundle: string; packaging: string; cleanup(): Promise<void> }> {
+  const here = fileURLToPath(cli);
   if (here.endsWith('.mjs')) return { bundle: here, packaging: join(dirname(here), PACKAGING_DIR), cleanup: async () => {} };
   const tmp = await mkdtemp(join(tmpdir(), 'rampart-agent-install-'));
   const out = join(tmp, 'rampart-agent.mjs');
@@ -84,7 +89,7 @@ function hasUser(name: string): boolean {
 export async function installAgent(o: InstallOptions, log: (line: string) => void): Promise<number> {
   const onHost = o.root === '/';
   const lib = join(o.prefix, 'lib/rampart-agent');
-  const src = await sources(log);
+  const src = await sources(log, o.cli);
   try {
     await put(rootPath(o.root, join(lib, 'rampart-agent.mjs')), await readFile(src.bundle), 0o644, log, join(lib, 'rampart-agent.mjs'));
     await copyTree(join(dirname(src.bundle), CHUNKS_DIR), rootPath(o.root, join(lib, CHUNKS_DIR)), join(lib, CHUNKS_DIR), log);
