@@ -1,6 +1,9 @@
 /**
  * `rampart-agent parse` against `fail2ban-regex` (Debian package fail2ban) on one generated
- * 1,000,000-line OpenSSH auth.log, both timed as whole processes in the same run, plus a check
+ * 1,000,000-line OpenSSH auth.log, both timed as whole processes in the same run, alternating
+ * over RAMPART_BENCH_ROUNDS (5) rounds (median and range of time, peak RSS and the per-round
+ * speed ratio); the agent runs as installed: its bundle through the `rampart-agent` wrapper
+ * (apps/agent/src/commands/install.ts, with its node flags). Plus a check
  * that both find the same failures (same time, same address, same order) and how the addresses
  * compare with the generator's ground truth; then what each would block or report
  * (`rampart-agent parse --reports` against fail2ban's default jail, maxretry 5 in findtime 600 s,
@@ -8,16 +11,19 @@
  * some 600 s window. Writes bench/results/parse.md.
  *
  *   npx tsx bench/parse.ts            (RAMPART_BENCH_LINES=100000 for a quicker run,
- *                                      RAMPART_BENCH_SEED=7 for another generated log)
+ *                                      RAMPART_BENCH_SEED=7 for another generated log,
+ *                                      RAMPART_BENCH_ROUNDS=1 for one round)
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { wrapperScript } from '../apps/agent/src/commands/install.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const lines = Number(process.env.RAMPART_BENCH_LINES ?? 1_000_000);
+const rounds = Number(process.env.RAMPART_BENCH_ROUNDS ?? 5);
 const seed = process.env.RAMPART_BENCH_SEED;
 const generator = process.env.RAMPART_GEN_AUTHLOG ?? resolve(root, '../shared/bench/gen-authlog.py');
 const workDir = join(tmpdir(), 'rampart-bench');
@@ -51,15 +57,40 @@ function timed(command: string, args: string[]): Timed {
   return { stdout: r.stdout, stderr: r.stderr.slice(0, m.index), seconds: Number(m[1]), maxRssKb: Number(m[2]) };
 }
 
-const agentArgs = (mode: string, ...extra: string[]) => [join(root, 'apps/agent/bin/rampart-agent.js'), 'parse', '--source', 'ssh_log', '--mode', mode, ...extra, log];
+// The agent as installed: the bundle, run through the wrapper `install` writes.
+const bundleDir = mkdtempSync(join(tmpdir(), 'rampart-bench-parse-'));
+const built = spawnSync(process.execPath, [join(root, 'apps/agent/scripts/bundle.mjs'), join(bundleDir, 'rampart-agent.mjs')], { encoding: 'utf8' });
+if (built.status !== 0) fail(`bundle failed: ${built.stderr}`);
+const wrapper = join(bundleDir, 'rampart-agent');
+writeFileSync(wrapper, wrapperScript(process.execPath, join(bundleDir, 'rampart-agent.mjs')), { mode: 0o755 });
+const agentArgs = (mode: string, ...extra: string[]) => [wrapper, 'parse', '--source', 'ssh_log', '--mode', mode, ...extra, log];
 
-process.stdout.write(`bench/parse: ${lines} lines in ${log}\n`);
-const loadAtStart = loadavg().map((l) => l.toFixed(1)).join(', ');
-const agent = timed(process.execPath, agentArgs('normal'));
-const f2b = timed('/usr/bin/fail2ban-regex', ['-o', '<time> <ip>', log, filter]);
-const aggressive = timed(process.execPath, agentArgs('aggressive'));
-const reportsNormal = timed(process.execPath, agentArgs('normal', '--reports'));
-const reportsAggressive = timed(process.execPath, agentArgs('aggressive', '--reports'));
+process.stdout.write(`bench/parse: ${lines} lines in ${log}, ${rounds} rounds\n`);
+const load = () => loadavg().map((l) => l.toFixed(1)).join(', ');
+const loadAtStart = load();
+const agentRuns: Timed[] = [];
+const f2bRuns: Timed[] = [];
+// Alternating, the order swapped every round; each round's ratio compares the two of that round.
+for (let r = 0; r < rounds; r++) {
+  const runAgent = () => agentRuns.push(timed('/bin/sh', agentArgs('normal')));
+  const runF2b = () => f2bRuns.push(timed('/usr/bin/fail2ban-regex', ['-o', '<time> <ip>', log, filter]));
+  if (r % 2 === 0) {
+    runAgent();
+    runF2b();
+  } else {
+    runF2b();
+    runAgent();
+  }
+  if (agentRuns[r]!.stdout !== agentRuns[0]!.stdout || f2bRuns[r]!.stdout !== f2bRuns[0]!.stdout) fail(`round ${r + 1} printed other detections than round 1`);
+  process.stdout.write(`round ${r + 1}: agent ${agentRuns[r]!.seconds.toFixed(2)} s ${Math.round(agentRuns[r]!.maxRssKb / 1024)} MB, fail2ban-regex ${f2bRuns[r]!.seconds.toFixed(2)} s; load ${load()}\n`);
+}
+const loadAtEnd = load();
+const agent = agentRuns[0]!;
+const f2b = f2bRuns[0]!;
+const aggressive = timed('/bin/sh', agentArgs('aggressive'));
+const reportsNormal = timed('/bin/sh', agentArgs('normal', '--reports'));
+const reportsAggressive = timed('/bin/sh', agentArgs('aggressive', '--reports'));
+rmSync(bundleDir, { recursive: true, force: true });
 
 type Hit = [ts: number, ip: string];
 const agentHits: Hit[] = agent.stdout.split('\n').filter(Boolean).map((l) => {
@@ -142,25 +173,40 @@ if (lines === 1_000_000) {
   writeFileSync(seedsFile, `${JSON.stringify(seedRows, null, 2)}\n`);
 }
 
-const agentRate = lines / agent.seconds;
-const f2bRate = lines / f2b.seconds;
-const ratio = agentRate / f2bRate;
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const spread = (xs: number[], digits: number) => `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
+const ratios = agentRuns.map((a, i) => f2bRuns[i]!.seconds / a.seconds);
+const ratio = median(ratios);
+const agentPeakMb = agentRuns.map((t) => t.maxRssKb / 1024);
+const verdict = (ok: boolean) => (ok ? 'met' : 'missed');
 const row = (name: string, t: Timed, hits: number, ips: number) =>
   `| ${name} | ${t.seconds.toFixed(2)} | ${Math.round(lines / t.seconds).toLocaleString('en')} | ${Math.round(t.maxRssKb / 1024)} | ${hits} | ${ips} |`;
+const roundsRow = (name: string, runs: Timed[], hits: number, ips: number) =>
+  `| ${name} | ${spread(runs.map((t) => t.seconds), 2)} | ${Math.round(lines / median(runs.map((t) => t.seconds))).toLocaleString('en')} | ${spread(runs.map((t) => t.maxRssKb / 1024), 0)} | ${hits} | ${ips} |`;
 const report = `## parse — \`rampart-agent parse\` vs \`fail2ban-regex\`
 
 Input: ${lines.toLocaleString('en')}-line OpenSSH auth.log from \`gen-authlog.py\` (${log}); both timed as
-whole processes (start-up included) in the same run, one after the other, on ${process.platform}/${process.arch},
-Node ${process.version}. Baseline: \`fail2ban-regex -o "<time> <ip>" <log> ${filter}\`.
-Run at ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; load average at start ${loadAtStart} (1, 5, 15 min; the machine is shared).
+whole processes (start-up included, \`/usr/bin/time\` for wall time and peak RSS) in the same run, ${rounds} rounds
+alternating (order swapped every round), on ${process.platform}/${process.arch}, Node ${process.version}. The agent as
+installed: the bundle through the \`rampart-agent\` wrapper (\`--max-semi-space-size=1 --heap-growing-percent=50\`,
+\`MALLOC_ARENA_MAX=1\`). Baseline: \`fail2ban-regex -o "<time> <ip>" <log> ${filter}\`.
+Run at ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; load average ${loadAtStart} at start, ${loadAtEnd} at the end
+(1, 5, 15 min; 2 cores, shared with other work). Median (min–max) over the rounds.
 
 | run | seconds | lines/s | max RSS MB | detections | addresses |
 |---|---|---|---|---|---|
-${row('rampart-agent parse --source ssh_log (normal)', agent, agentHits.length, agentIps.size)}
-${row('fail2ban-regex sshd (normal)', f2b, f2bHits.length, f2bIps.size)}
-${row('rampart-agent parse --source ssh_log --mode aggressive', aggressive, aggressiveCount, aggressiveIps.size)}
+${roundsRow('rampart-agent parse --source ssh_log (normal)', agentRuns, agentHits.length, agentIps.size)}
+${roundsRow('fail2ban-regex sshd (normal)', f2bRuns, f2bHits.length, f2bIps.size)}
+${row('rampart-agent parse --source ssh_log --mode aggressive (one run)', aggressive, aggressiveCount, aggressiveIps.size)}
 
-**Speed: ${ratio.toFixed(1)}× fail2ban-regex** (target ≥ 5×).
+| target | measured | verdict |
+|---|---|---|
+| parse peak RSS ≤ 80 MB on ${lines.toLocaleString('en')} lines | ${spread(agentPeakMb, 1)} MB | ${verdict(median(agentPeakMb) <= 80)} |
+| parse ≥ 10× fail2ban-regex (per-round ratio of wall times) | ${spread(ratios, 1)}× | ${verdict(ratio >= 10)} |
 
 Same findings: ${firstDifference === -1 ? `yes — all ${agentHits.length} detections have the same time and address, in the same order` : `NO — first difference at detection ${firstDifference}`}; address sets ${sameSet ? 'identical' : `differ (${minus(agentIps, f2bIps).length} only in the agent, ${minus(f2bIps, agentIps).length} only in fail2ban)`}.
 

@@ -91,7 +91,9 @@ describe('rampart-agent install into a clean root', { timeout: 180_000 }, () => 
       expect(readFileSync(join(lib, 'rampart-agent-packaging', f)).equals(packaging(f))).toBe(true);
       expect(mode(join(lib, 'rampart-agent-packaging', f))).toBe('0644');
     }
-    expect(readFileSync(join(root, 'usr/bin/rampart-agent'), 'utf8')).toBe('#!/bin/sh\nexec /usr/bin/node /usr/lib/rampart-agent/rampart-agent.mjs "$@"\n');
+    expect(readFileSync(join(root, 'usr/bin/rampart-agent'), 'utf8')).toBe(
+      '#!/bin/sh\nexport MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}"\nexec /usr/bin/node --max-semi-space-size=1 --heap-growing-percent=50 /usr/lib/rampart-agent/rampart-agent.mjs "$@"\n',
+    );
     expect(mode(join(root, 'usr/bin/rampart-agent'))).toBe('0755');
     // With /usr and /usr/bin/node the unit is the packaged one, byte for byte.
     expect(readFileSync(join(root, 'etc/systemd/system/rampart-agent.service')).equals(packaging('rampart-agent.service'))).toBe(true);
@@ -153,7 +155,9 @@ describe('rampart-agent install into a clean root', { timeout: 180_000 }, () => 
     const r = await run([bundle, 'install', '--root', other, '--prefix', '/opt/rampart', '--gaid', 'RMP-AGENT-ID-opt', '--node', '/opt/node/bin/node']);
     expect(r.code, r.err).toBe(0);
     expect(r.out.split('\n').at(-2)).toBe('not registered: pass --server <url> with RAMPART_ADMIN_KEY set, or run rampart-agent register later');
-    expect(readFileSync(join(other, 'opt/rampart/bin/rampart-agent'), 'utf8')).toBe('#!/bin/sh\nexec /opt/node/bin/node /opt/rampart/lib/rampart-agent/rampart-agent.mjs "$@"\n');
+    expect(readFileSync(join(other, 'opt/rampart/bin/rampart-agent'), 'utf8')).toBe(
+      '#!/bin/sh\nexport MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}"\nexec /opt/node/bin/node --max-semi-space-size=1 --heap-growing-percent=50 /opt/rampart/lib/rampart-agent/rampart-agent.mjs "$@"\n',
+    );
     const unit = readFileSync(join(other, 'etc/systemd/system/rampart-agent.service'), 'utf8');
     expect(unit).toBe(
       packaging('rampart-agent.service')

@@ -25,8 +25,9 @@ import { NeverBlock, hostAddresses } from './sync/never-block.ts';
 import { Syncer, syncerOptionsOf, type SyncerOptions } from './sync/syncer.ts';
 import { NamedKinds } from './sync/named-kinds.ts';
 import { namedNeverBlockOf, type NamedNeverBlock } from './sync/named-never-block.ts';
+import { AGENT_VERSION } from './defaults.ts';
 
-export const AGENT_VERSION = 'v0.1.0';
+export { AGENT_VERSION };
 
 export interface AgentOptions {
   file: AgentFileConfig;

@@ -1,15 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { maskSecrets } from '@rampart/contracts';
-import { Agent, AGENT_VERSION } from './agent.ts';
-import { DEFAULT_CONFIG_PATH, readAgentConfig, validateAgentText } from './config/read.ts';
+import { AGENT_VERSION, DEFAULT_CONFIG_PATH } from './defaults.ts';
 import type { AgentFileConfig, ConfigProblem } from './config/load.ts';
-import { REGISTRY, secretKeysOfRegistry, type Registry } from './registry.ts';
-import { createLogger } from './runtime/logger.ts';
-import { LiveKeysError, registerAgent } from './commands/register.ts';
-import { installAgent } from './commands/install.ts';
-import { agentStatus } from './commands/status.ts';
+import type { Registry } from './registry.ts';
+
+/*
+ * Each command loads what it needs when it runs: `parse` (a source's parser over a log) must not
+ * carry the daemon, every enforcer plugin and their schemas (~20 MB of heap), and `run` loads
+ * them once it starts.
+ */
+const registryOf = async (given: Registry | undefined): Promise<Registry> => given ?? (await import('./registry.ts')).REGISTRY;
 
 export interface CliIo {
   out(text: string): void;
@@ -29,6 +30,7 @@ function printProblems(io: CliIo, file: string, problems: ConfigProblem[]): void
 }
 
 async function loadOrExit(path: string, io: CliIo, registry: Registry): Promise<AgentFileConfig> {
+  const { readAgentConfig } = await import('./config/read.ts');
   const { config, problems } = await readAgentConfig(path, io.env, registry);
   if (!config) {
     printProblems(io, path, problems);
@@ -43,7 +45,8 @@ export class ExitError extends Error {
   }
 }
 
-export function buildCli(io: CliIo = defaultIo, registry: Registry = REGISTRY): Command {
+/** `registry` defaults to every plugin of this build (registry.ts), loaded by the command that needs it. */
+export function buildCli(io: CliIo = defaultIo, given?: Registry): Command {
   const program = new Command('rampart-agent')
     .description('Rampart agent: reads detection sources, reports attackers, enforces the block list')
     .version(AGENT_VERSION)
@@ -56,7 +59,14 @@ export function buildCli(io: CliIo = defaultIo, registry: Registry = REGISTRY): 
     .description('run the agent until SIGTERM/SIGINT; SIGHUP reloads the configuration file')
     .addOption(configOption())
     .action(async (opts: { config: string }) => {
+      const registry = await registryOf(given);
       const file = await loadOrExit(opts.config, io, registry);
+      const [{ Agent }, { createLogger }, { secretKeysOfRegistry }, { readAgentConfig }] = await Promise.all([
+        import('./agent.ts'),
+        import('./runtime/logger.ts'),
+        import('./registry.ts'),
+        import('./config/read.ts'),
+      ]);
       const log = createLogger(file.local.log_level, undefined, secretKeysOfRegistry(registry));
       const agent = new Agent({ file, log });
       await agent.start();
@@ -98,7 +108,8 @@ export function buildCli(io: CliIo = defaultIo, registry: Registry = REGISTRY): 
         io.err(`${path}: cannot read: ${(err as Error).message}\n`);
         throw new ExitError(2);
       }
-      const { config, problems } = validateAgentText(text, io.env, registry);
+      const { validateAgentText } = await import('./config/read.ts');
+      const { config, problems } = validateAgentText(text, io.env, await registryOf(given));
       if (!config) {
         printProblems(io, path, problems);
         throw new ExitError(1);
@@ -115,7 +126,9 @@ export function buildCli(io: CliIo = defaultIo, registry: Registry = REGISTRY): 
     .description('print the settings the agent runs with (file merged with the last server document), secrets redacted')
     .addOption(configOption())
     .action(async (opts: { config: string }) => {
+      const registry = await registryOf(given);
       const file = await loadOrExit(opts.config, io, registry);
+      const [{ maskSecrets }, { secretKeysOfRegistry }] = await Promise.all([import('@rampart/contracts'), import('./registry.ts')]);
       let settings: unknown = file.settings;
       let organization: unknown;
       let origin = 'local';
@@ -142,7 +155,8 @@ export function buildCli(io: CliIo = defaultIo, registry: Registry = REGISTRY): 
     .option('--no-token', 'register only; do not issue an agent key')
     .option('--rotate', 'issue a new key even when one is live, and revoke every other live key of this agent')
     .action(async (opts: { config: string; adminKeyEnv: string; tokenTtlDays?: number; token: boolean; rotate?: boolean }) => {
-      const file = await loadOrExit(opts.config, io, registry);
+      const file = await loadOrExit(opts.config, io, await registryOf(given));
+      const { LiveKeysError, registerAgent } = await import('./commands/register.ts');
       const adminKey = io.env[opts.adminKeyEnv];
       if (!adminKey) {
         io.err(`register: set ${opts.adminKeyEnv} to an organization admin API key\n`);
@@ -168,9 +182,11 @@ export function buildCli(io: CliIo = defaultIo, registry: Registry = REGISTRY): 
     .addOption(new Option('--admin-key-env <name>', 'environment variable holding an organization admin API key').default('RAMPART_ADMIN_KEY'))
     .action(async (opts: { root: string; prefix: string; server?: string; gaid?: string; node: string; adminKeyEnv: string }) => {
       const adminKey = io.env[opts.adminKeyEnv];
+      const registry = await registryOf(given);
+      const [{ installAgent }, { LiveKeysError }] = await Promise.all([import('./commands/install.ts'), import('./commands/register.ts')]);
       try {
         const code = await installAgent(
-          { root: opts.root, prefix: opts.prefix, node: opts.node, adminKeyEnv: opts.adminKeyEnv, env: io.env, registry, ...(opts.server ? { server: opts.server } : {}), ...(opts.gaid ? { gaid: opts.gaid } : {}), ...(adminKey ? { adminKey } : {}) },
+          { root: opts.root, prefix: opts.prefix, node: opts.node, adminKeyEnv: opts.adminKeyEnv, env: io.env, registry, cli: import.meta.url, ...(opts.server ? { server: opts.server } : {}), ...(opts.gaid ? { gaid: opts.gaid } : {}), ...(adminKey ? { adminKey } : {}) },
           (line) => io.out(`${line}\n`),
         );
         if (code !== 0) throw new ExitError(code);
@@ -186,7 +202,8 @@ export function buildCli(io: CliIo = defaultIo, registry: Registry = REGISTRY): 
     .description('what is enforced, the last sync and the spool depth (from the running agent, else from the state directory)')
     .addOption(configOption())
     .action(async (opts: { config: string }) => {
-      const file = await loadOrExit(opts.config, io, registry);
+      const file = await loadOrExit(opts.config, io, await registryOf(given));
+      const { agentStatus } = await import('./commands/status.ts');
       const { source, status } = await agentStatus(file);
       io.out(`${JSON.stringify({ from: source, ...status }, null, 2)}\n`);
     });
@@ -212,7 +229,7 @@ export function buildCli(io: CliIo = defaultIo, registry: Registry = REGISTRY): 
 }
 
 /** Runs the CLI; resolves with the exit code. */
-export async function runCli(argv: string[], io: CliIo = defaultIo, registry: Registry = REGISTRY): Promise<number> {
+export async function runCli(argv: string[], io: CliIo = defaultIo, registry?: Registry): Promise<number> {
   const program = buildCli(io, registry);
   try {
     await program.parseAsync(argv, { from: 'user' });

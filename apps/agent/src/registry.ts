@@ -1,4 +1,4 @@
-import { enforcerByBackend, type EnforcerDefinition, type SourceDefinition } from '@rampart/plugin-kit';
+import { enforcerByBackend, type EnforcerDefinition } from '@rampart/plugin-kit';
 import { AgentConfig, secretKeysOf } from '@rampart/contracts';
 import { DRY_RUN_LABEL, dryRunEnforcer } from '@rampart/enforcer-dry-run';
 import { nftablesEnforcer } from '@rampart/enforcer-nftables';
@@ -20,11 +20,9 @@ import { cloudflareEnforcer } from '@rampart/enforcer-cloudflare';
 import { awsEnforcer } from '@rampart/enforcer-aws';
 import { squidEnforcer } from '@rampart/enforcer-squid';
 import { openDxlTieEnforcer } from '@rampart/enforcer-opendxl-tie';
-import { sshdSource } from '@rampart/source-sshd';
-import { modsecuritySource } from '@rampart/source-modsecurity';
-import { bridgeFilterLogSource, netfilterLogSource } from '@rampart/source-netfilter-log';
-import { jsonSource } from '@rampart/source-json';
-import { cloudflareSource } from '@rampart/source-cloudflare';
+import { SOURCES, UnknownPluginError, type AnySource } from './sources.ts';
+
+export { SOURCES, UnknownPluginError, findSource } from './sources.ts';
 
 /*
  * Every plugin the agent can run, listed by hand (conventions §6): no directory scanning, so
@@ -32,19 +30,7 @@ import { cloudflareSource } from '@rampart/source-cloudflare';
  */
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each definition validates its own config type
-type AnySource = SourceDefinition<any>;
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyEnforcer = EnforcerDefinition<any>;
-
-/** Detection sources by the `ids` label they serve. */
-export const SOURCES: ReadonlyMap<string, AnySource> = new Map<string, AnySource>([
-  [sshdSource.serves, sshdSource],
-  [modsecuritySource.serves, modsecuritySource],
-  [netfilterLogSource.serves, netfilterLogSource],
-  [bridgeFilterLogSource.serves, bridgeFilterLogSource],
-  [jsonSource.serves, jsonSource],
-  [cloudflareSource.serves, cloudflareSource],
-]);
 
 /**
  * `packet_filter` is served by two plugins; `options.backend` picks one (nftables by default),
@@ -82,23 +68,6 @@ export const ENFORCERS: ReadonlyMap<string, AnyEnforcer> = new Map<string, AnyEn
     dryRunEnforcer,
   ].map((definition): [string, AnyEnforcer] => [definition.serves, definition]),
 );
-
-export class UnknownPluginError extends Error {
-  constructor(
-    readonly kind: 'source' | 'enforcer',
-    readonly label: string,
-    readonly known: string[],
-  ) {
-    super(`no ${kind} for '${label}'; known ${kind}s: ${known.length ? known.join(', ') : '(none)'}`);
-    this.name = 'UnknownPluginError';
-  }
-}
-
-export function findSource(label: string, sources: ReadonlyMap<string, AnySource> = SOURCES): AnySource {
-  const found = sources.get(label);
-  if (!found) throw new UnknownPluginError('source', label, [...sources.keys()].sort());
-  return found;
-}
 
 export function findEnforcer(label: string, enforcers: ReadonlyMap<string, AnyEnforcer> = ENFORCERS): AnyEnforcer {
   const found = enforcers.get(label);

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, type CliIo } from '../src/cli.ts';
-import { defaultGaid, unitFor } from '../src/commands/install.ts';
+import { spawnSync } from 'node:child_process';
+import { defaultGaid, unitFor, wrapperScript } from '../src/commands/install.ts';
 
 /*
  * `install` from the sources (it builds the bundle first), in this process; the bundled form,
@@ -34,6 +35,20 @@ describe('rampart-agent install from the sources', { timeout: 120_000 }, () => {
     expect(lines.at(-2)).toBe('not registered: set RAMPART_ADMIN_KEY to an organization admin API key, then run rampart-agent register');
     const config = JSON.parse(await readFile(join(root, 'etc/rampart-agent/agent.json'), 'utf8')) as { control_plane_url: string; gaid: string };
     expect([config.control_plane_url, config.gaid]).toEqual(['https://rampart.example.org/api/v1', 'RMP-AGENT-ID-src1']);
+  });
+
+  it('places a wrapper whose node flags this node accepts: parse through it prints the detections', async () => {
+    expect(wrapperScript('/n/node', '/usr/lib/rampart-agent/rampart-agent.mjs')).toBe(
+      '#!/bin/sh\nexport MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}"\nexec /n/node --max-semi-space-size=1 --heap-growing-percent=50 /usr/lib/rampart-agent/rampart-agent.mjs "$@"\n',
+    );
+    const wrapper = join(root, 'wrapper.sh');
+    await writeFile(wrapper, wrapperScript(process.execPath, join(root, 'usr/lib/rampart-agent/rampart-agent.mjs')));
+    const log = join(root, 'auth.log');
+    await writeFile(log, 'Mar  1 00:00:01 host sshd[7]: Failed password for root from 203.0.113.9 port 4711 ssh2\n');
+    const r = spawnSync('sh', [wrapper, 'parse', '--source', 'ssh_log', log], { encoding: 'utf8', env: { ...process.env, TZ: 'UTC' } });
+    expect(r.stderr).toContain('read 1 lines');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^\{"ts":\d+,"ip":"203\.0\.113\.9","source":"ssh_log","kind":"auth_failure","attempts":1\}\n$/);
   });
 
   it('keeps an existing agent.json and fails (exit 1) naming its problems', async () => {

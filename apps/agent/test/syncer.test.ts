@@ -1,5 +1,7 @@
 import { mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { AddressInfo } from 'node:net';
@@ -39,7 +41,7 @@ describe('syncer', () => {
   let force = false;
   let metrics: AgentMetrics;
 
-  async function makeSyncer() {
+  async function makeSyncer(overrides: { maximumRules?: number; pageSize?: number; gc?: () => void } = {}) {
     const port = (app.server.address() as AddressInfo).port;
     state = new BlockState(new NeverBlock({ ownAddresses: [], controlPlane: [], reservedIps: [], allowList: [] }));
     const enforcer = await dryRunEnforcer.create(DryRunConfig.parse({ active: true, path: dryRunPath }), { log });
@@ -49,11 +51,12 @@ describe('syncer', () => {
       state,
       feedState: new FeedStateFile(dir),
       enforcers: () => enforcers,
-      policy: () => ({ threshold: 100, maximumRules: 1000 }),
+      policy: () => ({ threshold: 100, maximumRules: overrides.maximumRules ?? 1000 }),
       gaid: () => undefined,
       log,
       metrics,
-      options: () => ({ pageSize: 3, forceSync: force, maxRemovalFraction: 0.5, minGuardedRemovals: 2, saveEveryMs: 0, enforcerTimeoutMs }),
+      options: () => ({ pageSize: overrides.pageSize ?? 3, forceSync: force, maxRemovalFraction: 0.5, minGuardedRemovals: 2, saveEveryMs: 0, enforcerTimeoutMs }),
+      ...(overrides.gc ? { gc: overrides.gc } : {}),
     });
     enforcers = [syncer.worker('dry_run', enforcer)];
   }
@@ -183,6 +186,44 @@ describe('syncer', () => {
     expect(await gauge('enforcerCut')).toEqual({ dry_run: 0, small: 3 });
     await settled(syncer.withdraw());
     expect(await gauge('enforcerEntries')).toEqual({ dry_run: 0, small: 0 });
+  });
+
+  it('after a large replace, collects once nothing holds the list handed to the enforcer any more', async () => {
+    // The packaged agent runs with --expose-gc; here the collector is exposed for this test only.
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    const count = 10_001; // above the large-change bound (10,000)
+    world.records = Array.from({ length: count }, (_, i) => ({ ip: `45.${70 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`, score: 400, ts: now - 100, decision: null, ttl: null }));
+    world.list = [];
+    let handed: WeakRef<object> | undefined;
+    const collections: boolean[] = [];
+    let collected!: () => void;
+    const gcDone = new Promise<void>((resolve) => (collected = resolve));
+    await syncer.stop();
+    await makeSyncer({
+      maximumRules: 20_000,
+      pageSize: 20_000,
+      gc: () => {
+        collect();
+        collections.push(handed?.deref() === undefined);
+        collected();
+      },
+    });
+    const inner = enforcers[0]!.enforcer;
+    const watching: Enforcer = {
+      ...inner,
+      capacity: inner.capacity,
+      sync: (desired, signal) => {
+        handed = new WeakRef(desired);
+        return inner.sync(desired, signal);
+      },
+    };
+    enforcers[0] = syncer.worker('dry_run', watching);
+    await settled(syncer.incremental());
+    await gcDone;
+    expect((await enforced()).length).toBe(count);
+    // Collected once, when the list of 10,001 entries was garbage (not while the worker still held it).
+    expect(collections).toEqual([true]);
   });
 
   describe('isolation: each enforcer on its own queue', () => {

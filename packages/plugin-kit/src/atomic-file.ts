@@ -1,6 +1,5 @@
 import { open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { randomBytes } from 'node:crypto';
 
 /**
  * Writes `path` so that a reader (pfctl, nginx, HAProxy, a CSV consumer) sees either the old or
@@ -10,7 +9,8 @@ import { randomBytes } from 'node:crypto';
  */
 export async function writeFileAtomic(path: string, data: string, mode = 0o644, mtime?: Date): Promise<void> {
   const dir = dirname(path);
-  const tmp = join(dir, `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
+  // node:crypto is loaded by the first write, not with plugin-kit (`rampart-agent parse` writes none).
+  const tmp = join(dir, `.${basename(path)}.${process.getBuiltinModule('node:crypto').randomBytes(6).toString('hex')}.tmp`);
   const handle = await open(tmp, 'w', mode);
   try {
     await handle.writeFile(data, 'utf8');

@@ -1,5 +1,5 @@
-import https from 'node:https';
-import tls from 'node:tls';
+import type https from 'node:https';
+import type tls from 'node:tls';
 import type { Duplex } from 'node:stream';
 
 /*
@@ -14,6 +14,18 @@ export interface TrustOptions {
   fingerprint256?: string;
 }
 
+/** What plugins hold: an `https.Agent` that checks the pin (see `createPinnedAgent`). */
+export type PinnedAgent = https.Agent;
+
+/*
+ * node:https and node:tls (~7 MB of RSS once loaded) are loaded by the first pinned agent, not
+ * with plugin-kit: most agents, and `rampart-agent parse`, never talk HTTPS to an appliance.
+ */
+const builtin = <ID extends 'node:https' | 'node:tls'>(id: ID) => process.getBuiltinModule(id);
+
+type PinnedAgentClass = new (trust: TrustOptions, mismatch: (message: string) => Error) => https.Agent;
+let pinnedAgentClass: PinnedAgentClass | undefined;
+
 /**
  * Keeps connections open (one TLS handshake for thousands of calls) and checks the pin before a
  * connection is handed to a request, so that no byte of a request (each may carry a password) is
@@ -22,34 +34,42 @@ export interface TrustOptions {
  * CAs verify the server as usual; verification is never off. `mismatch` makes the plugin's own
  * error for a certificate that does not match the pin.
  */
-export class PinnedAgent extends https.Agent {
-  readonly #trust: TrustOptions;
-  readonly #mismatch: (message: string) => Error;
+export function createPinnedAgent(trust: TrustOptions, mismatch: (message: string) => Error): PinnedAgent {
+  pinnedAgentClass ??= definePinnedAgent();
+  return new pinnedAgentClass(trust, mismatch);
+}
 
-  constructor(trust: TrustOptions, mismatch: (message: string) => Error) {
-    super({ keepAlive: true, maxSockets: 2 });
-    this.#trust = trust;
-    this.#mismatch = mismatch;
-  }
+function definePinnedAgent(): PinnedAgentClass {
+  class PinnedAgent extends builtin('node:https').Agent {
+    readonly #trust: TrustOptions;
+    readonly #mismatch: (message: string) => Error;
 
-  override createConnection(options: https.RequestOptions, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
-    const { ca, fingerprint256 } = this.#trust;
-    const socket = tls.connect({ ...(options as tls.ConnectionOptions), ...(ca ? { ca } : {}), rejectUnauthorized: Boolean(ca) || !fingerprint256 });
-    const done = callback!;
-    const onError = (err: Error) => done(err, socket);
-    socket.once('error', onError);
-    socket.once('secureConnect', () => {
-      socket.removeListener('error', onError);
-      const seen = socket.getPeerCertificate().fingerprint256;
-      if (fingerprint256 && seen !== fingerprint256) {
-        socket.destroy();
-        done(this.#mismatch(`server certificate ${seen} does not match the pinned fingerprint`), socket);
-        return;
-      }
-      done(null, socket);
-    });
-    return undefined;
+    constructor(trust: TrustOptions, mismatch: (message: string) => Error) {
+      super({ keepAlive: true, maxSockets: 2 });
+      this.#trust = trust;
+      this.#mismatch = mismatch;
+    }
+
+    override createConnection(options: https.RequestOptions, callback?: (err: Error | null, stream: Duplex) => void): Duplex | null | undefined {
+      const { ca, fingerprint256 } = this.#trust;
+      const socket = builtin('node:tls').connect({ ...(options as tls.ConnectionOptions), ...(ca ? { ca } : {}), rejectUnauthorized: Boolean(ca) || !fingerprint256 });
+      const done = callback!;
+      const onError = (err: Error) => done(err, socket);
+      socket.once('error', onError);
+      socket.once('secureConnect', () => {
+        socket.removeListener('error', onError);
+        const seen = socket.getPeerCertificate().fingerprint256;
+        if (fingerprint256 && seen !== fingerprint256) {
+          socket.destroy();
+          done(this.#mismatch(`server certificate ${seen} does not match the pinned fingerprint`), socket);
+          return;
+        }
+        done(null, socket);
+      });
+      return undefined;
+    }
   }
+  return PinnedAgent;
 }
 
 /** What a JSON management API answered: the status, the raw text, and the parsed JSON (undefined when the body is not JSON). */
@@ -74,7 +94,7 @@ export function requestJson(
   const timeout = AbortSignal.timeout(o.timeoutMs);
   const signal = o.signal;
   return new Promise<JsonReply>((resolve, reject) => {
-    const req = https.request(
+    const req = builtin('node:https').request(
       url,
       {
         method: o.method,

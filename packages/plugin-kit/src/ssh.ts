@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Client, ClientChannel, ConnectConfig } from 'ssh2';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
@@ -27,7 +26,8 @@ export interface SshTarget {
 
 /** The OpenSSH-style fingerprint of a raw host key. */
 export function sha256Fingerprint(key: Buffer): string {
-  return `SHA256:${createHash('sha256').update(key).digest('base64').replace(/=+$/, '')}`;
+  // node:crypto is loaded when a host key is checked, not with plugin-kit.
+  return `SHA256:${process.getBuiltinModule('node:crypto').createHash('sha256').update(key).digest('base64').replace(/=+$/, '')}`;
 }
 
 export class SshError extends Error {

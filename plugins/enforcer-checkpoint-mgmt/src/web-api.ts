@@ -1,4 +1,4 @@
-import { PinnedAgent, requestJson, type TrustOptions } from '@rampart/plugin-kit';
+import { createPinnedAgent, requestJson, type PinnedAgent, type TrustOptions } from '@rampart/plugin-kit';
 
 /*
  * The transport of the Check Point Management Web API: every command is
@@ -47,7 +47,7 @@ export class WebApiTransport {
 
   constructor(o: TransportOptions) {
     this.#o = o;
-    this.#agent = new PinnedAgent(o.trust, (message) => new CheckPointTlsError(message));
+    this.#agent = createPinnedAgent(o.trust, (message) => new CheckPointTlsError(message));
   }
 
   /** Runs one command; resolves with the JSON reply of a 200, rejects with the API's error. */

@@ -1,4 +1,4 @@
-import { PinnedAgent, requestJson, type TrustOptions } from '@rampart/plugin-kit';
+import { createPinnedAgent, requestJson, type PinnedAgent, type TrustOptions } from '@rampart/plugin-kit';
 
 /*
  * The transport of Infoblox NIOS WAPI: `<api>/<object>?<args>` over HTTPS with HTTP basic
@@ -54,7 +54,7 @@ export class WapiClient {
     this.#base = new URL(o.api.endsWith('/') ? o.api : `${o.api}/`);
     this.#auth = `Basic ${Buffer.from(`${o.username}:${o.password}`).toString('base64')}`;
     this.#timeoutMs = o.timeoutMs;
-    this.#agent = new PinnedAgent(o.trust, (message) => new InfobloxTlsError(message));
+    this.#agent = createPinnedAgent(o.trust, (message) => new InfobloxTlsError(message));
   }
 
   /** GET `<object>?<args>`; resolves with the parsed JSON of a 200. */

@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { FailPolicy, SourceOptionsBase, policyOptionsOf } from '@rampart/plugin-kit';
 import type { Detection, DetectionMode, LineParser, ReportCandidate, SourceDefinition } from '@rampart/plugin-kit';
-import { SOURCES, UnknownPluginError, findSource } from '../registry.ts';
+import { SOURCES, UnknownPluginError, findSource } from '../sources.ts';
 import { NeverBlock } from '../sync/never-block.ts';
 import { parseIpv4 } from '@rampart/contracts';
 
@@ -31,7 +31,7 @@ export interface ParseIo {
 /** Exit codes: 0 done, 2 usage or configuration error, 1 input could not be read. */
 export type ParseExit = 0 | 1 | 2;
 
-const OUT_BATCH = 256 * 1024;
+const OUT_BATCH = 64 * 1024;
 
 /**
  * `rampart-agent parse`: runs one source's line parser over a file or stdin, prints one JSON
@@ -43,7 +43,7 @@ async function openInput(file: string, io: ParseIo): Promise<{ input: Readable; 
   try {
     if (file === '-') return { input: io.stdin, readAt: Date.now() / 1000 };
     const readAt = (await stat(file)).mtimeMs / 1000;
-    return { input: createReadStream(file, { highWaterMark: 1 << 20 }), readAt };
+    return { input: createReadStream(file, { highWaterMark: 1 << 16 }), readAt };
   } catch (err) {
     io.stderr.write(`parse: cannot read ${file}: ${(err as Error).message}\n`);
     return undefined;

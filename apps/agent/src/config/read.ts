@@ -3,8 +3,6 @@ import { parseAgentFile, type AgentFileConfig, type ConfigProblem } from './load
 import { planPlugins } from './plugins.ts';
 import type { Registry } from '../registry.ts';
 
-export const DEFAULT_CONFIG_PATH = '/etc/rampart-agent/agent.json';
-
 /** Reads and fully validates a config file: schema, env references and every active plugin's entry. */
 export async function readAgentConfig(
   path: string,

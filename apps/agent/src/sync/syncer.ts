@@ -51,6 +51,8 @@ export interface SyncerDeps {
   metrics: AgentMetrics;
   options: () => SyncerOptions;
   now?: () => number;
+  /** A full collection after a large change has settled; default `globalThis.gc` (node --expose-gc), absent without it. */
+  gc?: () => void;
 }
 
 export class SyncRefusedError extends Error {
@@ -123,12 +125,14 @@ export class Syncer {
     // All caught up: drop the shared list and diff. A large change leaves ~100 bytes of garbage
     // per entry (the BlockEntry array the enforcers take); an idle daemon allocates too little to
     // trigger a collection, so it would carry it until the next burst. The packaged agent runs
-    // with --expose-gc for this.
+    // with --expose-gc for this. The collection waits for the next turn of the event loop: now,
+    // the worker's call that handed the list to the enforcer is still on the stack and holds it.
     this.entriesMemo = undefined;
     this.diffMemo = undefined;
     if (this.largeChange) {
       this.largeChange = false;
-      (globalThis as { gc?: () => void }).gc?.();
+      const gc = this.deps.gc ?? (globalThis as { gc?: () => void }).gc;
+      if (gc) setImmediate(gc);
     }
   }
 
