@@ -160,7 +160,7 @@ async function load(label: string, url: string, paths: string[], headers: Record
     connections: CONNECTIONS,
     duration: DURATION,
     headers,
-    requests: [{ setupRequest: (req: { path: string }) => ({ ...req, path: paths[i++ % paths.length]! }) }],
+    requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: paths[i++ % paths.length]! }) }],
   });
   const cpu = cpuPerRequest(before, cpuSnapshot(serverPid, postgresTicks), result.requests.total);
   const run = { label, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors, cpu };
@@ -194,7 +194,7 @@ async function main(): Promise<void> {
     const auth = { authorization: ready.key };
     // Warm-up: connection pools, JIT, the key cache, index pages.
     let w = 0;
-    await autocannon({ url: `http://127.0.0.1:${ready.app}`, connections: CONNECTIONS, amount: 2000, headers: auth, requests: [{ setupRequest: (req: { path: string }) => ({ ...req, path: mainPaths[w++ % mainPaths.length]! }) }] });
+    await autocannon({ url: `http://127.0.0.1:${ready.app}`, connections: CONNECTIONS, amount: 2000, headers: auth, requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: mainPaths[w++ % mainPaths.length]! }) }] });
     const base = await load('constant fastify route', `http://127.0.0.1:${ready.constant}`, ['/const'], {});
     // For orientation: the same server answering a public route with one store round trip (no key, no coins).
     const version = await load('GET /version (no auth, one select 1)', `http://127.0.0.1:${ready.app}`, ['/api/v1/version'], {});

@@ -155,7 +155,7 @@ async function download(url: string, headers: Record<string, string>, file: stri
   let bytes = 0;
   for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
     bytes += chunk.byteLength;
-    if (!out.write(chunk)) await new Promise((r) => out.once('drain', r));
+    if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
   }
   await new Promise<void>((r) => out.end(() => r()));
   return { seconds: (performance.now() - t0) / 1000, bytes, next: res.headers.get('next_page') };
@@ -242,7 +242,7 @@ async function walkFeed(ready: Ready): Promise<{ records: number; seconds: numbe
 
 function reportRequests(ready: Ready) {
   let r = 0;
-  return (req: { headers?: Record<string, string> }) => {
+  return (req: autocannon.Request): autocannon.Request => {
     const k = r++;
     // Even: a new address past the generated ones; odd: an address already held.
     const ip = k % 2 === 0 ? benchIp(N + 1 + Math.floor(Math.random() * 1e9)) : benchIp(1 + (k * 7919) % N);
@@ -280,12 +280,12 @@ interface LookupRounds {
  * rows alternating from round to round (ceiling first in odd rounds), so that neither always runs
  * on a warmer or quieter machine; the median ratio is the verdict's.
  */
-async function lookupRounds(ready: Ready, appUrl: string, lookupRequest: (req: { path: string; headers?: Record<string, string> }) => object): Promise<LookupRounds> {
+async function lookupRounds(ready: Ready, appUrl: string, lookupRequest: (req: autocannon.Request) => autocannon.Request): Promise<LookupRounds> {
   const loadStart = loadText();
   const rounds: LookupRounds['rounds'] = [];
   for (let r = 1; r <= ROUNDS; r++) {
-    const ceilingRun = () => load(`${CEILING_LABEL}, round ${r}`, { url: constantUrl(ready), requests: [{ setupRequest: lookupRequest as never }] });
-    const lookupRun = () => load(`GET /ips/{ip}, round ${r}`, { url: appUrl, requests: [{ setupRequest: lookupRequest as never }] });
+    const ceilingRun = () => load(`${CEILING_LABEL}, round ${r}`, { url: constantUrl(ready), requests: [{ setupRequest: lookupRequest }] });
+    const lookupRun = () => load(`GET /ips/{ip}, round ${r}`, { url: appUrl, requests: [{ setupRequest: lookupRequest }] });
     let ceiling: Run;
     let lookup: Run;
     if (r % 2 === 1) {
@@ -313,16 +313,16 @@ async function lookupRounds(ready: Ready, appUrl: string, lookupRequest: (req: {
  */
 const warmUps = (paths: number) => Math.max(3000, 2 * paths);
 /** `--only`: the named parts, printed only. */
-async function partial(ready: Ready, pid: number, appUrl: string, lookupRequest: (req: { path: string; headers?: Record<string, string> }) => object): Promise<void> {
+async function partial(ready: Ready, pid: number, appUrl: string, lookupRequest: (req: autocannon.Request) => autocannon.Request): Promise<void> {
   if (part('lookup') || part('ingest')) {
     const base = await load('constant fastify route', { url: `${constantUrl(ready)}/const` });
     if (part('lookup')) {
-      await autocannon({ url: appUrl, connections: CONNECTIONS, amount: warmUps(LOOKUP_PATHS), requests: [{ setupRequest: lookupRequest as never }] });
+      await autocannon({ url: appUrl, connections: CONNECTIONS, amount: warmUps(LOOKUP_PATHS), requests: [{ setupRequest: lookupRequest }] });
       const floor = await load('GET /healthz (this server: hooks, no key, no database)', { url: `${appUrl}/healthz` });
       const { typical } = await lookupRounds(ready, appUrl, lookupRequest);
       console.log(`  ratio ${(typical.lookup.rps / base.rps).toFixed(3)} (healthz ${(floor.rps / base.rps).toFixed(3)}, ceiling ${(typical.ceiling.rps / base.rps).toFixed(3)})`);
     }
-    if (part('ingest')) await ingestBatches(appUrl, () => load('POST /ips', { url: appUrl, requests: [{ setupRequest: reportRequests(ready) as never }] }));
+    if (part('ingest')) await ingestBatches(appUrl, () => load('POST /ips', { url: appUrl, requests: [{ setupRequest: reportRequests(ready) }] }));
   }
   if (part('flat')) await streamList(ready, pid, 'GET /flat/2 (CSV, one response)', '/api/v1/flat/2', false, 'flat.csv');
   if (part('ipv4')) await streamList(ready, pid, 'GET /ipv4/1 (all pages via next_page)', '/api/v1/ipv4/1', true, 'ipv4.txt');
@@ -354,7 +354,7 @@ async function main(): Promise<void> {
     const appUrl = `http://127.0.0.1:${ready.app}`;
     const held = Array.from({ length: LOOKUP_PATHS }, (_, k) => `/api/v1/ips/${benchIp(1 + Math.floor(((k * 2_654_435_761) % 4_294_967_296) / 4_294_967_296 * N))}`);
     let i = 0;
-    const lookupRequest = (req: { path: string; headers?: Record<string, string> }) => {
+    const lookupRequest = (req: autocannon.Request): autocannon.Request => {
       const k = i++;
       return { ...req, path: held[k % held.length]!, headers: { ...req.headers, authorization: ready.readers[k % KEYS]! } };
     };

@@ -118,7 +118,7 @@ async function main(): Promise<void> {
     const reportRequests = (count: number) => {
       const made = reportsFor(count);
       let k = 0;
-      return [{ setupRequest: (req: object) => ({ ...req, ...made[k++ % made.length]! }) }] as never;
+      return [{ setupRequest: (req: autocannon.Request): autocannon.Request => ({ ...req, ...made[k++ % made.length]! }) }];
     };
     const perRound = Math.max(20_000, 8000 * DURATION);
     const load = async (label: string, opts: autocannon.Options): Promise<Run> => {

@@ -72,7 +72,7 @@ async function round(mode: 'none' | 'fsync'): Promise<Run> {
       {
         method: 'POST',
         path: '/api/v1/ips',
-        setupRequest: (req: Record<string, unknown>) => {
+        setupRequest: (req: autocannon.Request) => {
           n += 1;
           // Half new addresses, half reports on ones already held.
           const i = n % 2 === 0 ? n : n - 1;
@@ -80,7 +80,7 @@ async function round(mode: 'none' | 'fsync'): Promise<Run> {
         },
       },
     ],
-  } as autocannon.Options);
+  });
   const syncs = (db.stats().syncs ?? 0) - syncsBefore;
   const cpu = process.cpuUsage(cpuBefore);
   await app.close();
