@@ -30,12 +30,9 @@ export interface PgliteOptions {
  * the per-backend arrays sized for 100 connections, 16 autovacuum workers and 10 WAL senders
  * were 4 MB more of it (shared_memory_size 24 MB → 20 MB; bench/results/server-footprint-before-after.md).
  */
-export const MEMORY_START_PARAMS = [
-  ...['shared_buffers=16MB', 'max_connections=1', 'superuser_reserved_connections=0', 'autovacuum_worker_slots=1', 'max_wal_senders=0', 'max_replication_slots=0'].flatMap((s) => [
-    '-c',
-    s,
-  ]),
-];
+const MEMORY_START_PARAMS = ['shared_buffers=16MB', 'max_connections=1', 'superuser_reserved_connections=0', 'autovacuum_worker_slots=1', 'max_wal_senders=0', 'max_replication_slots=0'].flatMap(
+  (setting) => ['-c', setting],
+);
 
 /**
  * V8 compiles PGlite's WebAssembly lazily with its baseline compiler (Liftoff) and recompiles a
@@ -48,7 +45,7 @@ export const MEMORY_START_PARAMS = [
  * is compiled and instantiated, so it is set before the first PGlite starts; it concerns only
  * WebAssembly (in the server, PGlite's and undici's HTTP parser).
  */
-export const WASM_TIERING_BUDGET = 2_000_000_000;
+const WASM_TIERING_BUDGET = 2_000_000_000;
 setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
 
 /**
