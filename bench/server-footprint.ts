@@ -8,6 +8,9 @@
  *   PGlite, restart                `npm start` again on that DATA_DIR
  *   PostgreSQL, new database       `npm start` with DATABASE_URL naming an empty database
  *   PostgreSQL, restart            `npm start` again on it
+ *   the same three starts of an existing or new store as production runs them, without npm:
+ *   `node apps/server/dist/main.mjs` (the bundle this bench builds first), on a data directory
+ *   and a database of their own
  * and for each: seconds from spawn to the first 200 of GET /api/v1/version ("ready"), then the
  * resident memory (RSS) of the whole process tree (npm, its shell, the server, any child such as
  * esbuild) after --idle seconds, and again after the console's files were served once. The
@@ -40,14 +43,18 @@ const PG_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/p
 // npm as the user's shell finds it (PATH); it runs the server with the first `node` on PATH.
 const NPM = 'npm';
 
-type Subject = 'bare' | 'pglite-first' | 'pglite-restart' | 'pg-first' | 'pg-restart';
+type Subject = 'bare' | 'pglite-first' | 'pglite-restart' | 'pg-first' | 'pg-restart' | 'node-pglite-first' | 'node-pglite-restart' | 'node-pg-restart';
 const LABELS: Record<Subject, string> = {
   bare: 'bare fastify app (node)',
   'pglite-first': 'PGlite, first start (npm start)',
   'pglite-restart': 'PGlite, restart (npm start)',
   'pg-first': 'PostgreSQL, new database (npm start)',
   'pg-restart': 'PostgreSQL, restart (npm start)',
+  'node-pglite-first': 'PGlite, first start (node dist/main.mjs)',
+  'node-pglite-restart': 'PGlite, restart (node dist/main.mjs)',
+  'node-pg-restart': 'PostgreSQL, restart (node dist/main.mjs)',
 };
+const SERVER_BUNDLE = join(root, 'apps', 'server', 'dist', 'main.mjs');
 
 interface Sample {
   readySeconds: number;
@@ -132,7 +139,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function measure(subject: Subject, env: Record<string, string>): Promise<Sample> {
   const port = await freePort();
-  const [cmd, argv] = subject === 'bare' ? [process.execPath, [join(here, '_bare-fastify.mjs')]] : [NPM, ['start']];
+  const [cmd, argv] = subject === 'bare' ? [process.execPath, [join(here, '_bare-fastify.mjs')]] : subject.startsWith('node-') ? [process.execPath, [SERVER_BUNDLE]] : [NPM, ['start']];
   const t0 = performance.now();
   const child = spawn(cmd, argv, { cwd: root, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let stderr = '';
@@ -192,11 +199,15 @@ async function main(): Promise<void> {
   const load0 = loadavg();
   const started = new Date().toISOString();
   const work = mkdtempSync(join(tmpdir(), 'rampart-footprint-'));
-  const samples: Record<Subject, Sample[]> = { bare: [], 'pglite-first': [], 'pglite-restart': [], 'pg-first': [], 'pg-restart': [] };
+  const samples: Record<Subject, Sample[]> = { bare: [], 'pglite-first': [], 'pglite-restart': [], 'pg-first': [], 'pg-restart': [], 'node-pglite-first': [], 'node-pglite-restart': [], 'node-pg-restart': [] };
+  // The rows without npm run the bundle as it is: build it first (npm start's own check, skipped when up to date).
+  const built = spawnSync(process.execPath, [join(root, 'apps', 'server', 'scripts', 'build.mjs')], { stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('the server build failed');
   const dbs: string[] = [];
   try {
     for (let r = 0; r < ROUNDS; r++) {
       const dataDir = join(work, `data-${r}`);
+      const nodeDataDir = join(work, `node-data-${r}`);
       const db = `rampart_footprint_${process.pid}_${r}`;
       await adminQuery(`create database ${db}`);
       dbs.push(db);
@@ -206,6 +217,9 @@ async function main(): Promise<void> {
         'pglite-restart': { DATA_DIR: dataDir },
         'pg-first': { DATABASE_URL: databaseUrl(db) },
         'pg-restart': { DATABASE_URL: databaseUrl(db) },
+        'node-pglite-first': { DATA_DIR: nodeDataDir },
+        'node-pglite-restart': { DATA_DIR: nodeDataDir },
+        'node-pg-restart': { DATABASE_URL: databaseUrl(db) },
       };
       for (const subject of Object.keys(samples) as Subject[]) {
         const s = await measure(subject, envs[subject]);
@@ -242,12 +256,18 @@ function report(samples: Record<Subject, Sample[]>, steps: Record<'pglite' | 'po
   const verdict = (value: number, limit: number) => (value <= limit ? 'met' : 'missed');
   const m = (subject: Subject, pick: (x: Sample) => number) => median(samples[subject].map(pick));
   const targets: Array<[string, number, number, string]> = [
-    ['idle RSS of the tree, PGlite first start', m('pglite-first', (x) => x.treeMb), 200, 'MB'],
-    ['idle RSS of the tree, PGlite restart', m('pglite-restart', (x) => x.treeMb), 200, 'MB'],
-    ['idle RSS of the tree, PostgreSQL restart', m('pg-restart', (x) => x.treeMb), 120, 'MB'],
-    ['start to ready, PGlite first start', m('pglite-first', (x) => x.readySeconds), 4, 's'],
-    ['start to ready, PGlite existing store', m('pglite-restart', (x) => x.readySeconds), 1.5, 's'],
-    ['start to ready, PostgreSQL existing database', m('pg-restart', (x) => x.readySeconds), 1, 's'],
+    ['idle RSS of the tree with npm (npm start), PGlite first start', m('pglite-first', (x) => x.treeMb), 200, 'MB'],
+    ['idle RSS of the tree with npm (npm start), PGlite restart', m('pglite-restart', (x) => x.treeMb), 200, 'MB'],
+    ['idle RSS of the tree with npm (npm start), PostgreSQL restart', m('pg-restart', (x) => x.treeMb), 120, 'MB'],
+    ['idle RSS of the tree without npm (node dist/main.mjs), PGlite first start', m('node-pglite-first', (x) => x.treeMb), 200, 'MB'],
+    ['idle RSS of the tree without npm (node dist/main.mjs), PGlite restart', m('node-pglite-restart', (x) => x.treeMb), 200, 'MB'],
+    ['idle RSS of the tree without npm (node dist/main.mjs), PostgreSQL restart', m('node-pg-restart', (x) => x.treeMb), 120, 'MB'],
+    ['start to ready with npm (npm start), PGlite first start', m('pglite-first', (x) => x.readySeconds), 4, 's'],
+    ['start to ready with npm (npm start), PGlite existing store', m('pglite-restart', (x) => x.readySeconds), 1.5, 's'],
+    ['start to ready with npm (npm start), PostgreSQL existing database', m('pg-restart', (x) => x.readySeconds), 1, 's'],
+    ['start to ready without npm (node dist/main.mjs), PGlite first start', m('node-pglite-first', (x) => x.readySeconds), 4, 's'],
+    ['start to ready without npm (node dist/main.mjs), PGlite existing store', m('node-pglite-restart', (x) => x.readySeconds), 1.5, 's'],
+    ['start to ready without npm (node dist/main.mjs), PostgreSQL existing database', m('node-pg-restart', (x) => x.readySeconds), 1, 's'],
   ];
   const stepNames = ['node', 'code', 'enrichment', 'store', 'app'];
   const stepRow = (kind: 'pglite' | 'postgres') => {
@@ -278,7 +298,7 @@ function report(samples: Record<Subject, Sample[]>, steps: Record<'pglite' | 'po
     '',
     '## Where the server\'s memory goes (bench/_footprint-steps.mjs)',
     '',
-    'One process, the bundle as `npm start` runs it; RSS after a full collection once each step is done (MB added by the step).',
+    'One process, the bundle as `npm start` and `node apps/server/dist/main.mjs` run it; RSS after a full collection once each step is done (MB added by the step).',
     'Enrichment is loaded and asked once here whether or not the server would load it at start.',
     '',
     `| store | ${stepNames.join(' | ')} | total |`,

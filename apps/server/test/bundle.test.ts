@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { isBuiltin } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -94,5 +95,17 @@ describe('the server bundle (npm start)', () => {
       child.kill('SIGTERM');
       await exited;
     }
+  });
+
+  it('holds its dependencies: only those that read files beside their own modules (and optional add-ons) load from node_modules', { timeout: 300_000 }, () => {
+    build();
+    const files = ['main.mjs', 'embed.mjs', ...readdirSync(join(dist, 'chunks')).filter((f) => f.endsWith('.mjs')).map((f) => join('chunks', f))];
+    const external = new Set<string>();
+    for (const file of files) {
+      const code = readFileSync(join(dist, file), 'utf8');
+      for (const m of code.matchAll(/(?:from |import\(|__require\()"([^".][^"]*)"/g)) if (!isBuiltin(m[1]!)) external.add(m[1]!);
+    }
+    // fastify, zod, pg, ws, prom-client, jose… are in the bundle: a start no longer resolves them file by file.
+    expect([...external].sort()).toEqual(['@electric-sql/pglite', '@electric-sql/pglite/nodefs', '@fastify/swagger', '@fastify/swagger-ui', 'bufferutil', 'pg-native', 'pino', 'utf-8-validate']);
   });
 });

@@ -40,6 +40,19 @@ describe('embedded store durability', { timeout: 180_000 }, () => {
     }
   });
   // The crash half (SIGKILL right after acknowledgements, on both stores): test/faults/server-kill.test.ts.
+
+  it('keeps its shared memory small: 16 MB of buffers, arrays sized for its one backend', async () => {
+    const store = await openStore({ dataDir: join(tempDir(), 'data') });
+    try {
+      const show = async (name: string) => (await sqlOf(store).query<{ v: string }>(`select current_setting($1) as v`, [name])).rows[0]!.v;
+      // PostgreSQL touches all of it at start, in WebAssembly memory that never shrinks.
+      expect(await show('shared_buffers')).toBe('16MB');
+      expect(await show('max_connections')).toBe('1');
+      expect(await show('shared_memory_size')).toBe('20MB');
+    } finally {
+      await store.close();
+    }
+  });
 });
 
 /** `npx rampart …` as an operator runs it, from the repository root. */

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import { PGlite, parse as pgParse, protocol } from '@electric-sql/pglite';
 import type { Db, NotificationHandler, QueryOptions, QueryResult, Transaction } from './db.ts';
 import { lockDataDir, type LockOwner } from './data-dir-lock.ts';
@@ -23,10 +24,29 @@ export interface PgliteOptions {
 }
 
 /**
- * PostgreSQL inside PGlite keeps shared_buffers in WebAssembly memory, which never shrinks once
- * touched: 16 MB instead of PostgreSQL's 128 MB (the store is small and the OS caches its files).
+ * PostgreSQL inside PGlite keeps its shared memory in WebAssembly memory, which never shrinks once
+ * touched, and touches all of it at start. shared_buffers 16 MB instead of PostgreSQL's 128 MB
+ * (the store is small and the OS caches its files). PGlite runs one backend in single-user mode:
+ * the per-backend arrays sized for 100 connections, 16 autovacuum workers and 10 WAL senders
+ * were 4 MB more of it (shared_memory_size 24 MB → 20 MB; bench/results/server-footprint-before-after.md).
  */
-const MEMORY_START_PARAMS = ['-c', 'shared_buffers=16MB'];
+const MEMORY_START_PARAMS = ['shared_buffers=16MB', 'max_connections=1', 'superuser_reserved_connections=0', 'autovacuum_worker_slots=1', 'max_wal_senders=0', 'max_replication_slots=0'].flatMap(
+  (setting) => ['-c', setting],
+);
+
+/**
+ * V8 compiles PGlite's WebAssembly lazily with its baseline compiler (Liftoff) and recompiles a
+ * function with its optimizing one (TurboFan) once it has run "13 MB" of code (V8's tiering
+ * budget). PostgreSQL's own start runs that much in hundreds of functions it then rarely runs
+ * again: their optimized code and the compiler's memory (malloc arenas of its threads that stay
+ * resident) were 55–65 MB of an idle server, and the compile took CPU from the start. A budget
+ * 150 times larger leaves the start on baseline code while a function a workload keeps running
+ * still tiers up (bench/pglite-ingest.ts: no change in CPU per report). Read when PGlite's module
+ * is compiled and instantiated, so it is set before the first PGlite starts; it concerns only
+ * WebAssembly (in the server, PGlite's and undici's HTTP parser).
+ */
+const WASM_TIERING_BUDGET = 2_000_000_000;
+setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
 
 /**
  * PGlite runs each statement synchronously on this thread and settles its promise without a turn
