@@ -25,13 +25,9 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { buildServerBundle, serverBundle } from './_server-bundle.ts';
 import { startPgCluster } from './_pg-cluster.ts';
+import { args, flag } from './_args.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
 const SCALE = flag('scale', 1);
 const DURATION = flag('duration', 5);
 const CONNECTIONS = flag('connections', 32);

@@ -35,10 +35,9 @@ import { BENCH_ORGS, benchDbUrl, benchIp, generateIpv4 } from './gen-ipv4.ts';
 import { buildServerBundle } from './_server-bundle.ts';
 import { CPU_COLUMNS, CPU_NOTE, cpuCells, cpuPerRequest, cpuSnapshot, cpuText, type CpuPerRequest } from './_cpu.ts';
 import { startPgCluster } from './_pg-cluster.ts';
+import { args, flag } from './_args.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : fallback);
 const N = flag('n', 1_000_000);
 const DURATION = flag('duration', 5);
 const CONNECTIONS = flag('connections', 32);

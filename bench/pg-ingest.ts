@@ -27,10 +27,9 @@ import { CPU_COLUMNS, CPU_NOTE, cpuCells, cpuPerRequest, cpuSnapshot, cpuText, t
 import { startPgCluster } from './_pg-cluster.ts';
 import { buildServerBundle } from './_server-bundle.ts';
 import { BENCH_ORGS, benchDbUrl, benchIp, generateIpv4 } from './gen-ipv4.ts';
+import { flag } from './_args.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : fallback);
 const ROUNDS = flag('rounds', 5);
 const DURATION = flag('duration', 5);
 const CONNECTIONS = flag('connections', 16);

@@ -25,9 +25,8 @@ import { createApiKey, createOrganization, createUser } from '../apps/server/src
 import { V32_INGEST_RULES } from '../apps/server/src/services/ipv4-ingest.ts';
 import { openPglite } from '../apps/server/src/store/pglite-driver.ts';
 import { migrate, storeOver } from '../apps/server/src/store/index.ts';
+import { flag } from './_args.ts';
 
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : fallback);
 const ROUNDS = flag('rounds', 3);
 const DURATION = flag('duration', 8);
 const CONNECTIONS = flag('connections', 16);

@@ -12,10 +12,9 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { pino, type Logger } from 'pino';
 import { LOG_REDACTION, REDACT_PATHS } from '../apps/server/src/app.ts';
+import { flag } from './_args.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : fallback);
 const CHILDREN = flag('children', 200_000);
 const ROUNDS = flag('rounds', 7);
 
