@@ -25,7 +25,6 @@
  *   PostgreSQL is a private cluster started for the run (bench/_pg-cluster.ts), so the data is
  *   generated anew each run and PostgreSQL CPU counts only that cluster's processes.
  */
-import { spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -36,6 +35,7 @@ import { buildServerBundle } from './_server-bundle.ts';
 import { CPU_COLUMNS, CPU_NOTE, cpuCells, cpuPerRequest, cpuSnapshot, cpuText, type CpuPerRequest } from './_cpu.ts';
 import { startPgCluster } from './_pg-cluster.ts';
 import { args, flag } from './_args.ts';
+import { startIpv4Server, type ServeReady } from './_ipv4-child.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const N = flag('n', 1_000_000);
@@ -49,13 +49,7 @@ const KEYS = 32;
 const ONLY = args.includes('--only') ? new Set(args[args.indexOf('--only') + 1]!.split(',')) : null;
 const part = (name: string) => ONLY === null || ONLY.has(name);
 
-interface Ready {
-  app: number;
-  constant: number;
-  readers: string[];
-  contributors: string[];
-  staticDir: string;
-}
+type Ready = ServeReady;
 
 /** The constant server of the serving child (constant route, static files, the ceiling row's look-up bytes). */
 const constantUrl = (ready: Ready) => `http://127.0.0.1:${ready.constant}`;
@@ -371,16 +365,7 @@ async function main(): Promise<void> {
   await generateIpv4(cluster.url, N, args.includes('--fresh'));
   buildServerBundle();
   const serveEnv = { url: benchDbUrl(cluster.url, N).url, orgGids: Array.from({ length: KEYS }, (_, o) => `RMP-GID-BENCH${(o * 6) % BENCH_ORGS}`), free: process.env.BENCH_FREE === '1' };
-  const child = spawn(process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), join(here, '_ipv4-serve.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_SERVE: JSON.stringify(serveEnv) } });
-  const ready = await new Promise<Ready>((resolve, reject) => {
-    let buffer = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      const line = buffer.split('\n').find((l) => l.startsWith('{'));
-      if (line) resolve(JSON.parse(line) as Ready);
-    });
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-  });
+  const { child, ready, stop } = await startIpv4Server(serveEnv);
   const pid = child.pid!;
   serverPid = pid;
   try {
@@ -492,7 +477,7 @@ async function main(): Promise<void> {
     console.log(`wrote bench/results/${out}`);
   } finally {
     // The server's connections close before the cluster stops (a fast shutdown would cut them).
-    if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'));
+    await stop();
     rmSync(ready.staticDir, { recursive: true, force: true });
     await cluster.stop();
   }

@@ -17,7 +17,6 @@
  *   npx tsx bench/pg-ingest.ts [--rounds 5] [--duration 5] [--connections 16] [--n 100000]
  *   BENCH_CPU_PROF=<dir> runs the server with --cpu-prof and writes its profile into <dir>.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -28,6 +27,7 @@ import { startPgCluster } from './_pg-cluster.ts';
 import { buildServerBundle } from './_server-bundle.ts';
 import { BENCH_ORGS, benchDbUrl, benchIp, generateIpv4 } from './gen-ipv4.ts';
 import { flag } from './_args.ts';
+import { startIpv4Server } from './_ipv4-child.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const ROUNDS = flag('rounds', 5);
@@ -36,13 +36,6 @@ const CONNECTIONS = flag('connections', 16);
 const N = flag('n', 100_000);
 const KEYS = 32;
 const TARGET = 0.1;
-
-interface Ready {
-  app: number;
-  constant: number;
-  contributors: string[];
-  staticDir: string;
-}
 
 interface Run {
   rps: number;
@@ -87,19 +80,8 @@ async function main(): Promise<void> {
   await generateIpv4(cluster.url, N, true);
   buildServerBundle();
   const serve = { url: benchDbUrl(cluster.url, N).url, orgGids: Array.from({ length: KEYS }, (_, o) => `RMP-GID-BENCH${(o * 6) % BENCH_ORGS}`), free: false };
-  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...prof, join(here, '_ipv4-serve.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_SERVE: JSON.stringify(serve) } });
-  const exited = () => child.exitCode !== null || child.signalCode !== null;
+  const { child, ready, stop } = await startIpv4Server(serve);
   try {
-    const ready = await new Promise<Ready>((resolve, reject) => {
-      let buffer = '';
-      child.stdout.on('data', (chunk: Buffer) => {
-        buffer += chunk.toString();
-        const line = buffer.split('\n').find((l) => l.startsWith('{'));
-        if (line) resolve(JSON.parse(line) as Ready);
-      });
-      child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-    });
     rmSync(ready.staticDir, { recursive: true, force: true });
     const appUrl = `http://127.0.0.1:${ready.app}`;
     const constUrl = `http://127.0.0.1:${ready.constant}/const`;
@@ -190,7 +172,7 @@ async function main(): Promise<void> {
     console.log(`ratio median ${median(ratios).toFixed(3)} (${range(ratios, 3)}): ${verdict}; wrote bench/results/pg-ingest.md`);
   } finally {
     // The server's connections close before the cluster stops (a fast shutdown would cut them).
-    if (!exited()) await new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'));
+    await stop();
     await cluster.stop();
   }
 }

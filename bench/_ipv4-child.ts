@@ -1,0 +1,48 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** What bench/_ipv4-serve.mjs announces once it listens: its ports, the keys it made, its static files. */
+export interface ServeReady {
+  app: number;
+  constant: number;
+  readers: string[];
+  contributors: string[];
+  staticDir: string;
+}
+
+/** What bench/_ipv4-serve.mjs takes (BENCH_SERVE). */
+export interface ServeSettings {
+  url: string;
+  orgGids: string[];
+  free: boolean;
+}
+
+/**
+ * Starts bench/_ipv4-serve.mjs (the control plane from its bundle, plain Node, beside a constant
+ * route) and resolves once it has announced itself. BENCH_CPU_PROF=<dir> runs it with --cpu-prof.
+ * `stop()` ends it with SIGTERM (its profile, if any, is written then).
+ */
+export async function startIpv4Server(settings: ServeSettings): Promise<{ child: ChildProcess; ready: ServeReady; stop: () => Promise<void> }> {
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const serve = join(dirname(fileURLToPath(import.meta.url)), '_ipv4-serve.mjs');
+  const child = spawn(process.execPath, [...prof, serve], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_SERVE: JSON.stringify(settings) } });
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'));
+  };
+  try {
+    const ready = await new Promise<ServeReady>((resolve, reject) => {
+      let buffer = '';
+      child.stdout!.on('data', (chunk: Buffer) => {
+        buffer += chunk.toString();
+        const line = buffer.split('\n').find((l) => l.startsWith('{'));
+        if (line) resolve(JSON.parse(line) as ServeReady);
+      });
+      child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
+    });
+    return { child, ready, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
