@@ -42,11 +42,17 @@ const MEMORY_START_PARAMS = ['shared_buffers=16MB', 'max_connections=1', 'superu
  * resident) were 55–65 MB of an idle server, and the compile took CPU from the start. A budget
  * 150 times larger leaves the start on baseline code while a function a workload keeps running
  * still tiers up (bench/pglite-ingest.ts: no change in CPU per report). Read when PGlite's module
- * is compiled and instantiated, so it is set before the first PGlite starts; it concerns only
- * WebAssembly (in the server, PGlite's and undici's HTTP parser).
+ * is compiled and instantiated, so it is set right before the first PGlite starts, and only in a
+ * process that runs one (a server on PostgreSQL keeps V8's default); it concerns only WebAssembly
+ * (in the server, PGlite's and undici's HTTP parser).
  */
 const WASM_TIERING_BUDGET = 2_000_000_000;
-setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
+let tieringBudgetSet = false;
+function setWasmTieringBudget(): void {
+  if (tieringBudgetSet) return;
+  setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
+  tieringBudgetSet = true;
+}
 
 /**
  * PGlite runs each statement synchronously on this thread and settles its promise without a turn
@@ -146,6 +152,7 @@ async function startPglite(dataDir: string | undefined, options: PgliteOptions):
   const fs = dataDir && options.durable !== false ? new StoreNodeFS(dataDir) : undefined;
   try {
     if (fs && !existsSync(join(dataDir!, 'PG_VERSION'))) await initializeDataDir(dataDir!);
+    setWasmTieringBudget();
     const pglite = fs
       ? await PGlite.create({ fs, startParams: [...durableStartParams(PGlite.defaultStartParams), ...MEMORY_START_PARAMS] })
       : dataDir
