@@ -140,7 +140,11 @@ async function measure(subject: Subject, env: Record<string, string>): Promise<S
   const port = await freePort();
   const [cmd, argv] = subject === 'bare' ? [process.execPath, [join(here, '_bare-fastify.mjs')]] : subject.startsWith('node-') ? [process.execPath, [SERVER_BUNDLE]] : [NPM, ['start']];
   const t0 = performance.now();
-  const child = spawn(cmd, argv, { cwd: root, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  // The store is the subject's own choice: a DATABASE_URL of the caller (which names the
+  // PostgreSQL server for the PostgreSQL rows) would turn the PGlite rows into PostgreSQL ones.
+  const inherited: NodeJS.ProcessEnv = { ...process.env };
+  delete inherited.DATABASE_URL;
+  const child = spawn(cmd, argv, { cwd: root, env: { ...inherited, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let stderr = '';
   child.stdout!.resume();
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-2000)));
