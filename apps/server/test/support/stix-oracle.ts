@@ -1,6 +1,7 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { domainToASCII, fileURLToPath } from 'node:url';
+import { domainToASCII } from 'node:url';
+import { sharedPath } from '@rampart/plugin-kit/testing';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 
@@ -8,11 +9,8 @@ import addFormats from 'ajv-formats';
 // (every file loaded, $refs resolved locally through their $id) and the pattern grammar
 // (STIXPattern.g4), whose rules `checkPattern` follows for the forms the server emits.
 
-// The oracle sits beside the checkout (`../shared`); a clone elsewhere (CI) finds the
-// workplace's copy, or STIX_ORACLE_DIR names it.
-const CANDIDATES = [fileURLToPath(new URL('../../../../../shared/oracles/stix2.0/', import.meta.url))];
-export const ORACLE_DIR =
-  process.env.STIX_ORACLE_DIR ?? CANDIDATES.find((dir) => existsSync(join(dir, 'schemas', 'common', 'bundle.json'))) ?? CANDIDATES[0]!;
+// The oracle sits in the shared folder beside the checkout (sharedPath; RAMPART_SHARED_DIR moves it).
+export const ORACLE_DIR = sharedPath('oracles/stix2.0');
 
 function schemaFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? schemaFiles(join(dir, e.name)) : e.name.endsWith('.json') ? [join(dir, e.name)] : []));

@@ -1,6 +1,7 @@
 // Conformance suites (conventions §12) and the gate for tests against real system tools.
 export * from './enforcer-conformance.ts';
 export * from './system-gate.ts';
+export * from './shared-folder.ts';
 export * from './fail2ban-oracle.ts';
 export * from './nginx-instance.ts';
 export * from './netns-lab.ts';
