@@ -169,6 +169,7 @@ export class Agent {
       log: this.log,
       metrics: this.metrics,
       offsets: fileOffsetStore(join(local.state_dir, 'offsets.json')),
+      stateDir: local.state_dir,
       emit: (label, detection) => this.pipeline.push(label, detection),
     });
     this.scheduler = new Scheduler(this.log.child({ component: 'scheduler' }));

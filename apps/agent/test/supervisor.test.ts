@@ -1,7 +1,12 @@
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineSource, type Detection } from '@rampart/plugin-kit';
+import { defineSource, type Detection, type SourceDefinition } from '@rampart/plugin-kit';
+import { JOURNAL_REMOTE, syslogToJournal, systemGate, writeJournal } from '@rampart/plugin-kit/testing';
+import { sshdSource } from '@rampart/source-sshd';
 import { Supervisor } from '../src/runtime/supervisor.ts';
 import { createMetrics } from '../src/runtime/metrics.ts';
 import { memoryOffsetStore } from '@rampart/plugin-kit';
@@ -65,5 +70,36 @@ describe('supervisor', () => {
     for (const end = Date.now() + 10_000; starts < 4 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
     expect(supervisor.health()[0]).toMatchObject({ label: 'json_source', state: 'failed', last_error: expect.stringMatching(/^cannot open the log/) });
     await supervisor.stop();
+  });
+});
+
+describe.skipIf(systemGate('supervised journal source', { commands: ['journalctl', JOURNAL_REMOTE] }))('supervisor with a journal source', () => {
+  it('gives the source the state directory, where its journal cursor is kept across restarts', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rampart-supervised-journal-'));
+    try {
+      const journalDir = join(dir, 'journal');
+      mkdirSync(journalDir);
+      const line = (s: number, ip: string) => `Mar  1 10:00:0${s} h sshd[${100 + s}]: Invalid user oracle from ${ip} port 4242`;
+      const readAt = Date.parse('2025-03-02T00:00:00Z') / 1000;
+      await writeJournal(join(journalDir, 'x.journal'), syslogToJournal([line(1, '45.80.1.1')], readAt, () => ({ _SYSTEMD_UNIT: 'ssh.service' })));
+      const config = sshdSource.configSchema.parse({ active: true, ssh_log_location: 'journal:ssh.service', options: { journal_directory: journalDir, start_at: 'beginning' } });
+      const run = async (until: number, seen: Detection[]) => {
+        const supervisor = new Supervisor({ log: pino({ level: 'silent' }), metrics: createMetrics(), offsets: memoryOffsetStore(), stateDir: dir, emit: (_l, d) => seen.push(d) });
+        await supervisor.update([{ label: 'ssh_log', definition: sshdSource as SourceDefinition<unknown>, config, mode: 'normal' }]);
+        for (const end = Date.now() + 20_000; seen.length < until && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+        await new Promise((r) => setTimeout(r, 300));
+        await supervisor.stop();
+      };
+      const first: Detection[] = [];
+      await run(1, first);
+      expect(first.map((d) => d.ip)).toEqual(['45.80.1.1']);
+      expect(readdirSync(join(dir, 'journal')).filter((n) => n.endsWith('.cursor'))).toHaveLength(1);
+      await writeJournal(join(journalDir, 'x.journal'), syslogToJournal([line(2, '45.80.1.2')], readAt, () => ({ _SYSTEMD_UNIT: 'ssh.service' })));
+      const second: Detection[] = [];
+      await run(1, second);
+      expect(second.map((d) => d.ip)).toEqual(['45.80.1.2']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

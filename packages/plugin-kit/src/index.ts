@@ -14,6 +14,7 @@ export * from './envelope.ts';
 export * from './offset-store.ts';
 export * from './tail.ts';
 export * from './line-source.ts';
+export * from './journal.ts';
 export * from './policy.ts';
 export * from './recent-keys.ts';
 export * from './nft/index.ts';

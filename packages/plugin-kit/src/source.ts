@@ -30,6 +30,11 @@ export interface SourceContext {
    * `fileOffsetStore`); without it a restart starts at the end of each file.
    */
   offsets?: OffsetStore;
+  /**
+   * The agent's state directory, where a source may keep small files of its own (the journal
+   * sources' cursors); without it a source keeps nothing across restarts.
+   */
+  stateDir?: string;
   /** Optional: told how many lines the source read (the agent's `lines_read` metric). */
   linesRead?(count: number): void;
 }

@@ -108,4 +108,10 @@ describe('netfilter-log config', () => {
     const r = PacketFilterLogConfig.safeParse({ active: true, options: { scan_ports: 1, input: 'pcap', log_prefix: 'x'.repeat(30) } });
     expect(r.error!.issues.map((i) => i.path.join('.')).sort()).toEqual(['options.input', 'options.log_prefix', 'options.scan_ports']);
   });
+
+  it('takes journal:kernel as its log and no other journal location', () => {
+    expect(PacketFilterLogConfig.parse({ active: true, options: { log_path: 'journal:kernel' } }).options.log_path).toBe('journal:kernel');
+    const r = PacketFilterLogConfig.safeParse({ active: true, options: { log_path: 'journal:sshd' } });
+    expect(r.error!.issues.map((i) => [i.path.join('.'), i.message])).toEqual([['options.log_path', 'the only journal location of a packet filter log is journal:kernel']]);
+  });
 });

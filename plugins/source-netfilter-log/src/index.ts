@@ -1,5 +1,5 @@
 import { IdsEntries } from '@rampart/contracts';
-import { defineSource, SourceOptionsBase, startCommandSource, startTailedSource } from '@rampart/plugin-kit';
+import { defineSource, isJournalLocation, JournalOptions, SourceOptionsBase, startJournalSource, startTailedSource } from '@rampart/plugin-kit';
 import type { DetectionMode, SourceDefinition } from '@rampart/plugin-kit';
 import { z } from 'zod';
 import { NetfilterParser } from './parser.ts';
@@ -7,14 +7,21 @@ import { NetfilterParser } from './parser.ts';
 export { NetfilterParser } from './parser.ts';
 export { parseLoggedPacket } from './packet.ts';
 
-const JOURNAL = ['journalctl', '--dmesg', '--follow', '--output=json', '--lines=0'] as const;
+const KERNEL_JOURNAL = 'journal:kernel';
 
 export const NetfilterLogOptions = SourceOptionsBase.extend({
-  /** `file`: tail `log_path` (kern.log); `journal`: follow `journalctl --dmesg` (no offsets kept). */
+  ...JournalOptions.shape,
+  /** `file`: tail `log_path` (kern.log); `journal`: the kernel's journal, as `log_path: "journal:kernel"`. */
   input: z.enum(['file', 'journal']).default('file'),
   /** `kernel`: kern.log/journal lines of the kernel; `ulogd`: a ulogd2 LOGEMU file (nft `log group`, iptables NFLOG). */
   format: z.enum(['kernel', 'ulogd']).default('kernel'),
-  log_path: z.string().min(1).max(4096).default('/var/log/kern.log'),
+  /** A file, or `journal:kernel`: the kernel's messages in the journal, resumed from a cursor. */
+  log_path: z
+    .string()
+    .min(1)
+    .max(4096)
+    .default('/var/log/kern.log')
+    .refine((path) => !isJournalLocation(path) || path === KERNEL_JOURNAL, { message: `the only journal location of a packet filter log is ${KERNEL_JOURNAL}` }),
   /** Only LOG lines whose prefix starts with this (the `--log-prefix` / nft `log prefix` of the drop rule). */
   log_prefix: z.string().max(29).default(''),
   /** Distinct destination ports from one source within the window that make a scan. */
@@ -36,10 +43,12 @@ function definition(label: 'packet_filter' | 'bridge_filter', name: string): Sou
     configSchema: label === 'packet_filter' ? PacketFilterLogConfig : BridgeFilterLogConfig,
     parseDefaults: { active: true },
     createParser: parser,
-    start: (config, mode, ctx) =>
-      config.options.input === 'journal'
-        ? startCommandSource(JOURNAL, parser(config, mode), ctx)
-        : startTailedSource(config.options.log_path, parser(config, mode), ctx, config.options.start_at),
+    start: (config, mode, ctx) => {
+      const { options } = config;
+      return options.input === 'journal' || isJournalLocation(options.log_path)
+        ? startJournalSource({ location: KERNEL_JOURNAL, journal: options, parser: parser(config, mode), ctx, startAt: options.start_at })
+        : startTailedSource(options.log_path, parser(config, mode), ctx, options.start_at);
+    },
   });
 }
 

@@ -26,6 +26,15 @@ describe('sshd source definition', () => {
     expect(paths).toEqual(['options', 'options.max_retry', 'options.mode', 'ssh_log_location']);
   });
 
+  it('takes a journal location and refuses one that names no unit or identifier', () => {
+    expect(SshSourceConfig.parse({ active: true, ssh_log_location: 'journal:ssh.service' }).ssh_log_location).toBe('journal:ssh.service');
+    const r = SshSourceConfig.safeParse({ active: true, ssh_log_location: 'journal:ssh service', options: { journal_directory: '' } });
+    expect(r.error!.issues.map((i) => [i.path.join('.'), i.message])).toEqual([
+      ['ssh_log_location', 'journal: must be followed by a unit or syslog identifier (letters, digits, _@.:-\\)'],
+      ['options.journal_directory', 'Too small: expected string to have >=1 characters'],
+    ]);
+  });
+
   it('reads sshd-session, journald JSON and RFC 5424 lines', () => {
     const p = new SshParser({ mode: 'normal' });
     const readAt = Date.parse('2025-03-02T00:00:00Z') / 1000;

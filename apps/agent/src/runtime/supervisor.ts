@@ -13,6 +13,8 @@ export interface SupervisorOptions {
   log: PluginLogger;
   metrics: AgentMetrics;
   offsets: OffsetStore;
+  /** The agent's state directory, handed to sources for files of their own (journal cursors). */
+  stateDir?: string;
   emit(label: string, detection: Detection): void;
   /** Back-off between restarts; a source that ran `healthyAfterMs` starts over from the first step. */
   backoff?: { baseMs: number; maxMs: number };
@@ -121,6 +123,7 @@ export class Supervisor {
           log,
           signal,
           offsets,
+          ...(this.options.stateDir !== undefined ? { stateDir: this.options.stateDir } : {}),
           emit: (detection) => this.options.emit(spec.label, detection),
           linesRead: (count) => metrics.linesRead.inc({ source: spec.label }, count),
         });

@@ -12,3 +12,4 @@ export * from './kind-conformance.ts';
 export * from './named-instance.ts';
 export * from './squid-instance.ts';
 export * from './ssh-stand-in.ts';
+export * from './journal-remote.ts';
