@@ -179,6 +179,12 @@ describe.each(driverCases())('CrowdSec bouncer API on $name', (driver) => {
     const row = (agents.json() as Array<{ gaid: string; last_checkin_via: string | null }>).find((a) => a.gaid === agent.gaid);
     expect(row?.last_checkin_via).toBe('bouncer');
     expect((await app.inject({ method: 'POST', url: `${BASE}/usage-metrics`, headers: { 'x-api-key': agent.token }, payload: { remediation_components: 'x' } })).statusCode).toBe(400);
+    // Nesting that the store's JSON cannot hold is refused before it gets there (a 500 before).
+    let deep: unknown = [];
+    for (let i = 0; i < 2000; i++) deep = [deep];
+    const nested = await app.inject({ method: 'POST', url: `${BASE}/usage-metrics`, headers: { 'x-api-key': agent.token }, payload: { remediation_components: [{ metrics: deep }] } });
+    expect(nested.statusCode, nested.body).toBe(400);
+    expect((await store.crowdsec.cursor(agent.tokenId))?.usageMetrics).toEqual(body);
   });
 
   it("keeps the agent's maximum_rules (blacklists first, then the highest scores) and withdraws everything while running is no", async () => {

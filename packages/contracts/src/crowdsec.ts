@@ -57,14 +57,30 @@ export type CrowdsecDecisionsQuery = z.infer<typeof CrowdsecDecisionsQuery>;
 export const CrowdsecDecisions = z.array(CrowdsecDecision).nullable();
 export type CrowdsecDecisions = z.infer<typeof CrowdsecDecisions>;
 
+/** Deepest nesting kept from a usage-metrics body (LAPI's own document nests 5 levels). */
+export const USAGE_METRICS_MAX_DEPTH = 12;
+
+/** Whether a parsed JSON value nests deeper than `limit` levels of arrays and objects. */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= limit) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 /**
- * `POST v1/usage-metrics` (LAPI 1.6): accepted as sent and kept per key. Only its outline is
- * checked (LAPI's own document evolves); the body limit bounds it.
+ * `POST v1/usage-metrics` (LAPI 1.6): accepted as sent and kept per key. Only its outline and its
+ * nesting depth are checked (LAPI's own document evolves); the body limit bounds its size.
  */
 export const CrowdsecUsageMetrics = z
   .object({
     remediation_components: z.array(z.record(z.string(), z.unknown())).max(100).optional(),
     log_processors: z.array(z.record(z.string(), z.unknown())).max(100).optional(),
   })
-  .loose();
+  .loose()
+  .refine((body) => !nestsDeeperThan(body, USAGE_METRICS_MAX_DEPTH), { message: `nests deeper than ${USAGE_METRICS_MAX_DEPTH} levels` });
 export type CrowdsecUsageMetrics = z.infer<typeof CrowdsecUsageMetrics>;
