@@ -31,6 +31,7 @@ import { VpnService } from './services/vpn.ts';
 import { Ipv4Lists } from './services/ipv4-lists.ts';
 import { Ipv4Reports } from './services/ipv4-reports.ts';
 import { Rollups } from './services/rollups.ts';
+import { CrowdsecBouncers } from './services/crowdsec-bouncers.ts';
 import './plugins/route-config.ts';
 
 export interface BuildAppOptions {
@@ -50,6 +51,9 @@ export interface BuildAppOptions {
 export const REDACT_PATHS = [
   'req.headers.authorization',
   'headers.authorization',
+  // CrowdSec bouncers send their agent key here.
+  'req.headers["x-api-key"]',
+  'headers["x-api-key"]',
   'config.databaseUrl',
   // Node's HTTP parser errors carry the request's raw bytes (its headers, a key among them);
   // fastify logs them at trace level when a request does not parse.
@@ -95,6 +99,7 @@ async function buildContext(o: { config: AppConfig; store: Store; ipv4Mirror: Ip
   const ipv4Mirror = o.ipv4Mirror === undefined ? new Ipv4Mirror(store.ipv4Mirror, enrichment, log) : o.ipv4Mirror;
   const rollups = new Rollups(store, log);
   const batcher = new ReportBatcher({ ingest: store.ipv4Ingest, events, log, observe: (timing) => metrics.ipv4IngestBatch(timing) });
+  const ipv4Lists = new Ipv4Lists({ store, enrichment, mirror: ipv4Mirror });
   return {
     config,
     store,
@@ -105,9 +110,10 @@ async function buildContext(o: { config: AppConfig; store: Store; ipv4Mirror: Ip
     enrichment,
     ipv4Mirror,
     ipv4Reports: new Ipv4Reports({ config, store, enrichment, batcher, rollups }),
-    ipv4Lists: new Ipv4Lists({ store, enrichment, mirror: ipv4Mirror }),
+    ipv4Lists,
     vpn: new VpnService(store, config.tools.vpn),
     rollups,
+    crowdsecBouncers: new CrowdsecBouncers({ store, ipv4Lists }),
   };
 }
 

@@ -9,6 +9,7 @@ import type { Ipv4Lists } from './services/ipv4-lists.ts';
 import type { Ipv4Reports } from './services/ipv4-reports.ts';
 import type { VpnService } from './services/vpn.ts';
 import type { Rollups } from './services/rollups.ts';
+import type { CrowdsecBouncers } from './services/crowdsec-bouncers.ts';
 
 /** What route plugins and services are given; no module holds state of its own. */
 export interface AppContext {
@@ -30,4 +31,6 @@ export interface AppContext {
   vpn: VpnService;
   /** Reports, coins, agents and bands over time: counted here, stored by a job every minute. */
   rollups: Rollups;
+  /** The bouncer side of CrowdSec's Local API (`/crowdsec/v1/decisions…`) over agent keys. */
+  crowdsecBouncers: CrowdsecBouncers;
 }

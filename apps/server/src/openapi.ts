@@ -35,6 +35,12 @@ export function openapiDocument(config: AppConfig): FastifyDynamicSwaggerOptions
       components: {
         securitySchemes: {
           apiKey: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'The API key, alone or after `Bearer `.' },
+          crowdsecApiKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Api-Key',
+            description: "CrowdSec bouncers (`/api/v1/crowdsec/…`): an agent key; wrong or revoked keys are 403, as CrowdSec's Local API answers.",
+          },
         },
       },
       security: [{ apiKey: [] }],

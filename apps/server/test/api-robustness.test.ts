@@ -53,6 +53,8 @@ const OPERATIONS = await documentOperations();
 const WITH_BODY = OPERATIONS.filter((op) => op.body);
 /** The one API operation open without a key (the document does not mark it: its security is global). */
 const PUBLIC_OPERATION = 'GET /api/v1/version';
+/** CrowdSec bouncer routes take their agent key in X-Api-Key and answer 403 without a valid one, as CrowdSec's Local API does. */
+const isBouncerRoute = (path: string) => path.startsWith('/api/v1/crowdsec/');
 /** Path parameters that name an organization's own objects. */
 const OWNED_PARAMS = new Set(['agid', 'token_id', 'vid', 'key_id']);
 
@@ -81,6 +83,7 @@ describe.each(driverCases())('API robustness on $name', (driver) => {
   let prober: TestOrg;
   let probed: Owned;
   let operatorKey: string;
+  let bouncerKey: string;
 
   beforeAll(async () => {
     store = await driver.open();
@@ -90,16 +93,23 @@ describe.each(driverCases())('API robustness on $name', (driver) => {
     const username = `operator.${prober.org.gid.slice(-8).toLowerCase()}@example.org`;
     await createUser(store, { orgGid: prober.org.gid, username, role: ROLE.operator });
     operatorKey = (await createApiKey(store, { username })).key;
+    bouncerKey = (await registerAgent(app, prober.keys.admin)).token;
   });
-  /** Operator routes are probed as an alliance operator (an admin is refused before validation). */
-  const keyFor = (op: ApiOperation) => (op.path.startsWith('/api/v1/operator/') ? operatorKey : prober.keys.admin);
+  /** Operator routes are probed as an alliance operator, bouncer routes with an agent key (others are refused before validation). */
+  const keyFor = (op: ApiOperation) => (op.path.startsWith('/api/v1/operator/') ? operatorKey : isBouncerRoute(op.path) ? bouncerKey : prober.keys.admin);
   afterAll(async () => {
     await app?.close();
     await store?.close();
   });
 
   const baselineOf = (op: ApiOperation, key: string, ids: OwnedIds): Baseline => ({ path: examplePath(op, ids), query: exampleQuery(op), body: exampleBody(op, ids), key });
-  const send = async (req: ProbeRequest) => app.inject({ method: req.method as 'GET', url: req.url, headers: req.headers, ...(req.payload === undefined ? {} : { payload: req.payload }) });
+  /** A bouncer route gets what a request carries in Authorization in X-Api-Key instead. */
+  const headersFor = (req: ProbeRequest) => {
+    if (!isBouncerRoute(req.url) || req.headers.authorization === undefined) return req.headers;
+    const { authorization, ...rest } = req.headers;
+    return { ...rest, 'x-api-key': authorization };
+  };
+  const send = async (req: ProbeRequest) => app.inject({ method: req.method as 'GET', url: req.url, headers: headersFor(req), ...(req.payload === undefined ? {} : { payload: req.payload }) });
 
   it('enumerates the routes from the generated OpenAPI document', () => {
     const ids = OPERATIONS.map((o) => o.id);
@@ -134,7 +144,8 @@ describe.each(driverCases())('API robustness on $name', (driver) => {
         Object.assign(req.headers, headers);
         const res = await send(req);
         const violations = responseViolations(req, res);
-        if (who === 'anonymous' && op.id !== PUBLIC_OPERATION && res.statusCode !== 401) violations.push('expected 401 without credentials');
+        const refused = isBouncerRoute(op.path) ? 403 : 401;
+        if (who === 'anonymous' && op.id !== PUBLIC_OPERATION && res.statusCode !== refused) violations.push(`expected ${refused} without credentials`);
         if (violations.length) wrong.push(`${op.id} as ${who}: ${violations.join('; ')}\n${describeExchange(req, res)}`);
       }
     }

@@ -56,8 +56,11 @@ async function lookUp(v: AgentVerifier, token: string): Promise<Principal> {
   };
 }
 
-/** The principal of an agent key; 401 when it is not valid or came in the wrong header. */
-export async function verifyAgentToken(v: AgentVerifier, key: AgentKey): Promise<Principal> {
+/**
+ * The principal of an agent key; 401 when it is not valid or came in the wrong header.
+ * `anyHeader`: the route names the header itself (CrowdSec's `X-Api-Key`), not the agent.
+ */
+export async function verifyAgentToken(v: AgentVerifier, key: AgentKey, anyHeader = false): Promise<Principal> {
   const now = Date.now();
   const cached = v.cache.get(key.token);
   const principal = cached && cached.until > now ? cached.principal : await lookUp(v, key.token);
@@ -65,7 +68,7 @@ export async function verifyAgentToken(v: AgentVerifier, key: AgentKey): Promise
     if (v.cache.size > 50_000) v.cache.clear();
     v.cache.set(key.token, { principal, until: now + v.cacheSeconds * 1000 });
   }
-  if (principal.agent!.header !== key.header) {
+  if (!anyHeader && principal.agent!.header !== key.header) {
     throw new ApiError('unauthorized', `this agent sends its key in the ${principal.agent!.header} header (its auth_name)`);
   }
   return principal;

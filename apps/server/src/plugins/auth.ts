@@ -4,7 +4,7 @@ import { API_BASE, ApiError, ROLE } from '@rampart/contracts';
 import type { Store } from '../store/index.ts';
 import { credentialFrom, parseApiKey, secretMatches } from '../services/api-keys.ts';
 import { AuthFailureGuard } from '../services/auth-failures.ts';
-import { agentTokenCodec, agentTokenSecret, type AgentTokenCodec } from '../services/agent-tokens.ts';
+import { agentTokenCodec, agentTokenSecret, looksLikeJwt, type AgentTokenCodec } from '../services/agent-tokens.ts';
 import { agentKeyMayCall } from './agent-routes.ts';
 import type { AuthMetrics } from './metrics.ts';
 import { agentCredential, verifyAgentToken, type AgentVerifier } from './agent-auth.ts';
@@ -135,12 +135,41 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     store.keys.touch(keyId).catch((err: unknown) => request.log.warn({ err, keyId }, 'could not record key use'));
   }
 
+  /**
+   * A CrowdSec bouncer: an agent key in `X-Api-Key`. A missing, malformed, unknown or revoked key
+   * is 403, as CrowdSec's Local API answers, and counts as a failed authentication.
+   */
+  async function crowdsecBouncer(request: FastifyRequest, reply: FastifyReply): Promise<Principal> {
+    const header = request.headers['x-api-key'];
+    const token = typeof header === 'string' ? header.trim() : '';
+    if (!knownAgentKeys.has(token)) refuseIfLocked(addresses, request.ip, reply, 'address');
+    if (!looksLikeJwt(token)) {
+      if (token !== '') failed(request, 'agent_key');
+      throw new ApiError('forbidden', 'send an agent key of a registered agent in the X-Api-Key header');
+    }
+    try {
+      const principal = await verifyAgentToken({ store, codec: agentTokens, cache: agentCache, cacheSeconds }, { token, header: 'x-api-key' }, true);
+      if (knownAgentKeys.size >= 10_000) knownAgentKeys.clear();
+      knownAgentKeys.add(token);
+      return principal;
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === 'unauthorized')) throw err;
+      knownAgentKeys.delete(token);
+      failed(request, 'agent_key');
+      throw new ApiError('forbidden', err.message);
+    }
+  }
+
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request, reply) => {
     const options = request.routeOptions.config.rampart ?? {};
     if (options.auth === 'public') return;
     // The documentation page (swagger-ui registers its own routes) is readable without a key.
     if (request.routeOptions.url?.startsWith(`${API_BASE}/docs`)) return;
+    if (options.auth === 'crowdsec_bouncer') {
+      request.principal = await crowdsecBouncer(request, reply);
+      return;
+    }
     const agentKey = agentCredential(request);
     if (agentKey) {
       if (!knownAgentKeys.has(agentKey.token)) refuseIfLocked(addresses, request.ip, reply, 'address');

@@ -2,8 +2,12 @@ import type { CoinKind } from '../config.ts';
 
 /** What every route declares about itself in fastify's `config`. */
 export interface RouteOptions {
-  /** `public` routes need no key; everything else does. Default `key`. */
-  auth?: 'public' | 'key';
+  /**
+   * `public` routes need no key; `crowdsec_bouncer` routes take an agent key in `X-Api-Key` and
+   * answer 403 to a wrong or revoked one, as CrowdSec's Local API does; everything else needs a
+   * key in Authorization (or an agent's `auth_name` header). Default `key`.
+   */
+  auth?: 'public' | 'key' | 'crowdsec_bouncer';
   /** Lowest role allowed (1 reader, 2 contributor, 3 admin, 9 operator). Default 1. */
   minRole?: number;
   /** The coin price kind charged when the request succeeds. */

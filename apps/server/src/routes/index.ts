@@ -20,6 +20,7 @@ import { organizationRoutes } from './organization/index.ts';
 import { browseRoutes } from './browse.ts';
 import { whyRoute } from './why.ts';
 import { operatorRoutes } from './operators.ts';
+import { crowdsecRoutes } from './crowdsec/index.ts';
 
 /** Every route under /api/v1, one plugin per resource. */
 export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
@@ -44,4 +45,5 @@ export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
   await app.register(namedIndicatorRoutes(URLS), { context });
   await app.register(stixRoutes, { context });
   await app.register(indicatorScoreListRoutes, { context });
+  await app.register(crowdsecRoutes, { context });
 };

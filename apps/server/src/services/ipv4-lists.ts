@@ -1,9 +1,9 @@
 import { liveScore } from '@rampart/scoring';
-import type { Ipv4ListFilter, Ipv4ListRow, Organization, Store } from '../store/index.ts';
+import type { Ipv4DecisionRow, Ipv4ListFilter, Ipv4ListRow, Organization, Store } from '../store/index.ts';
 import type { Enrichment } from './enrichment.ts';
 import { visibleUpTo } from './envelope.ts';
 import type { Ipv4Mirror, MirrorPlan } from './ipv4-mirror/index.ts';
-import { ipv4ListFilter, loadIpv4Policy } from './ipv4-policy.ts';
+import { ipv4ListFilter, loadIpv4Policy, type Ipv4Policy } from './ipv4-policy.ts';
 import type { TextListSource } from './text-list.ts';
 import { asCsv, asFacts, cdnCsv, FLAT_CSV_HEADER } from './ipv4-csv.ts';
 
@@ -137,6 +137,27 @@ export class Ipv4Lists {
   async addresses(org: Organization, threshold: number): Promise<Ipv4ListAnswer> {
     const { salt, source } = await this.prepare(org, threshold);
     return { source: source('address'), line: (row) => displayIp(row.network), etagSalt: salt, chunkRows: LIST_CHUNK };
+  }
+
+  /**
+   * Every row `/ipv4/{threshold}` lists for the organization at this second (the same policy,
+   * delay and filter), with what decides how long each stays listed: CrowdSec bouncers
+   * (services/crowdsec-bouncers.ts). Read from SQL, which every change reaches first.
+   */
+  async decisionRows(org: Organization, threshold: number): Promise<{ policy: Ipv4Policy; nowMs: number; now: number; rows: Ipv4DecisionRow[] }> {
+    const { store } = this.deps;
+    const nowMs = Date.now();
+    const now = Math.floor(nowMs / 1000);
+    const [policy, decisions] = await Promise.all([loadIpv4Policy(store, org.id), store.ipv4.decisionsVersion(org.id)]);
+    const filter = ipv4ListFilter(policy, threshold, now, decisions.count > 0, visibleUpTo(org, now));
+    const rows: Ipv4DecisionRow[] = [];
+    for (let after: number | null = null; ; ) {
+      const chunk = await store.ipv4.listDecisionRows(filter, after, LIST_CHUNK);
+      rows.push(...chunk);
+      if (chunk.length < LIST_CHUNK) break;
+      after = chunk.at(-1)!.id;
+    }
+    return { policy, nowMs, now, rows };
   }
 
   /** The `/flat` CSV (FLAT_CSV_HEADER). */

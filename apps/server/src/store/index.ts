@@ -20,12 +20,14 @@ import { OverviewStore } from './overview.ts';
 import { RollupStore } from './rollups.ts';
 import { Ipv4IngestStore } from './ipv4-ingest.ts';
 import { MirrorRowsStore } from './ipv4-list-mirror.ts';
+import { CrowdsecStore } from './crowdsec.ts';
 import { attachSql } from './sql-handle.ts';
 import type { ConnectionEvent, NotificationHandler, StoreHealth } from './db.ts';
 
 export type { Db, Queryable, Transaction, QueryResult, ConnectionEvent } from './db.ts';
 export { StoreUnavailableError } from './db.ts';
-export type { Ipv4ListFilter, Ipv4ListRow } from './ipv4.ts';
+export type { Ipv4ListFilter, Ipv4ListRow, Ipv4DecisionRow } from './ipv4.ts';
+export type { CursorChange, DeliveredEntry } from './crowdsec.ts';
 export type { Ipv4ReportItem, Ipv4ReportOutcome, IngestRules, IngestProgress, IngestResult, PolicyChangeScope } from './ipv4-ingest.ts';
 export type { ScoreListFilter } from './indicator-sql.ts';
 export type { Ipv4IngestStore } from './ipv4-ingest.ts';
@@ -94,6 +96,8 @@ export interface Store {
   readonly ipv4Ingest: Ipv4IngestStore;
   /** What the in-process IPv4 list mirror loads and catches up from. */
   readonly ipv4Mirror: MirrorRowsStore;
+  /** Cursors of CrowdSec bouncer keys. */
+  readonly crowdsec: CrowdsecStore;
   /** Applies the migrations not yet applied; returns their names. */
   migrate(): Promise<string[]>;
   close(): Promise<void>;
@@ -136,6 +140,7 @@ export function storeOver(db: Db): Store {
     rollups: new RollupStore(db),
     ipv4Ingest: new Ipv4IngestStore(db),
     ipv4Mirror: new MirrorRowsStore(db),
+    crowdsec: new CrowdsecStore(db),
     migrate: () => migrate(db),
     close: () => db.close(),
   });

@@ -126,16 +126,27 @@ export class Ipv4Store {
 
   /** `columns: 'address'` reads only what an address list needs (no JSON to decode per row). */
   async listRows(filter: Ipv4ListFilter, after: number | null, upTo: number | null, limit: number, columns: 'all' | 'address' = 'all'): Promise<Ipv4ListRow[]> {
-    const params: unknown[] = [];
-    const where = listWhere(filter, after, upTo, params);
     const select =
       columns === 'address'
         ? 'i.id, i.network::text as network'
         : 'i.id, i.network::text as network, coalesce(a.score, i.score) as score, coalesce(a.ts, i.ts) as ts, i.members, i.events, floor(extract(epoch from i.updated_at))::bigint as updated, i.ip_info';
-    const res = await this.db.query<Ipv4ListRow>(
-      `select ${select} from ipv4_indicators i ${where} order by i.id limit ${Number(limit)}`,
-      params,
-    );
+    return this.listed<Ipv4ListRow>(select, filter, after, upTo, limit);
+  }
+
+  /**
+   * The same rows (the same list rule, `listWhere`) with what decides how long each stays listed:
+   * the organization's anchor, its decision, and the tags and sources a blocking rule matches.
+   */
+  async listDecisionRows(filter: Ipv4ListFilter, after: number | null, limit: number): Promise<Ipv4DecisionRow[]> {
+    const decision = filter.hasDecisions ? 'd.decision, d.ttl' : 'null::smallint as decision, null::bigint as ttl';
+    const select = `i.id, i.network::text as network, coalesce(a.score, i.score) as score, coalesce(a.ts, i.ts) as ts, i.sources, i.tags, ${decision}`;
+    return this.listed<Ipv4DecisionRow>(select, filter, after, null, limit);
+  }
+
+  private async listed<T extends { id: number }>(select: string, filter: Ipv4ListFilter, after: number | null, upTo: number | null, limit: number): Promise<T[]> {
+    const params: unknown[] = [];
+    const where = listWhere(filter, after, upTo, params);
+    const res = await this.db.query<T>(`select ${select} from ipv4_indicators i ${where} order by i.id limit ${Number(limit)}`, params);
     return res.rows;
   }
 
@@ -188,6 +199,18 @@ export interface Ipv4ListRow {
   events: number;
   updated: number;
   ip_info: Record<string, string> | null;
+}
+
+/** One listed row with what decides how long it stays listed (`listDecisionRows`). */
+export interface Ipv4DecisionRow {
+  id: number;
+  network: string;
+  score: number;
+  ts: number;
+  sources: string[];
+  tags: string[];
+  decision: number | null;
+  ttl: number | null;
 }
 
 /**

@@ -93,6 +93,7 @@ export function exampleQuery(op: ApiOperation): Array<[string, string]> {
 const BODIES: Record<string, (ids: OwnedIds) => unknown> = {
   'POST /api/v1/vpn': () => ({ account_name: 'laptop-ada', notes: 'travel laptop' }),
   'POST /api/v1/keys': () => ({ label: 'robustness probe' }),
+  'POST /api/v1/crowdsec/v1/usage-metrics': () => ({ remediation_components: [{ type: 'crowdsec-firewall-bouncer', version: 'v0.0.25', metrics: [] }] }),
   'POST /api/v1/ips': () => ({ ip: '45.77.113.7', confidence: 0.9, source: 'ssh_log', notes: 'brute force on port 22' }),
   'POST /api/v1/files': () => ({
     md5: sampleFileRecord.md5,
