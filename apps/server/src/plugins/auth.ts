@@ -19,6 +19,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Signs and verifies agent keys (shared secret of every replica). */
     agentTokens: AgentTokenCodec;
+    /**
+     * Verifies an agent key a route received otherwise than in a header (CrowdSec's watcher
+     * login sends it in its body), with the lock-outs and failure counts of keys in headers.
+     */
+    verifyAgentKey: (request: FastifyRequest, reply: FastifyReply, token: string) => Promise<Principal>;
   }
 }
 
@@ -135,6 +140,23 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     store.keys.touch(keyId).catch((err: unknown) => request.log.warn({ err, keyId }, 'could not record key use'));
   }
 
+  /** An agent key's principal (header: the one it came in, checked against its auth_name). */
+  async function agentKeyPrincipal(request: FastifyRequest, reply: FastifyReply, key: { token: string; header?: string }): Promise<Principal> {
+    if (!knownAgentKeys.has(key.token)) refuseIfLocked(addresses, request.ip, reply, 'address');
+    const principal = await verifyAgentToken({ store, codec: agentTokens, cache: agentCache, cacheSeconds }, key).catch((err: unknown) => {
+      // Only a refused key is a failure: a store outage (503) must not lock out a whole fleet.
+      if (err instanceof ApiError && err.code === 'unauthorized') {
+        knownAgentKeys.delete(key.token);
+        failed(request, 'agent_key');
+      }
+      throw err;
+    });
+    if (knownAgentKeys.size >= 10_000) knownAgentKeys.clear();
+    knownAgentKeys.add(key.token);
+    return principal;
+  }
+  app.decorate('verifyAgentKey', (request: FastifyRequest, reply: FastifyReply, token: string) => agentKeyPrincipal(request, reply, { token }));
+
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request, reply) => {
     const options = request.routeOptions.config.rampart ?? {};
@@ -143,17 +165,7 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     if (request.routeOptions.url?.startsWith(`${API_BASE}/docs`)) return;
     const agentKey = agentCredential(request);
     if (agentKey) {
-      if (!knownAgentKeys.has(agentKey.token)) refuseIfLocked(addresses, request.ip, reply, 'address');
-      const principal = await verifyAgentToken({ store, codec: agentTokens, cache: agentCache, cacheSeconds }, agentKey).catch((err: unknown) => {
-        // Only a refused key is a failure: a store outage (503) must not lock out a whole fleet.
-        if (err instanceof ApiError && err.code === 'unauthorized') {
-          knownAgentKeys.delete(agentKey.token);
-          failed(request, 'agent_key');
-        }
-        throw err;
-      });
-      if (knownAgentKeys.size >= 10_000) knownAgentKeys.clear();
-      knownAgentKeys.add(agentKey.token);
+      const principal = await agentKeyPrincipal(request, reply, agentKey);
       // Agent keys open only the routes of AGENT_KEY_ROUTES; those scope what they return to the
       // calling agent, so the route's minimum user role does not apply.
       if (!agentKeyMayCall(request.method, request.routeOptions.url)) {

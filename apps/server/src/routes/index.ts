@@ -20,6 +20,7 @@ import { organizationRoutes } from './organization/index.ts';
 import { browseRoutes } from './browse.ts';
 import { whyRoute } from './why.ts';
 import { operatorRoutes } from './operators.ts';
+import { crowdsecWatcherRoutes } from './crowdsec/watchers.ts';
 
 /** Every route under /api/v1, one plugin per resource. */
 export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
@@ -44,4 +45,6 @@ export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
   await app.register(namedIndicatorRoutes(URLS), { context });
   await app.register(stixRoutes, { context });
   await app.register(indicatorScoreListRoutes, { context });
+  // CrowdSec's Local API (its agents' and bouncers' url is <base>/crowdsec/): one plugin per side.
+  await app.register(crowdsecWatcherRoutes, { prefix: '/crowdsec', context });
 };

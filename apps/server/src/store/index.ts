@@ -26,7 +26,8 @@ import type { ConnectionEvent, NotificationHandler, StoreHealth } from './db.ts'
 export type { Db, Queryable, Transaction, QueryResult, ConnectionEvent } from './db.ts';
 export { StoreUnavailableError } from './db.ts';
 export type { Ipv4ListFilter, Ipv4ListRow } from './ipv4.ts';
-export type { Ipv4ReportItem, Ipv4ReportOutcome, IngestRules, IngestProgress, IngestResult, PolicyChangeScope } from './ipv4-ingest.ts';
+export type { Ipv4ReportItem, Ipv4ReportOutcome, IngestRules, IngestProgress, IngestResult, IngestOptions, PolicyChangeScope } from './ipv4-ingest.ts';
+export { ReservedInBatchError } from './ipv4-ingest.ts';
 export type { ScoreListFilter } from './indicator-sql.ts';
 export type { Ipv4IngestStore } from './ipv4-ingest.ts';
 export type { MirrorRowsStore, AsInfoRow, MirrorAnchorRow, MirrorChanges, MirrorDecisionRow, MirrorDetailRow, MirrorSince, WireRow } from './ipv4-list-mirror.ts';

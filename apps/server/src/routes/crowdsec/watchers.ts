@@ -1,0 +1,132 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import {
+  ApiError,
+  CrowdsecAlertIds,
+  CrowdsecAlertsBody,
+  CrowdsecWatcherLogin,
+  CrowdsecWatcherRegistration,
+  CrowdsecWatcherToken,
+} from '@rampart/contracts';
+import type { AppContext } from '../../context.ts';
+import { principalOf, type Principal } from '../../plugins/auth.ts';
+import { agentPrincipal } from '../../plugins/agent-auth.ts';
+import { credentialFrom } from '../../services/api-keys.ts';
+import { agentTokenSecret } from '../../services/agent-tokens.ts';
+import { CrowdsecAlerts } from '../../services/crowdsec-alerts.ts';
+import { rfc3339, watcherTokenCodec } from '../../services/crowdsec-watcher-tokens.ts';
+import { repriceTo } from '../indicator-common.ts';
+import { lapiErrors } from './lapi-errors.ts';
+
+/** No body at all (the null schema documents it; undefined is never serialized). */
+const NO_BODY = undefined as unknown as null;
+/** A push of alerts may be larger than other bodies: an agent sends what overflowed in one second. */
+const ALERTS_BODY_LIMIT = 16 * 1024 * 1024;
+
+/**
+ * The watcher side of CrowdSec's Local API, mounted under `/api/v1/crowdsec/` (its agents' `url`):
+ * a CrowdSec agent (`crowdsec -no-api`) logs in as a registered Rampart agent (machine_id its
+ * gaid, password one of its agent keys), pushes alerts, each a report of the organization, and
+ * beats its heart; each of those is the agent's check-in. The bouncer side (v1/decisions) is its
+ * own plugin under the same prefix.
+ */
+export const crowdsecWatcherRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
+  const tokens = watcherTokenCodec(await agentTokenSecret(context.config.agentTokenSecret, context.store));
+  const alerts = new CrowdsecAlerts({ store: context.store, reports: context.ipv4Reports });
+  lapiErrors(app);
+
+  /** The machine a login or registration names, when its password is one of that agent's keys. */
+  async function machine(request: FastifyRequest, reply: FastifyReply, body: { machine_id: string; password: string }): Promise<Principal> {
+    const principal = await request.server.verifyAgentKey(request, reply, body.password);
+    if (principal.agent!.gaid !== body.machine_id) {
+      throw new ApiError('unauthorized', 'machine_id is not the agent this password (an agent key) belongs to');
+    }
+    return principal;
+  }
+
+  /** Bearer token of v1/watchers/login, and the agent key it was exchanged for still valid. */
+  async function watcher(request: FastifyRequest): Promise<void> {
+    const credential = credentialFrom(request.headers.authorization);
+    if (!credential) throw new ApiError('unauthorized', 'send the token of v1/watchers/login as Authorization: Bearer <token>');
+    const claims = await tokens.verify(credential);
+    if (!claims) throw new ApiError('unauthorized', 'the watcher token is invalid or expired; log in again');
+    const principal = await agentPrincipal(context.store, claims);
+    if (!principal) throw new ApiError('unauthorized', 'the agent key this token was given for was revoked or its agent deactivated');
+    request.principal = principal;
+  }
+
+  app.post(
+    '/v1/watchers',
+    {
+      config: { rampart: { auth: 'public' } },
+      schema: {
+        tags: ['crowdsec'],
+        summary: 'CrowdSec watcher registration: accepted (201) only for a registered agent with one of its agent keys as password; nothing else is pre-authorized (401)',
+        body: CrowdsecWatcherRegistration,
+        response: { 201: z.null().describe('empty body') },
+      },
+    },
+    async (request, reply) => {
+      await machine(request, reply, request.body);
+      return reply.code(201).send(NO_BODY);
+    },
+  );
+
+  app.post(
+    '/v1/watchers/login',
+    {
+      config: { rampart: { auth: 'public' } },
+      schema: {
+        tags: ['crowdsec'],
+        summary: "CrowdSec watcher login: machine_id an agent's gaid, password one of its agent keys; answers a bearer token for an hour",
+        body: CrowdsecWatcherLogin,
+        response: { 200: CrowdsecWatcherToken },
+      },
+    },
+    async (request, reply) => {
+      const principal = await machine(request, reply, request.body);
+      const { token, expiresAt } = await tokens.sign({ jti: principal.agent!.tokenId, gaid: principal.agent!.gaid, org: principal.org.gid }, Math.floor(Date.now() / 1000));
+      await alerts.checkIn(principal);
+      return { code: 200 as const, expire: rfc3339(expiresAt), token };
+    },
+  );
+
+  app.post(
+    '/v1/alerts',
+    {
+      bodyLimit: Math.max(context.config.bodyLimitBytes, ALERTS_BODY_LIMIT),
+      config: { rampart: { auth: 'public', coin: 'report' } },
+      onRequest: watcher,
+      schema: {
+        tags: ['crowdsec'],
+        summary: "CrowdSec alerts (Bearer token of v1/watchers/login): each a report of the agent's organization, all stored or none (201 with one id per alert)",
+        body: CrowdsecAlertsBody,
+        response: { 201: CrowdsecAlertIds },
+      },
+    },
+    async (request, reply) => {
+      // The report price, once per alert.
+      await repriceTo(context, request, context.config.coinPrices.report * request.body.length);
+      const ids = await alerts.post(principalOf(request), request.body);
+      return reply.code(201).send(ids);
+    },
+  );
+
+  app.get(
+    '/v1/heartbeat',
+    {
+      config: { rampart: { auth: 'public' } },
+      onRequest: watcher,
+      schema: {
+        tags: ['crowdsec'],
+        summary: "CrowdSec watcher heartbeat (Bearer token of v1/watchers/login): the agent's check-in",
+        response: { 200: z.null().describe('empty body') },
+      },
+    },
+    async (request, reply) => {
+      await alerts.checkIn(principalOf(request));
+      return reply.code(200).send(NO_BODY);
+    },
+  );
+};
