@@ -70,7 +70,7 @@ export function alertAddress(alert: CrowdsecAlert, index: number): { ip: string;
   const path = `${base}.${field}`;
   if (value.includes(':')) throw refused(path, `${value} is an IPv6 address or network: Rampart holds IPv4 indicators only`);
   const [address, prefix, extra] = value.split('/');
-  const prefixOk = prefix === undefined ? scope === 'ip' : /^(3[0-2]|[12]?\d)$/.test(prefix);
+  const prefixOk = scope === 'ip' ? prefix === undefined : prefix !== undefined && /^(3[0-2]|[12]?\d)$/.test(prefix);
   if (extra !== undefined || !address || !IPV4.test(address) || !prefixOk) {
     throw refused(path, `${JSON.stringify(value)} is not ${scope === 'ip' ? 'an IPv4 address' : 'an IPv4 network in CIDR notation'}`);
   }
