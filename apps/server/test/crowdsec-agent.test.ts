@@ -22,6 +22,10 @@ const repoRoot = fileURLToPath(new URL('../../..', import.meta.url));
 const GENERATOR = process.env.RAMPART_GEN_AUTHLOG ?? resolve(repoRoot, '../shared/bench/gen-authlog.py');
 const HUB = '/usr/share/crowdsec/hub';
 const PATTERNS = '/etc/crowdsec/patterns';
+/** The postoverflow whitelist the README tells agents reporting to Rampart to install. */
+const WHITELIST = fileURLToPath(new URL('../crowdsec/rampart-reportable.yaml', import.meta.url));
+/** Attackers Rampart would refuse (carrier-grade NAT, IPv6): the whitelist keeps them in the agent. */
+const UNREPORTABLE = ['100.64.7.7', '2001:db8::7'];
 
 function missing(): string | undefined {
   const reasons: string[] = [];
@@ -49,6 +53,7 @@ function crowdsecConfig(dir: string, url: string, login: string, password: strin
   put(join(HUB, 'parsers/s02-enrich/crowdsecurity/whitelists.yaml'), 'parsers/s02-enrich/whitelists.yaml');
   put(join(HUB, 'scenarios/crowdsecurity/ssh-bf.yaml'), 'scenarios/ssh-bf.yaml');
   put(join(HUB, 'scenarios/crowdsecurity/ssh-slow-bf.yaml'), 'scenarios/ssh-slow-bf.yaml');
+  put(WHITELIST, 'postoverflows/s01-whitelist/rampart-reportable.yaml');
   // An unconfigured package leaves its files as *.dpkg-new.
   mkdirSync(join(dir, 'patterns'), { recursive: true });
   for (const name of readdirSync(PATTERNS)) copyFileSync(join(PATTERNS, name), join(dir, 'patterns', name.replace(/\.dpkg-new$/, '')));
@@ -144,6 +149,11 @@ describe.skipIf(why)('a real CrowdSec agent (crowdsec -no-api) reporting to Ramp
     const gen = spawnSync('python3', [GENERATOR, '-n', '6000', '--seed', '32', '--attackers', '12', '-o', log], { encoding: 'utf8' });
     expect(gen.status, gen.stderr).toBe(0);
     const truth = readTruth(join(dir, 'auth.truth.csv'));
+    // Eight failed passwords in eight seconds from each unreportable address, after the generated lines.
+    const extra = UNREPORTABLE.flatMap((ip, k) =>
+      Array.from({ length: 8 }, (_, i) => `Mar  1 23:5${k}:0${i} bastion-01 sshd[${4000 + k * 10 + i}]: Failed password for root from ${ip} port ${40000 + i} ssh2`),
+    );
+    writeFileSync(log, `${readFileSync(log, 'utf8')}${extra.join('\n')}\n`);
 
     const agent = await registerAgent(app, acme.keys.admin);
     const config = crowdsecConfig(join(dir, 'cs'), `${base}/api/v1/crowdsec/`, agent.gaid, agent.token);
@@ -152,8 +162,13 @@ describe.skipIf(why)('a real CrowdSec agent (crowdsec -no-api) reporting to Ramp
     expect(run.output).not.toMatch(/authenticate watcher/);
 
     // What crowdsec says it saw: "Ip 203.0.113.7 performed 'crowdsecurity/ssh-bf' (6 events over 3s) at …".
-    const named = new Set([...run.output.matchAll(/Ip (\d+\.\d+\.\d+\.\d+) performed '([^']+)'/g)].map((m) => m[1]!));
+    // Whitelisted overflows are logged too, then "[<message>] is whitelisted, skip.".
+    const whitelisted = new Set([...run.output.matchAll(/\[Ip ([0-9a-f.:]+) performed '[^']+'[^\]]*\] is whitelisted, skip/g)].map((m) => m[1]!));
+    expect([...whitelisted].sort()).toEqual([...UNREPORTABLE].sort());
+    const named = new Set([...run.output.matchAll(/Ip (\d+\.\d+\.\d+\.\d+) performed '([^']+)'/g)].map((m) => m[1]!).filter((ip) => !whitelisted.has(ip)));
     expect(named.size).toBeGreaterThan(0);
+    const unreported = await app.inject({ url: '/api/v1/ips/100.64.7.7', headers: { authorization: acme.keys.reader } });
+    expect(unreported.json().body).toEqual([]);
 
     // What Rampart holds for the organization: a look-up per address.
     const reported = new Set<string>();

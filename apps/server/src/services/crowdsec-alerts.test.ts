@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ApiError, type CrowdsecAlert } from '@rampart/contracts';
+import { ApiError, IPV4_SPECIAL_RANGES, parseIpv4, type CrowdsecAlert } from '@rampart/contracts';
 import { alertAddress, alertConfidence, alertReport, DEFAULT_SCENARIO_RULE, scenarioRule } from './crowdsec-alerts.ts';
 
 const base: CrowdsecAlert = {
@@ -71,5 +72,24 @@ describe('alert addresses', () => {
     }
     expect(fails(() => alertAddress({ ...base, source: { scope: 'Range', value: '45.77.113.0' } }, 0)).message).toContain('CIDR');
     expect(fails(() => alertAddress({ ...base, source: { scope: 'Ip', value: '' } }, 0)).path).toBe('body.0.source.ip');
+  });
+});
+
+describe('the CrowdSec whitelist shipped for agents (apps/server/crowdsec/rampart-reportable.yaml)', () => {
+  it('lists exactly the special-purpose ranges Rampart refuses, and IPv6 sources', () => {
+    const text = readFileSync(new URL('../../crowdsec/rampart-reportable.yaml', import.meta.url), 'utf8');
+    const listed = [...text.matchAll(/^ {4}- "(\d+\.\d+\.\d+\.\d+\/\d+)"$/gm)].map((m) => m[1]!);
+    const table = IPV4_SPECIAL_RANGES.map((r) => r.cidr);
+    // Each listed range is one of the table's; each of the table's lies in a listed one.
+    expect(listed.filter((cidr) => !table.includes(cidr))).toEqual([]);
+    const covered = (cidr: string) => {
+      const r = parseIpv4(cidr)!;
+      return listed.some((l) => {
+        const w = parseIpv4(l)!;
+        return w.start <= r.start && r.end <= w.end;
+      });
+    };
+    expect(table.filter((cidr) => !covered(cidr))).toEqual([]);
+    expect(text).toContain(`- "evt.Overflow.Alert.Source.IP contains ':'"`);
   });
 });

@@ -38,25 +38,16 @@ export interface IngestRules {
   reanchoredScore(s0: number, elapsed: number): number;
 }
 
-/**
- * Thrown inside the transaction of an all-or-nothing batch (`IngestOptions.allOrNothing`) that
- * names a reserved address: the transaction rolls back, so nothing of the batch is stored.
- */
+/** An all-or-nothing batch (`allOrNothing`) named a reserved address (`index`): it rolled back. */
 export class ReservedInBatchError extends Error {
-  constructor(
-    /** Index in the batch of the first reserved item, and the reserved range that covers it. */
-    readonly index: number,
-    readonly range: string,
-  ) {
+  constructor(readonly index: number, readonly range: string) {
     super(`item ${index} of an all-or-nothing ipv4 batch lies in the reserved range ${range}`);
     this.name = 'ReservedInBatchError';
   }
 }
 
-export interface IngestOptions {
-  /** A reserved item fails the whole batch (ReservedInBatchError) instead of being skipped. */
-  allOrNothing?: boolean;
-}
+/** allOrNothing: a reserved item fails the whole batch (ReservedInBatchError) instead of being skipped. */
+export interface IngestOptions { allOrNothing?: boolean }
 
 export interface IngestResult {
   outcomes: Ipv4ReportOutcome[];

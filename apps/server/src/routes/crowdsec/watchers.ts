@@ -15,7 +15,7 @@ import { agentPrincipal } from '../../plugins/agent-auth.ts';
 import { credentialFrom } from '../../services/api-keys.ts';
 import { agentTokenSecret } from '../../services/agent-tokens.ts';
 import { CrowdsecAlerts } from '../../services/crowdsec-alerts.ts';
-import { rfc3339, watcherTokenCodec } from '../../services/crowdsec-watcher-tokens.ts';
+import { rfc3339, watcherTokenCodec, type WatcherTokenCodec } from '../../services/crowdsec-watcher-tokens.ts';
 import { repriceTo } from '../indicator-common.ts';
 import { lapiErrors } from './lapi-errors.ts';
 
@@ -23,6 +23,30 @@ import { lapiErrors } from './lapi-errors.ts';
 const NO_BODY = undefined as unknown as null;
 /** A push of alerts may be larger than other bodies: an agent sends what overflowed in one second. */
 const ALERTS_BODY_LIMIT = 16 * 1024 * 1024;
+
+/** How watchers authenticate: an agent key to log in, then the bearer token the login gave. */
+function watcherAuth(context: AppContext, tokens: WatcherTokenCodec) {
+  return {
+    /** The machine a login or registration names, when its password is one of that agent's keys. */
+    machine: async (request: FastifyRequest, reply: FastifyReply, body: { machine_id: string; password: string }): Promise<Principal> => {
+      const principal = await request.server.verifyAgentKey(request, reply, body.password);
+      if (principal.agent!.gaid !== body.machine_id) {
+        throw new ApiError('unauthorized', 'machine_id is not the agent this password (an agent key) belongs to');
+      }
+      return principal;
+    },
+    /** onRequest: the bearer token of v1/watchers/login, and the agent key it was exchanged for still valid. */
+    watcher: async (request: FastifyRequest): Promise<void> => {
+      const credential = credentialFrom(request.headers.authorization);
+      if (!credential) throw new ApiError('unauthorized', 'send the token of v1/watchers/login as Authorization: Bearer <token>');
+      const claims = await tokens.verify(credential);
+      if (!claims) throw new ApiError('unauthorized', 'the watcher token is invalid or expired; log in again');
+      const principal = await agentPrincipal(context.store, claims);
+      if (!principal) throw new ApiError('unauthorized', 'the agent key this token was given for was revoked or its agent deactivated');
+      request.principal = principal;
+    },
+  };
+}
 
 /**
  * The watcher side of CrowdSec's Local API, mounted under `/api/v1/crowdsec/` (its agents' `url`):
@@ -34,27 +58,8 @@ const ALERTS_BODY_LIMIT = 16 * 1024 * 1024;
 export const crowdsecWatcherRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
   const tokens = watcherTokenCodec(await agentTokenSecret(context.config.agentTokenSecret, context.store));
   const alerts = new CrowdsecAlerts({ store: context.store, reports: context.ipv4Reports });
+  const { machine, watcher } = watcherAuth(context, tokens);
   lapiErrors(app);
-
-  /** The machine a login or registration names, when its password is one of that agent's keys. */
-  async function machine(request: FastifyRequest, reply: FastifyReply, body: { machine_id: string; password: string }): Promise<Principal> {
-    const principal = await request.server.verifyAgentKey(request, reply, body.password);
-    if (principal.agent!.gaid !== body.machine_id) {
-      throw new ApiError('unauthorized', 'machine_id is not the agent this password (an agent key) belongs to');
-    }
-    return principal;
-  }
-
-  /** Bearer token of v1/watchers/login, and the agent key it was exchanged for still valid. */
-  async function watcher(request: FastifyRequest): Promise<void> {
-    const credential = credentialFrom(request.headers.authorization);
-    if (!credential) throw new ApiError('unauthorized', 'send the token of v1/watchers/login as Authorization: Bearer <token>');
-    const claims = await tokens.verify(credential);
-    if (!claims) throw new ApiError('unauthorized', 'the watcher token is invalid or expired; log in again');
-    const principal = await agentPrincipal(context.store, claims);
-    if (!principal) throw new ApiError('unauthorized', 'the agent key this token was given for was revoked or its agent deactivated');
-    request.principal = principal;
-  }
 
   app.post(
     '/v1/watchers',
