@@ -203,4 +203,25 @@ describe.each(driverCases())('CrowdSec watchers (v1/watchers, v1/alerts, v1/hear
     expect(refused.json().message).toContain('revoked');
     expect(await lookUp('45.77.117.1')).toEqual([]);
   });
+
+  it('charges the report price once per alert, and nothing for a refused push', async () => {
+    const priced = await testApp(store, { coinPrices: { lookup: 1, deep_scan: 5, feed: 1, list: 2, report: 2, decision: 0, tool: 1, stix: 1, vpn: 10 } });
+    try {
+      const org = await seedOrg(store, { name: `Paying watchers ${driver.name}`, credits: 100 });
+      const agent = await registerAgent(priced, org.keys.admin);
+      const login = await priced.inject({ method: 'POST', url: `${BASE}/watchers/login`, payload: { machine_id: agent.gaid, password: agent.token } });
+      const auth = { authorization: `Bearer ${(login.json() as { token: string }).token}` };
+      const push = (alerts: unknown[]) => priced.inject({ method: 'POST', url: `${BASE}/alerts`, payload: alerts as object, headers: auth });
+      const paid = await push([alert('45.77.118.1'), alert('45.77.118.2'), alert('45.77.118.3')]);
+      expect(paid.statusCode).toBe(201);
+      expect(paid.headers['x-coins-cost']).toBe('6');
+      expect(paid.headers['x-coins-remaining']).toBe('94');
+      const refused = await push([alert('45.77.118.4'), alert('192.168.1.1')]);
+      expect(refused.statusCode).toBe(400);
+      expect(refused.headers['x-coins-cost']).toBe('0');
+      expect(refused.headers['x-coins-remaining']).toBe('94');
+    } finally {
+      await priced.close();
+    }
+  });
 });

@@ -18,7 +18,7 @@ export const CrowdsecWatcherLogin = z
   .looseObject({
     machine_id: z.string().min(1).max(256).describe("The gaid of a registered Rampart agent of the organization"),
     password: z.string().min(1).max(8192).describe('One of that agent\'s keys (its api_jwt_key or one issued by POST /agents/{agid}/token)'),
-    scenarios: z.array(Text(512)).max(10_000).optional().describe('The scenarios the agent runs (recorded nowhere)'),
+    scenarios: z.array(Text(512)).max(2000).optional().describe('The scenarios the agent runs (recorded nowhere)'),
   })
   .meta({ description: 'CrowdSec watcher login (LAPI WatcherAuthRequest)' });
 export type CrowdsecWatcherLogin = z.infer<typeof CrowdsecWatcherLogin>;

@@ -21,8 +21,6 @@ import { lapiErrors } from './lapi-errors.ts';
 
 /** No body at all (the null schema documents it; undefined is never serialized). */
 const NO_BODY = undefined as unknown as null;
-/** A push of alerts may be larger than other bodies: an agent sends what overflowed in one second. */
-const ALERTS_BODY_LIMIT = 16 * 1024 * 1024;
 
 /** How watchers authenticate: an agent key to log in, then the bearer token the login gave. */
 function watcherAuth(context: AppContext, tokens: WatcherTokenCodec) {
@@ -35,11 +33,16 @@ function watcherAuth(context: AppContext, tokens: WatcherTokenCodec) {
       }
       return principal;
     },
-    /** onRequest: the bearer token of v1/watchers/login, and the agent key it was exchanged for still valid. */
+    /** onRequest: a request without any credential is refused before its body is read. */
+    bearer: async (request: FastifyRequest): Promise<void> => {
+      if (!credentialFrom(request.headers.authorization)) throw new ApiError('unauthorized', 'send the token of v1/watchers/login as Authorization: Bearer <token>');
+    },
+    /**
+     * preHandler (after validation, so a malformed body is a 400 naming its field whoever sends
+     * it): the bearer token of v1/watchers/login, and the agent key it was given for still valid.
+     */
     watcher: async (request: FastifyRequest): Promise<void> => {
-      const credential = credentialFrom(request.headers.authorization);
-      if (!credential) throw new ApiError('unauthorized', 'send the token of v1/watchers/login as Authorization: Bearer <token>');
-      const claims = await tokens.verify(credential);
+      const claims = await tokens.verify(credentialFrom(request.headers.authorization) ?? '');
       if (!claims) throw new ApiError('unauthorized', 'the watcher token is invalid or expired; log in again');
       const principal = await agentPrincipal(context.store, claims);
       if (!principal) throw new ApiError('unauthorized', 'the agent key this token was given for was revoked or its agent deactivated');
@@ -58,7 +61,7 @@ function watcherAuth(context: AppContext, tokens: WatcherTokenCodec) {
 export const crowdsecWatcherRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
   const tokens = watcherTokenCodec(await agentTokenSecret(context.config.agentTokenSecret, context.store));
   const alerts = new CrowdsecAlerts({ store: context.store, reports: context.ipv4Reports });
-  const { machine, watcher } = watcherAuth(context, tokens);
+  const { machine, bearer, watcher } = watcherAuth(context, tokens);
   lapiErrors(app);
 
   app.post(
@@ -100,9 +103,10 @@ export const crowdsecWatcherRoutes: FastifyPluginAsyncZod<{ context: AppContext 
   app.post(
     '/v1/alerts',
     {
-      bodyLimit: Math.max(context.config.bodyLimitBytes, ALERTS_BODY_LIMIT),
+      // The coins plugin charges before the watcher is known; the handler charges per alert.
       config: { rampart: { auth: 'public', coin: 'report' } },
-      onRequest: watcher,
+      onRequest: bearer,
+      preHandler: watcher,
       schema: {
         tags: ['crowdsec'],
         summary: "CrowdSec alerts (Bearer token of v1/watchers/login): each a report of the agent's organization, all stored or none (201 with one id per alert)",
@@ -122,7 +126,8 @@ export const crowdsecWatcherRoutes: FastifyPluginAsyncZod<{ context: AppContext 
     '/v1/heartbeat',
     {
       config: { rampart: { auth: 'public' } },
-      onRequest: watcher,
+      onRequest: bearer,
+      preHandler: watcher,
       schema: {
         tags: ['crowdsec'],
         summary: "CrowdSec watcher heartbeat (Bearer token of v1/watchers/login): the agent's check-in",
