@@ -33,7 +33,7 @@ export const AgentSummary = z
     alive: z.boolean().describe('Checked in within 2 x sync_time minutes'),
     sync_time: z.int().min(1),
     last_checkin: z.int().nullable().describe('Epoch seconds of the last check-in, null when never'),
-    last_checkin_via: z.enum(['ipv4', 'feed', 'feedback', 'sync', 'bouncer']).nullable(),
+    last_checkin_via: z.enum(['ipv4', 'feed', 'feedback', 'sync', 'bouncer', 'crowdsec_watcher']).nullable(),
     hostname: z.string().nullable(),
     enforced: z.record(z.string(), EnforcedByPlugin).describe('By enforcement plugin'),
     status: z

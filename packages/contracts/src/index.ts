@@ -27,3 +27,4 @@ export * from './browse.ts';
 export * from './why.ts';
 export * from './operators.ts';
 export * from './crowdsec.ts';
+export * from './crowdsec-watchers.ts';

@@ -40,27 +40,36 @@ export interface AgentVerifier {
   cacheSeconds: number;
 }
 
-async function lookUp(v: AgentVerifier, token: string): Promise<Principal> {
-  const claims = await v.codec.verify(token);
-  if (!claims) throw new ApiError('unauthorized', 'the agent key is invalid or expired');
-  const found = await v.store.agents.tokenPrincipal(claims.jti);
-  if (!found || found.gaid !== claims.gaid) throw new ApiError('unauthorized', 'the agent key was revoked or its agent deactivated');
-  const org = found.org;
-  if (org.gid !== claims.org) throw new ApiError('unauthorized', 'the agent key was revoked or its agent deactivated');
+/**
+ * The principal of an agent token id (`jti`) whose token claimed `gaid` in organization `orgGid`,
+ * when that token, its agent and its issuer are all still valid.
+ */
+export async function agentPrincipal(store: Store, claims: { jti: string; gaid: string; org: string }): Promise<Principal | undefined> {
+  const found = await store.agents.tokenPrincipal(claims.jti);
+  if (!found || found.gaid !== claims.gaid || found.org.gid !== claims.org) return undefined;
   return {
     kind: 'agent',
     keyId: claims.jti,
     user: { ...found.issuer, role: Math.min(found.issuer.role, ROLE.contributor) },
-    org,
+    org: found.org,
     agent: { id: found.agentId, gaid: found.gaid, tokenId: claims.jti, header: (found.authName || DEFAULT_AUTH_HEADER).toLowerCase() },
   };
 }
 
+async function lookUp(v: AgentVerifier, token: string): Promise<Principal> {
+  const claims = await v.codec.verify(token);
+  if (!claims) throw new ApiError('unauthorized', 'the agent key is invalid or expired');
+  const principal = await agentPrincipal(v.store, claims);
+  if (!principal) throw new ApiError('unauthorized', 'the agent key was revoked or its agent deactivated');
+  return principal;
+}
+
 /**
- * The principal of an agent key; 401 when it is not valid or came in the wrong header.
- * `anyHeader`: the route names the header itself (CrowdSec's `X-Api-Key`), not the agent.
+ * The principal of an agent key; 401 when it is not valid or, with a header named, came in
+ * another header than the agent's `auth_name` (a key sent in a body, as CrowdSec's watcher
+ * login does, names none).
  */
-export async function verifyAgentToken(v: AgentVerifier, key: AgentKey, anyHeader = false): Promise<Principal> {
+export async function verifyAgentToken(v: AgentVerifier, key: { token: string; header?: string }): Promise<Principal> {
   const now = Date.now();
   const cached = v.cache.get(key.token);
   const principal = cached && cached.until > now ? cached.principal : await lookUp(v, key.token);
@@ -68,7 +77,7 @@ export async function verifyAgentToken(v: AgentVerifier, key: AgentKey, anyHeade
     if (v.cache.size > 50_000) v.cache.clear();
     v.cache.set(key.token, { principal, until: now + v.cacheSeconds * 1000 });
   }
-  if (!anyHeader && principal.agent!.header !== key.header) {
+  if (key.header !== undefined && principal.agent!.header !== key.header) {
     throw new ApiError('unauthorized', `this agent sends its key in the ${principal.agent!.header} header (its auth_name)`);
   }
   return principal;

@@ -19,6 +19,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Signs and verifies agent keys (shared secret of every replica). */
     agentTokens: AgentTokenCodec;
+    /**
+     * Verifies an agent key a route received otherwise than in a header (CrowdSec's watcher
+     * login sends it in its body), with the lock-outs and failure counts of keys in headers.
+     */
+    verifyAgentKey: (request: FastifyRequest, reply: FastifyReply, token: string) => Promise<Principal>;
   }
 }
 
@@ -135,6 +140,23 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     store.keys.touch(keyId).catch((err: unknown) => request.log.warn({ err, keyId }, 'could not record key use'));
   }
 
+  /** An agent key's principal (header: the one it came in, checked against its auth_name). */
+  async function agentKeyPrincipal(request: FastifyRequest, reply: FastifyReply, key: { token: string; header?: string }): Promise<Principal> {
+    if (!knownAgentKeys.has(key.token)) refuseIfLocked(addresses, request.ip, reply, 'address');
+    const principal = await verifyAgentToken({ store, codec: agentTokens, cache: agentCache, cacheSeconds }, key).catch((err: unknown) => {
+      // Only a refused key is a failure: a store outage (503) must not lock out a whole fleet.
+      if (err instanceof ApiError && err.code === 'unauthorized') {
+        knownAgentKeys.delete(key.token);
+        failed(request, 'agent_key');
+      }
+      throw err;
+    });
+    if (knownAgentKeys.size >= 10_000) knownAgentKeys.clear();
+    knownAgentKeys.add(key.token);
+    return principal;
+  }
+  app.decorate('verifyAgentKey', (request: FastifyRequest, reply: FastifyReply, token: string) => agentKeyPrincipal(request, reply, { token }));
+
   /**
    * A CrowdSec bouncer: an agent key in `X-Api-Key`. A missing, malformed, unknown or revoked key
    * is 403, as CrowdSec's Local API answers, and counts as a failed authentication.
@@ -142,21 +164,17 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
   async function crowdsecBouncer(request: FastifyRequest, reply: FastifyReply): Promise<Principal> {
     const header = request.headers['x-api-key'];
     const token = typeof header === 'string' ? header.trim() : '';
-    if (!knownAgentKeys.has(token)) refuseIfLocked(addresses, request.ip, reply, 'address');
     if (!looksLikeJwt(token)) {
+      if (!knownAgentKeys.has(token)) refuseIfLocked(addresses, request.ip, reply, 'address');
       if (token !== '') failed(request, 'agent_key');
       throw new ApiError('forbidden', 'send an agent key of a registered agent in the X-Api-Key header');
     }
     try {
-      const principal = await verifyAgentToken({ store, codec: agentTokens, cache: agentCache, cacheSeconds }, { token, header: 'x-api-key' }, true);
-      if (knownAgentKeys.size >= 10_000) knownAgentKeys.clear();
-      knownAgentKeys.add(token);
-      return principal;
+      // No header named: the route names it (X-Api-Key), not the agent's auth_name.
+      return await agentKeyPrincipal(request, reply, { token });
     } catch (err) {
-      if (!(err instanceof ApiError && err.code === 'unauthorized')) throw err;
-      knownAgentKeys.delete(token);
-      failed(request, 'agent_key');
-      throw new ApiError('forbidden', err.message);
+      if (err instanceof ApiError && err.code === 'unauthorized') throw new ApiError('forbidden', err.message);
+      throw err;
     }
   }
 
@@ -172,17 +190,7 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     }
     const agentKey = agentCredential(request);
     if (agentKey) {
-      if (!knownAgentKeys.has(agentKey.token)) refuseIfLocked(addresses, request.ip, reply, 'address');
-      const principal = await verifyAgentToken({ store, codec: agentTokens, cache: agentCache, cacheSeconds }, agentKey).catch((err: unknown) => {
-        // Only a refused key is a failure: a store outage (503) must not lock out a whole fleet.
-        if (err instanceof ApiError && err.code === 'unauthorized') {
-          knownAgentKeys.delete(agentKey.token);
-          failed(request, 'agent_key');
-        }
-        throw err;
-      });
-      if (knownAgentKeys.size >= 10_000) knownAgentKeys.clear();
-      knownAgentKeys.add(agentKey.token);
+      const principal = await agentKeyPrincipal(request, reply, agentKey);
       // Agent keys open only the routes of AGENT_KEY_ROUTES; those scope what they return to the
       // calling agent, so the route's minimum user role does not apply.
       if (!agentKeyMayCall(request.method, request.routeOptions.url)) {

@@ -21,6 +21,7 @@ import { browseRoutes } from './browse.ts';
 import { whyRoute } from './why.ts';
 import { operatorRoutes } from './operators.ts';
 import { crowdsecRoutes } from './crowdsec/index.ts';
+import { crowdsecWatcherRoutes } from './crowdsec/watchers.ts';
 
 /** Every route under /api/v1, one plugin per resource. */
 export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
@@ -46,4 +47,6 @@ export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
   await app.register(stixRoutes, { context });
   await app.register(indicatorScoreListRoutes, { context });
   await app.register(crowdsecRoutes, { context });
+  // CrowdSec's Local API (its agents' and bouncers' url is <base>/crowdsec/): one plugin per side.
+  await app.register(crowdsecWatcherRoutes, { prefix: '/crowdsec', context });
 };

@@ -1,6 +1,6 @@
 import { anchorTs, reanchoredScore, scoreV32 } from '@rampart/scoring';
 import type { FastifyBaseLogger } from 'fastify';
-import type { IngestRules, Ipv4IngestStore, Ipv4ReportItem, Ipv4ReportOutcome } from '../store/index.ts';
+import { ReservedInBatchError, type IngestRules, type Ipv4IngestStore, type Ipv4ReportItem, type Ipv4ReportOutcome } from '../store/index.ts';
 import type { EventBus } from './events.ts';
 
 /** Where a batch's time goes (seconds) and how many reports it carried. */
@@ -41,8 +41,10 @@ export interface ReportBatcherOptions {
 }
 
 interface Pending {
-  item: Ipv4ReportItem;
-  resolve(outcome: Ipv4ReportOutcome): void;
+  items: Ipv4ReportItem[];
+  /** A group stored all or nothing, in a transaction of its own (submitAll). */
+  atomic: boolean;
+  resolve(outcomes: Ipv4ReportOutcome[]): void;
   reject(err: unknown): void;
 }
 
@@ -77,14 +79,35 @@ export class ReportBatcher {
 
   submit(item: Ipv4ReportItem): Promise<Ipv4ReportOutcome> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
+      this.queue.push({ items: [item], atomic: false, resolve: (outcomes) => resolve(outcomes[0]!), reject });
       this.drain();
     });
   }
 
+  /**
+   * Reports stored all or nothing: one transaction of their own (never shared with other
+   * requests, whose failure would otherwise fail them too), in which a reserved item fails them
+   * all (ReservedInBatchError) and any other failure stores none of them.
+   */
+  submitAll(items: Ipv4ReportItem[]): Promise<Ipv4ReportOutcome[]> {
+    if (items.length === 0) return Promise.resolve([]);
+    return new Promise((resolve, reject) => {
+      this.queue.push({ items, atomic: true, resolve, reject });
+      this.drain();
+    });
+  }
+
+  /** The next batch: an all-or-nothing group alone, else the single reports up to the next group. */
+  private take(): Pending[] {
+    if (this.queue[0]!.atomic) return this.queue.splice(0, 1);
+    let n = 0;
+    while (n < this.queue.length && n < this.maxBatch && !this.queue[n]!.atomic) n += 1;
+    return this.queue.splice(0, n);
+  }
+
   private drain(): void {
     while (this.working < this.maxWorking && this.inFlight < this.maxInFlight && this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatch);
+      const batch = this.take();
       this.inFlight += 1;
       this.working += 1;
       let committing = false;
@@ -110,15 +133,17 @@ export class ReportBatcher {
   private async run(batch: Pending[], committing: () => void, settled: () => void): Promise<void> {
     let result;
     const marks = { start: performance.now(), begun: 0, locked: 0, committing: 0 };
+    const items = batch.flatMap((p) => p.items);
     try {
-      result = await this.options.ingest.ingest(batch.map((p) => p.item), V32_INGEST_RULES, Math.floor(Date.now() / 1000), {
+      const progress = {
         begun: () => (marks.begun = performance.now()),
         locked: () => (marks.locked = performance.now()),
         committing: () => {
           marks.committing = performance.now();
           committing();
         },
-      });
+      };
+      result = await this.options.ingest.ingest(items, V32_INGEST_RULES, Math.floor(Date.now() / 1000), progress, { allOrNothing: batch[0]!.atomic });
     } catch (err) {
       if (batch.length > 1) {
         // One failing report (or a deadlock victim) must not fail its neighbours: each alone.
@@ -126,17 +151,22 @@ export class ReportBatcher {
         for (const p of batch) await this.run([p], committing, () => {});
         return;
       }
-      this.options.log.error({ err }, 'ipv4 report failed');
+      // A reserved item of an all-or-nothing group is the caller's to answer, not a failure.
+      if (!(err instanceof ReservedInBatchError)) this.options.log.error({ err }, 'ipv4 report failed');
       for (const p of batch) p.reject(err);
       return;
     }
     const committed = performance.now();
-    batch.forEach((p, i) => p.resolve(result.outcomes[i]!));
+    let offset = 0;
+    for (const p of batch) {
+      p.resolve(result.outcomes.slice(offset, offset + p.items.length));
+      offset += p.items.length;
+    }
     settled();
     if (this.options.observe) {
       const seconds = (from: number, to: number) => (to - from) / 1000;
       this.options.observe({
-        reports: batch.length,
+        reports: items.length,
         begin: seconds(marks.start, marks.begun),
         lock: seconds(marks.begun, marks.locked),
         write: seconds(marks.locked, marks.committing),

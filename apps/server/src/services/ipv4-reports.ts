@@ -1,7 +1,7 @@
 import { ApiError, describeIpv4Special, formatIpv4, ipv4SpecialRange, parseIpv4, type IpsReportBody } from '@rampart/contracts';
 import type { AppConfig } from '../config.ts';
 import type { Principal } from '../plugins/auth.ts';
-import type { Ipv4ReportItem, Store } from '../store/index.ts';
+import { ReservedInBatchError, type Ipv4ReportItem, type Store } from '../store/index.ts';
 import type { Enrichment } from './enrichment.ts';
 import { randomIdPart } from './ids.ts';
 import type { ReportBatcher } from './ipv4-ingest.ts';
@@ -101,6 +101,41 @@ export class Ipv4Reports {
     const checkinGaid = principal.agent?.gaid ?? gaid;
     if (checkinGaid) await this.deps.store.agents.checkIn(principal.org.id, checkinGaid, 'ipv4');
     return { created: outcome.created };
+  }
+
+  /**
+   * Reports stored all or nothing (CrowdSec alerts, services/crowdsec-alerts.ts): each is
+   * checked as `report` checks one (`path` names it in errors), then all go in one transaction;
+   * one of them reserved by the organization refuses them all (403 `reserved_ip`). Returns the
+   * canonical network of each, in order.
+   */
+  async reportAll(principal: Principal, reports: ReadonlyArray<{ ip: string; confidence: number; source: string; notes: string; path: string }>): Promise<string[]> {
+    const items: Ipv4ReportItem[] = reports.map((r) => {
+      assertReportable(r.ip, this.deps.config, r.path);
+      const { network, isNetwork, first } = canonicalNetwork(r.ip);
+      return {
+        orgId: principal.org.id,
+        network,
+        isNetwork,
+        gid: `RMP-RULE-GID-${randomIdPart()}`,
+        confidence: r.confidence,
+        source: r.source,
+        notes: r.notes ? r.notes : null,
+        addReport: true,
+        decision: null,
+        ipInfo: this.deps.enrichment.ipInfo(first),
+      };
+    });
+    try {
+      await this.deps.batcher.submitAll(items);
+    } catch (err) {
+      if (!(err instanceof ReservedInBatchError)) throw err;
+      const { ip, path } = reports[err.index]!;
+      const message = `${ip} lies in ${err.range}, one of the organization's reserved_ips; it cannot be reported`;
+      throw new ApiError('reserved_ip', `${path}: ${message}; nothing was stored`, { errors: [{ path, message }], extra: { reserved_range: err.range } });
+    }
+    this.deps.rollups?.countReports(principal.org.id, items.length);
+    return items.map((item) => item.network);
   }
 
   /** The organization's decision on an address or network, without a report. */

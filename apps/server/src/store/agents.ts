@@ -4,7 +4,7 @@ import type { UserRow } from './users.ts';
 import type { Organization } from './organizations.ts';
 import { changedPaths, recordAudit as audit } from './settings.ts';
 
-export type CheckinVia = 'ipv4' | 'feed' | 'feedback' | 'sync' | 'bouncer';
+export type CheckinVia = 'ipv4' | 'feed' | 'feedback' | 'sync' | 'bouncer' | 'crowdsec_watcher';
 
 /** What one enforcement plugin last said (feedback or sync `state`), kept per plugin. */
 export interface EnforcedEntry {

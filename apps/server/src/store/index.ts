@@ -28,7 +28,8 @@ export type { Db, Queryable, Transaction, QueryResult, ConnectionEvent } from '.
 export { StoreUnavailableError } from './db.ts';
 export type { Ipv4ListFilter, Ipv4ListRow, Ipv4DecisionRow } from './ipv4.ts';
 export type { CursorChange, DeliveredEntry } from './crowdsec.ts';
-export type { Ipv4ReportItem, Ipv4ReportOutcome, IngestRules, IngestProgress, IngestResult, PolicyChangeScope } from './ipv4-ingest.ts';
+export type { Ipv4ReportItem, Ipv4ReportOutcome, IngestRules, IngestProgress, IngestResult, IngestOptions, PolicyChangeScope } from './ipv4-ingest.ts';
+export { ReservedInBatchError } from './ipv4-ingest.ts';
 export type { ScoreListFilter } from './indicator-sql.ts';
 export type { Ipv4IngestStore } from './ipv4-ingest.ts';
 export type { MirrorRowsStore, AsInfoRow, MirrorAnchorRow, MirrorChanges, MirrorDecisionRow, MirrorDetailRow, MirrorSince, WireRow } from './ipv4-list-mirror.ts';

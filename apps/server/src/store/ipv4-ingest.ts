@@ -38,6 +38,17 @@ export interface IngestRules {
   reanchoredScore(s0: number, elapsed: number): number;
 }
 
+/** An all-or-nothing batch (`allOrNothing`) named a reserved address (`index`): it rolled back. */
+export class ReservedInBatchError extends Error {
+  constructor(readonly index: number, readonly range: string) {
+    super(`item ${index} of an all-or-nothing ipv4 batch lies in the reserved range ${range}`);
+    this.name = 'ReservedInBatchError';
+  }
+}
+
+/** allOrNothing: a reserved item fails the whole batch (ReservedInBatchError) instead of being skipped. */
+export interface IngestOptions { allOrNothing?: boolean }
+
 export interface IngestResult {
   outcomes: Ipv4ReportOutcome[];
   /** The feed clock second taken by the batch, null when no record's ts moved. */
@@ -104,6 +115,7 @@ export async function ingestIpv4Batch(
   rules: IngestRules,
   nowSeconds: number,
   progress: IngestProgress = {},
+  options: IngestOptions = {},
 ): Promise<IngestResult> {
   return db.transaction(async (tx) => {
     progress.begun?.();
@@ -111,6 +123,10 @@ export async function ingestIpv4Batch(
     const first = await lockIndicators(tx, items);
     progress.locked?.();
     const { reserved, rows: lockedRows, clockTs } = first;
+    if (options.allOrNothing && reserved.size > 0) {
+      const [index, range] = [...reserved].sort((a, b) => a[0] - b[0])[0]!;
+      throw new ReservedInBatchError(index, range);
+    }
     for (const [idx, range] of reserved) outcomes[idx] = { status: 'reserved', range };
     const accepted = items.map((item, idx) => ({ item, idx })).filter(({ idx }) => !reserved.has(idx));
 
@@ -498,7 +514,7 @@ export class Ipv4IngestStore {
   get concurrent(): boolean {
     return this.db.kind === 'postgres';
   }
-  ingest(items: Ipv4ReportItem[], rules: IngestRules, nowSeconds: number, progress: IngestProgress = {}): Promise<IngestResult> {
-    return ingestIpv4Batch(this.db, items, rules, nowSeconds, progress);
+  ingest(items: Ipv4ReportItem[], rules: IngestRules, nowSeconds: number, progress: IngestProgress = {}, options: IngestOptions = {}): Promise<IngestResult> {
+    return ingestIpv4Batch(this.db, items, rules, nowSeconds, progress, options);
   }
 }

@@ -105,6 +105,16 @@ export class Ipv4Store {
     return res.rows;
   }
 
+  /** The ids of the indicators held for these canonical networks (`203.0.113.7/32`), by network text. */
+  async indicatorIds(networks: readonly string[]): Promise<Map<string, number>> {
+    if (networks.length === 0) return new Map();
+    const res = await this.db.query<{ id: number; network: string }>(
+      'select id, network::text as network from ipv4_indicators where network = any($1::cidr[])',
+      [[...new Set(networks)]],
+    );
+    return new Map(res.rows.map((r) => [r.network, Number(r.id)]));
+  }
+
   /** What each reporting organization contributes to an indicator's score (for `explain=yes`). */
   async reporters(indicatorId: number): Promise<Array<{ org_id: number; trust: number; confidence: number; events: number }>> {
     const res = await this.db.query<{ org_id: number; trust: number; confidence: number; events: number }>(

@@ -95,6 +95,26 @@ const BODIES: Record<string, (ids: OwnedIds) => unknown> = {
   'POST /api/v1/keys': () => ({ label: 'robustness probe' }),
   'POST /api/v1/crowdsec/v1/usage-metrics': () => ({ remediation_components: [{ type: 'crowdsec-firewall-bouncer', version: 'v0.0.25', metrics: [] }] }),
   'POST /api/v1/ips': () => ({ ip: '45.77.113.7', confidence: 0.9, source: 'ssh_log', notes: 'brute force on port 22' }),
+  // CrowdSec watchers: what crowdsec 1.4.6 sends (the caller is no watcher here: 401 after validation).
+  'POST /api/v1/crowdsec/v1/watchers': (ids) => ({ machine_id: ids.agid, password: 'Xe4FSqCfKjBmDKmmRLfhQ8rqJzv9p6ea' }),
+  'POST /api/v1/crowdsec/v1/watchers/login': (ids) => ({ machine_id: ids.agid, password: 'Xe4FSqCfKjBmDKmmRLfhQ8rqJzv9p6ea', scenarios: ['crowdsecurity/ssh-bf'] }),
+  'POST /api/v1/crowdsec/v1/alerts': () => [
+    {
+      capacity: 5,
+      decisions: null,
+      events: [{ meta: [{ key: 'source_ip', value: '45.77.113.7' }, { key: 'log_type', value: 'ssh_failed-auth' }], timestamp: '2025-03-01T00:00:01Z' }],
+      events_count: 6,
+      leakspeed: '10s',
+      message: "Ip 45.77.113.7 performed 'crowdsecurity/ssh-bf' (6 events over 5s) at 2025-03-01 00:00:05 +0000 UTC",
+      scenario: 'crowdsecurity/ssh-bf',
+      scenario_hash: '4441dcff07020f6690d998b7101e642359ba405c2abb83565bbbdcee36de280f',
+      scenario_version: '0.1',
+      simulated: false,
+      source: { ip: '45.77.113.7', range: '', scope: 'Ip', value: '45.77.113.7' },
+      start_at: '2025-03-01T00:00:00Z',
+      stop_at: '2025-03-01T00:00:05Z',
+    },
+  ],
   'POST /api/v1/files': () => ({
     md5: sampleFileRecord.md5,
     sha1: sampleFileRecord.sha1,
