@@ -468,6 +468,11 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
       const csv = await new Response((await file.createReadStream()) as unknown as ReadableStream).text();
       expect(csv.split('\r\n')[0]).toBe('kind,value,decision,ttl,expired,held,live_score,updated_at');
       expect(csv).toContain(`ipv4,${unreported},1,,false,false,,`);
+      // The whole address space is no decision (MAX_DECISION_PREFIX): refused, named at the field.
+      await page.getByLabel('Indicator', { exact: true }).fill('0.0.0.0/0');
+      await page.getByRole('button', { name: 'Blacklist', exact: true }).click();
+      await page.getByText('400: params.ip: /0 is wider than /8, the widest network a decision may name outside the private-use ranges').waitFor();
+      expect((await decided()).some((d) => d.value === '0.0.0.0/0')).toBe(false);
       await page.screenshot({ path: `${SHOTS}/decisions-${width}.png`, fullPage: true });
       expect(await sideways(), `decisions at ${width}`).toBeLessThanOrEqual(0);
       await page.context().close();
