@@ -456,8 +456,9 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
       await page.getByRole('link', { name: 'Decisions', exact: true }).click();
       await page.getByLabel('Indicator', { exact: true }).fill(unreported);
       await page.getByRole('button', { name: 'Blacklist', exact: true }).click();
-      // Said plainly: no feed or agent blocks it until it is held.
-      await page.getByText(`Blacklisted ${unreported} for your organization. Nobody has reported it yet, so no feed or agent blocks it until a member reports it.`).waitFor();
+      // Said plainly: an IPv4 blacklist nobody reported is the organization's own entry.
+      await page.getByText(`Blacklisted ${unreported} for your organization. Nobody has reported it: your lists, feed and agents block it for your organization alone.`).waitFor();
+      expect((await (await fetch(`${h.base}/api/v1/ipv4/1000`, { headers: { authorization: acme.keys.reader } })).text()).split('\n')).toContain(unreported);
       const row = page.getByRole('table', { name: 'Decisions' }).locator('tbody tr', { hasText: unreported });
       await expect.poll(() => row.textContent()).toContain('no: nobody reported it');
       expect((await decided()).find((d) => d.value === unreported)).toEqual(expect.objectContaining({ decision: 1, held: false }));
