@@ -456,8 +456,9 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
       await page.getByRole('link', { name: 'Decisions', exact: true }).click();
       await page.getByLabel('Indicator', { exact: true }).fill(unreported);
       await page.getByRole('button', { name: 'Blacklist', exact: true }).click();
-      // Said plainly: no feed or agent blocks it until it is held.
-      await page.getByText(`Blacklisted ${unreported} for your organization. Nobody has reported it yet, so no feed or agent blocks it until a member reports it.`).waitFor();
+      // Said plainly: an IPv4 blacklist nobody reported is the organization's own entry.
+      await page.getByText(`Blacklisted ${unreported} for your organization. Nobody has reported it: your lists, feed and agents block it for your organization alone.`).waitFor();
+      expect((await (await fetch(`${h.base}/api/v1/ipv4/1000`, { headers: { authorization: acme.keys.reader } })).text()).split('\n')).toContain(unreported);
       const row = page.getByRole('table', { name: 'Decisions' }).locator('tbody tr', { hasText: unreported });
       await expect.poll(() => row.textContent()).toContain('no: nobody reported it');
       expect((await decided()).find((d) => d.value === unreported)).toEqual(expect.objectContaining({ decision: 1, held: false }));
@@ -468,6 +469,11 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
       const csv = await new Response((await file.createReadStream()) as unknown as ReadableStream).text();
       expect(csv.split('\r\n')[0]).toBe('kind,value,decision,ttl,expired,held,live_score,updated_at');
       expect(csv).toContain(`ipv4,${unreported},1,,false,false,,`);
+      // The whole address space is no decision (MAX_DECISION_PREFIX): refused, named at the field.
+      await page.getByLabel('Indicator', { exact: true }).fill('0.0.0.0/0');
+      await page.getByRole('button', { name: 'Blacklist', exact: true }).click();
+      await page.getByText('400: params.ip: /0 is wider than /8, the widest network a decision may name outside the private-use ranges').waitFor();
+      expect((await decided()).some((d) => d.value === '0.0.0.0/0')).toBe(false);
       await page.screenshot({ path: `${SHOTS}/decisions-${width}.png`, fullPage: true });
       expect(await sideways(), `decisions at ${width}`).toBeLessThanOrEqual(0);
       await page.context().close();

@@ -85,6 +85,24 @@ describe('block state', () => {
     expect(s.table.size).toBe(1);
   });
 
+  it('drops a listed decision on a value nobody reported as soon as it is cleared, pushed or fed (a record of score 0)', () => {
+    // Pushed first (decision_changed), then listed by the server (a full reconcile), then its record fed.
+    const s = state();
+    s.applyDecision('45.3.1.1', 1, null, NOW);
+    s.applyDecision('45.3.1.0/24', 1, null, NOW);
+    s.applyServerList([cidrKey('45.3.1.1'), cidrKey('45.3.1.0/24')], NOW);
+    s.ingestRecord({ ip: '45.3.1.0/24', score: 0, ts: NOW, decision: 1, ttl: null });
+    expect(cidrs(s)).toEqual(['45.3.1.0/24', '45.3.1.1/32']);
+    // The clear arrives as a push for one, as the feed's record (decision null, score 0) for the other:
+    // the server lists neither any more, so neither waits for the next reconcile.
+    s.applyDecision('45.3.1.0/24', -1, null, NOW + 1);
+    s.ingestRecord({ ip: '45.3.1.1', score: 0, ts: NOW + 1, decision: -1, ttl: null });
+    expect(cidrs(s, NOW + 1)).toEqual([]);
+    // An entry known only from the list (no record, no decision) is still trusted.
+    s.applyServerList([cidrKey('45.3.2.2')], NOW + 2);
+    expect(cidrs(s, NOW + 2)).toEqual(['45.3.2.2/32']);
+  });
+
   it('diffs two sets by membership only', () => {
     const k = (c: string) => cidrKey(c);
     const from = { keys: Float64Array.from([k('45.0.0.1'), k('45.0.0.2'), k('45.0.0.3')]), ranks: Uint16Array.from([1, 2, 3]) };

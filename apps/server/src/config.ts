@@ -66,6 +66,7 @@ export const ServerConfig = z.object({
   SYNC_HEARTBEAT_SECONDS: z.coerce.number().min(1).max(600).default(30),
   ALLOW_NON_PUBLIC_REPORTS: flag.default(false),
   MAX_REPORT_PREFIX: z.coerce.number().int().min(0).max(32).default(16),
+  MAX_DECISION_PREFIX: z.coerce.number().int().min(0).max(32).default(8),
 });
 export type ServerConfigInput = z.input<typeof ServerConfig>;
 
@@ -111,6 +112,8 @@ export interface AppConfig {
   allowNonPublicReports: boolean;
   /** Widest network a report may name (`/16` by default; `/15` and wider are refused). */
   maxReportPrefix: number;
+  /** Widest network a decision may name (`/8` by default), except inside the private-use ranges. */
+  maxDecisionPrefix: number;
 }
 
 export class ConfigError extends Error {
@@ -156,6 +159,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     syncHeartbeatSeconds: e.SYNC_HEARTBEAT_SECONDS,
     allowNonPublicReports: e.ALLOW_NON_PUBLIC_REPORTS,
     maxReportPrefix: e.MAX_REPORT_PREFIX,
+    maxDecisionPrefix: e.MAX_DECISION_PREFIX,
   };
 }
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { OrganizationConfig } from '@rampart/contracts';
+import { OrganizationConfig, parseIpv4 } from '@rampart/contracts';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
 import type { Ipv4Mirror } from '../src/services/ipv4-mirror/index.ts';
@@ -15,7 +15,8 @@ import { sqlOf } from '../src/store/sql-handle.ts';
  * client works: a reference follower written from the documented protocol alone walks `/ips`
  * from 0 and then from its cursor, keeps records by gid, and decides with `header.eval`:
  * decision 0 never blocks, decision 1 blocks until ttl, otherwise live score >= threshold.
- * After random sequences of reports by three organizations, decisions with and without ttl,
+ * After random sequences of reports by three organizations, decisions with and without ttl
+ * (on reported values and on values nobody reports, which are records of their organization),
  * clears, reserved-range and blocking-rule changes and clock jumps of minutes to weeks, its
  * blocked set for each organization and threshold must equal `/ipv4/{threshold}` for that
  * organization, read through SQL and through the in-process mirror.
@@ -30,13 +31,15 @@ const realSetTimeout = globalThis.setTimeout;
 const pause = (ms: number) => new Promise((r) => realSetTimeout(r, ms));
 
 const TARGETS = ['45.77.1.2', '45.77.1.3', '45.77.1.0/24', '45.77.9.9', '45.77.0.0/16', '81.2.69.160', '81.2.69.0/28'] as const;
+/** Values nobody ever reports: decisions on them are records of their organization alone (decisions.md, Organizations). */
+const UNREPORTED = ['45.78.3.3', '45.78.3.0/24', '81.2.70.16/28', '45.78.3.4'] as const;
 const SOURCES = ['ssh', 'waf', 'scan'] as const;
 const THRESHOLDS = [1, 60, 110, 200] as const;
-const RANGES = ['45.77.1.0/30', '81.2.69.0/24', '45.77.9.0/24'] as const;
+const RANGES = ['45.77.1.0/30', '81.2.69.0/24', '45.77.9.0/24', '45.78.3.0/30'] as const;
 
 type Op =
   | { op: 'report'; org: number; target: string; confidence: number; source: string }
-  | { op: 'decide'; org: number; target: string; decision: -1 | 0 | 1; ttlHours: number | null }
+  | { op: 'decide' | 'decideOnly'; org: number; target: string; decision: -1 | 0 | 1; ttlHours: number | null }
   | { op: 'reserve'; org: number; ranges: string[] }
   | { op: 'rule'; org: number; rule: { score: number; tags: string[] } | null }
   | { op: 'jump'; seconds: number }
@@ -53,6 +56,16 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       org,
       target,
       decision: fc.constantFrom(-1 as const, 0 as const, 1 as const),
+      ttlHours: fc.option(fc.integer({ min: 1, max: 24 * 14 }), { nil: null }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('decideOnly' as const),
+      org,
+      target: fc.constantFrom(...UNREPORTED),
+      decision: fc.constantFrom(-1 as const, 0 as const, 1 as const, 1 as const),
       ttlHours: fc.option(fc.integer({ min: 1, max: 24 * 14 }), { nil: null }),
     }),
   },
@@ -185,6 +198,8 @@ describe.each(driverCases())('a reference follower of /ips agrees with /ipv4 on 
           for (let i = 0; i < 3; i++) orgs.push(await seedOrg(store, { credits: 10_000_000, trust: [0.9, 0.6, 0.4][i]! }));
           const followers = orgs.map((o) => new ReferenceFollower(sqlApp, o.keys.reader));
           const settings = orgs.map(() => OrganizationConfig.parse({}));
+          // The model of what each organization's agents enforce on values nobody reports: its pushed decisions.
+          const unreported = orgs.map(() => new Map<string, { decision: -1 | 0 | 1; ttl: number | null }>());
           // Indicators held before this run belong to the earlier runs: every follower sees them too.
           let lastWrite = await dbSecond();
           for (const op of ops) {
@@ -198,10 +213,12 @@ describe.each(driverCases())('a reference follower of /ips agrees with /ipv4 on 
                 expect([200, 201, 403]).toContain(res.statusCode);
                 break;
               }
-              case 'decide': {
+              case 'decide':
+              case 'decideOnly': {
                 const payload = op.decision === 1 && op.ttlHours !== null ? { decision: 1, ttl: clock.now + op.ttlHours * 3600 } : { decision: op.decision };
                 const res = await sqlApp.inject({ method: 'PUT', url: `/api/v1/ips/${encodeURIComponent(op.target)}`, headers: { authorization: o!.keys.contributor }, payload });
                 expect([200, 403]).toContain(res.statusCode);
+                if (op.op === 'decideOnly' && res.statusCode === 200) unreported[op.org]!.set(op.target, { decision: op.decision, ttl: 'ttl' in payload ? (payload.ttl ?? null) : null });
                 break;
               }
               case 'reserve':
@@ -226,8 +243,17 @@ describe.each(driverCases())('a reference follower of /ips agrees with /ipv4 on 
           await settle(lastWrite);
           for (let i = 0; i < 3; i++) {
             await followers[i]!.walk();
+            const reserved = settings[i]!.reserved_ips.map((r) => parseIpv4(r)!);
+            const enforcedUnreported = [...unreported[i]!]
+              .filter(([value, d]) => {
+                const net = parseIpv4(value)!;
+                return d.decision === 1 && (d.ttl === null || d.ttl > clock.now) && !reserved.some((r) => r.start <= net.end && net.start <= r.end);
+              })
+              .map(([value]) => value)
+              .sort();
             for (const t of THRESHOLDS) {
               const expected = followers[i]!.blocked(t, clock.now);
+              expect(expected.filter((ip) => (UNREPORTED as readonly string[]).includes(ip)), `org ${i} threshold ${t}: decisions on unreported values`).toEqual(enforcedUnreported);
               counts.comparisons++;
               expect(await list(sqlApp, orgs[i]!.keys.reader, t), `org ${i} threshold ${t} (SQL)`).toEqual(expected);
               expect(await list(mirrorApp, orgs[i]!.keys.reader, t), `org ${i} threshold ${t} (mirror)`).toEqual(expected);
@@ -243,6 +269,10 @@ describe.each(driverCases())('a reference follower of /ips agrees with /ipv4 on 
             [[{ op: 'report', org: 1, target: '45.77.1.3', confidence: 0.2, source: 'waf' }, { op: 'sync', org: 1 }, { op: 'decide', org: 1, target: '45.77.1.0/24', decision: 1, ttlHours: 2 }, { op: 'sync', org: 1 }, { op: 'decide', org: 1, target: '45.77.1.0/24', decision: -1, ttlHours: null }]],
             [[{ op: 'report', org: 2, target: '45.77.1.2', confidence: 1, source: 'scan' }, { op: 'sync', org: 2 }, { op: 'reserve', org: 2, ranges: ['45.77.1.0/30'] }]],
             [[{ op: 'report', org: 0, target: '81.2.69.160', confidence: 0.2, source: 'ssh' }, { op: 'sync', org: 0 }, { op: 'rule', org: 0, rule: { score: 20, tags: ['ssh'] } }, { op: 'jump', seconds: 86_400 }]],
+            // A decision nobody reported, followed, cleared, reserved and expired.
+            [[{ op: 'decideOnly', org: 0, target: '45.78.3.3', decision: 1, ttlHours: null }, { op: 'sync', org: 0 }, { op: 'decideOnly', org: 0, target: '45.78.3.3', decision: -1, ttlHours: null }]],
+            [[{ op: 'decideOnly', org: 1, target: '45.78.3.0/24', decision: 1, ttlHours: 2 }, { op: 'sync', org: 1 }, { op: 'reserve', org: 1, ranges: ['45.78.3.0/30'] }, { op: 'sync', org: 1 }, { op: 'reserve', org: 1, ranges: [] }, { op: 'jump', seconds: 3_600 * 3 }]],
+            [[{ op: 'decideOnly', org: 2, target: '45.78.3.0/24', decision: 1, ttlHours: null }, { op: 'decideOnly', org: 2, target: '45.78.3.4', decision: 0, ttlHours: null }, { op: 'sync', org: 2 }, { op: 'decideOnly', org: 2, target: '45.78.3.4', decision: -1, ttlHours: null }]],
             [[{ op: 'report', org: 0, target: '45.77.9.9', confidence: 0.2, source: 'ssh' }, { op: 'sync', org: 1 }, { op: 'report', org: 0, target: '45.77.9.9', confidence: 1, source: 'ssh' }, { op: 'jump', seconds: 21 * 86_400 }]],
           ],
         },

@@ -199,9 +199,17 @@ describe.each(driverCases())('GET /ips/{ipv4} from the mirror equals SQL, on $na
         const fromSql = await sqlApp.inject({ url, headers });
         expect(fromMirror.statusCode).toBe(200);
         expect(fromMirror.body).toBe(fromSql.body);
-        // The mirror answered (null would mean it handed the look-up to SQL).
+        // The mirror answered (null would mean it handed the look-up to SQL), unless one of the
+        // organization's decisions on a value nobody reported covers the address: that record is SQL's (migration 0017).
         expect(answered.length).toBe(before + 1);
-        expect(answered.at(-1)).not.toBeNull();
+        if (answered.at(-1) === null) {
+          const unheld = await sqlOf(store).query(
+            `select 1 from ipv4_decisions d where d.org_id = $1 and d.decision in (0, 1) and d.network >>= $2::cidr
+             and not exists (select 1 from ipv4_indicators h where h.network = d.network)`,
+            [acme.org.id, `${formatIpv4(BASE + offset)}/32`],
+          );
+          expect(unheld.rows.length, 'mirror handed over without a decision record covering the address').toBeGreaterThan(0);
+        }
         records += (fromMirror.json() as { body: unknown[] }).body.length;
       }
     }
@@ -248,6 +256,8 @@ describe.each(driverCases())('GET /ips/{ipv4} from the mirror equals SQL, on $na
 
   it('does not keep detail columns read across a catch-up that changed rows: they may be older than it', async () => {
     const db = sqlOf(store);
+    // The scenarios' decisions go too: on values no longer held they are records of their own (migration 0017).
+    await db.query('delete from ipv4_decisions');
     await db.query('delete from ipv4_indicators');
     await store.settings.replaceOrganization(acme.org.id, () => OrganizationConfig.parse({ reserved_ips: [] }), 'test');
     await db.query(`update organizations set delay = '0' where id = $1`, [acme.org.id]);
@@ -277,6 +287,8 @@ describe.each(driverCases())('GET /ips/{ipv4} from the mirror equals SQL, on $na
 
   it('shows a write straight to SQL from the next second on, and a write of this replica at once', async () => {
     const db = sqlOf(store);
+    // The scenarios' decisions go too: on values no longer held they are records of their own (migration 0017).
+    await db.query('delete from ipv4_decisions');
     await db.query('delete from ipv4_indicators');
     await store.settings.replaceOrganization(acme.org.id, () => OrganizationConfig.parse({ reserved_ips: [] }), 'test');
     await db.query(`update organizations set delay = '0' where id = $1`, [acme.org.id]);

@@ -48,7 +48,7 @@ describe.each(driverCases())('only public addresses are reported on $name', (dri
     store = await driver.open();
     app = await testApp(store);
     // The lab reads its settings from the environment, as `npm start` does.
-    lab = await buildApp({ config: { ...loadConfig({ ALLOW_NON_PUBLIC_REPORTS: 'true', MAX_REPORT_PREFIX: '8' }), demo: false, logLevel: 'silent', authCacheSeconds: 0 }, store, ipv4Mirror: null });
+    lab = await buildApp({ config: { ...loadConfig({ ALLOW_NON_PUBLIC_REPORTS: 'true', MAX_REPORT_PREFIX: '8', MAX_DECISION_PREFIX: '16' }), demo: false, logLevel: 'silent', authCacheSeconds: 0 }, store, ipv4Mirror: null });
     await lab.ready();
     acme = await seedOrg(store, { credits: 100_000 });
   }, 240_000);
@@ -114,6 +114,46 @@ describe.each(driverCases())('only public addresses are reported on $name', (dri
     const other = await seedOrg(store, { credits: 1_000 });
     const list = await app.inject({ url: '/api/v1/ipv4/1', headers: { authorization: other.keys.reader } });
     expect(list.body.split('\n').filter((l) => l.startsWith('10.') || l.startsWith('192.168.'))).toEqual([]);
+  });
+
+  const decide = (on: FastifyInstance, ip: string, payload: object) =>
+    on.inject({ method: 'PUT', url: `/api/v1/ips/${encodeURIComponent(ip)}`, headers: { authorization: acme.keys.contributor }, payload });
+  const tooWide = (prefix: number, limit: number, path: string) => ({
+    type: 'https://rampart.dev/problems/network_too_wide',
+    status: 400,
+    max_prefix: limit,
+    detail: `${path}: /${prefix} is wider than /${limit}, the widest network a decision may name outside the private-use ranges`,
+    errors: [{ path, message: `/${prefix} is wider than /${limit}, the widest network a decision may name outside the private-use ranges` }],
+  });
+
+  it('refuses a decision wider than MAX_DECISION_PREFIX (8) on PUT and on POST with decision, and stores nothing', async () => {
+    for (const payload of [{ decision: 1 }, { decision: 0 }, { decision: '1', ttl: Math.floor(Date.now() / 1000) + 600 }]) {
+      const put = await decide(app, '0.0.0.0/0', payload);
+      expect(put.statusCode, JSON.stringify(payload)).toBe(400);
+      expect(put.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(put.json()).toMatchObject(tooWide(0, 8, 'params.ip'));
+    }
+    expect((await decide(app, '45.0.0.0/7', { decision: 1 })).json()).toMatchObject(tooWide(7, 8, 'params.ip'));
+    // POST names the width, not the special-purpose range 0.0.0.0/0 also overlaps.
+    for (const decision of [0, 1]) expect((await report(app, { ip: '0.0.0.0/0', decision })).json()).toMatchObject(tooWide(0, 8, 'body.ip'));
+    expect((await report(app, { ip: '46.0.0.0/6', decision: 0 })).json()).toMatchObject(tooWide(6, 8, 'body.ip'));
+    const decisions = (await app.inject({ url: '/api/v1/decisions?kind=ipv4', headers: { authorization: acme.keys.reader } })).json() as { items: Array<{ value: string }> };
+    expect(decisions.items.map((d) => d.value).filter((v) => v.endsWith('/0') || v.endsWith('/7') || v.endsWith('/6'))).toEqual([]);
+    // /8 is the limit itself; a clear of any width stays possible.
+    expect((await decide(app, '45.0.0.0/8', { decision: 1 })).statusCode).toBe(200);
+    expect((await decide(app, '45.0.0.0/8', { decision: -1 })).statusCode).toBe(200);
+    expect((await decide(app, '0.0.0.0/0', { decision: -1 })).statusCode).toBe(200);
+  });
+
+  it('MAX_DECISION_PREFIX=16 refuses a /15 decision but keeps the private-use ranges decidable whole', async () => {
+    expect((await decide(lab, '45.76.0.0/15', { decision: 1 })).json()).toMatchObject(tooWide(15, 16, 'params.ip'));
+    expect((await decide(lab, '45.77.0.0/16', { decision: 1 })).statusCode).toBe(200);
+    for (const ip of ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16']) {
+      expect((await decide(lab, ip, { decision: 0 })).statusCode, ip).toBe(200);
+      expect((await report(lab, { ip, decision: 0 })).statusCode, ip).toBeLessThan(300);
+    }
+    // A network only partly private is no LAN of the organization's.
+    expect((await decide(lab, '172.0.0.0/10', { decision: 0 })).json()).toMatchObject(tooWide(10, 16, 'params.ip'));
   });
 
   it('ALLOW_NON_PUBLIC_REPORTS=true and MAX_REPORT_PREFIX=8 let a lab report private and wide networks', async () => {

@@ -59,7 +59,7 @@ export const Ipv4Record = z
     entry_ts: EpochSeconds,
     is_network: z.boolean(),
     ip_info: IpInfo.optional(),
-    score: Score.describe('Score at time zero (scoreTimeZero)'),
+    score: z.int().min(0).max(1000).describe('Score at time zero (scoreTimeZero), 1 to 1000; 0 for the organization\'s decision on a value nobody reported'),
     info: IpRecordInfo.optional(),
     elk_ts: IsoTimestamp.optional(),
     elk_entry_ts: IsoTimestamp.optional(),

@@ -1,6 +1,6 @@
 import type { BlockEntry, Diff } from '@rampart/plugin-kit';
 import { isBlocked, liveScore, secondsUntilBelow } from '@rampart/scoring';
-import { LISTED, RecordTable, UPDATED } from './record-table.ts';
+import { FED, LISTED, RecordTable, UPDATED } from './record-table.ts';
 import { ipv4Key, ipv4KeyCidr as keyCidr, ipv4KeyNet as keyNet } from '@rampart/contracts';
 import type { NeverBlock } from './never-block.ts';
 
@@ -47,7 +47,8 @@ export function entryRank(s0: number, ts: number, decision: number, ttl: number,
   // Listed by the server at the last reconcile but below our threshold here: the server
   // applied a rule whose inputs (tags of blocking_roule) the feed does not carry. Trust it until
   // the record changes or, with a rule, until the live score falls below the rule's score.
-  if (s0 === 0) return Math.max(1, Math.min(1000, policy.threshold));
+  // Known only from the list: trust it. A decision record the feed delivered (score 0) blocks by its decision alone.
+  if (s0 === 0) return flags & FED ? 0 : Math.max(1, Math.min(1000, policy.threshold));
   if (flags & UPDATED) return 0;
   if (policy.blockingRule && live >= policy.blockingRule.score) return Math.max(1, Math.round(live));
   return 0;
@@ -100,7 +101,7 @@ export class BlockState {
       ts: record.ts,
       decision: record.decision,
       ttl: record.ttl,
-      flags: ((previous?.flags ?? 0) & LISTED) | UPDATED,
+      flags: ((previous?.flags ?? 0) & LISTED) | UPDATED | FED,
     });
     return true;
   }
@@ -116,7 +117,7 @@ export class BlockState {
       ts: previous?.ts ?? now,
       decision,
       ttl,
-      flags: ((previous?.flags ?? 0) & LISTED) | UPDATED,
+      flags: ((previous?.flags ?? 0) & (LISTED | FED)) | UPDATED,
     });
     return true;
   }

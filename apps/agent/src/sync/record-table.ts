@@ -9,6 +9,11 @@
 export const LISTED = 1;
 /** A feed record or a decision arrived for it after that reconcile. */
 export const UPDATED = 2;
+/**
+ * The feed delivered a record for it: its score is the server's, so a score of 0 is a decision
+ * record (a decision on a value nobody reported), not an entry known only from the list.
+ */
+export const FED = 4;
 
 export interface TableEntry {
   key: number;

@@ -28,7 +28,8 @@ export class Api {
 export function describeError(err: unknown): { message: string; fields: Record<string, string> } {
   if (err instanceof ClientApiError) {
     const fields: Record<string, string> = {};
-    for (const e of err.errors ?? []) fields[e.path.replace(/^body\.?/, '')] = e.message;
+    // `body.ip` of POST and `params.ip` of PUT name the same field of a form.
+    for (const e of err.errors ?? []) fields[e.path.replace(/^(body|params)\.?/, '')] = e.message;
     if (err.status >= 500) return { message: `The server failed (${err.status}: ${err.detail ?? err.code}). Try again in a moment.`, fields };
     return { message: `${err.status}: ${err.detail ?? err.code}`, fields };
   }

@@ -1,4 +1,4 @@
-import { ApiError, describeIpv4Special, formatIpv4, ipv4SpecialRange, parseIpv4, type IpsReportBody } from '@rampart/contracts';
+import { ApiError, describeIpv4Special, formatIpv4, IPV4_SPECIAL_RANGES, ipv4SpecialRange, parseIpv4, type IpsReportBody } from '@rampart/contracts';
 import type { AppConfig } from '../config.ts';
 import type { Principal } from '../plugins/auth.ts';
 import { ReservedInBatchError, type Ipv4ReportItem, type Store } from '../store/index.ts';
@@ -41,6 +41,25 @@ export function assertReportable(ip: string, config: Pick<AppConfig, 'allowNonPu
   }
 }
 
+/** The private-use ranges (RFC 1918): an organization's own networks, which it may decide on whole. */
+const PRIVATE_USE = IPV4_SPECIAL_RANGES.filter((r) => r.class === 'private');
+
+/**
+ * A decision (whitelist or blacklist) on a network wider than MAX_DECISION_PREFIX (/8) is 400
+ * `network_too_wide`: agents apply it as it is, and 0.0.0.0/0 would block (or unblock) the whole
+ * address space for every agent of the organization. A network inside a private-use range stays
+ * allowed at any width (an organization's own LAN), and a clear (-1) always is, so a decision
+ * stored before the limit can still be removed.
+ */
+export function assertDecidable(ip: string, decision: number, config: Pick<AppConfig, 'maxDecisionPrefix'>, path: string): void {
+  if (decision === -1) return;
+  const range = parseIpv4(ip)!;
+  if (range.prefix >= config.maxDecisionPrefix) return;
+  if (PRIVATE_USE.some((p) => range.start >= p.start && range.end <= p.end)) return;
+  const message = `/${range.prefix} is wider than /${config.maxDecisionPrefix}, the widest network a decision may name outside the private-use ranges`;
+  throw new ApiError('network_too_wide', `${path}: ${message}`, { errors: [{ path, message }], extra: { max_prefix: config.maxDecisionPrefix } });
+}
+
 /** A ttl belongs to a blacklisting only, and must lie in the future. */
 function assertTtl(decision: number, ttl: number | undefined, now: number): void {
   if (ttl === undefined) return;
@@ -49,7 +68,7 @@ function assertTtl(decision: number, ttl: number | undefined, now: number): void
 }
 
 export interface Ipv4ReportsDeps {
-  config: Pick<AppConfig, 'allowNonPublicReports' | 'maxReportPrefix'>;
+  config: Pick<AppConfig, 'allowNonPublicReports' | 'maxReportPrefix' | 'maxDecisionPrefix'>;
   store: Store;
   enrichment: Enrichment;
   /** The group-commit engine every report and decision goes through. */
@@ -74,6 +93,7 @@ export class Ipv4Reports {
       throw new ApiError('forbidden', 'an agent key reports without decision or ttl: decisions belong to the organization (use a contributor key)');
     }
     assertTtl(body.decision, body.ttl, now);
+    if (decisionGiven) assertDecidable(body.ip, body.decision, this.deps.config, 'body.ip');
     // A whitelist is the organization saying the address is fine: it must not raise the score
     // for others, so it counts no report (and may name its own LAN).
     const addReport = body.decision !== 0;
@@ -141,6 +161,7 @@ export class Ipv4Reports {
   /** The organization's decision on an address or network, without a report. */
   async decide(principal: Principal, ip: string, decision: number, ttl: number | undefined): Promise<void> {
     assertTtl(decision, ttl, Math.floor(Date.now() / 1000));
+    assertDecidable(ip, decision, this.deps.config, 'params.ip');
     const { network, isNetwork } = canonicalNetwork(ip);
     const item: Ipv4ReportItem = {
       orgId: principal.org.id,

@@ -130,11 +130,10 @@ export async function ingestIpv4Batch(
     for (const [idx, range] of reserved) outcomes[idx] = { status: 'reserved', range };
     const accepted = items.map((item, idx) => ({ item, idx })).filter(({ idx }) => !reserved.has(idx));
 
-    const decisions = await upsertDecisions(tx, accepted.map(({ item }) => item));
-    if (decisions.length > 0) {
-      if (clockTs === null) throw new Error('ipv4 ingest: the feed clock was not taken for a batch with decisions');
-      await anchorDecided(tx, decisions, clockTs, rules);
-    }
+    const decided = accepted.filter(({ item }) => item.decision !== null);
+    if (decided.length > 0 && clockTs === null) throw new Error('ipv4 ingest: the feed clock was not taken for a batch with decisions');
+    const decisions = await upsertDecisions(tx, decided.map(({ item }) => item), clockTs ?? 0);
+    if (decisions.length > 0) await anchorDecided(tx, decisions, clockTs!, rules);
     const reports = accepted.filter(({ item }) => item.addReport);
     for (const { item, idx } of accepted) if (!item.addReport) outcomes[idx] = { status: 'stored', created: false, indicatorTs: null };
     if (reports.length === 0) {
@@ -358,8 +357,10 @@ async function lockIndicators(tx: Transaction, items: Ipv4ReportItem[]): Promise
        ), created as (
          -- The held rows are all locked (the array below is computed once, before the first
          -- insert), then the missing ones are inserted.
+         -- A network someone decided on before anyone reported it takes its decision record's
+         -- gid (migration 0017): one record per network for every follower.
          insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, ip_info)
-         select w.gid, w.network, w.is_network, 1, (select ts from clock), (select ts from clock), w.ip_info
+         select coalesce((select d.gid from ipv4_decisions d where d.network = w.network order by d.id limit 1), w.gid), w.network, w.is_network, 1, (select ts from clock), (select ts from clock), w.ip_info
          from wanted w
          where w.network <> all (array(select h.network from held h))
          order by w.network
@@ -407,23 +408,32 @@ async function lockIndicators(tx: Transaction, items: Ipv4ReportItem[]): Promise
   return { reserved, rows, clockTs, known };
 }
 
-async function upsertDecisions(tx: Transaction, items: Ipv4ReportItem[]): Promise<IngestResult['decisions']> {
-  const latest = new Map<string, IngestResult['decisions'][number]>();
+/**
+ * Each decision row is also its organization's record of the value while nobody reports it
+ * (migration 0017): its `ts` moves to the batch's second on every change, a clear keeps the row
+ * (-1) so the feed delivers it once more, and a new row takes the gid of the indicator or of
+ * another organization's decision record at that network, so one network has one gid.
+ */
+async function upsertDecisions(tx: Transaction, items: Ipv4ReportItem[], clockTs: number): Promise<IngestResult['decisions']> {
+  const latest = new Map<string, IngestResult['decisions'][number] & { gid: string }>();
   for (const item of items) {
     if (!item.decision) continue;
-    latest.set(`${item.orgId} ${item.network}`, { orgId: item.orgId, network: item.network, decision: item.decision.value, ttl: item.decision.ttl });
+    latest.set(`${item.orgId} ${item.network}`, { orgId: item.orgId, network: item.network, decision: item.decision.value, ttl: item.decision.ttl, gid: item.gid });
   }
   if (latest.size === 0) return [];
   const rows = [...latest.values()].sort((a, b) => a.orgId - b.orgId || (a.network < b.network ? -1 : a.network > b.network ? 1 : 0));
   await tx.query(
-    `insert into ipv4_decisions (org_id, network, decision, ttl)
-     select u.org_id, u.network, u.decision, u.ttl
-     from jsonb_to_recordset($1::jsonb) as u(org_id bigint, network cidr, decision smallint, ttl bigint)
+    `insert into ipv4_decisions (org_id, network, decision, ttl, id, gid, ts)
+     select u.org_id, u.network, u.decision, u.ttl, nextval('ipv4_indicators_id_seq'),
+       coalesce((select i.gid from ipv4_indicators i where i.network = u.network),
+                (select x.gid from ipv4_decisions x where x.network = u.network order by x.id limit 1), u.gid),
+       $2::bigint
+     from jsonb_to_recordset($1::jsonb) as u(org_id bigint, network cidr, decision smallint, ttl bigint, gid text)
      order by u.org_id, u.network
-     on conflict (org_id, network) do update set decision = excluded.decision, ttl = excluded.ttl, updated_at = now()`,
-    [json(rows.map((r) => ({ org_id: r.orgId, network: r.network, decision: r.decision, ttl: r.ttl })))],
+     on conflict (org_id, network) do update set decision = excluded.decision, ttl = excluded.ttl, ts = excluded.ts, updated_at = now()`,
+    [json(rows.map((r) => ({ org_id: r.orgId, network: r.network, decision: r.decision, ttl: r.ttl, gid: r.gid }))), clockTs],
   );
-  return rows;
+  return rows.map(({ gid: _gid, ...r }) => r);
 }
 
 /**
@@ -495,6 +505,10 @@ export interface PolicyChangeScope {
 export async function anchorPolicyChange(tx: Transaction, orgId: number, scope: PolicyChangeScope, rules: Pick<IngestRules, 'reanchoredScore'>): Promise<number> {
   if (scope.ranges.length === 0 && scope.ruleTags.length === 0) return 0;
   const clockTs = await takeIpv4FeedSecond(tx);
+  // The organization's decision records overlapping a changed range are delivered again too.
+  if (scope.ranges.length > 0) {
+    await tx.query(`update ipv4_decisions set ts = $3 where org_id = $1 and network::inet && any($2::text[]::inet[]) and ts < $3`, [orgId, scope.ranges, clockTs]);
+  }
   const touched = await tx.query<{ org_id: number; id: number; ts: number; score: number }>(
     `select $1::bigint as org_id, i.id, coalesce(a.ts, i.ts) as ts, coalesce(a.score, i.score) as score
      from ipv4_indicators i

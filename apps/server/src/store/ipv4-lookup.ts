@@ -13,7 +13,7 @@ import { LookupBatcher } from './lookup-batcher.ts';
  * each, for want of statistics on `>>=`) from crossing jit_above_cost, whose compilation took
  * 5-8 ms per batch of 32 where the statement itself takes 0.5 ms.
  */
-const HOLDING_MANY = `select q.k::integer as k, i.id, i.gid, i.network::text as network, i.is_network,
+const HOLDING_HELD = `select q.k::integer as k, i.id, i.gid, i.network::text as network, i.is_network,
   coalesce(a.score, i.score) as score, coalesce(a.ts, i.ts) as ts, i.entry_ts,
   i.members, i.events, i.sources, i.notes, i.tags, i.ip_info, d.decision, d.ttl
   from unnest($1::bigint[], $2::cidr[]) with ordinality as q(org_id, net, k)
@@ -25,8 +25,18 @@ const HOLDING_MANY = `select q.k::integer as k, i.id, i.gid, i.network::text as 
     select decision, ttl from ipv4_decisions
     where org_id = q.org_id and network >>= i.network
     order by masklen(network) desc limit 1
-  ) d on true
-  order by q.k, masklen(i.network) desc, i.id`;
+  ) d on true`;
+
+/** And each organization's decisions covering the address on values nobody reported (migration 0017), as records. */
+const HOLDING_MANY = `select * from (
+  (${HOLDING_HELD})
+  union all
+  (select q.k::integer, d.id, d.gid, d.network::text, masklen(d.network) < 32, 0, d.ts, d.ts, 0, 0,
+     '{}'::text[], '{}'::text[], '{}'::text[], null::jsonb, d.decision, case when d.decision = 1 then d.ttl end
+   from unnest($1::bigint[], $2::cidr[]) with ordinality as q(org_id, net, k)
+   join ipv4_decisions d on d.org_id = q.org_id and d.network >>= q.net and d.decision in (0, 1)
+   where not exists (select 1 from ipv4_indicators h where h.network = d.network))
+) r order by r.k, masklen(r.network::cidr) desc, r.id`;
 
 export interface HoldingKey {
   orgId: number;

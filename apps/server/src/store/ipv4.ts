@@ -56,8 +56,27 @@ function feedKeys(cond: (ts: string, id: string) => string, limit: string): stri
   ) k order by k.ts, k.id limit ${limit}`;
 }
 
-const FEED_PAGE = `${SELECT} join (${feedKeys((ts) => `${ts} > $2 and ${ts} < $3`, '$4')}) k on k.id = i.id order by k.ts, k.id`;
-const FEED_GROUP_REST = `${SELECT} join (${feedKeys((ts, id) => `${ts} = $2 and ${id} > $3`, 'all')}) k on k.id = i.id order by k.id`;
+/**
+ * Organization $1's decisions on values nobody reported, as records (migration 0017): score 0,
+ * the decision row's own id, gid and ts; `decision` 0 or 1 as stored, null once cleared (-1).
+ * Callers add conditions after this `where`.
+ */
+export const DECISION_RECORD = `select d.id, d.gid, d.network::text as network, masklen(d.network) < 32 as is_network, 0 as score,
+  d.ts, d.ts as entry_ts, 0 as members, 0 as events, '{}'::text[] as sources, '{}'::text[] as notes, '{}'::text[] as tags,
+  null::jsonb as ip_info, case when d.decision in (0, 1) then d.decision end as decision, case when d.decision = 1 then d.ttl end as ttl
+  from ipv4_decisions d
+  where d.org_id = $1 and not exists (select 1 from ipv4_indicators h where h.network = d.network)`;
+
+const FEED_PAGE = `select * from (
+  (${SELECT} join (${feedKeys((ts) => `${ts} > $2 and ${ts} < $3`, '$4')}) k on k.id = i.id)
+  union all
+  (${DECISION_RECORD} and d.ts > $2 and d.ts < $3 order by d.ts, d.id limit $4)
+) r order by r.ts, r.id limit $4`;
+const FEED_GROUP_REST = `select * from (
+  (${SELECT} join (${feedKeys((ts, id) => `${ts} = $2 and ${id} > $3`, 'all')}) k on k.id = i.id)
+  union all
+  (${DECISION_RECORD} and d.ts = $2 and d.id > $3)
+) r order by r.id`;
 
 export class Ipv4Store {
   constructor(private readonly db: Db) {}
@@ -101,7 +120,11 @@ export class Ipv4Store {
 
   /** Records that hold `ip`: the address itself and every network containing it, most specific first. */
   async holding(orgId: number, ip: string): Promise<Ipv4Row[]> {
-    const res = await this.db.query<Ipv4Row>(`${SELECT} where i.network >>= $2::cidr order by masklen(i.network) desc, i.id`, [orgId, `${ip}/32`]);
+    const res = await this.db.query<Ipv4Row>(
+      `select * from ((${SELECT} where i.network >>= $2::cidr) union all (${DECISION_RECORD} and d.network >>= $2::cidr and d.decision in (0, 1))) r
+       order by masklen(r.network::cidr) desc, r.id`,
+      [orgId, `${ip}/32`],
+    );
     return res.rows;
   }
 
@@ -136,27 +159,25 @@ export class Ipv4Store {
 
   /** `columns: 'address'` reads only what an address list needs (no JSON to decode per row). */
   async listRows(filter: Ipv4ListFilter, after: number | null, upTo: number | null, limit: number, columns: 'all' | 'address' = 'all'): Promise<Ipv4ListRow[]> {
+    const params: unknown[] = [];
+    const listed = listedSql(filter, after, upTo, params);
     const select =
       columns === 'address'
-        ? 'i.id, i.network::text as network'
-        : 'i.id, i.network::text as network, coalesce(a.score, i.score) as score, coalesce(a.ts, i.ts) as ts, i.members, i.events, floor(extract(epoch from i.updated_at))::bigint as updated, i.ip_info';
-    return this.listed<Ipv4ListRow>(select, filter, after, upTo, limit);
+        ? 'l.id, l.network::text as network'
+        : 'l.id, l.network::text as network, l.score, l.ts, l.members, l.events, floor(extract(epoch from l.updated_at))::bigint as updated, l.ip_info';
+    const res = await this.db.query<Ipv4ListRow>(`select ${select} from (${listed}) l order by l.id limit ${Number(limit)}`, params);
+    return res.rows;
   }
 
   /**
-   * The same rows (the same list rule, `listWhere`) with what decides how long each stays listed:
+   * The same rows (the same list rule, `listedSql`) with what decides how long each stays listed:
    * the organization's anchor, its decision, and the tags and sources a blocking rule matches.
    */
   async listDecisionRows(filter: Ipv4ListFilter, after: number | null, limit: number): Promise<Ipv4DecisionRow[]> {
-    const decision = filter.hasDecisions ? 'd.decision, d.ttl' : 'null::smallint as decision, null::bigint as ttl';
-    const select = `i.id, i.network::text as network, coalesce(a.score, i.score) as score, coalesce(a.ts, i.ts) as ts, i.sources, i.tags, ${decision}`;
-    return this.listed<Ipv4DecisionRow>(select, filter, after, null, limit);
-  }
-
-  private async listed<T extends { id: number }>(select: string, filter: Ipv4ListFilter, after: number | null, upTo: number | null, limit: number): Promise<T[]> {
     const params: unknown[] = [];
-    const where = listWhere(filter, after, upTo, params);
-    const res = await this.db.query<T>(`select ${select} from ipv4_indicators i ${where} order by i.id limit ${Number(limit)}`, params);
+    const listed = listedSql(filter, after, null, params);
+    const select = 'l.id, l.network::text as network, l.score, l.ts, l.sources, l.tags, l.decision, l.ttl';
+    const res = await this.db.query<Ipv4DecisionRow>(`select ${select} from (${listed}) l order by l.id limit ${Number(limit)}`, params);
     return res.rows;
   }
 
@@ -166,9 +187,9 @@ export class Ipv4Store {
    */
   async listBoundary(filter: Ipv4ListFilter, after: number | null, n: number): Promise<{ last: number | null; more: boolean; version: string }> {
     const params: unknown[] = [];
-    const where = listWhere(filter, after, null, params);
+    const listed = listedSql(filter, after, null, params);
     const res = await this.db.query<{ id: number; u: number }>(
-      `select i.id, (extract(epoch from i.updated_at) * 1000000)::bigint as u from ipv4_indicators i ${where} order by i.id limit ${Number(n) + 1}`,
+      `select l.id, (extract(epoch from l.updated_at) * 1000000)::bigint as u from (${listed}) l order by l.id limit ${Number(n) + 1}`,
       params,
     );
     const page = res.rows.slice(0, n);
@@ -184,10 +205,10 @@ export class Ipv4Store {
   /** Count, id sum and last change of the listed rows in (after, upTo]: moves when the entries do. */
   async listVersion(filter: Ipv4ListFilter, after: number | null, upTo: number | null): Promise<string> {
     const params: unknown[] = [];
-    const where = listWhere(filter, after, upTo, params);
+    const listed = listedSql(filter, after, upTo, params);
     const res = await this.db.query<{ n: number; s: string; u: number | null }>(
-      `select count(*)::bigint as n, coalesce(sum(i.id), 0)::text as s, (max(extract(epoch from i.updated_at)) * 1000000)::bigint as u
-       from ipv4_indicators i ${where}`,
+      `select count(*)::bigint as n, coalesce(sum(l.id), 0)::text as s, (max(extract(epoch from l.updated_at)) * 1000000)::bigint as u
+       from (${listed}) l`,
       params,
     );
     const r = res.rows[0]!;
@@ -240,6 +261,36 @@ export interface Ipv4ListFilter {
   hasDecisions: boolean;
   /** The organization's delay (`visibleUpTo`): rows whose ts is later are not listed; null = none. */
   visibleUpTo?: number | null;
+}
+
+/**
+ * Every entry of one organization's list in (after, upTo], as rows (id, network, score, ts,
+ * members, events, updated_at, ip_info, sources, tags, decision, ttl): the held indicators `listWhere` selects, and the
+ * organization's blacklists in force on values nobody reported (migration 0017: score 0, the
+ * decision row's id), which an exact decision always governs. Only parameters are added to `params`.
+ */
+function listedSql(f: Ipv4ListFilter, after: number | null, upTo: number | null, params: unknown[]): string {
+  const decision = f.hasDecisions ? 'd.decision, d.ttl' : 'null::smallint as decision, null::bigint as ttl';
+  const held = `select i.id, i.network, coalesce(a.score, i.score) as score, coalesce(a.ts, i.ts) as ts, i.members, i.events, i.updated_at, i.ip_info,
+      i.sources, i.tags, ${decision}
+    from ipv4_indicators i ${listWhere(f, after, upTo, params)}`;
+  if (!f.hasDecisions) return held;
+  const p = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const conditions = [
+    `d.org_id = ${p(f.orgId)}`,
+    'd.decision = 1',
+    `(d.ttl is null or d.ttl > ${p(f.now)})`,
+    'not exists (select 1 from ipv4_indicators h where h.network = d.network)',
+  ];
+  if (after !== null) conditions.push(`d.id > ${p(after)}`);
+  if (upTo !== null) conditions.push(`d.id <= ${p(upTo)}`);
+  if (f.reserved.length > 0) conditions.push(`not (d.network::inet && any(${p(f.reserved)}::inet[]))`);
+  if (f.visibleUpTo !== undefined && f.visibleUpTo !== null) conditions.push(`d.ts <= ${p(f.visibleUpTo)}`);
+  return `${held} union all
+    select d.id, d.network, 0, d.ts, 0, 0, d.updated_at, null::jsonb, '{}'::text[], '{}'::text[], d.decision, d.ttl from ipv4_decisions d where ${conditions.join(' and ')}`;
 }
 
 /**

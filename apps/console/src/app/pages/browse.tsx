@@ -251,14 +251,17 @@ function NewDecision({ session, onDone }: { session: Session; onDone: () => void
       const hours = Number(ttlHours);
       const kind = kindOf(text);
       await setDecision(session.api, kind, text, decision, decision === 1 && hours > 0 ? Math.floor(Date.now() / 1000 + hours * 3600) : undefined);
-      // Feeds and agent lists carry held indicators only: say so rather than imply a block is enforced.
+      // An IPv4 blacklist nobody reported is listed for the organization alone; the other kinds' feeds
+      // and lists carry held indicators only: say which, rather than imply more or less is enforced.
       const listed = await session.api.get('/decisions', DecisionListResponse, { kind, q: text, page_size: 10 });
       const held = listed.items.find((d) => d.value.toLowerCase() === text.toLowerCase())?.held ?? true;
       const done = `${decision === 1 ? 'Blacklisted' : 'Whitelisted'} ${text} for your organization.`;
       setMessage(
         held || decision === 0
           ? { kind: 'ok', text: done }
-          : { kind: 'info', text: `${done} Nobody has reported it yet, so no feed or agent blocks it until a member reports it.` },
+          : kind === 'ipv4'
+            ? { kind: 'info', text: `${done} Nobody has reported it: your lists, feed and agents block it for your organization alone.` }
+            : { kind: 'info', text: `${done} Nobody has reported it yet, so no feed or agent blocks it until a member reports it.` },
       );
       setValue('');
       onDone();

@@ -6,7 +6,7 @@ import { columnBytes, emptyColumns, positionOf, span } from './columns.ts';
 import { MirrorFacts, type OfflineFacts } from './facts.ts';
 import { planOf, type MirrorPlan } from './listing.ts';
 import { applyChanges, loadTables, type MirrorRows, type MirrorTables } from './loader.ts';
-import { AllDecisions } from './org-decisions.ts';
+import { AllDecisions, type MirrorDecision } from './org-decisions.ts';
 import { listedVersion, VersionSum, writeAddresses, writeCsv, type MirrorPage, type MirrorText } from './renderer.ts';
 
 export type { OfflineFacts } from './facts.ts';
@@ -251,6 +251,8 @@ export class Ipv4Mirror {
         ttl: d ? d.ttl : null,
       });
     });
+    // A decision on a value nobody reported is a record of its own, which only SQL holds (migration 0017).
+    if (org && this.unheldDecision(org.byNetwork.values(), (d) => d.decision !== -1 && d.addr <= addr && addr <= d.addr + 2 ** (32 - d.len) - 1)) return null;
     let missing: number[] | null = null;
     for (const row of rows) if (!this.details.has(row.id)) (missing ??= []).push(row.id);
     if (missing) {
@@ -281,7 +283,25 @@ export class Ipv4Mirror {
 
   /** What a list filter selects, for the mirror; null when only SQL can evaluate it. */
   plan(filter: Ipv4ListFilter): MirrorPlan | null {
-    return planOf(filter, this.tables.decisions.of(filter.orgId), this.tables.anchors.get(filter.orgId));
+    const org = this.tables.decisions.of(filter.orgId);
+    // A blacklist in force on a value nobody reported is an entry of its own, which only SQL lists (migration 0017).
+    if (org && filter.hasDecisions && this.unheldDecision(org.byNetwork.values(), (d) => d.decision === 1 && (d.ttl === null || d.ttl > filter.now))) return null;
+    return planOf(filter, org, this.tables.anchors.get(filter.orgId));
+  }
+
+  /** Whether one of `decisions` that `wanted` picks names a network no indicator row is. */
+  private unheldDecision(decisions: Iterable<MirrorDecision>, wanted: (d: MirrorDecision) => boolean): boolean {
+    const { cols, index } = this.tables;
+    for (const d of decisions) {
+      if (!wanted(d)) continue;
+      let held = false;
+      index.candidates(d.addr, (id, net, len) => {
+        const i = net === d.addr && len === d.len ? positionOf(cols, id) : -1;
+        if (i >= 0 && cols.addr[i] === net && cols.len[i] === len) held = true;
+      });
+      if (!held) return true;
+    }
+    return false;
   }
 
   /** `Ipv4Store.listVersion` over the mirror. */
