@@ -26,3 +26,4 @@ export * from './overview.ts';
 export * from './browse.ts';
 export * from './why.ts';
 export * from './operators.ts';
+export * from './taxii.ts';
