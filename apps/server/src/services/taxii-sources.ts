@@ -27,12 +27,10 @@ export async function orgView(store: Store, org: Organization): Promise<OrgView>
 
 /** Per s0 = 0..1000: the last second its live score is at or above `threshold` (decayEndSql's offsets). */
 export function decayOffsets(threshold: number): number[] {
-  const out = new Array<number>(1001);
-  for (let s0 = 0; s0 <= 1000; s0++) {
+  return Array.from({ length: 1001 }, (_, s0) => {
     const last = lastSecondAtOrAbove(s0, threshold);
-    out[s0] = last === Infinity ? NEVER_DECAYS : last;
-  }
-  return out;
+    return last === Infinity ? NEVER_DECAYS : last;
+  });
 }
 
 export function ipv4State(row: Ipv4Row, policy: Ipv4Policy): IndicatorState {
