@@ -333,6 +333,21 @@ describe.each(oracle21Available ? driverCases() : [])('TAXII 2.1 at /taxii2/ on 
     checkEmitted(ips as StixObject[]);
   });
 
+  it("ends an IPv4 blacklist's validity at its ttl, when that is later than the decay", async () => {
+    const ttl = (await dbSecond()) + 10 ** 8;
+    const res = await app.inject({ method: 'PUT', url: `/api/v1/ips/${encodeURIComponent('45.33.40.0/24')}`, headers: { authorization: acme.keys.contributor }, payload: { decision: 1, ttl } });
+    expect(res.statusCode, res.body).toBe(200);
+    await settle();
+    const objects = (await client(acme).poll(coll('ipv4'), 1000, '&match[type]=indicator')) as StixObject[];
+    checkEmitted(objects);
+    const network = objects.find((o) => o.pattern === "[ipv4-addr:value = '45.33.40.0/24']");
+    expect(network).toMatchObject({ valid_until: new Date(ttl * 1000).toISOString(), indicator_types: ['malicious-activity'], name: 'IPv4 network 45.33.40.0/24' });
+    expect(network!.revoked).toBeUndefined();
+    // Another organization's view is not touched: its validity ends with the decay.
+    const other = ((await client(beta).poll(coll('ipv4'), 1000, '&match[type]=indicator')) as StixObject[]).find((o) => o.pattern === network!.pattern);
+    expect(Date.parse(other!.valid_until as string)).toBeLessThan(ttl * 1000);
+  });
+
   it('answers STIX 2.1 bundles on /stix2 with spec_version=2.1, 2.0 by default', async () => {
     for (const id of ['evil.example', '45.33.32.156', MD5, encodeURIComponent("http://evil.example/it's/login?next=a|b")]) {
       const res = await app.inject({ url: `/api/v1/stix2/${id}?spec_version=2.1`, headers: { authorization: acme.keys.reader } });
