@@ -145,8 +145,10 @@ export async function collectionPage(reader: TaxiiReader, org: Organization, col
     const candidates: Entry[] = [];
     let horizon: Position | null = null;
     if (withIndicators) {
-      const [rows, ending] = await Promise.all([rowsAfter(source, view, from, limit, settled), source.ending(view, Math.max(-1, from.t - 1), before)]);
+      const rows = await rowsAfter(source, view, from, limit, settled);
       if (rows.length >= limit) horizon = { t: rows.at(-1)!.ts, key: rows.at(-1)!.id };
+      // Validity ends past the feed page's last row belong to a later page: not read now.
+      const ending = await source.ending(view, Math.max(-1, from.t - 1), horizon ? Math.min(before, horizon.t + 1) : before);
       for (const state of rows) {
         const versions = versionsOf(state, view.lowestScore, before);
         if (selectVersions(versions, q['match[version]']).includes(versions[0]!)) candidates.push(entryOf(state, versions[0]!, reader.apiBase));
