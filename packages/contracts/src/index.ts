@@ -28,3 +28,4 @@ export * from './why.ts';
 export * from './operators.ts';
 export * from './crowdsec.ts';
 export * from './crowdsec-watchers.ts';
+export * from './taxii.ts';

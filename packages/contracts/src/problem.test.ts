@@ -16,6 +16,7 @@ describe('error catalog', () => {
       not_found: 404,
       route_not_found: 404,
       method_not_allowed: 405,
+      not_acceptable: 406,
       request_timeout: 408,
       conflict: 409,
       payload_too_large: 413,

@@ -84,7 +84,7 @@ export const Stix2Bundle = z
     spec_version: z.string().optional(),
     objects: z.array(z.looseObject({ type: z.string(), id: z.string() })),
   })
-  .meta({ description: 'A STIX 2.0 bundle' });
+  .meta({ description: 'A STIX 2.0 bundle, or a STIX 2.1 bundle with ?spec_version=2.1' });
 export type Stix2Bundle = z.infer<typeof Stix2Bundle>;
 
 export const InfoIpParams = z.object({ ipv4: Ipv4Address });
@@ -97,3 +97,8 @@ export const Stix2Params = z.object({
   stix2id: z.string().min(1).max(2048).describe('Indicator to describe: an IPv4 address, a domain, a URL (URL-encoded) or an MD5, SHA1 or SHA256 digest'),
 });
 export type Stix2Params = z.infer<typeof Stix2Params>;
+
+export const Stix2Query = z.object({
+  spec_version: z.enum(['2.0', '2.1']).default('2.0').describe('STIX version of the bundle: 2.0 (default, kept for compatibility) or 2.1'),
+});
+export type Stix2Query = z.infer<typeof Stix2Query>;

@@ -94,39 +94,54 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
   );
 }
 
+/** What an error is answered with: a catalog code, its detail, extra members and headers. */
+export interface ErrorAnswer {
+  code: ErrorCode;
+  detail: string | undefined;
+  extra: Record<string, unknown>;
+  headers: Record<string, string>;
+}
+
+/**
+ * The one mapping from what a request failed with to the catalog (problem+json everywhere; the
+ * TAXII routes write the same answer as a TAXII error message). Logs what is the server's fault.
+ */
+export function errorAnswer(error: FastifyError, request: FastifyRequest): ErrorAnswer {
+  const answer = (code: ErrorCode, detail: string | undefined, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}): ErrorAnswer => ({ code, detail, extra, headers });
+  if (error instanceof StoreUnavailableError || error.cause instanceof StoreUnavailableError) {
+    // Logged once per outage by the store's connection events, not once per request.
+    return answer('store_unavailable', 'the database is not reachable; retry later', {}, { 'retry-after': String(STORE_RETRY_AFTER_SECONDS) });
+  }
+  if (error instanceof ApiError) {
+    if (error.status >= 500) request.log.error({ err: error }, 'request failed');
+    return answer(error.code, error.detail, { ...(error.errors ? { errors: error.errors } : {}), ...(error.extra ?? {}) });
+  }
+  if (error.validation) {
+    const errors = fieldErrors(error);
+    return answer('validation_failed', errors.map((e) => `${e.path}: ${e.message}`).join('; '), { errors });
+  }
+  if (isResponseSerializationError(error)) {
+    request.log.error({ err: error }, 'response did not match its contract');
+    return answer('internal', undefined);
+  }
+  const mapped = error.code ? FASTIFY_CODES[error.code] : undefined;
+  if (mapped === 'bad_request' && error.code?.startsWith('FST_ERR_CTP_')) return answer(mapped, error.message, { errors: [{ path: 'body', message: error.message }] });
+  if (mapped) return answer(mapped, mapped === 'internal' ? undefined : error.message);
+  const status = error.statusCode ?? 500;
+  if (status === 429) return answer('rate_limited', error.message);
+  if (status >= 400 && status < 500) {
+    const code = (Object.entries(ERROR_CATALOG).find(([, e]) => e.status === status)?.[0] ?? 'bad_request') as ErrorCode;
+    return answer(code, error.message);
+  }
+  request.log.error({ err: error }, 'unhandled error');
+  return answer('internal', undefined);
+}
+
 export const errorsPlugin = fp(async (app: FastifyInstance) => {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof StoreUnavailableError || error.cause instanceof StoreUnavailableError) {
-      // Logged once per outage by the store's connection events, not once per request.
-      reply.header('retry-after', String(STORE_RETRY_AFTER_SECONDS));
-      return sendProblem(reply, request, 'store_unavailable', 'the database is not reachable; retry later');
-    }
-    if (error instanceof ApiError) {
-      if (error.status >= 500) request.log.error({ err: error }, 'request failed');
-      return sendProblem(reply, request, error.code, error.detail, { ...(error.errors ? { errors: error.errors } : {}), ...(error.extra ?? {}) });
-    }
-    if (error.validation) {
-      const errors = fieldErrors(error);
-      const detail = errors.map((e) => `${e.path}: ${e.message}`).join('; ');
-      return sendProblem(reply, request, 'validation_failed', detail, { errors });
-    }
-    if (isResponseSerializationError(error)) {
-      request.log.error({ err: error }, 'response did not match its contract');
-      return sendProblem(reply, request, 'internal', undefined);
-    }
-    const mapped = error.code ? FASTIFY_CODES[error.code] : undefined;
-    if (mapped === 'bad_request' && error.code?.startsWith('FST_ERR_CTP_')) {
-      return sendProblem(reply, request, mapped, error.message, { errors: [{ path: 'body', message: error.message }] });
-    }
-    if (mapped) return sendProblem(reply, request, mapped, mapped === 'internal' ? undefined : error.message);
-    const status = error.statusCode ?? 500;
-    if (status === 429) return sendProblem(reply, request, 'rate_limited', error.message);
-    if (status >= 400 && status < 500) {
-      const code = (Object.entries(ERROR_CATALOG).find(([, e]) => e.status === status)?.[0] ?? 'bad_request') as ErrorCode;
-      return sendProblem(reply, request, code, error.message);
-    }
-    request.log.error({ err: error }, 'unhandled error');
-    return sendProblem(reply, request, 'internal', undefined);
+    const { code, detail, extra, headers } = errorAnswer(error, request);
+    void reply.headers(headers);
+    return sendProblem(reply, request, code, detail, extra);
   });
 
   app.setNotFoundHandler((request, reply) => sendProblem(reply, request, 'route_not_found', `no route ${request.method} ${request.url.split('?')[0]}`));

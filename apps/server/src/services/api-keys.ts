@@ -35,10 +35,21 @@ export function secretMatches(secret: string, storedHash: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-/** The credential from `Authorization: <key>` or `Authorization: Bearer <key>`. */
+/**
+ * The credential from `Authorization: <key>`, `Authorization: Bearer <key>` or HTTP Basic with
+ * the key as password (`Basic base64(user:key)`, the way TAXII clients and TIPs connect; the user
+ * name is not read, and a key given as user name with an empty password is taken too).
+ */
 export function credentialFrom(header: string | undefined): string | undefined {
   if (!header) return undefined;
   const value = header.trim();
+  const basic = /^basic\s+([A-Za-z0-9+/=]+)$/i.exec(value);
+  if (basic) {
+    const pair = Buffer.from(basic[1]!, 'base64').toString('utf8');
+    const colon = pair.indexOf(':');
+    if (colon < 0) return undefined;
+    return pair.slice(colon + 1) || pair.slice(0, colon) || undefined;
+  }
   const bearer = /^bearer\s+(.+)$/i.exec(value);
   return (bearer ? bearer[1]! : value).trim() || undefined;
 }

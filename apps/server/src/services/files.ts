@@ -50,14 +50,14 @@ export async function decideFile(store: Store, events: EventBus, orgId: number, 
 }
 
 /** One feed page: records with ts strictly greater than `ts`, the organization's delay and the query's filters applied. */
-export function fileFeedRows(store: Store, org: Organization, q: FilesFeedQuery): Promise<FileRow[]> {
+export function fileFeedRows(store: Store, org: Organization, q: FilesFeedQuery, settled?: number): Promise<FileRow[]> {
   return store.files.feedPage(org.id, q.ts, q.page_size, delaySeconds(org), {
     // Scores are whole numbers: score >= 0.5 is score >= 1.
     minScore: Math.ceil(q.min_score),
     fileType: q.file_type === undefined ? undefined : knownFileType(q.file_type, 'querystring.file_type'),
     fileName: q.file_name,
     tags: q.tags,
-  });
+  }, settled);
 }
 
 /**

@@ -32,9 +32,12 @@ export async function decideNamed(store: Store, events: EventBus, kind: NamedKin
   await events.publish({ type: 'decision_changed', org_id: orgId, kind, indicator: value, decision: d, ttl: null });
 }
 
-/** One feed page (records with ts strictly greater than `ts`, the organization's delay applied). */
-export function namedFeedRows(store: Store, kind: NamedKind, org: Organization, query: { ts: number; page_size: number }): Promise<NamedRow[]> {
-  return storeOf(store, kind).feedPage(org.id, query.ts, query.page_size, delaySeconds(org));
+/**
+ * One feed page (records with ts strictly greater than `ts`, the organization's delay applied);
+ * `settled`: the first unsettled second read beforehand (TAXII bounds its other reads with it).
+ */
+export function namedFeedRows(store: Store, kind: NamedKind, org: Organization, query: { ts: number; page_size: number }, settled?: number): Promise<NamedRow[]> {
+  return storeOf(store, kind).feedPage(org.id, query.ts, query.page_size, delaySeconds(org), settled);
 }
 
 /** The record of one value (404 when not held, or hidden by the organization's delay), explained on demand. */

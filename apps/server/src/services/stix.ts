@@ -5,21 +5,19 @@ import { isoMillis, visibleTo } from './envelope.ts';
 import { normalizeDomain, normalizeUrl } from './indicator-names.ts';
 import { notFound } from './indicators.ts';
 import { loadIpv4Policy, recordDecision } from './ipv4-policy.ts';
+import type { IndicatorState } from './stix21.ts';
+import { PLATFORM_NAME, patternString, type StixSubject } from './stix-common.ts';
+
+export { PLATFORM_NAME, patternString, type StixSubject } from './stix-common.ts';
+import { fileState, ipv4State, namedState } from './taxii-sources.ts';
 
 // STIX 2.0 bundles for one indicator: the platform's identity, an indicator with a STIX
 // pattern, and, from the reports, the observed data and a sighting of the indicator. Object ids
 // are derived from what they describe, so the same indicator keeps the same ids across calls and
 // replicas; only the bundle id is new each time.
 
-export const PLATFORM_NAME = 'Rampart';
 /** When the platform identity object was first defined; it never changes. */
 const PLATFORM_CREATED = '2026-01-01T00:00:00.000Z';
-
-export type StixSubject =
-  | { kind: 'ipv4'; value: string; isNetwork: boolean }
-  | { kind: 'domain'; value: string }
-  | { kind: 'url'; value: string }
-  | { kind: 'file'; md5: string | null; sha1: string | null; sha256: string | null; fileName: string; fileType: string };
 
 export interface StixFacts {
   subject: StixSubject;
@@ -32,6 +30,9 @@ export interface StixFacts {
   tags: string[];
   /** The caller organization's decision (-1 none, 0 whitelist, 1 blacklist). */
   decision: -1 | 0 | 1;
+  /** The indicator as STIX 2.1 versions it (stix21.ts); `archived`: read from the archive. */
+  state: IndicatorState;
+  archived: boolean;
 }
 
 /**
@@ -44,11 +45,6 @@ export function stableStixId(type: string, name: string): string {
   h[8] = (h[8]! & 0x3f) | 0x80;
   const hex = h.subarray(0, 16).toString('hex');
   return `${type}--${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
-}
-
-/** A STIX pattern string literal: the grammar allows any character but `'` and `\`, which are escaped. */
-export function patternString(value: string): string {
-  return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
 }
 
 const FILE_HASHES = [
@@ -98,7 +94,7 @@ function subjectName(subject: StixSubject): string {
 
 const KIND_LABEL = { ipv4: 'IPv4 address', domain: 'Domain', url: 'URL', file: 'File' } as const;
 
-export function stixBundle(facts: StixFacts): Stix2Bundle {
+export function stixBundle(facts: Omit<StixFacts, 'state' | 'archived'>): Stix2Bundle {
   const { subject } = facts;
   const key = `${subject.kind}:${subjectName(subject)}`;
   const identity = {
@@ -180,12 +176,13 @@ export async function stixFactsFor(store: Store, org: Organization, id: string, 
     const value = row.network.endsWith('/32') ? row.network.slice(0, -3) : row.network;
     // The IPv4 precedence decides for the caller: reserved and whitelisted records say 0.
     const decision = decided.decision ?? -1;
-    return { subject: { kind: 'ipv4', value, isNetwork: row.is_network }, score: row.score, entryTs: row.entry_ts, ts: row.ts, members: row.members, events: row.events, tags: row.tags, decision };
+    return { subject: { kind: 'ipv4', value, isNetwork: row.is_network }, score: row.score, entryTs: row.entry_ts, ts: row.ts, members: row.members, events: row.events, tags: row.tags, decision, state: ipv4State(row, policy), archived: false };
   }
   if (DIGEST.test(id)) {
     // The archive too: a bundle describes what the platform knows, wherever it is kept.
     let row = await store.files.byDigest(orgId, id);
     if (row && !visible(row)) row = undefined;
+    const archived = !row;
     if (!row) {
       row = await store.files.archivedByDigest(orgId, id);
       if (row && !visible(row)) row = undefined;
@@ -196,11 +193,12 @@ export async function stixFactsFor(store: Store, org: Organization, id: string, 
     return {
       subject: { kind: 'file', md5: row.md5, sha1: row.sha1, sha256: row.sha256, fileName: row.file_name, fileType: row.file_type },
       score: row.score, entryTs: row.entry_ts, ts: row.ts, members: row.members, events: row.events, tags: row.tags, decision: row.decision ?? -1,
+      state: fileState(row), archived,
     };
   }
   const kind = SCHEME.test(id) ? 'url' : 'domain';
   const value = kind === 'url' ? normalizeUrl(id, 'params.stix2id') : normalizeDomain(id, 'params.stix2id');
   const row = await (kind === 'url' ? store.urls : store.domains).byValue(orgId, value);
   if (!row || !visible(row)) throw notFound(`${kind} ${value}`);
-  return { subject: { kind, value }, score: row.score, entryTs: row.entry_ts, ts: row.ts, members: row.members, events: row.events, tags: row.tags, decision: row.decision ?? -1 };
+  return { subject: { kind, value }, score: row.score, entryTs: row.entry_ts, ts: row.ts, members: row.members, events: row.events, tags: row.tags, decision: row.decision ?? -1, state: namedState(kind, row), archived: false };
 }

@@ -6,6 +6,7 @@ import {
   anchoredPage,
   anchorForOrg,
   anchorJoin,
+  decayEndSql,
   EFFECTIVE,
   type Effective,
   listBoundary,
@@ -92,6 +93,7 @@ const DECISION_JOIN = `left join lateral (
     order by updated_at desc limit 1
   ) d on true`;
 const SELECT_WITH_BYTES = `select ${columns(EFFECTIVE)}, i.file_bytes from file_indicators i ${DECISION_JOIN} ${anchorJoin('file', '$1')}`;
+const SELECT = `select ${columns(EFFECTIVE)} from file_indicators i ${DECISION_JOIN} ${anchorJoin('file', '$1')}`;
 
 function bytes(hex: string | undefined): Buffer | null {
   return hex === undefined ? null : Buffer.from(hex, 'hex');
@@ -195,13 +197,34 @@ export class FileStore {
     return reportAggregates(this.db, 'file', indicatorId);
   }
 
+  /** The feeds' first second not settled yet (a page's exclusive upper bound before any delay). */
+  completeBefore(): Promise<number> {
+    return completeBefore(this.db);
+  }
+
+  /** A file as organization $1 sees it, by its id (no sample bytes). */
+  async byId(orgId: number, id: number): Promise<FileRow | undefined> {
+    const res = await this.db.query<FileRow>(`${SELECT} where i.id = $2`, [orgId, id]);
+    return res.rows[0];
+  }
+
+  /** As NamedIndicatorStore.decayingBetween, for files. */
+  async decayingBetween(orgId: number, offsets: readonly number[], after: number, before: number): Promise<FileRow[]> {
+    const end = decayEndSql(EFFECTIVE, '$2');
+    const res = await this.db.query<FileRow>(
+      `${SELECT} where d.decision is distinct from 0 and d.decision is distinct from 1 and ${end} > ${EFFECTIVE.ts} and ${end} > $3 and ${end} < $4`,
+      [orgId, offsets, after, before],
+    );
+    return res.rows;
+  }
+
   /**
    * A feed page for one organization over the pairs it sees. `minScore` applies the decision
    * precedence: blacklisted files always pass, the rest by s0; whitelisted files pass too (with
    * decision 0), so a follower learns of the whitelist.
    */
-  async feedPage(orgId: number, since: number, pageSize: number, delaySeconds: number, filter: FileFeedFilter): Promise<FileRow[]> {
-    const complete = await completeBefore(this.db);
+  async feedPage(orgId: number, since: number, pageSize: number, delaySeconds: number, filter: FileFeedFilter, settled?: number): Promise<FileRow[]> {
+    const complete = settled ?? (await completeBefore(this.db));
     const upper = Math.min(complete, complete - delaySeconds + 1);
     const params: unknown[] = [orgId, filter.minScore];
     const where: string[] = [];

@@ -54,6 +54,19 @@ export async function takeFeedTs(tx: Queryable): Promise<number> {
   return res.rows[0]!.ts;
 }
 
+/** Larger than any offset `decayOffsets` holds for a score that never decays below its threshold. */
+export const NEVER_DECAYS = 2 ** 52;
+
+/**
+ * The first second at which the effective pair `e` decays below a threshold, given per score
+ * s0 = 0..1000 (array index s0 + 1) the last second after time zero at which its live score is
+ * still at or above it (`lastSecondAtOrAbove`, -1 when never, NEVER_DECAYS when always). The
+ * offsets are computed by the scoring package, so SQL and the shared formula agree to the second.
+ */
+export function decayEndSql(e: Effective, offsetsParam: string): string {
+  return `(${e.ts} + (${offsetsParam}::bigint[])[least(greatest(${e.score}::integer, 0), 1000) + 1] + 1)`;
+}
+
 /** Table names per kind: constants, never input, so they may appear in SQL text. */
 export const TABLES = {
   file: { indicators: 'file_indicators', reports: 'file_reports', decisions: 'file_decisions', anchors: 'file_org_anchors' },

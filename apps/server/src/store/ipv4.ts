@@ -1,4 +1,5 @@
 import type { Db } from './db.ts';
+import { decayEndSql } from './indicator-sql.ts';
 
 /**
  * Advisory lock space of IPv4 feed writers: the 64-bit key IPV4_FEED_LOCK_CLASS × 2^32 + second
@@ -88,7 +89,7 @@ export class Ipv4Store {
    * means a writer either shows its lock here (and nothing at or after its second is read) or
    * locked after the clock was read (and writes at or after this second). Readers never wait.
    */
-  private async completeBefore(): Promise<number> {
+  async completeBefore(): Promise<number> {
     const now = await this.db.query<{ r: number }>('select floor(extract(epoch from clock_timestamp()))::bigint as r');
     const held = await this.db.query<{ ts: number | null }>(
       `select min(objid::bigint) as ts from pg_locks
@@ -105,8 +106,8 @@ export class Ipv4Store {
    * One page of the `/ips` feed: records with `ts` > since, by (ts, id), never splitting a
    * group that shares one `ts`, and only records at least `delaySeconds` old.
    */
-  async feedPage(orgId: number, since: number, pageSize: number, delaySeconds: number): Promise<Ipv4Row[]> {
-    const complete = await this.completeBefore();
+  async feedPage(orgId: number, since: number, pageSize: number, delaySeconds: number, settled?: number): Promise<Ipv4Row[]> {
+    const complete = settled ?? (await this.completeBefore());
     const upper = Math.min(complete, complete - delaySeconds + 1);
     const page = await this.db.query<Ipv4Row>(FEED_PAGE, [orgId, since, upper, pageSize]);
     const rows = page.rows;
@@ -116,6 +117,26 @@ export class Ipv4Store {
       rows.push(...rest.rows);
     }
     return rows;
+  }
+
+  /** A record as organization $1 sees it, by its id. */
+  async byId(orgId: number, id: number): Promise<Ipv4Row | undefined> {
+    const res = await this.db.query<Ipv4Row>(`${SELECT} where i.id = $2`, [orgId, id]);
+    return res.rows[0];
+  }
+
+  /**
+   * Candidates for an end of validity in (after, before) for organization $1: rows whose live
+   * score falls below a threshold then (`offsets`, as decayEndSql takes them; `ruleOffsets` the
+   * same for a blocking rule's score), or whose most specific decision's ttl ends then. The
+   * caller decides exactly with the organization's whole precedence (reserved ranges, rule tags).
+   */
+  async decayingBetween(orgId: number, offsets: readonly number[], ruleOffsets: readonly number[] | null, after: number, before: number): Promise<Ipv4Row[]> {
+    const e = { ts: 'coalesce(a.ts, i.ts)', score: 'coalesce(a.score, i.score)' };
+    const within = (end: string) => `(${end} > $3 and ${end} < $4)`;
+    const ends = [within(decayEndSql(e, '$2')), within('d.ttl'), ...(ruleOffsets ? [within(decayEndSql(e, '$5'))] : [])];
+    const res = await this.db.query<Ipv4Row>(`${SELECT} where d.decision is distinct from 0 and (${ends.join(' or ')})`, [orgId, offsets, after, before, ...(ruleOffsets ? [ruleOffsets] : [])]);
+    return res.rows;
   }
 
   /** Records that hold `ip`: the address itself and every network containing it, most specific first. */

@@ -5,6 +5,7 @@ import {
   anchoredPage,
   anchorForOrg,
   anchorJoin,
+  decayEndSql,
   EFFECTIVE,
   type Effective,
   listBoundary,
@@ -114,10 +115,33 @@ export class NamedIndicatorStore {
    * A feed page for one organization over the pairs it sees (whitelisted records included, with
    * decision 0, so a follower learns of the whitelist); only records at least `delaySeconds` old.
    */
-  async feedPage(orgId: number, since: number, pageSize: number, delaySeconds: number): Promise<NamedRow[]> {
-    const complete = await completeBefore(this.db);
+  async feedPage(orgId: number, since: number, pageSize: number, delaySeconds: number, settled?: number): Promise<NamedRow[]> {
+    const complete = settled ?? (await completeBefore(this.db));
     const upper = Math.min(complete, complete - delaySeconds + 1);
     return anchoredPage<NamedRow>(this.db, this.kind, { columns: this.columns, joins: this.decisionJoin, where: () => [], params: [orgId] }, { since, upper, pageSize });
+  }
+
+  /** The feeds' first second not settled yet (a page's exclusive upper bound before any delay). */
+  completeBefore(): Promise<number> {
+    return completeBefore(this.db);
+  }
+
+  async byId(orgId: number, id: number): Promise<NamedRow | undefined> {
+    const res = await this.db.query<NamedRow>(`${this.select} where i.id = $2`, [orgId, id]);
+    return res.rows[0];
+  }
+
+  /**
+   * Rows of organization $1 that follow the score (no decision of its own) and whose live score
+   * falls below a threshold at a second in (after, before): `offsets` as decayEndSql takes them.
+   */
+  async decayingBetween(orgId: number, offsets: readonly number[], after: number, before: number): Promise<NamedRow[]> {
+    const end = decayEndSql(EFFECTIVE, '$2');
+    const res = await this.db.query<NamedRow>(
+      `${this.select} where d.decision is distinct from 0 and d.decision is distinct from 1 and ${end} > ${EFFECTIVE.ts} and ${end} > $3 and ${end} < $4`,
+      [orgId, offsets, after, before],
+    );
+    return res.rows;
   }
 
   private listSql(filter: ScoreListFilter, after: number | null, upTo: number | null, params: unknown[]) {
