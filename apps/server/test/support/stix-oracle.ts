@@ -18,8 +18,11 @@ function schemaFiles(dir: string): string[] {
 
 const HOSTNAME = /^(?=.{1,253}\.?$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[-0-9a-z]{0,61}[0-9a-z])?)*\.?$/i;
 
-/** Validates a bundle against common/bundle.json; returns the errors (empty when valid). */
-export function bundleValidator(): (bundle: unknown) => string[] {
+/**
+ * An ajv holding every schema of an OASIS oracle folder (STIX 2.0 or 2.1: they refer to each other
+ * by $id, so all are added before any is compiled).
+ */
+export function oracleAjv(schemasDir: string): Ajv2020 {
   // The schemas' patterns use escapes (\-) that only non-unicode regular expressions accept. They
   // name draft 2020-12 with an http URI and a '#', which is not the meta-schema's
   // registered id; they are validated by compiling them, not against the meta-schema.
@@ -30,7 +33,13 @@ export function bundleValidator(): (bundle: unknown) => string[] {
     const ascii = domainToASCII(value);
     return ascii !== '' && HOSTNAME.test(ascii);
   });
-  for (const file of schemaFiles(join(ORACLE_DIR, 'schemas'))) ajv.addSchema(JSON.parse(readFileSync(file, 'utf8')));
+  for (const file of schemaFiles(schemasDir)) ajv.addSchema(JSON.parse(readFileSync(file, 'utf8')));
+  return ajv;
+}
+
+/** Validates a bundle against common/bundle.json; returns the errors (empty when valid). */
+export function bundleValidator(): (bundle: unknown) => string[] {
+  const ajv = oracleAjv(join(ORACLE_DIR, 'schemas'));
   const validate = ajv.getSchema('http://raw.githubusercontent.com/oasis-open/cti-stix2-json-schemas/stix2.0/schemas/common/bundle.json');
   if (!validate) throw new Error('bundle.json not found among the oracle schemas');
   return (bundle) => (validate(bundle) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`));

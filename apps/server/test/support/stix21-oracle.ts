@@ -1,8 +1,6 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { domainToASCII, fileURLToPath } from 'node:url';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
+import { sharedPath } from '@rampart/plugin-kit/testing';
+import { oracleAjv } from './stix-oracle.ts';
 
 // Checks STIX 2.1 output against the OASIS oracle in ../shared/oracles/stix2.1: the JSON schemas
 // (every file under schemas/ added to ajv's 2020-12 build before compiling: they refer to each
@@ -11,31 +9,16 @@ import addFormats from 'ajv-formats';
 // recursive-descent parser of the grammar's productions (its left-recursive rules as loops, same
 // precedence: FOLLOWEDBY < OR < AND for observations, OR < AND for comparisons).
 
-const CANDIDATES = [fileURLToPath(new URL('../../../../../shared/oracles/stix2.1/', import.meta.url))];
-export const ORACLE21_DIR = process.env.STIX21_ORACLE_DIR ?? CANDIDATES.find((dir) => existsSync(join(dir, 'schemas', 'common', 'bundle.json'))) ?? CANDIDATES[0]!;
-export const oracle21Available = existsSync(join(ORACLE21_DIR, 'schemas', 'common', 'bundle.json')) && existsSync(join(ORACLE21_DIR, 'pattern_grammar', 'STIXPattern.g4'));
+export const ORACLE21_DIR = sharedPath('oracles/stix2.1');
 
 const SCHEMA_BASE = 'http://raw.githubusercontent.com/oasis-open/cti-stix2-json-schemas/stix2.1/schemas/';
-
-function schemaFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? schemaFiles(join(dir, e.name)) : e.name.endsWith('.json') ? [join(dir, e.name)] : []));
-}
-
-const HOSTNAME = /^(?=.{1,253}\.?$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[-0-9a-z]{0,61}[0-9a-z])?)*\.?$/i;
 
 /**
  * Validates STIX 2.1 objects and bundles: a bundle against common/bundle.json, an SDO against
  * sdos/<type>.json, an SRO against sros/<type>.json. Returns the errors (empty when valid).
  */
 export function stix21Validator(): (value: { type?: unknown }) => string[] {
-  const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false, unicodeRegExp: false });
-  addFormats.default(ajv);
-  // ajv-formats has no idn-hostname: a name whose IDNA ASCII form is a host name.
-  ajv.addFormat('idn-hostname', (value: string) => {
-    const ascii = domainToASCII(value);
-    return ascii !== '' && HOSTNAME.test(ascii);
-  });
-  for (const file of schemaFiles(join(ORACLE21_DIR, 'schemas'))) ajv.addSchema(JSON.parse(readFileSync(file, 'utf8')));
+  const ajv = oracleAjv(join(ORACLE21_DIR, 'schemas'));
   return (value) => {
     const type = String(value.type);
     const path = type === 'bundle' ? 'common/bundle.json' : ['relationship', 'sighting'].includes(type) ? `sros/${type}.json` : `sdos/${type}.json`;
