@@ -44,6 +44,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // The server bundle the CLI tests run (bin/rampart.js), built once up front.
+    globalSetup: ['test/build-bundles.ts'],
     // Two files at a time: most tests wait on databases, servers, kernels and browsers, and vitest's
     // default on a 2-core machine (one worker) ran the suite serially in 28 minutes.
     maxWorkers: 2,

@@ -25,6 +25,7 @@ const wanted = argv.filter((a) => !a.startsWith('--'));
 /** Each benchmark's smaller sizes for --quick: the flags or environment it already accepts. */
 const QUICK = {
   agent: { env: { BENCH_AGENT_ADDRESSES: '100000' } },
+  cli: { args: ['--rounds', '2'] },
   'decision-to-drop': { env: { BENCH_DECISIONS: '3' } },
   indicators: { args: ['--scale', '0.05', '--duration', '2'] },
   ipv4: { args: ['--n', '100000', '--duration', '2', '--walk-seconds', '5'] },

@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RampartClient } from '@rampart/client';
@@ -17,6 +17,8 @@ import { startControlPlane, tempDir, type ControlPlane } from './support.ts';
 const agentDir = fileURLToPath(new URL('../../apps/agent/', import.meta.url));
 const packaging = (name: string) => readFileSync(join(agentDir, 'packaging', name));
 const mode = (path: string) => (statSync(path).mode & 0o7777).toString(8).padStart(4, '0');
+/** The LICENSE of the official Node.js package beside the binary running this (copied with it). */
+const nodeLicense = join(dirname(dirname(process.execPath)), 'LICENSE');
 
 function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string; err: string }> {
   // Only PATH from this environment: the agent sees no RAMPART_* or DATABASE_URL left over.
@@ -48,14 +50,14 @@ describe('rampart-agent install into a clean root', { timeout: 180_000 }, () => 
     const org = await seedOrg(cp.store, { credits: 1000 });
     adminKey = org.keys.admin;
     admin = new RampartClient({ baseUrl: cp.url, apiKey: adminKey });
-  });
+  }, 180_000);
   afterAll(async () => {
     await cp?.close();
     await dir?.remove();
   });
 
   it('places every file with its mode, validates the sample as written and registers', async () => {
-    const r = await run([bundle, 'install', '--root', root, '--server', cp.url, '--gaid', gaid, '--node', '/usr/bin/node'], { RAMPART_ADMIN_KEY: adminKey });
+    const r = await run([bundle, 'install', '--root', root, '--server', cp.url, '--gaid', gaid], { RAMPART_ADMIN_KEY: adminKey });
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
     const chunks = readdirSync(join(dir.path, 'dist', 'rampart-agent-chunks')).sort();
@@ -65,6 +67,8 @@ describe('rampart-agent install into a clean root', { timeout: 180_000 }, () => 
         'wrote /usr/lib/rampart-agent/rampart-agent.mjs (0644)',
         `wrote /usr/lib/rampart-agent/rampart-agent-chunks/ (${chunks.length} files, 0644)`,
         'wrote /usr/lib/rampart-agent/rampart-agent-packaging/ (3 files, 0644)',
+        `wrote /usr/lib/rampart-agent/node/bin/node (0755, Node.js ${process.versions.node})`,
+        ...(existsSync(nodeLicense) ? ['wrote /usr/lib/rampart-agent/node/LICENSE (0644)'] : []),
         'wrote /usr/bin/rampart-agent (0755)',
         'wrote /etc/systemd/system/rampart-agent.service (0644)',
         'wrote /etc/rampart-agent/agent.env (0600)',
@@ -91,11 +95,14 @@ describe('rampart-agent install into a clean root', { timeout: 180_000 }, () => 
       expect(readFileSync(join(lib, 'rampart-agent-packaging', f)).equals(packaging(f))).toBe(true);
       expect(mode(join(lib, 'rampart-agent-packaging', f))).toBe('0644');
     }
+    // The runtime is a copy of the Node.js that ran install: nothing points back at this machine.
+    expect(readFileSync(join(lib, 'node/bin/node')).equals(readFileSync(process.execPath))).toBe(true);
+    expect(mode(join(lib, 'node/bin/node'))).toBe('0755');
     expect(readFileSync(join(root, 'usr/bin/rampart-agent'), 'utf8')).toBe(
-      '#!/bin/sh\nexport MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}"\nexec /usr/bin/node --max-semi-space-size=1 --heap-growing-percent=50 /usr/lib/rampart-agent/rampart-agent.mjs "$@"\n',
+      '#!/bin/sh\nexport MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}"\nexec /usr/lib/rampart-agent/node/bin/node --max-semi-space-size=1 --heap-growing-percent=50 /usr/lib/rampart-agent/rampart-agent.mjs "$@"\n',
     );
     expect(mode(join(root, 'usr/bin/rampart-agent'))).toBe('0755');
-    // With /usr and /usr/bin/node the unit is the packaged one, byte for byte.
+    // With /usr the unit is the packaged one, byte for byte.
     expect(readFileSync(join(root, 'etc/systemd/system/rampart-agent.service')).equals(packaging('rampart-agent.service'))).toBe(true);
     expect(mode(join(root, 'etc/systemd/system/rampart-agent.service'))).toBe('0644');
     expect(mode(join(root, 'etc/rampart-agent'))).toBe('0750');
@@ -152,19 +159,19 @@ describe('rampart-agent install into a clean root', { timeout: 180_000 }, () => 
 
   it('puts the paths of another prefix and node in the wrapper and the unit', async () => {
     const other = join(dir.path, 'opt-root');
-    const r = await run([bundle, 'install', '--root', other, '--prefix', '/opt/rampart', '--gaid', 'RMP-AGENT-ID-opt', '--node', '/opt/node/bin/node']);
+    const r = await run([bundle, 'install', '--root', other, '--prefix', '/opt/rampart', '--gaid', 'RMP-AGENT-ID-opt']);
     expect(r.code, r.err).toBe(0);
     expect(r.out.split('\n').at(-2)).toBe('not registered: pass --server <url> with RAMPART_ADMIN_KEY set, or run rampart-agent register later');
     expect(readFileSync(join(other, 'opt/rampart/bin/rampart-agent'), 'utf8')).toBe(
-      '#!/bin/sh\nexport MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}"\nexec /opt/node/bin/node --max-semi-space-size=1 --heap-growing-percent=50 /opt/rampart/lib/rampart-agent/rampart-agent.mjs "$@"\n',
+      '#!/bin/sh\nexport MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-1}"\nexec /opt/rampart/lib/rampart-agent/node/bin/node --max-semi-space-size=1 --heap-growing-percent=50 /opt/rampart/lib/rampart-agent/rampart-agent.mjs "$@"\n',
     );
     const unit = readFileSync(join(other, 'etc/systemd/system/rampart-agent.service'), 'utf8');
     expect(unit).toBe(
       packaging('rampart-agent.service')
         .toString('utf8')
         .replace(
-          'ExecStart=/usr/bin/node --expose-gc --max-semi-space-size=1 --max-old-space-size=256 /usr/lib/rampart-agent/rampart-agent.mjs run',
-          'ExecStart=/opt/node/bin/node --expose-gc --max-semi-space-size=1 --max-old-space-size=256 /opt/rampart/lib/rampart-agent/rampart-agent.mjs run',
+          'ExecStart=/usr/lib/rampart-agent/node/bin/node --expose-gc --max-semi-space-size=1 --max-old-space-size=256 /usr/lib/rampart-agent/rampart-agent.mjs run',
+          'ExecStart=/opt/rampart/lib/rampart-agent/node/bin/node --expose-gc --max-semi-space-size=1 --max-old-space-size=256 /opt/rampart/lib/rampart-agent/rampart-agent.mjs run',
         ),
     );
     expect(unit).not.toContain('/usr/lib/rampart-agent/');

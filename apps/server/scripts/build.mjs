@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Bundles the control plane for `npm start`: dist/main.mjs (the server), dist/embed.mjs (for
+// Bundles the control plane for `npm start`: dist/main.mjs (the server), dist/cli.mjs (the
+// operators' `rampart` command), dist/embed.mjs (for
 // programs that build the app themselves, such as bench/), dist/console/ (the web console's
 // static files, so that the running server never starts esbuild: its service process stayed
 // resident, ~42 MB, after the console was built at the first request) and dist/pgdata-template/
@@ -47,7 +48,7 @@ function newestInput() {
 }
 
 function upToDate(newest) {
-  if (!existsSync(stampFile) || !existsSync(join(dist, 'main.mjs')) || !existsSync(join(dist, 'console', 'index.html')) || !existsSync(join(dist, 'pgdata-template', 'PG_VERSION'))) return false;
+  if (!existsSync(stampFile) || !existsSync(join(dist, 'main.mjs')) || !existsSync(join(dist, 'cli.mjs')) || !existsSync(join(dist, 'console', 'index.html')) || !existsSync(join(dist, 'pgdata-template', 'PG_VERSION'))) return false;
   const stamp = JSON.parse(readFileSync(stampFile, 'utf8'));
   return stamp.newestInput === newest && stamp.node === process.version;
 }
@@ -87,6 +88,8 @@ async function bundleServer() {
     entryPoints: {
       main: `${root}/src/main.ts`,
       embed: `${root}/src/embed.ts`,
+      // The operators' `rampart` command (bin/rampart.js runs it): plain Node, no TypeScript loader.
+      cli: `${root}/src/cli/main.ts`,
       'console-build': `${workspace}/apps/console/src/build.ts`,
       'pglite-template': `${root}/src/store/pglite-template.ts`,
     },
@@ -129,12 +132,54 @@ async function buildDataDirTemplate() {
   await build(template);
 }
 
-const newest = newestInput();
-if (process.argv.includes('--force') || !upToDate(newest)) {
-  rmSync(stampFile, { force: true });
-  // Chunks are named by content hash: those of an earlier build would pile up.
-  rmSync(join(dist, 'chunks'), { recursive: true, force: true });
-  await bundleServer();
-  await Promise.all([buildConsoleFiles(), buildDataDirTemplate()]);
-  writeFileSync(stampFile, `${JSON.stringify({ newestInput: newest, node: process.version, builtAt: new Date().toISOString() })}\n`);
+/**
+ * One build at a time: `rampart` commands (bin/rampart.js) and `npm start` started together
+ * would otherwise write dist/ over each other. The lock is a directory (mkdir is atomic) holding
+ * the builder's pid; a lock whose process is gone is taken over. The others wait, then find the
+ * build up to date.
+ */
+async function withBuildLock(fn) {
+  const lock = join(dist, '.build-lock');
+  mkdirSync(dist, { recursive: true });
+  let pidless = 0;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      writeFileSync(join(lock, 'pid'), String(process.pid));
+      break;
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err;
+      const pid = Number(readFileSync(join(lock, 'pid'), { encoding: 'utf8', flag: 'a+' }) || 0);
+      let alive = pid > 0;
+      try {
+        if (alive) process.kill(pid, 0);
+      } catch {
+        alive = false;
+      }
+      // No pid yet: the holder is between mkdir and writing it; one that stays pid-less for 5 s died there.
+      pidless = pid > 0 ? 0 : pidless + 1;
+      if ((!alive && pid > 0) || pidless > 50) rmSync(lock, { recursive: true, force: true });
+      else await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  try {
+    await fn();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+const force = process.argv.includes('--force');
+if (force || !upToDate(newestInput())) {
+  await withBuildLock(async () => {
+    // Another process may have built while this one waited.
+    const newest = newestInput();
+    if (!force && upToDate(newest)) return;
+    rmSync(stampFile, { force: true });
+    // Chunks are named by content hash: those of an earlier build would pile up.
+    rmSync(join(dist, 'chunks'), { recursive: true, force: true });
+    await bundleServer();
+    await Promise.all([buildConsoleFiles(), buildDataDirTemplate()]);
+    writeFileSync(stampFile, `${JSON.stringify({ newestInput: newest, node: process.version, builtAt: new Date().toISOString() })}\n`);
+  });
 }

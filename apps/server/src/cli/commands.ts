@@ -2,10 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { ApiError } from '@rampart/contracts';
 import { createOrganization as createAuditedOrganization } from '../services/operators.ts';
-import { buildApp } from '../app.ts';
 import { loadConfig } from '../config.ts';
 import { createApiKey, createUser } from '../services/admin.ts';
-import { refreshCdnRanges } from '../services/cdn-refresh.ts';
 import { openStore, type AuditActor, type Store } from '../store/index.ts';
 
 export type Command =
@@ -66,6 +64,8 @@ async function execute(store: Store, c: Command): Promise<void> {
     case 'migrate':
       return print({ applied: await store.migrate() });
     case 'openapi': {
+      // Loaded only here: every other command starts without the HTTP application's code.
+      const { buildApp } = await import('../app.ts');
       const app = await buildApp({ config: { ...loadConfig(), logLevel: 'silent', demo: false }, store });
       await app.ready();
       const text = `${JSON.stringify(app.swagger(), null, 2)}\n`;
@@ -80,7 +80,7 @@ async function execute(store: Store, c: Command): Promise<void> {
 export async function run(c: Command): Promise<void> {
   const config = loadConfig();
   // Needs no store: it only fetches published lists and writes a file under DATA_DIR.
-  if (c.cmd === 'cdn.refresh') return print(await refreshCdnRanges({ dataDir: config.dataDir, overrides: config.tools.cdnRefreshSources, timeoutMs: c.timeout }));
+  if (c.cmd === 'cdn.refresh') return print(await (await import('../services/cdn-refresh.ts')).refreshCdnRanges({ dataDir: config.dataDir, overrides: config.tools.cdnRefreshSources, timeoutMs: c.timeout }));
   const needsFreshDb = c.cmd === 'openapi';
   const store = await openStore({
     databaseUrl: needsFreshDb ? undefined : config.databaseUrl,

@@ -15,10 +15,13 @@ const MAX_AGENT_FRAME_BYTES = 64 * 1024;
  * `AgentSyncMessage` in the contracts.
  */
 export const agentSyncRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
-  await app.register(websocket, { options: { maxPayload: MAX_AGENT_FRAME_BYTES } });
   const hub = new SyncHub({ store: context.store, events: context.events, log: app.log.child({ component: 'sync' }), heartbeatMs: context.config.syncHeartbeatSeconds * 1000 });
-  await hub.start();
+  // Before @fastify/websocket's own shutdown hook (hooks run in the order they were added), which
+  // closes every socket without a code (1005): agents are told the server is going away (1001)
+  // and retry on their quick schedule.
   app.addHook('preClose', async () => hub.stop());
+  await app.register(websocket, { options: { maxPayload: MAX_AGENT_FRAME_BYTES } });
+  await hub.start();
   new Gauge({
     name: 'rampart_sync_connections',
     help: 'Agents connected to the sync channel of this replica',
