@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ReportedPlugin } from './agent-integrations.ts';
+import { REPORTED_PLUGIN_NAMES } from './agent-integrations.ts';
 import { AgentId, numberLike } from './primitives.ts';
 
 export const AgentRegisterResponse = z
@@ -26,6 +26,20 @@ export const AgentCapabilities = z
   .meta({ description: 'What an agent can run' });
 export type AgentCapabilities = z.infer<typeof AgentCapabilities>;
 
+/**
+ * The name a feedback reports under: one of the fixed names (`ReportedPlugin`) or a key of the
+ * `ips` or `ids` object of that agent's registered configuration, as registered (the original
+ * client keeps its integrations under its own product keys, `checkpoint_securexl`, `pflist`…).
+ * Whether the key is in the configuration is the server's check, against the stored document.
+ */
+export const FeedbackPlugin = z
+  .string()
+  .min(1)
+  .max(128)
+  .describe(
+    `One of ${REPORTED_PLUGIN_NAMES.length} fixed names (an integration label of section 2.11, \`dry_run\`, \`agent\`, \`all\`, \`<label>/<kind>\`) or a key of the \`ips\` or \`ids\` object of this agent's registered configuration; anything else is 400`,
+  );
+
 /** Generous so that agents enforcing many rules can still report them in one call. */
 const MAX_FEEDBACK_ENTRIES = 200_000;
 
@@ -36,7 +50,7 @@ const MAX_FEEDBACK_ENTRIES = 200_000;
 export const AgentFeedbackBody = z
   .object({
     agid: z.string().min(1).max(256).describe('The gaid of the agent'),
-    plugin: ReportedPlugin,
+    plugin: FeedbackPlugin,
     hostname: z.string().max(255).optional(),
     code: z.union([z.number(), z.string().max(256)]).nullable().optional().describe('Outcome code of the run; null when the command was killed by a signal'),
     score_threshold: numberLike(z.int().min(0).max(1000)).optional(),

@@ -1,8 +1,11 @@
-import { AgentSettingsDocument, type AgentCapabilities, type PluginState } from '@rampart/contracts';
+import { AgentSettingsDocument, REPORTED_PLUGIN_NAMES, type AgentCapabilities, type PluginState } from '@rampart/contracts';
 import type { Db, Queryable } from './db.ts';
 import type { UserRow } from './users.ts';
 import type { Organization } from './organizations.ts';
 import { changedPaths, recordAudit as audit } from './settings.ts';
+
+/** How many entries under a key of the agent's configuration (not a fixed name) its record keeps. */
+export const MAX_CONFIGURED_LABEL_ENTRIES = 64;
 
 export type CheckinVia = 'ipv4' | 'feed' | 'feedback' | 'sync';
 
@@ -169,7 +172,10 @@ export class AgentStore {
 
   /**
    * Records what the agent reports it enforces (merged per plugin) and counts as a check-in.
-   * False when the agent is not this organization's.
+   * False when the agent is not this organization's. Entries under the fixed names are kept; of
+   * those under other names (keys of the agent's configuration, checked by the caller) only the
+   * MAX_CONFIGURED_LABEL_ENTRIES newest, the ones just written first: the record stays bounded
+   * however many keys a configuration holds or however often it changes.
    */
   async recordEnforcement(
     orgId: number,
@@ -185,7 +191,12 @@ export class AgentStore {
     const plugins = Object.keys(report.plugins);
     const res = await this.db.query(
       `update agents set last_checkin_at = now(), last_checkin_via = $3,
-         enforced = coalesce(enforced, '{}'::jsonb) || $4::jsonb,
+         enforced = (
+           select coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb) from (
+             select key, value, key = any($9::text[]) as fixed,
+               row_number() over (partition by key = any($9::text[]) order by $4::jsonb ? key desc, (value->>'at')::bigint desc nulls last, key) as newest
+             from jsonb_each(coalesce(enforced, '{}'::jsonb) || $4::jsonb)
+           ) e where e.fixed or e.newest <= $10),
          last_plugin = coalesce($5, last_plugin),
          hostname = coalesce($6, hostname),
          reported_version = coalesce($7, reported_version),
@@ -200,6 +211,8 @@ export class AgentStore {
         report.hostname ?? null,
         report.version ?? null,
         report.capabilities ? JSON.stringify(report.capabilities) : null,
+        REPORTED_PLUGIN_NAMES,
+        MAX_CONFIGURED_LABEL_ENTRIES,
       ],
     );
     return res.rowCount > 0;

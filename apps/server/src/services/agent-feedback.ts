@@ -1,0 +1,46 @@
+import { ApiError, REPORTED_PLUGIN_NAMES, type AgentFeedbackBody, type AgentSettingsDocument } from '@rampart/contracts';
+import type { Store } from '../store/index.ts';
+
+const FIXED_NAMES: ReadonlySet<string> = new Set(REPORTED_PLUGIN_NAMES);
+
+/**
+ * Whether an agent may report under `plugin`: a fixed name, or a key of the `ips` or `ids` object
+ * of its registered configuration, exactly as registered (decisions.md, Compatibility: the
+ * original client posts under its own keys, e.g. `checkpoint_securexl`).
+ */
+export function reportableName(document: AgentSettingsDocument, plugin: string): boolean {
+  if (FIXED_NAMES.has(plugin)) return true;
+  const configured = (section: unknown) => typeof section === 'object' && section !== null && Object.hasOwn(section, plugin);
+  return configured(document.ips) || configured(document.ids);
+}
+
+/**
+ * Records a feedback (a check-in, and what the agent says one plugin enforces). Not found when
+ * the agent is not this organization's; 400 naming `body.plugin` when the name is neither fixed
+ * nor a key of that agent's configuration.
+ */
+export async function recordFeedback(store: Store, orgId: number, body: AgentFeedbackBody, nowSeconds: number): Promise<void> {
+  const agent = await store.agents.get(orgId, body.agid);
+  if (!agent) throw new ApiError('not_found', `no agent ${body.agid} in this organization`);
+  if (!reportableName(agent.document, body.plugin)) {
+    const message = `not a name this agent reports under: neither a fixed name nor a key of its configuration's ips or ids`;
+    throw new ApiError('validation_failed', `body.plugin: ${message}`, { errors: [{ path: 'body.plugin', message }] });
+  }
+  const enforced = Array.isArray(body.blacklist) ? body.blacklist.length : (body.blacklist ?? null);
+  const recorded = await store.agents.recordEnforcement(orgId, body.agid, 'feedback', {
+    plugins: {
+      [body.plugin]: {
+        enforced,
+        code: body.code ?? null,
+        score_threshold: body.score_threshold ?? null,
+        healthy: body.state === undefined ? null : body.state !== 'failed',
+        state: body.state ?? null,
+        error: body.error ?? null,
+        at: nowSeconds,
+      },
+    },
+    hostname: body.hostname,
+    capabilities: body.capabilities,
+  });
+  if (!recorded) throw new ApiError('not_found', `no agent ${body.agid} in this organization`);
+}
