@@ -1,5 +1,7 @@
 import { ApiError, REPORTED_PLUGIN_NAMES, type AgentFeedbackBody, type AgentSettingsDocument } from '@rampart/contracts';
-import type { Store } from '../store/index.ts';
+import type { Organization, Store } from '../store/index.ts';
+import { attestation } from './agent-drift.ts';
+import type { Ipv4Lists } from './ipv4-lists.ts';
 
 const FIXED_NAMES: ReadonlySet<string> = new Set(REPORTED_PLUGIN_NAMES);
 
@@ -19,7 +21,9 @@ export function reportableName(document: AgentSettingsDocument, plugin: string):
  * the agent is not this organization's; 400 naming `body.plugin` when the name is neither fixed
  * nor a key of that agent's configuration.
  */
-export async function recordFeedback(store: Store, orgId: number, body: AgentFeedbackBody, nowSeconds: number): Promise<void> {
+export async function recordFeedback(deps: { store: Store; ipv4Lists: Ipv4Lists }, org: Organization, body: AgentFeedbackBody, nowSeconds: number): Promise<void> {
+  const { store } = deps;
+  const orgId = org.id;
   const agent = await store.agents.get(orgId, body.agid);
   if (!agent) throw new ApiError('not_found', `no agent ${body.agid} in this organization`);
   if (!reportableName(agent.document, body.plugin)) {
@@ -27,6 +31,13 @@ export async function recordFeedback(store: Store, orgId: number, body: AgentFee
     throw new ApiError('validation_failed', `body.plugin: ${message}`, { errors: [{ path: 'body.plugin', message }] });
   }
   const enforced = Array.isArray(body.blacklist) ? body.blacklist.length : (body.blacklist ?? null);
+  // Read back by an IPv4 enforcer: compared with the server's own list at the agent's threshold.
+  // Enforcers of other kinds (`<label>/<kind>`) have their figures recorded without a comparison.
+  const held = body.held;
+  const attested =
+    held === undefined || body.plugin.includes('/')
+      ? undefined
+      : attestation(agent.enforced[body.plugin], agent.document, await deps.ipv4Lists.count(org, Math.max(1, agent.document.score_threshold)), { ...body, held }, nowSeconds);
   const recorded = await store.agents.recordEnforcement(orgId, body.agid, 'feedback', {
     plugins: {
       [body.plugin]: {
@@ -37,6 +48,7 @@ export async function recordFeedback(store: Store, orgId: number, body: AgentFee
         state: body.state ?? null,
         error: body.error ?? null,
         at: nowSeconds,
+        ...(attested ? { attestation: attested } : {}),
       },
     },
     hostname: body.hostname,

@@ -19,6 +19,23 @@ export interface EnforcedEntry {
   state?: PluginState | null;
   error?: string | null;
   at: number;
+  /** Attestation by read-back (issue 30); absent when the agent did not send it. */
+  attestation?: StoredAttestation;
+}
+
+/** What the agent said its target held, and what the server expected of it at that report. */
+export interface StoredAttestation {
+  expected: number | null;
+  held: number;
+  held_digest: string | null;
+  /** The server's list for the agent at the report (its threshold, its organization's view). */
+  listed: number;
+  server_expected: number;
+  cut: number;
+  /** Epoch seconds since held first differed from server_expected; null while they agree. */
+  drift_since: number | null;
+  /** The agent's reconcile interval as it reported it (seconds). */
+  reconcile_seconds: number | null;
 }
 
 export interface AgentRow {
@@ -216,6 +233,22 @@ export class AgentStore {
       ],
     );
     return res.rowCount > 0;
+  }
+
+  /**
+   * Active agents (of every organization) with some enforcer whose read-back differed from the
+   * server's figure at its last report: the candidates for `rampart_agents_drifting`.
+   */
+  async withDriftSince(limit = 100_000): Promise<{ org_gid: string; row: AgentRow }[]> {
+    const res = await this.db.query<RawAgentRow & { org_gid: string }>(
+      `select c.*, o.gid as org_gid from (
+         select ${COLUMNS} from agents
+         where deactivated_at is null
+           and exists (select 1 from jsonb_each(coalesce(enforced, '{}'::jsonb)) e where e.value #>> '{attestation,drift_since}' is not null)
+         order by id limit $1) c join organizations o on o.id = c.org_id`,
+      [limit],
+    );
+    return res.rows.map(({ org_gid, ...r }) => ({ org_gid, row: toRow(r) }));
   }
 
   /** Deactivates an agent: every token it holds stops working. */

@@ -27,7 +27,7 @@ export const agentFeedbackRoute: FastifyPluginAsyncZod<{ context: AppContext }> 
       const principal = principalOf(request);
       const body = request.body;
       if (principal.agent && principal.agent.gaid !== body.agid) throw new ApiError('forbidden', 'an agent key reports only for its own agent');
-      await recordFeedback(context.store, principal.org.id, body, Math.floor(Date.now() / 1000));
+      await recordFeedback(context, principal.org, body, Math.floor(Date.now() / 1000));
       // An empty 200 (no body), as the specification's "no body" responses.
       return reply.status(200).send(undefined as unknown as null);
     },
