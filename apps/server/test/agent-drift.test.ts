@@ -19,7 +19,7 @@ interface Summary {
   gaid: string;
   drifting: boolean;
   drift_since: number | null;
-  enforced: Record<string, { held: number | null; expected: number | null; held_digest: string | null; listed: number | null; server_expected: number | null; cut: number | null; drift_since: number | null; drifting: boolean }>;
+  enforced: Record<string, { last_drift: unknown; held: number | null; expected: number | null; held_digest: string | null; listed: number | null; server_expected: number | null; cut: number | null; drift_since: number | null; drifting: boolean }>;
 }
 
 describe.each(driverCases())('agent drift on $name', (driver) => {
@@ -92,7 +92,7 @@ describe.each(driverCases())('agent drift on $name', (driver) => {
     // The agent repaired its target: the drift clears.
     expect((await feedback(agent.token, { ...base, blacklist: 5, expected: 5, held: 5, held_digest: digest(LISTED) })).statusCode).toBe(200);
     s = await summary(agent.gaid);
-    expect(s.enforced.packet_filter).toMatchObject({ held: 5, drift_since: null, drifting: false });
+    expect(s.enforced.packet_filter).toMatchObject({ held: 5, drift_since: null, drifting: false, last_drift: { since: since - 91, until: expect.any(Number), held: 3, server_expected: 5 } });
     expect([s.drifting, s.drift_since]).toEqual([false, null]);
     expect(await driftingGauge()).toBe(0);
   });

@@ -32,6 +32,10 @@ export const EnforcedByPlugin = z
     cut: z.int().min(0).nullable().describe('listed entries left out by maximum_rules or the capacity: a cut, not a drift'),
     drift_since: z.int().nullable().describe('Epoch seconds since held differs from server_expected; null while they agree'),
     drifting: z.boolean().describe('held has differed from server_expected for longer than one sync interval plus one reconcile'),
+    last_drift: z
+      .object({ since: z.int(), until: z.int(), held: z.int().min(0), server_expected: z.int().min(0) })
+      .nullable()
+      .describe('The last difference that ended (a read-back agreed again): when it started and ended, and the figures at its last report'),
   })
   .meta({ description: 'What one enforcement plugin of an agent last reported' });
 export type EnforcedByPlugin = z.infer<typeof EnforcedByPlugin>;

@@ -31,6 +31,8 @@ export function attestation(
 ): StoredAttestation {
   const { server_expected, cut } = serverExpectation(document, listed, reported);
   const differs = reported.held !== server_expected;
+  const before = previous?.attestation;
+  const ended = !differs && before?.drift_since != null ? { since: before.drift_since, until: now, held: before.held, server_expected: before.server_expected } : null;
   return {
     expected: reported.expected ?? null,
     held: reported.held,
@@ -40,6 +42,7 @@ export function attestation(
     cut,
     drift_since: differs ? (previous?.attestation?.drift_since ?? now) : null,
     reconcile_seconds: reported.reconcile_seconds ?? null,
+    last_drift: ended ?? before?.last_drift ?? null,
   };
 }
 

@@ -40,6 +40,7 @@ function enforcedView(e: EnforcedEntry, syncTime: number, now: number): AgentSum
     cut: a?.cut ?? null,
     drift_since: a?.drift_since ?? null,
     drifting: isDrifting(e, syncTime, now),
+    last_drift: a?.last_drift ?? null,
   };
 }
 

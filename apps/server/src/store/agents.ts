@@ -36,6 +36,8 @@ export interface StoredAttestation {
   drift_since: number | null;
   /** The agent's reconcile interval as it reported it (seconds). */
   reconcile_seconds: number | null;
+  /** The last difference that ended (a read-back agreed again): kept so that a repaired drift leaves a trace. */
+  last_drift?: { since: number; until: number; held: number; server_expected: number } | null;
 }
 
 export interface AgentRow {
