@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { systemGate } from '@rampart/plugin-kit/testing';
-import { seedOrg, type TestOrg } from '@rampart/server/testing';
+import { seedOrg, sqlOf, type TestOrg } from '@rampart/server/testing';
 import { CHROMIUM, SHOTS, startConsoleHarness, type ConsoleHarness } from './harness.ts';
 
 /*
@@ -96,6 +96,48 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
       expect(await row.locator('.badge').first().textContent()).toBe('deactivated');
       await page.context().close();
     }
+  });
+
+  it('shows an agent whose target, read back, stays off the server list as drifting on its page and the overview, until it agrees', async () => {
+    const gaid = 'RMP-AGENT-ID-DRIFTING1';
+    // An organization of its own: its reports and agent change no other test's figures.
+    const own = await seedOrg(h.store, { credits: 100_000, name: 'Drift Acme' });
+    expect((await h.api('POST', '/agents', own.keys.admin, { gaid, ts: Date.now(), score_threshold: 1, start_from: 0, version: 'v1.0.0', proxy: 'LOCAL', sync_time: 1, maximum_rules: 1000, ips: { packet_filter: { active: true, acl: '', reload_command: '' } } })).status).toBe(201);
+    const { token } = (await h.api('POST', `/agents/${gaid}/token`, own.keys.admin, {})).json as { token: string };
+    const summary = async () => ((await h.api('GET', '/agents', own.keys.admin)).json as Array<{ gaid: string; drifting: boolean; enforced: Record<string, { server_expected: number | null; drift_since: number | null }> }>).find((a) => a.gaid === gaid)!;
+    const feedback = (held: number) => h.api('POST', '/agents/feedback', token, { agid: gaid, plugin: 'packet_filter', code: 0, blacklist: held, held, reconcile_seconds: 30 });
+    // The server's figure first (the alliance's list at threshold 1: what other tests reported),
+    // then a target holding one entry more than that (left behind by someone else).
+    expect((await feedback(0)).status).toBe(200);
+    const expected = (await summary()).enforced.packet_filter!.server_expected!;
+    const held = expected + 1;
+    expect((await feedback(held)).status).toBe(200);
+    expect((await summary()).enforced.packet_filter!.drift_since).not.toBeNull();
+    // One sync interval (60 s) plus one reconcile (30 s) ago: the server's clock is not ours to move.
+    await sqlOf(h.store).query(
+      `update agents set enforced = jsonb_set(enforced, '{packet_filter,attestation,drift_since}', to_jsonb((enforced #>> '{packet_filter,attestation,drift_since}')::bigint - 91)) where gaid = $1`,
+      [gaid],
+    );
+    expect((await summary()).drifting).toBe(true);
+
+    const page = await h.signedIn(own.keys.admin, 1440);
+    await page.getByTestId('agents-drifting').waitFor();
+    expect(await page.getByTestId('agents-drifting-line').textContent()).toBe('1 agent drifting');
+    await page.goto(`${h.base}/console/#/agents/${gaid}`);
+    await page.getByTestId('agent-drifting').waitFor();
+    expect(await page.locator(`[data-read-back="packet_filter"]`).textContent()).toMatch(new RegExp(`^drifting packet_filter: holds ${held}, the server expects ${expected} \\(${expected} listed\\) · since `));
+
+    // The agent repaired its target: the drift clears everywhere.
+    expect((await feedback(expected)).status).toBe(200);
+    expect((await summary()).drifting).toBe(false);
+    await page.reload();
+    await page.locator(`[data-read-back="packet_filter"]`).waitFor();
+    expect(await page.locator(`[data-read-back="packet_filter"]`).textContent()).toBe(`holds the list packet_filter: holds ${expected}, the server expects ${expected} (${expected} listed)`);
+    expect(await page.getByTestId('agent-drifting').count()).toBe(0);
+    await page.goto(`${h.base}/console/#/`);
+    await page.getByTestId('agents-drifting').waitFor();
+    expect(await page.getByTestId('agents-drifting-line').textContent()).toBe('0 agents drifting');
+    await page.context().close();
   });
 
   it('shows what the agent last said it enforces against what it should', async () => {

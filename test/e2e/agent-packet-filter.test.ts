@@ -1,9 +1,10 @@
+import { createHash } from 'node:crypto';
 import { readFile, unlink } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csvFormat } from '@rampart/enforcer-csv';
 import { systemGate } from '@rampart/plugin-kit/testing';
 import { LAB, dropLabs, watchDrops, type DropLab, type PacketFilterBackend } from './drop-lab.ts';
-import { waitFor } from './support.ts';
+import { agentHealth, waitFor } from './support.ts';
 
 /*
  * Server + agent + packet filter: a blacklist decision a contributor makes on the server
@@ -74,6 +75,34 @@ describe.skipIf(gate).each<PacketFilterBackend>(['nftables', 'ipset'])('agent en
     expect(await lab.metric('rampart_agent_engine_operations_total{enforcer="packet_filter",operation="failure"}')).toBe(0);
     expect(await probe(listed, LAB.server)).toBe('timeout');
     expect(await passes(LAB.unlisted, LAB.fwLan)).toBe('open');
+  });
+
+  it('the control plane sees what the packet filter holds, read back: a rule deleted behind the agent is a drift there until the agent repairs it', async () => {
+    type Reported = { held: number | null; server_expected: number | null; held_digest: string | null; drift_since: number | null; last_drift: { since: number; until: number; held: number; server_expected: number } | null };
+    const reported = async () => {
+      const agents = (await (await fetch(`${lab.cp.url}/agents`, { headers: { authorization: lab.adminKey } })).json()) as { gaid: string; enforced: Record<string, Reported> }[];
+      return agents.find((a) => a.gaid === lab.gaid)?.enforced.packet_filter;
+    };
+    const attested = await waitFor('the read-back reported', async () => {
+      const r = await reported();
+      return r?.held === 1 && r.server_expected === 1 && r.drift_since === null ? r : false;
+    }, 15_000);
+    expect(attested.held_digest).toBe(createHash('sha256').update(`${listed}/32\n`).digest('hex'));
+
+    const deletedAt = Math.floor(Date.now() / 1000);
+    if (backend === 'ipset') await lab.lab.exec(lab.fw, ['ipset', 'del', 'rampart', listed]);
+    else await lab.nft(['delete', 'element', 'inet', 'rampart', 'addrs', `{ ${listed} }`]);
+    // The agent reads the set back at its next reconcile, reports 0 held (the server records the
+    // difference), re-asserts the set, reads it back again and reports 1: the difference ends.
+    const repaired = await waitFor('the drift seen by the server and cleared', async () => {
+      const r = await reported();
+      return r?.last_drift && r.last_drift.since >= deletedAt && r.drift_since === null ? r : false;
+    }, 20_000);
+    expect(repaired.last_drift).toMatchObject({ held: 0, server_expected: 1 });
+    expect([repaired.held, repaired.server_expected]).toEqual([1, 1]);
+    expect(await lab.enforced()).toEqual([listed]);
+    const health = (await agentHealth(lab.metricsPort)) as { enforcers: { label: string; state: string; read_back?: { held: number; differs: boolean } }[] };
+    expect(health.enforcers.find((e) => e.label === 'packet_filter')).toMatchObject({ state: 'ok', read_back: { held: 1, differs: false } });
   });
 
   it('a deleted csv list comes back within the reconcile interval', async () => {

@@ -37,6 +37,9 @@ export interface DropLab {
   server: string;
   cp: ControlPlane;
   contributor: RampartClient;
+  /** An admin key of the organization, and the agent's gaid. */
+  adminKey: string;
+  gaid: string;
   agent: AgentProcess;
   metricsPort: number;
   csvPath: string;
@@ -153,6 +156,8 @@ export async function startDropLab(options: DropLabOptions): Promise<DropLab> {
       server,
       cp,
       contributor,
+      adminKey: org.keys.admin,
+      gaid,
       agent,
       metricsPort,
       csvPath,

@@ -8,6 +8,7 @@ import type { Enforcer, EnforcerDefinition } from '@rampart/plugin-kit';
 import type { PlannedEnforcer } from '../src/config/plugins.ts';
 import { ipv4Key } from '@rampart/contracts';
 import { EnforcerSlots } from '../src/runtime/enforcer-slots.ts';
+import { membersDigest } from '../src/sync/enforcer-worker.ts';
 import { createMetrics } from '../src/runtime/metrics.ts';
 import { ipv4SetOps, toEntries, type KeySet } from '../src/sync/block-state.ts';
 import { EnforcerWorker } from '../src/sync/enforcer-worker.ts';
@@ -124,7 +125,17 @@ describe('EnforcerSlots with the dry-run enforcer', () => {
     expect(failures).toBe(0);
     expect(s.health()).toEqual([{ label: 'dry_run', state: 'degraded', healthy: false, enforced: 0, cut: 0 }]);
     await syncAll(s, BLACKLISTED);
-    expect(s.health()).toEqual([{ label: 'dry_run', state: 'ok', healthy: true, enforced: 1, cut: 0, last_applied_at: expect.any(Number) }]);
+    expect(s.health()).toEqual([
+      {
+        label: 'dry_run',
+        state: 'ok',
+        healthy: true,
+        enforced: 1,
+        cut: 0,
+        last_applied_at: expect.any(Number),
+        read_back: { held: 1, digest: membersDigest(['45.61.7.10/32']), expected: 1, differs: false, at: expect.any(Number) },
+      },
+    ]);
     expect((await readDryRunFile(join(dir, 'flaky.json')))?.enforced).toEqual(['45.61.7.10/32']);
   });
 

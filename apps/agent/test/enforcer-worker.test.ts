@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +8,7 @@ import { ipv4Key } from '@rampart/contracts';
 import { CsvConfig, csvEnforcer, csvFormat } from '@rampart/enforcer-csv';
 import { createMetrics, type AgentMetrics } from '../src/runtime/metrics.ts';
 import { ipv4SetOps, type KeySet } from '../src/sync/block-state.ts';
-import { EnforcerWorker } from '../src/sync/enforcer-worker.ts';
+import { EnforcerWorker, membersDigest } from '../src/sync/enforcer-worker.ts';
 
 /*
  * The states one enforcer goes through (ok / degraded / failed), against the real csv enforcer:
@@ -76,6 +77,45 @@ describe('EnforcerWorker states with the csv enforcer', () => {
     expect([worker.lastError, worker.failures, worker.enforced]).toEqual([undefined, 0, 2]);
     expect(await file()).toEqual(['45.70.0.1/32', '45.70.0.3/32']);
     expect(settled).toEqual(['ok', 'failed', 'ok']);
+  });
+
+  it('reads its target back after each apply and reconcile: what was deleted behind its back is reported (degraded), repaired, then ok', async () => {
+    const members = ['45.70.0.1/32', '45.70.0.2/32', '45.70.0.3/32'];
+    await worker.submit(set(...members));
+    expect(worker.attested).toEqual({ held: 3, digest: membersDigest(members), expected: 3, differs: false, at: expect.any(Number) });
+    expect(membersDigest(members)).toBe(createHash('sha256').update('45.70.0.1/32\n45.70.0.2/32\n45.70.0.3/32\n').digest('hex'));
+
+    const read: { held: number; differs: boolean; state: string }[] = [];
+    worker = new EnforcerWorker('csv', worker.enforcer, {
+      log: pino({ level: 'silent' }),
+      metrics,
+      timeoutMs: () => 10_000,
+      ...ipv4SetOps,
+      onSettled: (w) => read.push({ held: w.attested!.held, differs: w.attested!.differs, state: w.currentState() }),
+    });
+    await worker.submit(set(...members));
+    // Someone else rewrites the list with one entry left.
+    await writeFile(join(listDir, 'list.csv'), csvFormat.render([{ value: '45.70.0.2/32', score: 500 }]));
+    expect(await worker.reconcile()).toBe(true);
+    // Reported as read before the repair (degraded), then as read after it.
+    expect(read.slice(1)).toEqual([
+      { held: 1, differs: true, state: 'degraded' },
+      { held: 3, differs: false, state: 'ok' },
+    ]);
+    expect(await file()).toEqual(members);
+    expect(worker.attested).toMatchObject({ held: 3, digest: membersDigest(members), differs: false });
+    expect(await worker.reconcile()).toBe(false);
+    expect(read.length).toBe(4);
+  });
+
+  it('a target capped by its capacity holds what the cap allows: not a difference', async () => {
+    const capped = await csvEnforcer.create(CsvConfig.parse({ active: true, csv_logs: join(listDir, 'capped.csv'), csv_reload_command: '', options: { max_entries: 2 } }), { log: pino({ level: 'silent' }) });
+    const w = new EnforcerWorker('csv', capped, { log: pino({ level: 'silent' }), metrics, timeoutMs: () => 10_000, ...ipv4SetOps });
+    await w.submit(set('45.70.0.1/32', '45.70.0.2/32', '45.70.0.3/32'));
+    expect([w.enforced, w.cut, w.currentState()]).toEqual([2, 1, 'ok']);
+    expect(w.attested).toMatchObject({ held: 2, expected: 2, differs: false });
+    expect(await w.reconcile()).toBe(false);
+    await w.close(1000);
   });
 
   it('a failing healthcheck degrades an enforcing target; it is ok again once the check passes', async () => {

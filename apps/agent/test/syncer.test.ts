@@ -16,7 +16,7 @@ import { BlockState } from '../src/sync/block-state.ts';
 import { FeedStateFile } from '../src/sync/feed-state.ts';
 import { NeverBlock } from '../src/sync/never-block.ts';
 import { SyncRefusedError, Syncer } from '../src/sync/syncer.ts';
-import type { EnforcerWorker } from '../src/sync/enforcer-worker.ts';
+import { membersDigest, type EnforcerWorker } from '../src/sync/enforcer-worker.ts';
 import { createMetrics, type AgentMetrics } from '../src/runtime/metrics.ts';
 
 /** A control plane stand-in whose feed and list the test edits between syncs. */
@@ -41,7 +41,9 @@ describe('syncer', () => {
   let force = false;
   let metrics: AgentMetrics;
 
-  async function makeSyncer(overrides: { maximumRules?: number; pageSize?: number; gc?: () => void } = {}) {
+  let feedbacks: Record<string, unknown>[] = [];
+
+  async function makeSyncer(overrides: { maximumRules?: number; pageSize?: number; gc?: () => void; gaid?: string } = {}) {
     const port = (app.server.address() as AddressInfo).port;
     state = new BlockState(new NeverBlock({ ownAddresses: [], controlPlane: [], reservedIps: [], allowList: [] }));
     const enforcer = await dryRunEnforcer.create(DryRunConfig.parse({ active: true, path: dryRunPath }), { log });
@@ -52,9 +54,10 @@ describe('syncer', () => {
       feedState: new FeedStateFile(dir),
       enforcers: () => enforcers,
       policy: () => ({ threshold: 100, maximumRules: overrides.maximumRules ?? 1000 }),
-      gaid: () => undefined,
+      gaid: () => overrides.gaid,
       log,
       metrics,
+      reconcileSeconds: () => 45,
       options: () => ({ pageSize: overrides.pageSize ?? 3, forceSync: force, maxRemovalFraction: 0.5, minGuardedRemovals: 2, saveEveryMs: 0, enforcerTimeoutMs }),
       ...(overrides.gc ? { gc: overrides.gc } : {}),
     });
@@ -89,7 +92,11 @@ describe('syncer', () => {
       if ((page + 1) * 5 < world.list.length) reply.header('next_page', String(page + 1));
       return reply.type('text/plain').send(slice.join('\n'));
     });
-    app.post('/api/v1/agents/feedback', async () => null);
+    feedbacks = [];
+    app.post('/api/v1/agents/feedback', async (req) => {
+      feedbacks.push(req.body as Record<string, unknown>);
+      return null;
+    });
     await app.listen({ host: '127.0.0.1', port: 0 });
     await makeSyncer();
   });
@@ -186,6 +193,20 @@ describe('syncer', () => {
     expect(await gauge('enforcerCut')).toEqual({ dry_run: 0, small: 3 });
     await settled(syncer.withdraw());
     expect(await gauge('enforcerEntries')).toEqual({ dry_run: 0, small: 0 });
+  });
+
+  it('sends with each feedback what the target holds, read back, against what it should hold after its cap', async () => {
+    await syncer.stop();
+    await makeSyncer({ gaid: 'RMP-AGENT-ID-READBACK' });
+    const small = await dryRunEnforcer.create(DryRunConfig.parse({ active: true, path: join(dir, 'small.json'), capacity: 5 }), { log });
+    enforcers.push(syncer.worker('router_a', small));
+    await settled(syncer.full());
+    await expect.poll(() => feedbacks.length).toBe(2);
+    const byPlugin = Object.fromEntries(feedbacks.map((f) => [f.plugin, f]));
+    expect(byPlugin.dry_run).toMatchObject({ blacklist: 8, expected: 8, held: 8, held_digest: membersDigest(all), cut: 0, protected: 0, reconcile_seconds: 45 });
+    expect(byPlugin.dry_run).not.toHaveProperty('capacity');
+    const kept = (await readDryRunFile(join(dir, 'small.json')))!.enforced;
+    expect(byPlugin.router_a).toMatchObject({ blacklist: 5, expected: 5, held: 5, held_digest: membersDigest(kept), cut: 3, capacity: 5 });
   });
 
   it('after a large replace, collects once nothing holds the list handed to the enforcer any more', async () => {

@@ -69,7 +69,7 @@ describe.each(driverCases())('agents on $name', (driver) => {
     const b = list.find((a) => a.gaid === busy.gaid)!;
     expect(b).toMatchObject({ alive: true, active: true, running: 'yes', version: 'v3.2.1', sync_time: 10, last_checkin_via: 'feedback', hostname: 'fw-1', settings_version: 1 });
     expect(Math.abs(b.last_checkin! - Date.now() / 1000)).toBeLessThan(60);
-    expect(b.enforced).toEqual({ packet_filter: { enforced: 2, code: 0, score_threshold: 400, healthy: null, state: null, error: null, at: expect.any(Number) } });
+    expect(b.enforced).toEqual({ packet_filter: { enforced: 2, code: 0, score_threshold: 400, healthy: null, state: null, error: null, at: expect.any(Number), expected: null, held: null, held_digest: null, listed: null, server_expected: null, cut: null, drift_since: null, drifting: false, last_drift: null } });
     // An agent that reported no state (an older one) is neither ok nor failed.
     expect([b.status, b.capabilities]).toEqual(['unknown', null]);
     const q = list.find((a) => a.gaid === quiet.gaid)!;
@@ -94,7 +94,7 @@ describe.each(driverCases())('agents on $name', (driver) => {
     expect((await feedback({ plugin: 'dns_e', code: 'refused: no_plugin', blacklist: 0, state: 'failed', error: refusal, capabilities })).statusCode).toBe(200);
     const refused = await summary();
     expect(refused.status).toBe('failed');
-    expect(refused.enforced.dns_e).toEqual({ enforced: 0, code: 'refused: no_plugin', score_threshold: null, healthy: false, state: 'failed', error: refusal, at: expect.any(Number) });
+    expect(refused.enforced.dns_e).toEqual({ enforced: 0, code: 'refused: no_plugin', score_threshold: null, healthy: false, state: 'failed', error: refusal, at: expect.any(Number), expected: null, held: null, held_digest: null, listed: null, server_expected: null, cut: null, drift_since: null, drifting: false, last_drift: null });
     expect((await feedback({ plugin: 'csv', code: 'degraded', blacklist: 12, state: 'degraded' })).statusCode).toBe(200);
     expect((await summary()).status).toBe('failed');
 

@@ -20,6 +20,22 @@ export const EnforcedByPlugin = z
     state: PluginState.nullable().describe('ok, degraded or failed; null when the agent did not say'),
     error: z.string().nullable().describe('Why it is not ok (a failed call, a setting the agent refused)'),
     at: z.int().describe('Epoch seconds of the report'),
+    expected: z.int().min(0).nullable().describe('What the agent says it should enforce with this plugin (null when it did not say)'),
+    held: z.int().min(0).nullable().describe('What its target held, read back at the report (null when the agent did not say)'),
+    held_digest: z.string().nullable().describe('SHA-256 of the members read back, sorted, one per line'),
+    listed: z.int().min(0).nullable().describe("The server's list for this agent at the report: entries at its threshold in its organization's view"),
+    server_expected: z
+      .int()
+      .min(0)
+      .nullable()
+      .describe('What the server expects the target to hold: listed, less what the agent protects, capped at maximum_rules and the enforcer capacity'),
+    cut: z.int().min(0).nullable().describe('listed entries left out by maximum_rules or the capacity: a cut, not a drift'),
+    drift_since: z.int().nullable().describe('Epoch seconds since held differs from server_expected; null while they agree'),
+    drifting: z.boolean().describe('held has differed from server_expected for longer than one sync interval plus one reconcile'),
+    last_drift: z
+      .object({ since: z.int(), until: z.int(), held: z.int().min(0), server_expected: z.int().min(0) })
+      .nullable()
+      .describe('The last difference that ended (a read-back agreed again): when it started and ended, and the figures at its last report'),
   })
   .meta({ description: 'What one enforcement plugin of an agent last reported' });
 export type EnforcedByPlugin = z.infer<typeof EnforcedByPlugin>;
@@ -39,6 +55,8 @@ export const AgentSummary = z
     status: z
       .enum(['ok', 'degraded', 'failed', 'unknown'])
       .describe('Worst state the agent reported for the enforcers active in its settings (unknown when it reported none)'),
+    drifting: z.boolean().describe('Some enforcer of the agent is drifting: its target has not held what the server expects for longer than one sync interval plus one reconcile'),
+    drift_since: z.int().nullable().describe('Epoch seconds since the earliest drift of its drifting enforcers; null when none drifts'),
     capabilities: AgentCapabilities.nullable().describe('What the agent announced it can run; null before it did'),
     settings_version: z.int().min(1),
   })

@@ -58,6 +58,8 @@ export interface SlotHealth {
   last_applied_at?: number;
   /** The enforcer's own detail (`Enforcer.status`): its parts, devices, fetches. */
   status?: EnforcerStatus;
+  /** The last read-back of its target: entries held, their digest, what it should hold, whether they differ. */
+  read_back?: { held: number; digest: string; expected: number; differs: boolean; at: number };
   attempts?: number;
   next_attempt_in_seconds?: number;
 }
@@ -225,6 +227,10 @@ export class EnforcerSlots {
       const busy = w.busy;
       if (busy) h.busy = busy;
       if (w.lastAppliedAt !== undefined) h.last_applied_at = w.lastAppliedAt;
+      if (w.attested) {
+        h.read_back = { ...w.attested };
+        if (w.attested.differs && h.detail === undefined) h.detail = `target holds ${w.attested.held} entries, ${w.attested.expected} expected (read back); re-asserting`;
+      }
       const status = w.enforcer.status?.();
       if (status) h.status = status;
       return h;

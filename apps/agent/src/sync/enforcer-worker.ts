@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { abortable, type BlockEntry, type Diff, type EnforceResult, type Enforcer, type EnforcerHealth, type PluginLogger } from '@rampart/plugin-kit';
 import type { AgentMetrics } from '../runtime/metrics.ts';
 import type { KeySet } from './block-state.ts';
@@ -52,6 +53,25 @@ export class EnforcerCancelledError extends Error {
   }
 }
 
+/** One read-back of the target against what this enforcer should hold. */
+export interface Attestation {
+  /** Entries read back, and SHA-256 of them in `list()` order (sorted), each followed by a line feed. */
+  held: number;
+  digest: string;
+  /** What it should hold: the set handed over, capped at the enforcer's capacity. */
+  expected: number;
+  /** The read-back holds a value outside the set, or fewer or more than expected. */
+  differs: boolean;
+  at: number;
+}
+
+/** SHA-256 of the members, one per line: equal sets read back in the same (sorted) order give equal digests. */
+export function membersDigest(members: readonly string[]): string {
+  const hash = createHash('sha256');
+  for (const m of members) hash.update(`${m}\n`);
+  return hash.digest('hex');
+}
+
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err)).slice(0, 300);
 
 /**
@@ -75,6 +95,11 @@ export class EnforcerWorker<S = KeySet> {
   health: (EnforcerHealth & { at: number }) | undefined;
   /** When the last call (apply or replace) succeeded, epoch seconds. */
   lastAppliedAt: number | undefined;
+  /**
+   * What the target held at the last read-back (after each apply or replace, and at each
+   * reconcile): read from it with `list()`, not remembered; undefined before the first one.
+   */
+  attested: Attestation | undefined;
 
   /** What the target holds per the last successful call; null when unknown (replace next). */
   private applied: S | null = null;
@@ -161,7 +186,36 @@ export class EnforcerWorker<S = KeySet> {
     if (generation === this.replaceGeneration) this.applied = target;
     if (result) this.record(result);
     this.lastAppliedAt = this.now();
+    if (result) await this.readBackQuietly(target);
     this.deps.onSettled?.(this);
+  }
+
+  /**
+   * Reads the target back and records what it holds against `set` (see `attested`). A read-back
+   * that fails is a failed call like any other (the reconcile then replaces the target).
+   */
+  private async readBack(set: S): Promise<void> {
+    this.attest(set, await this.call('list', (signal) => this.enforcer.list(signal)));
+  }
+
+  /**
+   * The read-back after an apply or replace that succeeded: one that fails leaves the call a
+   * success and nothing attested (the next reconcile reads again, and counts a failure there).
+   */
+  private async readBackQuietly(set: S): Promise<void> {
+    try {
+      this.attest(set, await this.withTimeout('list', (signal) => this.enforcer.list(signal)));
+    } catch (err) {
+      this.attested = undefined;
+      this.deps.log.debug({ err, enforcer: this.label }, 'read-back after apply failed');
+    }
+  }
+
+  private attest(set: S, live: string[]): void {
+    const expected = Math.min(this.deps.size(set), this.enforcer.capacity);
+    const differs = live.length !== expected || live.some((value) => !this.deps.contains(set, value));
+    this.attested = { held: live.length, digest: membersDigest(live), expected, differs, at: this.now() };
+    this.updateState();
   }
 
   /**
@@ -179,20 +233,25 @@ export class EnforcerWorker<S = KeySet> {
       if (applied === null) return undefined;
       const { log, metrics } = this.deps;
       try {
-        let drifted: boolean;
+        // What the target holds before anything is re-asserted: a difference is reported (the
+        // control plane sees it, /healthz is degraded) until a read-back after the repair agrees.
+        await this.readBack(applied);
+        let drifted = this.attested!.differs;
+        if (drifted) this.deps.onSettled?.(this);
         if (this.enforcer.reconcile) {
           const result = await this.call('reconcile', (signal) => this.enforcer.reconcile!(signal));
           this.record(result);
-          drifted = result.drifted;
-        } else {
-          const live = await this.call('list', (signal) => this.enforcer.list(signal));
-          const expected = Math.min(this.deps.size(applied), this.enforcer.capacity);
-          drifted = live.length !== expected || live.some((value) => !this.deps.contains(applied, value));
-          if (drifted) {
-            const entries = this.deps.entries(applied);
-            this.record(await this.call('sync', (signal) => this.enforcer.sync(entries, signal)));
-          }
+          if (result.drifted || drifted) await this.readBack(applied);
+          drifted ||= result.drifted;
         }
+        // Still not the set (or no reconcile of its own): replaced whole, then read back again.
+        if (this.attested!.differs) {
+          drifted = true;
+          const entries = this.deps.entries(applied);
+          this.record(await this.call('sync', (signal) => this.enforcer.sync(entries, signal)));
+          await this.readBack(applied);
+        }
+        this.deps.onSettled?.(this);
         metrics.reconciles.inc({ enforcer: this.label, outcome: drifted ? 'drift_repaired' : 'ok' });
         if (drifted) {
           metrics.driftsRepaired.inc({ enforcer: this.label });
@@ -238,6 +297,7 @@ export class EnforcerWorker<S = KeySet> {
         await this.call('withdraw', (signal) => this.enforcer.withdraw(signal));
       } finally {
         this.applied = null;
+        this.attested = undefined;
         this.replaceGeneration += 1;
       }
       this.record({ enforced: 0, cut: 0 });
@@ -326,7 +386,8 @@ export class EnforcerWorker<S = KeySet> {
   }
 
   private updateState(): void {
-    const state: EnforcerState = this.lastError !== undefined ? 'failed' : this.health?.ok === false || this.applied === null ? 'degraded' : 'ok';
+    const state: EnforcerState =
+      this.lastError !== undefined ? 'failed' : this.health?.ok === false || this.applied === null || this.attested?.differs === true ? 'degraded' : 'ok';
     this.state = state;
   }
 

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { RampartClient } from '@rampart/client';
-import { ReportedPlugin, type AgentCapabilities } from '@rampart/contracts';
+import { ReportedPlugin, type AgentCapabilities, type FeedbackAttestation } from '@rampart/contracts';
 import type { PluginLogger } from '@rampart/plugin-kit';
 import type { EnforcerWorker } from './enforcer-worker.ts';
 
@@ -10,6 +10,10 @@ export interface FeedbackDeps {
   /** Announced with each feedback. */
   capabilities?: () => AgentCapabilities;
   threshold: () => number;
+  /** Entries the never-block list kept out of the last evaluation (IPv4). */
+  protectedCount?: () => number;
+  /** How often the agent reads its targets back. */
+  reconcileSeconds?: () => number;
   log: PluginLogger;
 }
 
@@ -40,10 +44,29 @@ export async function sendFeedback(deps: FeedbackDeps, w: EnforcerWorker<unknown
         state,
         ...(w.lastError !== undefined ? { error: w.lastError.slice(0, 500) } : {}),
         ...(capabilities ? { capabilities } : {}),
+        ...attestationOf(deps, w),
       },
       { retries: 1 },
     );
   } catch (err) {
     deps.log.debug({ err, enforcer: w.label }, 'feedback not sent');
   }
+}
+
+/** What the last read-back of the target found (nothing before the first one). */
+function attestationOf(deps: FeedbackDeps, w: EnforcerWorker<unknown>): FeedbackAttestation {
+  const a = w.attested;
+  if (!a) return {};
+  const capacity = w.enforcer.capacity;
+  const reconcile = deps.reconcileSeconds?.();
+  const kept = deps.protectedCount?.();
+  return {
+    expected: a.expected,
+    held: a.held,
+    held_digest: a.digest,
+    cut: w.cut,
+    ...(Number.isFinite(capacity) ? { capacity } : {}),
+    ...(kept !== undefined ? { protected: kept } : {}),
+    ...(reconcile !== undefined ? { reconcile_seconds: reconcile } : {}),
+  };
 }

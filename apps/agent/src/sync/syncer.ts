@@ -51,6 +51,8 @@ export interface SyncerDeps {
   metrics: AgentMetrics;
   options: () => SyncerOptions;
   now?: () => number;
+  /** How often the agent reads its targets back (reported with each feedback). */
+  reconcileSeconds?: () => number;
   /** A full collection after a large change has settled; default `globalThis.gc` (node --expose-gc), absent without it. */
   gc?: () => void;
 }
@@ -95,6 +97,8 @@ export class Syncer {
   private entriesMemo: { set: KeySet; entries: BlockEntry[] } | undefined;
   private diffMemo: { from: KeySet; to: KeySet; diff: Diff } | undefined;
   private largeChange = false;
+  /** Entries the never-block list kept out of the last evaluation (reported with each feedback). */
+  private protectedCount = 0;
 
   constructor(private readonly deps: SyncerDeps) {}
 
@@ -120,7 +124,7 @@ export class Syncer {
   }
 
   private settled(w: EnforcerWorker): void {
-    void sendFeedback({ ...this.deps, threshold: () => this.deps.policy().threshold }, w);
+    void sendFeedback({ ...this.deps, threshold: () => this.deps.policy().threshold, protectedCount: () => this.protectedCount }, w);
     if (this.deps.enforcers().some((x) => x.pending)) return;
     // All caught up: drop the shared list and diff. A large change leaves ~100 bytes of garbage
     // per entry (the BlockEntry array the enforcers take); an idle daemon allocates too little to
@@ -306,6 +310,7 @@ export class Syncer {
     }
     if (additions + removals > 10_000 || (next.keys.length > 10_000 && this.deps.enforcers().some((w) => w.needsReplace))) this.largeChange = true;
     state.enforced = next;
+    this.protectedCount = next.protectedCount;
     // Every enforcer converges on the new set on its own queue; nothing here waits for them.
     for (const w of this.deps.enforcers()) void w.submit(next);
     this.lastSyncAt = now;

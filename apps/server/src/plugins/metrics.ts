@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../store/index.ts';
 import type { BatchTiming } from '../services/ipv4-ingest.ts';
+import { agentDrift } from '../services/agent-summary.ts';
 
 export interface Metrics {
   registry: Registry;
@@ -63,6 +64,28 @@ function storeMetrics(registry: Registry, store: Store): void {
   });
 }
 
+/**
+ * Agents whose targets have not held what the server expects for longer than one sync interval
+ * plus one reconcile (services/agent-drift.ts), by organization: read at each scrape.
+ */
+function driftMetrics(registry: Registry, store: Store): void {
+  new Gauge({
+    name: 'rampart_agents_drifting',
+    help: 'Active agents drifting, by organization gid: an enforcer target read back differs from what the server expects of it for longer than one sync interval plus one reconcile',
+    labelNames: ['org'],
+    registers: [registry],
+    async collect() {
+      const now = Math.floor(Date.now() / 1000);
+      const counts = new Map<string, number>();
+      for (const { org_gid, row } of await store.agents.withDriftSince()) {
+        counts.set(org_gid, (counts.get(org_gid) ?? 0) + (agentDrift(row, now).drifting ? 1 : 0));
+      }
+      this.reset();
+      for (const [org, n] of counts) this.set({ org }, n);
+    },
+  });
+}
+
 /** Failed authentications and lock-outs (plugins/auth.ts counts them). */
 function authMetrics(registry: Registry): AuthMetrics {
   return {
@@ -93,6 +116,7 @@ export function createMetrics(store: Store): Metrics {
   collectDefaultMetrics({ register: registry });
   const coinDebits = new Counter({ name: 'rampart_coin_debits_total', help: 'Coins charged for successful requests', labelNames: ['kind'], registers: [registry] });
   storeMetrics(registry, store);
+  driftMetrics(registry, store);
   const connectionEvents = new Counter({
     name: 'rampart_store_connection_events_total',
     help: 'Store connection state changes by role (pool, listener): lost, retry_failed, restored',

@@ -1,5 +1,6 @@
 import type { AgentSummary } from '@rampart/contracts';
-import type { AgentRow } from '../store/index.ts';
+import type { AgentRow, EnforcedEntry } from '../store/index.ts';
+import { isDrifting } from './agent-drift.ts';
 
 /** Alive = checked in within 2 x sync_time minutes (decisions.md, Agents). */
 export function isAlive(row: Pick<AgentRow, 'last_checkin_at' | 'document'>, nowSeconds: number): boolean {
@@ -24,6 +25,34 @@ export function agentStatus(row: Pick<AgentRow, 'document' | 'enforced'>): Agent
   return worst;
 }
 
+function enforcedView(e: EnforcedEntry, syncTime: number, now: number): AgentSummary['enforced'][string] {
+  const { attestation: a, ...entry } = e;
+  return {
+    ...entry,
+    // Entries stored before issue 17 carry no state or error, before issue 30 no attestation.
+    state: e.state ?? null,
+    error: e.error ?? null,
+    expected: a?.expected ?? null,
+    held: a?.held ?? null,
+    held_digest: a?.held_digest ?? null,
+    listed: a?.listed ?? null,
+    server_expected: a?.server_expected ?? null,
+    cut: a?.cut ?? null,
+    drift_since: a?.drift_since ?? null,
+    drifting: isDrifting(e, syncTime, now),
+    last_drift: a?.last_drift ?? null,
+  };
+}
+
+/** Whether some enforcer of an active agent drifts, and since when (the earliest drifting one). */
+export function agentDrift(row: Pick<AgentRow, 'enforced' | 'document' | 'deactivated_at'>, now: number): { drifting: boolean; drift_since: number | null } {
+  if (row.deactivated_at !== null) return { drifting: false, drift_since: null };
+  const since = Object.values(row.enforced)
+    .filter((e) => isDrifting(e, row.document.sync_time, now))
+    .map((e) => e.attestation!.drift_since!);
+  return since.length === 0 ? { drifting: false, drift_since: null } : { drifting: true, drift_since: Math.min(...since) };
+}
+
 export function agentSummary(row: AgentRow, nowSeconds: number): AgentSummary {
   return {
     gaid: row.gaid,
@@ -35,9 +64,9 @@ export function agentSummary(row: AgentRow, nowSeconds: number): AgentSummary {
     last_checkin: row.last_checkin_at,
     last_checkin_via: row.last_checkin_via,
     hostname: row.hostname,
-    // Entries stored before issue 17 carry no state or error.
-    enforced: Object.fromEntries(Object.entries(row.enforced).map(([label, e]) => [label, { ...e, state: e.state ?? null, error: e.error ?? null }])),
+    enforced: Object.fromEntries(Object.entries(row.enforced).map(([label, e]) => [label, enforcedView(e, row.document.sync_time, nowSeconds)])),
     status: agentStatus(row),
+    ...agentDrift(row, nowSeconds),
     capabilities: row.capabilities,
     settings_version: row.version,
   };

@@ -160,6 +160,17 @@ export class Ipv4Lists {
     return { policy, nowMs, now, rows };
   }
 
+  /**
+   * How many entries `/ipv4/{threshold}` lists for the organization now: what an agent of that
+   * threshold should enforce before its own caps (attestation, services/agent-drift.ts). A list
+   * version is `count:idSum:changed` from either source (store/ipv4.ts, ipv4-mirror/renderer.ts).
+   */
+  async count(org: Organization, threshold: number): Promise<number> {
+    const { source } = await this.prepare(org, threshold);
+    const version = await source('address').version(null, null);
+    return Number(version.split(':', 1)[0]);
+  }
+
   /** The `/flat` CSV (FLAT_CSV_HEADER). */
   async csv(org: Organization, threshold: number): Promise<Ipv4ListAnswer> {
     const { now, salt, source } = await this.prepare(org, threshold);

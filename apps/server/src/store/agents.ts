@@ -1,8 +1,11 @@
-import { AgentSettingsDocument, type AgentCapabilities, type PluginState } from '@rampart/contracts';
+import { AgentSettingsDocument, REPORTED_PLUGIN_NAMES, type AgentCapabilities, type PluginState } from '@rampart/contracts';
 import type { Db, Queryable } from './db.ts';
 import type { UserRow } from './users.ts';
 import type { Organization } from './organizations.ts';
 import { changedPaths, recordAudit as audit } from './settings.ts';
+
+/** How many entries under a key of the agent's configuration (not a fixed name) its record keeps. */
+export const MAX_CONFIGURED_LABEL_ENTRIES = 64;
 
 export type CheckinVia = 'ipv4' | 'feed' | 'feedback' | 'sync' | 'bouncer' | 'crowdsec_watcher';
 
@@ -16,6 +19,25 @@ export interface EnforcedEntry {
   state?: PluginState | null;
   error?: string | null;
   at: number;
+  /** Attestation by read-back (issue 30); absent when the agent did not send it. */
+  attestation?: StoredAttestation;
+}
+
+/** What the agent said its target held, and what the server expected of it at that report. */
+export interface StoredAttestation {
+  expected: number | null;
+  held: number;
+  held_digest: string | null;
+  /** The server's list for the agent at the report (its threshold, its organization's view). */
+  listed: number;
+  server_expected: number;
+  cut: number;
+  /** Epoch seconds since held first differed from server_expected; null while they agree. */
+  drift_since: number | null;
+  /** The agent's reconcile interval as it reported it (seconds). */
+  reconcile_seconds: number | null;
+  /** The last difference that ended (a read-back agreed again): kept so that a repaired drift leaves a trace. */
+  last_drift?: { since: number; until: number; held: number; server_expected: number } | null;
 }
 
 export interface AgentRow {
@@ -169,7 +191,10 @@ export class AgentStore {
 
   /**
    * Records what the agent reports it enforces (merged per plugin) and counts as a check-in.
-   * False when the agent is not this organization's.
+   * False when the agent is not this organization's. Entries under the fixed names are kept; of
+   * those under other names (keys of the agent's configuration, checked by the caller) only the
+   * MAX_CONFIGURED_LABEL_ENTRIES newest, the ones just written first: the record stays bounded
+   * however many keys a configuration holds or however often it changes.
    */
   async recordEnforcement(
     orgId: number,
@@ -185,7 +210,12 @@ export class AgentStore {
     const plugins = Object.keys(report.plugins);
     const res = await this.db.query(
       `update agents set last_checkin_at = now(), last_checkin_via = $3,
-         enforced = coalesce(enforced, '{}'::jsonb) || $4::jsonb,
+         enforced = (
+           select coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb) from (
+             select key, value, key = any($9::text[]) as fixed,
+               row_number() over (partition by key = any($9::text[]) order by $4::jsonb ? key desc, (value->>'at')::bigint desc nulls last, key) as newest
+             from jsonb_each(coalesce(enforced, '{}'::jsonb) || $4::jsonb)
+           ) e where e.fixed or e.newest <= $10),
          last_plugin = coalesce($5, last_plugin),
          hostname = coalesce($6, hostname),
          reported_version = coalesce($7, reported_version),
@@ -200,9 +230,27 @@ export class AgentStore {
         report.hostname ?? null,
         report.version ?? null,
         report.capabilities ? JSON.stringify(report.capabilities) : null,
+        REPORTED_PLUGIN_NAMES,
+        MAX_CONFIGURED_LABEL_ENTRIES,
       ],
     );
     return res.rowCount > 0;
+  }
+
+  /**
+   * Active agents (of every organization) with some enforcer whose read-back differed from the
+   * server's figure at its last report: the candidates for `rampart_agents_drifting`.
+   */
+  async withDriftSince(limit = 100_000): Promise<{ org_gid: string; row: AgentRow }[]> {
+    const res = await this.db.query<RawAgentRow & { org_gid: string }>(
+      `select c.*, o.gid as org_gid from (
+         select ${COLUMNS} from agents
+         where deactivated_at is null
+           and exists (select 1 from jsonb_each(coalesce(enforced, '{}'::jsonb)) e where e.value #>> '{attestation,drift_since}' is not null)
+         order by id limit $1) c join organizations o on o.id = c.org_id`,
+      [limit],
+    );
+    return res.rows.map(({ org_gid, ...r }) => ({ org_gid, row: toRow(r) }));
   }
 
   /** Deactivates an agent: every token it holds stops working. */

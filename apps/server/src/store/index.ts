@@ -40,7 +40,7 @@ export type { UserRow } from './users.ts';
 export type { ApiKeyRow, KeyPrincipal } from './api-keys.ts';
 export type { Ipv4Row } from './ipv4.ts';
 export type { AuditEntry } from './settings.ts';
-export type { CheckinVia, AgentRow, AgentTokenRow, AgentTokenPrincipal, EnforcedEntry } from './agents.ts';
+export type { CheckinVia, AgentRow, AgentTokenRow, AgentTokenPrincipal, EnforcedEntry, StoredAttestation } from './agents.ts';
 export type { FileRow, DigestKind } from './files.ts';
 export type { NamedRow } from './named-indicators.ts';
 export type { VpnLicenseRow } from './vpn.ts';

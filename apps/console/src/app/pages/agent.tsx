@@ -12,7 +12,7 @@ import {
   type EnforcedByPlugin,
 } from '@rampart/contracts';
 import { describeError } from '../api.ts';
-import { Field, History, Loading, Notice, Switch, useLoad } from '../components.tsx';
+import { Field, formatTime, History, Loading, Notice, Switch, useLoad } from '../components.tsx';
 import { AgentKeys } from './agent-admin.tsx';
 import { isAdmin, type Session } from '../session.ts';
 
@@ -240,6 +240,7 @@ export function AgentPage({ session, gaid }: { session: Session; gaid: string })
           : 'The agent has not announced what it can run yet (it does on connecting); every integration is offered.'}
       </p>
       <EnforcementSummary summary={summary} histogram={state.data.overview?.ipv4.histogram} doc={state.data.doc} />
+      {summary && <ReadBack summary={summary} />}
       <form onSubmit={save} aria-label="Agent settings" noValidate>
         <div class="grid">
           {num('score_threshold', 'score_threshold', wouldBlock === undefined ? undefined : `Would block ${wouldBlock.toLocaleString()} addresses today.`)}
@@ -309,5 +310,32 @@ function EnforcementSummary({ summary, histogram, doc }: { summary: AgentSummary
         </>
       )}
     </p>
+  );
+}
+
+/**
+ * What each enforcer's target held when the agent last read it back, against what the server
+ * expects of it (its list at the agent's threshold, capped as the agent is): drift, or a cut.
+ */
+function ReadBack({ summary }: { summary: AgentSummary }) {
+  const attested = Object.entries(summary.enforced).filter(([, p]) => p.held !== null && p.server_expected !== null);
+  if (attested.length === 0) return null;
+  return (
+    <div data-testid="agent-read-back">
+      {summary.drifting && (
+        <p class="error-text" role="status" data-testid="agent-drifting">
+          Drifting since {formatTime(summary.drift_since)}: what its targets hold has differed from the server's list for longer than one sync interval plus one reconcile.
+        </p>
+      )}
+      <ul aria-label="What its targets hold, read back">
+        {attested.map(([name, p]) => (
+          <li key={name} data-read-back={name}>
+            <span class={`badge ${p.drifting ? 'dead' : p.drift_since !== null ? 'warn' : 'alive'}`}>{p.drifting ? 'drifting' : p.drift_since !== null ? 'differs' : 'holds the list'}</span> {name}: holds{' '}
+            {p.held!.toLocaleString()}, the server expects {p.server_expected!.toLocaleString()} ({p.listed!.toLocaleString()} listed
+            {p.cut ? `, ${p.cut.toLocaleString()} cut by maximum_rules or capacity` : ''}){p.drift_since !== null && <> · since {formatTime(p.drift_since)}</>}
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }

@@ -65,6 +65,11 @@ function AgentsPageAdmin({ session }: { session: Session }) {
                           {a.status}
                         </span>
                       )}
+                      {a.drifting && (
+                        <span class="badge dead" title="What its targets hold, read back, has differed from the server's list for longer than one sync interval plus one reconcile">
+                          drifting
+                        </span>
+                      )}
                     </td>
                     <td>
                       {ago(a.last_checkin)}

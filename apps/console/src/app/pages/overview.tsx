@@ -34,6 +34,7 @@ export function OverviewPage({ session }: { session: Session }) {
   const bands: Bands = config?.live ?? DEFAULT_BANDS;
   const counts = countByBand(overview.ipv4.histogram, bands);
   const alive = agents?.filter((a) => a.alive).length;
+  const drifting = agents?.filter((a) => a.drifting).length ?? 0;
   return (
     <section aria-labelledby="overview-h">
       <h1 id="overview-h">Overview</h1>
@@ -57,6 +58,11 @@ export function OverviewPage({ session }: { session: Session }) {
             </p>
           ) : (
             <p class="muted">Visible to organization admins.</p>
+          )}
+          {agents && (
+            <p class={drifting ? 'error-text' : 'muted'} data-testid="agents-drifting-line">
+              <span data-testid="agents-drifting">{drifting}</span> {drifting === 1 ? 'agent' : 'agents'} drifting
+            </p>
           )}
         </article>
         <article class="card">

@@ -3,11 +3,13 @@ import { z } from 'zod';
 import { AgentFeedbackBody, ApiError, ROLE } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
+import { recordFeedback } from '../../services/agent-feedback.ts';
 
 /**
  * `POST /agents/feedback`: what the original agent posts after each enforcement run
  * (decisions.md, Compatibility). Counts as the agent's check-in and records, per plugin, what
- * it says it enforces. An agent key reports only for itself.
+ * it says it enforces, under a fixed name or a key of that agent's configuration. An agent key
+ * reports only for itself.
  */
 export const agentFeedbackRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
   app.post(
@@ -25,23 +27,7 @@ export const agentFeedbackRoute: FastifyPluginAsyncZod<{ context: AppContext }> 
       const principal = principalOf(request);
       const body = request.body;
       if (principal.agent && principal.agent.gaid !== body.agid) throw new ApiError('forbidden', 'an agent key reports only for its own agent');
-      const enforced = Array.isArray(body.blacklist) ? body.blacklist.length : (body.blacklist ?? null);
-      const recorded = await context.store.agents.recordEnforcement(principal.org.id, body.agid, 'feedback', {
-        plugins: {
-          [body.plugin]: {
-            enforced,
-            code: body.code ?? null,
-            score_threshold: body.score_threshold ?? null,
-            healthy: body.state === undefined ? null : body.state !== 'failed',
-            state: body.state ?? null,
-            error: body.error ?? null,
-            at: Math.floor(Date.now() / 1000),
-          },
-        },
-        hostname: body.hostname,
-        capabilities: body.capabilities,
-      });
-      if (!recorded) throw new ApiError('not_found', `no agent ${body.agid} in this organization`);
+      await recordFeedback(context, principal.org, body, Math.floor(Date.now() / 1000));
       // An empty 200 (no body), as the specification's "no body" responses.
       return reply.status(200).send(undefined as unknown as null);
     },
