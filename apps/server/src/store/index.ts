@@ -47,7 +47,7 @@ export type { BrowseKind, DecisionRow, IndicatorRow, DecisionFilter, IndicatorFi
 export type { ReportAggregate, Scorer } from './indicator-sql.ts';
 export type { RollupStore, RollupCounts, RollupSeries, BandBounds, BandCounts } from './rollups.ts';
 export { changedPaths } from './settings.ts';
-export { DataDirLockedError, type LockOwner } from './data-dir-lock.ts';
+export { DataDirLockedError, dataDirHolder, type LockOwner } from './data-dir-lock.ts';
 export { migrate, loadMigrations } from './migrate.ts';
 
 /**
