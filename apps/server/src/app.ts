@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type onSendHookHandler } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type onSendHookHandler } from 'fastify';
 import type { DestinationStream } from 'pino';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -66,6 +66,13 @@ export const LOG_REDACTION = {
 };
 
 
+/** An HTTP/1.1 request must name its Host (RFC 9112 §3.2): 400 problem+json when it does not. */
+async function requireHost(request: FastifyRequest): Promise<void> {
+  if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+    throw new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header', { errors: [{ path: 'headers.host', message: 'required' }] });
+  }
+}
+
 /** A deployment's failed-authentication budgets, as each of its replicas enforces them. */
 function authFailureBudgets(config: AppConfig) {
   const share = (n: number) => Math.max(1, Math.floor(n / config.rateLimitReplicas));
@@ -129,7 +136,11 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     frameworkErrors: frameworkErrorHandler,
     // …and so do the requests node's HTTP parser refuses (header overflow, bad chunking, …).
     clientErrorHandler,
+    // Node answers an HTTP/1.1 request without Host itself, 400 with an empty body; requireHost
+    // below refuses it with a problem+json instead.
+    http: { requireHostHeader: false },
   }).withTypeProvider<ZodTypeProvider>();
+  app.addHook('onRequest', requireHost);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
@@ -182,7 +193,7 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     },
     errorResponseBuilder: (_request, ctx) => new ApiError('rate_limited', `rate limit of ${ctx.max} requests per minute exceeded; retry in ${Math.ceil(ctx.ttl / 1000)} s`),
   });
-  await app.register(metricsPlugin, { metrics });
+  await app.register(metricsPlugin, { metrics, token: config.metricsToken });
   await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds, agentTokenSecret: config.agentTokenSecret, failures: authFailureBudgets(config), metrics: metrics.auth });
   await app.register(coinsPlugin, { store, prices: config.coinPrices, debits: metrics.coinDebits, leaseMax: config.coinLeaseMax ?? DEFAULT_LEASE.max, onSpent: (orgId, coins) => rollups.countCoins(orgId, coins) });
   await app.register(listStreamsPlugin, { perKey: config.listStreamsPerKey, sendTimeoutMs: config.listSendTimeoutSeconds * 1000 });

@@ -63,6 +63,7 @@ export const ServerConfig = z.object({
   CURSOR_SECRET: z.string().min(16).optional(),
   ...TOOLS_ENV,
   AGENT_TOKEN_SECRET: z.string().min(32).optional(),
+  METRICS_TOKEN: z.string().min(16, 'at least 16 characters').max(512).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces').optional(),
   SYNC_HEARTBEAT_SECONDS: z.coerce.number().min(1).max(600).default(30),
   ALLOW_NON_PUBLIC_REPORTS: flag.default(false),
   MAX_REPORT_PREFIX: z.coerce.number().int().min(0).max(32).default(16),
@@ -105,6 +106,8 @@ export interface AppConfig {
   tools: ToolsConfig;
   /** Signs agent keys (JWT, HS256); when unset, a random secret kept in the store (shared by its replicas). */
   agentTokenSecret: string | undefined;
+  /** When set, GET /metrics answers only `Authorization: Bearer <token>` (README, Security). */
+  metricsToken?: string | undefined;
   /** Seconds between sync-channel pings; a peer silent for two of them is dropped. */
   syncHeartbeatSeconds: number;
   /** Reports of private, loopback, documentation, … addresses are accepted (labs); refused otherwise. */
@@ -153,6 +156,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     cursorSecret: e.CURSOR_SECRET,
     tools: toolsConfig(e),
     agentTokenSecret: e.AGENT_TOKEN_SECRET,
+    metricsToken: e.METRICS_TOKEN,
     syncHeartbeatSeconds: e.SYNC_HEARTBEAT_SECONDS,
     allowNonPublicReports: e.ALLOW_NON_PUBLIC_REPORTS,
     maxReportPrefix: e.MAX_REPORT_PREFIX,

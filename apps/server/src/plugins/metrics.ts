@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { ApiError } from '@rampart/contracts';
 import fp from 'fastify-plugin';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../store/index.ts';
@@ -143,7 +145,21 @@ export function createMetrics(store: Store): Metrics {
   };
 }
 
-export const metricsPlugin = fp<{ metrics: Metrics }>(async (app: FastifyInstance, { metrics }) => {
+/** `Authorization: Bearer <token>` equal to `token`, compared in constant time. */
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const given = /^Bearer (\S+)$/i.exec(header ?? '')?.[1];
+  if (given === undefined) return false;
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(token).digest();
+  return timingSafeEqual(a, b);
+}
+
+/**
+ * Prometheus metrics at GET /metrics. Public unless `token` is set (METRICS_TOKEN): then only a
+ * request bearing it gets them, others a 401 problem+json. They name no organization, key or
+ * address; README (Security) lists what they expose.
+ */
+export const metricsPlugin = fp<{ metrics: Metrics; token?: string | undefined }>(async (app: FastifyInstance, { metrics, token }) => {
   const requests = new Counter({
     name: 'rampart_http_requests_total',
     help: 'HTTP requests by route and status',
@@ -165,7 +181,11 @@ export const metricsPlugin = fp<{ metrics: Metrics }>(async (app: FastifyInstanc
     latency.observe(labels, reply.elapsedTime / 1000);
   });
 
-  app.get('/metrics', { config: { rampart: { auth: 'public' } }, schema: { hide: true } }, async (_request, reply) => {
+  app.get('/metrics', { config: { rampart: { auth: 'public' } }, schema: { hide: true } }, async (request, reply) => {
+    if (token !== undefined && !bearerMatches(request.headers.authorization, token)) {
+      reply.header('www-authenticate', 'Bearer realm="metrics"');
+      throw new ApiError('unauthorized', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>');
+    }
     reply.type(metrics.registry.contentType);
     return metrics.registry.metrics();
   });
