@@ -76,7 +76,13 @@ async function requireHost(request: FastifyRequest): Promise<void> {
 /** A deployment's failed-authentication budgets, as each of its replicas enforces them. */
 function authFailureBudgets(config: AppConfig) {
   const share = (n: number) => Math.max(1, Math.floor(n / config.rateLimitReplicas));
-  return { perAddress: share(config.authFailuresPerAddress), perKey: share(config.authFailuresPerKey), lockSeconds: config.authLockoutSeconds };
+  return {
+    perAddress: share(config.authFailuresPerAddress),
+    perKey: share(config.authFailuresPerKey),
+    lockSeconds: config.authLockoutSeconds,
+    unknownPerMinute: share(config.authUnknownKeysPerMinute ?? 120),
+    unknownPerNetwork: share(config.authUnknownKeysPerNetwork ?? 30),
+  };
 }
 
 /**

@@ -48,6 +48,8 @@ export const ServerConfig = z.object({
   AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).default(10),
   AUTH_FAILURES_PER_KEY: z.coerce.number().int().min(1).default(30),
   AUTH_LOCKOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  AUTH_UNKNOWN_KEYS_PER_MINUTE: z.coerce.number().int().min(1).default(120),
+  AUTH_UNKNOWN_KEYS_PER_NETWORK: z.coerce.number().int().min(1).default(30),
   TRUST_PROXY: z
     .string()
     .regex(/^(true|false|[0-9a-fA-F.:/]+(,[0-9a-fA-F.:/]+)*)$/, 'true, false or comma-separated proxy addresses/CIDRs')
@@ -89,6 +91,9 @@ export interface AppConfig {
   authFailuresPerKey: number;
   /** First lock-out; repeated lock-outs double it, up to an hour. */
   authLockoutSeconds: number;
+  /** Failed authentications with unknown key ids per minute, from all addresses and from one /24 (/48): beyond, 429. */
+  authUnknownKeysPerMinute?: number;
+  authUnknownKeysPerNetwork?: number;
   /** Proxies whose X-Forwarded-For is believed (fastify trustProxy); false: the peer is the client. */
   trustProxy: TrustProxy;
   /** List responses (priced `list`) one key may have in flight on a replica. */
@@ -145,6 +150,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     authFailuresPerAddress: e.AUTH_FAILURES_PER_ADDRESS,
     authFailuresPerKey: e.AUTH_FAILURES_PER_KEY,
     authLockoutSeconds: e.AUTH_LOCKOUT_SECONDS,
+    authUnknownKeysPerMinute: e.AUTH_UNKNOWN_KEYS_PER_MINUTE,
+    authUnknownKeysPerNetwork: e.AUTH_UNKNOWN_KEYS_PER_NETWORK,
     trustProxy: e.TRUST_PROXY,
     listStreamsPerKey: e.LIST_STREAMS_PER_KEY,
     listSendTimeoutSeconds: e.LIST_SEND_TIMEOUT_SECONDS,

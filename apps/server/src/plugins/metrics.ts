@@ -22,8 +22,10 @@ export interface AuthMetrics {
   failures: Counter<'reason'>;
   /** A lock-out that started (one per subject and lock-out, not per refused request). */
   lockouts: Counter<'subject'>;
-  /** A request refused with 429 because its address or key id was locked out. */
+  /** A request refused with 429 because its address or key id was locked out, or the unknown-key budget of all addresses or its network was spent. */
   refused: Counter<'subject'>;
+  /** Look-ups of an API key id in the store (the work a guess costs). */
+  lookups: Counter;
 }
 
 const INGEST_PHASES = ['begin', 'lock', 'write', 'commit'] as const;
@@ -82,8 +84,13 @@ function authMetrics(registry: Registry): AuthMetrics {
     }),
     refused: new Counter({
       name: 'rampart_auth_locked_out_requests_total',
-      help: 'Requests refused with 429 while their address or key id was locked out, by subject',
+      help: 'Requests refused with 429 while their address or key id was locked out, or the unknown key id budget of all addresses (all) or of their /24 (network) was spent, by subject',
       labelNames: ['subject'],
+      registers: [registry],
+    }),
+    lookups: new Counter({
+      name: 'rampart_auth_key_lookups_total',
+      help: 'API key ids looked up in the store (unknown ids seen failing lately are refused without one)',
       registers: [registry],
     }),
   };
