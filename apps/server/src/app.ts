@@ -4,7 +4,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { AGENT_CONFIG_SECRET_KEYS, API_BASE, ApiError, redactSecrets } from '@rampart/contracts';
+import { API_BASE, ApiError, isLogSecret, redactLogSecrets } from '@rampart/contracts';
 import type { AppConfig } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { ConnectionEvent, Store } from './store/index.ts';
@@ -56,13 +56,14 @@ export const REDACT_PATHS = [
   'err.rawPacket',
 ];
 
-const SECRET_KEYS: ReadonlySet<string> = new Set(AGENT_CONFIG_SECRET_KEYS);
-
 /** How the control plane's logger keeps secrets out of its lines (bench/request-logger.ts measures it). */
 export const LOG_REDACTION = {
   redact: { paths: REDACT_PATHS, censor: '[redacted]' },
   // Walks only what a line logs; a line without a secret is not copied.
-  formatters: { log: (object: Record<string, unknown>) => redactSecrets(object, SECRET_KEYS, '[redacted]') },
+  // isLogSecret: every secret name of the platform and its plugins, anything named like a secret,
+  // and credential headers (authorization, cookie, x-api-key, …), in any case, at any depth, in
+  // Error objects and inside JSON strings.
+  formatters: { log: (object: Record<string, unknown>) => redactLogSecrets(object, isLogSecret, '[redacted]') },
 };
 
 
