@@ -108,7 +108,7 @@ export type SecretMatcher = (name: string) => boolean;
  * Names that are secrets wherever they appear, declared or not (an integration label the
  * platform does not know, a plugin of another version, a header): matched case-insensitively.
  */
-export const SECRET_NAME_PATTERN = /pass(?:word|wd|phrase)|secret|token|private[_-]?key|api[_-]?key|auth[_-]?key|credential|jwt/i;
+export const SECRET_NAME_PATTERN = /pass(?:word|wd|phrase)|secret|token$|private[_-]?key|api[_-]?key|auth[_-]?key|credential|jwt/i;
 
 /**
  * The matcher of `names` (compared case-insensitively) and of everything named like a secret

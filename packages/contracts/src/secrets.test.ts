@@ -116,7 +116,7 @@ describe('secrets declared in schemas', () => {
 describe('one source of secret names (issue 34)', () => {
   it("is the platform's secrets and every plugin's, in any case, and anything named like a secret", () => {
     for (const name of ['api_token', 'private_key_passphrase', 'ssh_password', 'Password', 'PASSWORD', 'api_jwt_key', 'SecretAccessKey', 'client_secret', 'bearer_token', 'X-Api-Key']) expect([name, isSecretName(name)]).toEqual([name, true]);
-    for (const name of ['gaid', 'username', 'accessKeyId', 'auth_name', 'cdn_waf_x_auth_email', 'address', 'command', 'passthrough_mode']) expect([name, isSecretName(name)]).toEqual([name, false]);
+    for (const name of ['gaid', 'username', 'accessKeyId', 'auth_name', 'cdn_waf_x_auth_email', 'address', 'command', 'passthrough_mode', 'credit_tokens', 'token_id']) expect([name, isSecretName(name)]).toEqual([name, false]);
     expect(SECRET_KEYS).toEqual([...new Set([...AGENT_CONFIG_SECRET_KEYS, ...PLUGIN_SECRET_KEYS])].sort());
   });
 
