@@ -133,7 +133,6 @@ export class Agent {
       log: this.log.child({ component: 'sync' }),
       metrics: this.metrics,
       options: () => this.syncOptions(),
-      reconcileSeconds: () => this.settings.local.local.reconcile_seconds,
     });
     await this.syncer.restore();
     this.named = new NamedKinds({

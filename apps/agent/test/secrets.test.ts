@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { secret } from '@rampart/contracts';
+import { SECRET_KEYS, isSecretName, secret } from '@rampart/contracts';
 import { defineSource } from '@rampart/plugin-kit';
 import { runCli, type CliIo } from '../src/cli.ts';
 import { REGISTRY, secretKeysOfRegistry, type Registry } from '../src/registry.ts';
@@ -116,5 +116,13 @@ describe('agent secrets declared in the schemas', () => {
         },
       });
     });
+  });
+});
+
+describe('the control plane knows every secret the plugins declare', () => {
+  it("SECRET_KEYS (contracts, what the server masks and redacts) holds every secret() field of every registered plugin", () => {
+    const known = new Set(SECRET_KEYS.map((k) => k.toLowerCase()));
+    expect(secretKeysOfRegistry().filter((k) => !known.has(k.toLowerCase()))).toEqual([]);
+    for (const k of secretKeysOfRegistry()) expect([k, isSecretName(k)]).toEqual([k, true]);
   });
 });

@@ -57,8 +57,7 @@ describe('syncer', () => {
       gaid: () => overrides.gaid,
       log,
       metrics,
-      reconcileSeconds: () => 45,
-      options: () => ({ pageSize: overrides.pageSize ?? 3, forceSync: force, maxRemovalFraction: 0.5, minGuardedRemovals: 2, saveEveryMs: 0, enforcerTimeoutMs }),
+      options: () => ({ pageSize: overrides.pageSize ?? 3, forceSync: force, maxRemovalFraction: 0.5, minGuardedRemovals: 2, saveEveryMs: 0, enforcerTimeoutMs, reconcileSeconds: 45 }),
       ...(overrides.gc ? { gc: overrides.gc } : {}),
     });
     enforcers = [syncer.worker('dry_run', enforcer)];

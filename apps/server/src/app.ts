@@ -1,10 +1,10 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type onSendHookHandler } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type onSendHookHandler } from 'fastify';
 import type { DestinationStream } from 'pino';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { AGENT_CONFIG_SECRET_KEYS, API_BASE, ApiError, TAXII_BASE, redactSecrets } from '@rampart/contracts';
+import { API_BASE, ApiError, TAXII_BASE, isLogSecret, redactLogSecrets } from '@rampart/contracts';
 import type { AppConfig } from './config.ts';
 import type { AppContext } from './context.ts';
 import type { ConnectionEvent, Store } from './store/index.ts';
@@ -61,20 +61,34 @@ export const REDACT_PATHS = [
   'err.rawPacket',
 ];
 
-const SECRET_KEYS: ReadonlySet<string> = new Set(AGENT_CONFIG_SECRET_KEYS);
-
 /** How the control plane's logger keeps secrets out of its lines (bench/request-logger.ts measures it). */
 export const LOG_REDACTION = {
   redact: { paths: REDACT_PATHS, censor: '[redacted]' },
   // Walks only what a line logs; a line without a secret is not copied.
-  formatters: { log: (object: Record<string, unknown>) => redactSecrets(object, SECRET_KEYS, '[redacted]') },
+  // isLogSecret: every secret name of the platform and its plugins, anything named like a secret,
+  // and credential headers (authorization, cookie, x-api-key, …), in any case, at any depth, in
+  // Error objects and inside JSON strings.
+  formatters: { log: (object: Record<string, unknown>) => redactLogSecrets(object, isLogSecret, '[redacted]') },
 };
 
+
+/** An HTTP/1.1 request must name its Host (RFC 9112 §3.2): 400 problem+json when it does not. */
+async function requireHost(request: FastifyRequest): Promise<void> {
+  if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+    throw new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header', { errors: [{ path: 'headers.host', message: 'required' }] });
+  }
+}
 
 /** A deployment's failed-authentication budgets, as each of its replicas enforces them. */
 function authFailureBudgets(config: AppConfig) {
   const share = (n: number) => Math.max(1, Math.floor(n / config.rateLimitReplicas));
-  return { perAddress: share(config.authFailuresPerAddress), perKey: share(config.authFailuresPerKey), lockSeconds: config.authLockoutSeconds };
+  return {
+    perAddress: share(config.authFailuresPerAddress),
+    perKey: share(config.authFailuresPerKey),
+    lockSeconds: config.authLockoutSeconds,
+    unknownPerMinute: share(config.authUnknownKeysPerMinute ?? 120),
+    unknownPerNetwork: share(config.authUnknownKeysPerNetwork ?? 30),
+  };
 }
 
 /**
@@ -136,7 +150,11 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     frameworkErrors: frameworkErrorHandler,
     // …and so do the requests node's HTTP parser refuses (header overflow, bad chunking, …).
     clientErrorHandler,
+    // Node answers an HTTP/1.1 request without Host itself, 400 with an empty body; requireHost
+    // below refuses it with a problem+json instead.
+    http: { requireHostHeader: false },
   }).withTypeProvider<ZodTypeProvider>();
+  app.addHook('onRequest', requireHost);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
@@ -189,7 +207,7 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     },
     errorResponseBuilder: (_request, ctx) => new ApiError('rate_limited', `rate limit of ${ctx.max} requests per minute exceeded; retry in ${Math.ceil(ctx.ttl / 1000)} s`),
   });
-  await app.register(metricsPlugin, { metrics });
+  await app.register(metricsPlugin, { metrics, token: config.metricsToken });
   await app.register(authPlugin, { store, cacheSeconds: config.authCacheSeconds, agentTokenSecret: config.agentTokenSecret, failures: authFailureBudgets(config), metrics: metrics.auth });
   await app.register(coinsPlugin, { store, prices: config.coinPrices, debits: metrics.coinDebits, leaseMax: config.coinLeaseMax ?? DEFAULT_LEASE.max, onSpent: (orgId, coins) => rollups.countCoins(orgId, coins) });
   await app.register(listStreamsPlugin, { perKey: config.listStreamsPerKey, sendTimeoutMs: config.listSendTimeoutSeconds * 1000 });

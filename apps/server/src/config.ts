@@ -48,6 +48,8 @@ export const ServerConfig = z.object({
   AUTH_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).default(10),
   AUTH_FAILURES_PER_KEY: z.coerce.number().int().min(1).default(30),
   AUTH_LOCKOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  AUTH_UNKNOWN_KEYS_PER_MINUTE: z.coerce.number().int().min(1).default(120),
+  AUTH_UNKNOWN_KEYS_PER_NETWORK: z.coerce.number().int().min(1).default(30),
   TRUST_PROXY: z
     .string()
     .regex(/^(true|false|[0-9a-fA-F.:/]+(,[0-9a-fA-F.:/]+)*)$/, 'true, false or comma-separated proxy addresses/CIDRs')
@@ -63,6 +65,7 @@ export const ServerConfig = z.object({
   CURSOR_SECRET: z.string().min(16).optional(),
   ...TOOLS_ENV,
   AGENT_TOKEN_SECRET: z.string().min(32).optional(),
+  METRICS_TOKEN: z.string().min(16, 'at least 16 characters').max(512).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces').optional(),
   SYNC_HEARTBEAT_SECONDS: z.coerce.number().min(1).max(600).default(30),
   ALLOW_NON_PUBLIC_REPORTS: flag.default(false),
   MAX_REPORT_PREFIX: z.coerce.number().int().min(0).max(32).default(16),
@@ -89,6 +92,9 @@ export interface AppConfig {
   authFailuresPerKey: number;
   /** First lock-out; repeated lock-outs double it, up to an hour. */
   authLockoutSeconds: number;
+  /** Failed authentications with unknown key ids per minute, from all addresses and from one /24 (/48): beyond, 429. */
+  authUnknownKeysPerMinute?: number;
+  authUnknownKeysPerNetwork?: number;
   /** Proxies whose X-Forwarded-For is believed (fastify trustProxy); false: the peer is the client. */
   trustProxy: TrustProxy;
   /** List responses (priced `list`) one key may have in flight on a replica. */
@@ -106,6 +112,8 @@ export interface AppConfig {
   tools: ToolsConfig;
   /** Signs agent keys (JWT, HS256); when unset, a random secret kept in the store (shared by its replicas). */
   agentTokenSecret: string | undefined;
+  /** When set, GET /metrics answers only `Authorization: Bearer <token>` (README, Security). */
+  metricsToken?: string | undefined;
   /** Seconds between sync-channel pings; a peer silent for two of them is dropped. */
   syncHeartbeatSeconds: number;
   /** Reports of private, loopback, documentation, … addresses are accepted (labs); refused otherwise. */
@@ -145,6 +153,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     authFailuresPerAddress: e.AUTH_FAILURES_PER_ADDRESS,
     authFailuresPerKey: e.AUTH_FAILURES_PER_KEY,
     authLockoutSeconds: e.AUTH_LOCKOUT_SECONDS,
+    authUnknownKeysPerMinute: e.AUTH_UNKNOWN_KEYS_PER_MINUTE,
+    authUnknownKeysPerNetwork: e.AUTH_UNKNOWN_KEYS_PER_NETWORK,
     trustProxy: e.TRUST_PROXY,
     listStreamsPerKey: e.LIST_STREAMS_PER_KEY,
     listSendTimeoutSeconds: e.LIST_SEND_TIMEOUT_SECONDS,
@@ -156,6 +166,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     cursorSecret: e.CURSOR_SECRET,
     tools: toolsConfig(e),
     agentTokenSecret: e.AGENT_TOKEN_SECRET,
+    metricsToken: e.METRICS_TOKEN,
     syncHeartbeatSeconds: e.SYNC_HEARTBEAT_SECONDS,
     allowNonPublicReports: e.ALLOW_NON_PUBLIC_REPORTS,
     maxReportPrefix: e.MAX_REPORT_PREFIX,

@@ -193,6 +193,32 @@ describe.each(driverCases())('agent keys and settings documents on $name', (driv
     for (const r of audit.rows) expect(r.row).not.toContain('deep-pass');
   });
 
+  it("masks plugins' declared secrets, secrets in any case and anything named like a secret under a label the server does not know, and keeps them on write-back", async () => {
+    const a = await registerAgent(app, acme.keys.admin);
+    const path = `/api/v1/agents/${a.gaid}/config`;
+    const admin = { authorization: acme.keys.admin };
+    const vendor = (v: (clear: string) => string) => ({
+      active: true,
+      user: 'svc',
+      api_token: v('cf-api-token'),
+      private_key_passphrase: v('key-phrase'),
+      ssh_password: v('ssh-pass'),
+      Password: v('Upper-pass'),
+      PASSWORD: v('SHOUT-pass'),
+      options: { client_secret: v('client-sec'), headers: { 'X-Api-Key': v('hdr-key') } },
+    });
+    const doc = (await get(`/agents/${a.gaid}/config`, admin)).json();
+    const put = await app.inject({ method: 'PUT', url: path, headers: admin, payload: { ...doc, ips: { ...doc.ips, vendor_x: vendor((c) => c) } } });
+    expect(put.statusCode).toBe(200);
+    const read = await get(`/agents/${a.gaid}/config`, admin);
+    expect(read.json().ips.vendor_x).toEqual(vendor(() => SECRET_MASK));
+    for (const clear of ['cf-api-token', 'key-phrase', 'ssh-pass', 'Upper-pass', 'SHOUT-pass', 'client-sec', 'hdr-key']) expect([clear, read.body.includes(clear)]).toEqual([clear, false]);
+    const back = await app.inject({ method: 'PUT', url: path, headers: admin, payload: { ...read.json<Record<string, unknown>>(), score_threshold: 640 } });
+    expect(back.statusCode).toBe(200);
+    const unmasked = (await get(`/agents/${a.gaid}/config`, { authorization: a.token })).json();
+    expect(unmasked.ips.vendor_x).toEqual(vendor((c) => c));
+  });
+
   it('refuses an invalid or foreign settings document with 400/404, naming the paths', async () => {
     const a = await registerAgent(app, acme.keys.admin);
     const path = `/api/v1/agents/${a.gaid}/config`;

@@ -140,6 +140,40 @@ describe.each(driverCases())('API foundation on $name', (driver) => {
   });
 });
 
+describe('metrics behind METRICS_TOKEN', () => {
+  it('answers only the bearer of the token when it is set, and everyone when it is not', async () => {
+    const [pglite] = driverCases();
+    const store = await pglite!.open();
+    const token = 'metrics-token-0123456789abcdef';
+    const guarded = await testApp(store, { metricsToken: token });
+    const open = await testApp(store);
+    try {
+      for (const authorization of [undefined, 'Bearer wrong-token-0123456789abcdef', token, `Basic ${token}`, `Bearer ${token}x`]) {
+        const res = await guarded.inject({ url: '/metrics', headers: authorization === undefined ? {} : { authorization } });
+        expect(res.statusCode).toBe(401);
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(res.headers['www-authenticate']).toBe('Bearer realm="metrics"');
+        expect(res.json()).toMatchObject({ type: 'https://rampart.dev/problems/unauthorized', detail: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>' });
+        expect(res.body).not.toContain('rampart_');
+      }
+      const ok = await guarded.inject({ url: '/metrics', headers: { authorization: `Bearer ${token}` } });
+      expect(ok.statusCode).toBe(200);
+      expect(ok.body).toContain('rampart_http_requests_total');
+      expect((await open.inject({ url: '/metrics' })).statusCode).toBe(200);
+    } finally {
+      await guarded.close();
+      await open.close();
+      await store.close();
+    }
+  });
+
+  it('refuses a METRICS_TOKEN too short to be a secret', async () => {
+    const { loadConfig } = await import('../src/config.ts');
+    expect(() => loadConfig({ METRICS_TOKEN: 'short' })).toThrow('METRICS_TOKEN: at least 16 characters');
+    expect(loadConfig({ METRICS_TOKEN: 'x'.repeat(16) }).metricsToken).toBe('x'.repeat(16));
+  });
+});
+
 describe('rate limiting', () => {
   it('answers 429 with Retry-After once a key exceeds its budget', async () => {
     const [pglite] = driverCases();

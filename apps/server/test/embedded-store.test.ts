@@ -1,10 +1,10 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.ts';
-import { DataDirLockedError, openStore } from '../src/store/index.ts';
+import { DataDirLockedError, dataDirHolder, openStore } from '../src/store/index.ts';
 import { embeddedEnv, exited, serverDir, startServerProcess } from './support/server-process.ts';
 import { sqlOf } from '../src/store/sql-handle.ts';
 
@@ -65,8 +65,7 @@ describe('one process per data directory', { timeout: 180_000 }, () => {
     const dataDir = join(tempDir(), 'data');
     const server = await startServerProcess(dataDir, { expectDemo: true });
     try {
-      const lock = JSON.parse(readFileSync(join(dataDir, 'rampart.lock'), 'utf8')) as { pid: number; owner: string };
-      expect(lock).toMatchObject({ pid: server.child.pid, owner: 'server' });
+      expect(dataDirHolder(dataDir)).toEqual({ pid: server.child.pid, owner: 'server' });
       const r = cli(dataDir, 'key', 'create', '--username', 'admin@demo.rampart.local');
       expect(r.status).toBe(3);
       expect(r.stdout).toBe('');
@@ -83,7 +82,7 @@ describe('one process per data directory', { timeout: 180_000 }, () => {
       expect(await exited(server.child)).toBe(0);
     }
     // A clean stop releases the lock: the CLI now works on the same directory.
-    expect(existsSync(join(dataDir, 'rampart.lock'))).toBe(false);
+    expect(dataDirHolder(dataDir)).toBeNull();
     const r = cli(dataDir, 'key', 'create', '--username', 'admin@demo.rampart.local');
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
@@ -103,16 +102,26 @@ describe('one process per data directory', { timeout: 180_000 }, () => {
     } finally {
       await store.close();
     }
-    expect(existsSync(join(dataDir, 'rampart.lock'))).toBe(false);
+    expect(dataDirHolder(dataDir)).toBeNull();
   });
 
-  it('takes over a stale lock whose process is gone', async () => {
+  it('takes over a stale lock of the former format (one rampart.lock file) whose process is gone, and removes it', async () => {
     const dataDir = join(tempDir(), 'data');
     mkdirSync(dataDir, { recursive: true });
     const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
     writeFileSync(join(dataDir, 'rampart.lock'), JSON.stringify({ pid: Number(gone.stdout), owner: 'server' }));
     const store = await openStore({ dataDir, owner: 'cli' });
+    expect(dataDirHolder(dataDir)).toEqual({ pid: process.pid, owner: 'cli' });
+    expect(existsSync(join(dataDir, 'rampart.lock'))).toBe(false);
     await store.close();
+    expect(dataDirHolder(dataDir)).toBeNull();
+  });
+
+  it('refuses while a process of the former format holds rampart.lock', async () => {
+    const dataDir = join(tempDir(), 'data');
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(join(dataDir, 'rampart.lock'), JSON.stringify({ pid: process.pid, owner: 'server' }));
+    await expect(openStore({ dataDir, owner: 'cli' })).rejects.toThrow(`${dataDir} is in use by the Rampart server (pid ${process.pid})`);
   });
 
   it('resolves DATA_DIR from the server package, whatever the working directory (npm start, npm run rampart, npx rampart)', () => {
@@ -148,7 +157,9 @@ describe('private by default', { timeout: 180_000 }, () => {
         await sqlOf(store).exec('create table permission_probe (x int); insert into permission_probe values (1);');
         const all = modes(dataDir);
         expect(all.size).toBeGreaterThan(100);
-        expect(all.get(join(dataDir, 'rampart.lock'))).toEqual({ dir: false, mode: '600' });
+        const locks = [...all].filter(([path]) => path.includes('rampart.lock'));
+        expect(locks.length).toBeGreaterThan(0);
+        for (const [, m] of locks) expect(m).toEqual({ dir: false, mode: '600' });
         const wrong = [...all].filter(([, m]) => m.mode !== (m.dir ? '700' : '600'));
         expect(wrong).toEqual([]);
       } finally {

@@ -42,6 +42,11 @@ describe('request logs', () => {
       app.log.warn({ previous: { document: settings } }, 'deep settings replaced');
       return { ok: true };
     });
+    app.get('/log-leaks', { config: { rampart: { auth: 'public' } } }, async (request) => {
+      const failure = Object.assign(new Error('upstream said {"error":"denied","Password":"json-pass"}'), { config: { api_token: 'err-token' }, private_key_passphrase: 'err-phrase' });
+      request.log.error({ err: failure, settings: { Password: 'case-pass', PASSWORD: 'shout-pass', apiToken: 'camel-token' }, body: '{"ssh_password":"str-pass"}', options: { headers: { Authorization: 'Bearer hdr-bearer', cookie: 'sid=hdr-cookie', 'x-api-key': 'hdr-apikey' } } }, 'upstream failed');
+      return { ok: true };
+    });
     app.get('/quiet', { config: { rampart: { auth: 'public' } }, logLevel: 'warn' }, async (request) => {
       request.log.info('not written');
       request.log.warn('written');
@@ -94,6 +99,17 @@ describe('request logs', () => {
     expect(saved.aws).toEqual({ secretAccessKey: '[redacted]' });
     expect(saved.config).toEqual({ databaseUrl: '[redacted]' });
     expect(saved.note).toBe('kept');
+  });
+
+  it('redacts the leaks of issue 34: other cases, Error properties, JSON inside strings, credential headers at any depth', async () => {
+    raw.length = 0;
+    expect((await app.inject({ method: 'GET', url: '/log-leaks' })).statusCode).toBe(200);
+    const text = raw.join('');
+    for (const leak of ['json-pass', 'err-token', 'err-phrase', 'case-pass', 'shout-pass', 'camel-token', 'str-pass', 'hdr-bearer', 'hdr-cookie', 'hdr-apikey']) expect([leak, text.includes(leak)]).toEqual([leak, false]);
+    const line = records().find((r) => r.msg === 'upstream failed')!;
+    expect(line.err).toMatchObject({ type: 'Error', message: 'upstream said {"error":"denied","Password":"[redacted]"}', config: { api_token: '[redacted]' }, private_key_passphrase: '[redacted]' });
+    expect(line.body).toBe('{"ssh_password":"[redacted]"}');
+    expect(line.options).toEqual({ headers: { Authorization: '[redacted]', cookie: '[redacted]', 'x-api-key': '[redacted]' } });
   });
 
   it('keeps a route-level log level, with the reqId', async () => {

@@ -49,6 +49,25 @@ describe.each(driverCases().slice(0, 1))('errors raised before routing are probl
     expect(res.body).toMatchObject({ type: 'https://rampart.dev/problems/headers_too_large', status: 431, title: 'Request header fields too large' });
   });
 
+  it('no Host header: 400 problem+json naming headers.host (node answered an empty 400)', async () => {
+    for (const path of ['/api/v1/ips', '/no/such/route', '/metrics']) {
+      const res = firstResponse(await exchange(port, `GET ${path} HTTP/1.1\r\nConnection: close\r\nAuthorization: ${acme.keys.reader}\r\n\r\n`));
+      expect(res.status).toBe(400);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.body).toEqual({
+        type: 'https://rampart.dev/problems/bad_request',
+        title: 'Bad request',
+        status: 400,
+        detail: 'an HTTP/1.1 request needs a Host header',
+        instance: path,
+        errors: [{ path: 'headers.host', message: 'required' }],
+      });
+    }
+    // HTTP/1.0 has no Host requirement: the request is served.
+    const old = firstResponse(await exchange(port, `GET /api/v1/version HTTP/1.0\r\n\r\n`));
+    expect(old.status).toBe(200);
+  });
+
   it('bad chunking: 400 problem+json', async () => {
     const raw = await exchange(port, 'POST /api/v1/ips HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n');
     const res = firstResponse(raw);

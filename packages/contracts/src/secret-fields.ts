@@ -101,30 +101,98 @@ function isSet(value: unknown): boolean {
 
 export const CIRCULAR = '[Circular]';
 
-function redact(value: unknown, keys: ReadonlySet<string>, replacement: string, path: object[]): unknown {
+/** Decides whether a field name names a secret. */
+export type SecretMatcher = (name: string) => boolean;
+
+/**
+ * Names that are secrets wherever they appear, declared or not (an integration label the
+ * platform does not know, a plugin of another version, a header): matched case-insensitively.
+ */
+export const SECRET_NAME_PATTERN = /pass(?:word|wd|phrase)|secret|token$|private[_-]?key|api[_-]?key|auth[_-]?key|credential|jwt/i;
+
+/**
+ * The matcher of `names` (compared case-insensitively) and of everything named like a secret
+ * (SECRET_NAME_PATTERN). Results are remembered per name (bounded), as log lines repeat names.
+ */
+export function secretMatcher(names: Iterable<string>, pattern: RegExp | null = SECRET_NAME_PATTERN): SecretMatcher {
+  const lower = new Set([...names].map((n) => n.toLowerCase()));
+  const seen = new Map<string, boolean>();
+  return (name) => {
+    let hit = seen.get(name);
+    if (hit === undefined) {
+      hit = lower.has(name.toLowerCase()) || (pattern !== null && pattern.test(name));
+      if (seen.size < 10_000) seen.set(name, hit);
+    }
+    return hit;
+  };
+}
+
+function matcherOf(keys: ReadonlySet<string> | SecretMatcher): SecretMatcher {
+  return typeof keys === 'function' ? keys : secretMatcher(keys, null);
+}
+
+/** `"name": value` pairs inside text (JSON in a string, a message quoting a body). */
+const JSON_PAIR = /"([^"\\]{1,200})"(\s*:\s*)("(?:[^"\\]|\\.)*"|-?\d[\d.eE+-]*|true|false)/g;
+
+function redactText(text: string, isSecret: SecretMatcher, replacement: string): string {
+  if (!text.includes('":')  && !text.includes('" :')) return text;
+  return text.replace(JSON_PAIR, (pair, key: string, colon: string, value: string) => (isSecret(key) && value !== '""' ? `"${key}"${colon}${JSON.stringify(replacement)}` : pair));
+}
+
+interface RedactOptions {
+  isSecret: SecretMatcher;
+  replacement: string;
+  /** Also redact `"name": value` pairs inside strings (logs), and walk Error objects. */
+  deep: boolean;
+}
+
+function redactError(error: Error, o: RedactOptions, path: object[]): Error {
+  let changed = false;
+  const props: [string, PropertyDescriptor][] = [];
+  for (const name of Object.getOwnPropertyNames(error)) {
+    const descriptor = Object.getOwnPropertyDescriptor(error, name)!;
+    if (!('value' in descriptor)) continue;
+    const item: unknown = descriptor.value;
+    const next = o.isSecret(name) && isSet(item) ? o.replacement : redact(item, o, path);
+    if (next !== item) changed = true;
+    props.push([name, { ...descriptor, value: next }]);
+  }
+  if (!changed) return error;
+  const copy = Object.create(Object.getPrototypeOf(error) as object) as Error;
+  for (const [name, descriptor] of props) Object.defineProperty(copy, name, descriptor);
+  return copy;
+}
+
+function redact(value: unknown, o: RedactOptions, path: object[]): unknown {
+  if (typeof value === 'string') return o.deep ? redactText(value, o.isSecret, o.replacement) : value;
   if (typeof value !== 'object' || value === null) return value;
   const isArray = Array.isArray(value);
-  if (!isArray && !isPlainObject(value)) return value;
+  const isError = o.deep && value instanceof Error;
+  if (!isArray && !isError && !isPlainObject(value)) return value;
   // Only a cycle (an object inside itself) is cut; an object shared by two branches is walked twice.
   if (path.includes(value)) return CIRCULAR;
   path.push(value);
-  let copy: unknown[] | PlainObject | undefined;
-  if (isArray) {
+  let copy: unknown;
+  if (isError) {
+    copy = redactError(value as Error, o, path);
+    if (copy === value) copy = undefined;
+  } else if (isArray) {
     const list = value as unknown[];
     let out: unknown[] | undefined;
     for (let index = 0; index < list.length; index++) {
       const item = list[index];
-      const next = redact(item, keys, replacement, path);
+      const next = redact(item, o, path);
       if (next !== item) (out ??= [...list])[index] = next;
     }
     copy = out;
   } else {
+    const object = value as PlainObject;
     let out: PlainObject | undefined;
-    for (const key in value) {
-      if (!Object.hasOwn(value, key)) continue;
-      const item = value[key];
-      const next = keys.has(key) && isSet(item) ? replacement : redact(item, keys, replacement, path);
-      if (next !== item) (out ??= { ...value })[key] = next;
+    for (const key in object) {
+      if (!Object.hasOwn(object, key)) continue;
+      const item = object[key];
+      const next = o.isSecret(key) && isSet(item) ? o.replacement : redact(item, o, path);
+      if (next !== item) (out ??= { ...object })[key] = next;
     }
     copy = out;
   }
@@ -134,9 +202,19 @@ function redact(value: unknown, keys: ReadonlySet<string>, replacement: string, 
 }
 
 /**
- * `value` with every set secret (a field named in `keys`) replaced by `replacement`, at any depth,
- * in arrays too; a cycle becomes '[Circular]'. Objects that hold no secret are returned unchanged.
+ * `value` with every set secret (a field `keys` names: a set of names, compared
+ * case-insensitively, or a matcher) replaced by `replacement`, at any depth, in arrays too; a
+ * cycle becomes '[Circular]'. Objects that hold no secret are returned unchanged.
  */
-export function redactSecrets<T>(value: T, keys: ReadonlySet<string>, replacement: string = SECRET_MASK): T {
-  return redact(value, keys, replacement, []) as T;
+export function redactSecrets<T>(value: T, keys: ReadonlySet<string> | SecretMatcher, replacement: string = SECRET_MASK): T {
+  return redact(value, { isSecret: matcherOf(keys), replacement, deep: false }, []) as T;
+}
+
+/**
+ * As redactSecrets, for log lines: also walks Error objects (their own properties, `cause`
+ * included; the copy keeps the Error's prototype) and redacts `"name": value` pairs of secrets
+ * inside strings (JSON bodies in messages).
+ */
+export function redactLogSecrets<T>(value: T, keys: ReadonlySet<string> | SecretMatcher, replacement: string): T {
+  return redact(value, { isSecret: matcherOf(keys), replacement, deep: true }, []) as T;
 }

@@ -1,6 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AGENT_CONFIG_SECRET_KEYS, AgentConfig, SECRET_MASK, composedOf, maskSecrets, mergeMaskedSecrets, redactSecrets, secret, secretKeysOf } from './index.ts';
+import {
+  AGENT_CONFIG_SECRET_KEYS,
+  AgentConfig,
+  PLUGIN_SECRET_KEYS,
+  SECRET_KEYS,
+  SECRET_MASK,
+  composedOf,
+  isLogSecret,
+  isSecretName,
+  maskSecrets,
+  mergeMaskedSecrets,
+  redactLogSecrets,
+  redactSecrets,
+  secret,
+  secretKeysOf,
+} from './index.ts';
 import { sampleAgentConfig } from './fixtures.ts';
 
 describe('secrets of the agent configuration', () => {
@@ -95,5 +110,58 @@ describe('secrets declared in schemas', () => {
   it('returns what holds no secret unchanged, without copying', () => {
     const doc = { a: { b: [{ c: 1 }] }, when: new Date(0) };
     expect(redactSecrets(doc, new Set(AGENT_CONFIG_SECRET_KEYS))).toBe(doc);
+  });
+});
+
+describe('one source of secret names (issue 34)', () => {
+  it("is the platform's secrets and every plugin's, in any case, and anything named like a secret", () => {
+    for (const name of ['api_token', 'private_key_passphrase', 'ssh_password', 'Password', 'PASSWORD', 'api_jwt_key', 'SecretAccessKey', 'client_secret', 'bearer_token', 'X-Api-Key']) expect([name, isSecretName(name)]).toEqual([name, true]);
+    for (const name of ['gaid', 'username', 'accessKeyId', 'auth_name', 'cdn_waf_x_auth_email', 'address', 'command', 'passthrough_mode', 'credit_tokens', 'token_id']) expect([name, isSecretName(name)]).toEqual([name, false]);
+    expect(SECRET_KEYS).toEqual([...new Set([...AGENT_CONFIG_SECRET_KEYS, ...PLUGIN_SECRET_KEYS])].sort());
+  });
+
+  it('masks every part of a settings document: plugin options, other cases, unknown integration labels', () => {
+    const doc = {
+      gaid: 'RMP-GAID-1',
+      ips: {
+        cdn_waf: { active: true, cdn_waf_x_auth_email: 'a@example.org', cdn_waf_x_auth_key: 'k1', options: { api_token: 'cf-token' } },
+        router_a: { active: true, router_password: 'r1', options: { private_key_passphrase: 'pp' } },
+        vendor_x: { active: true, Password: 'P1', PASSWORD: 'P2', nested: { client_secret: 'cs', user: 'u' } },
+      },
+    };
+    const masked = maskSecrets(doc);
+    expect(masked).toEqual({
+      gaid: 'RMP-GAID-1',
+      ips: {
+        cdn_waf: { active: true, cdn_waf_x_auth_email: 'a@example.org', cdn_waf_x_auth_key: SECRET_MASK, options: { api_token: SECRET_MASK } },
+        router_a: { active: true, router_password: SECRET_MASK, options: { private_key_passphrase: SECRET_MASK } },
+        vendor_x: { active: true, Password: SECRET_MASK, PASSWORD: SECRET_MASK, nested: { client_secret: SECRET_MASK, user: 'u' } },
+      },
+    });
+    // Written back masked, every one keeps its stored value.
+    expect(mergeMaskedSecrets(masked, doc)).toEqual(doc);
+  });
+
+  it('redacts log lines: Error properties, JSON inside strings, credential headers at any depth and in any case', () => {
+    const err = Object.assign(new Error('request failed: {"user":"u","Password":"hunter2","n":1}'), { config: { api_token: 'cfg-tok-value' }, PASSWORD: 'p' });
+    const line = redactLogSecrets(
+      {
+        err,
+        body: '{"api_token": "abc", "ok": true}',
+        options: { headers: { Authorization: 'Bearer x', Cookie: 's=1', 'X-API-KEY': 'k', accept: 'json' } },
+        apiToken: 'camel',
+      },
+      isLogSecret,
+      'R',
+    );
+    const errProps = Object.fromEntries(Object.getOwnPropertyNames(line.err).map((n) => [n, (line.err as unknown as Record<string, unknown>)[n]]));
+    const text = JSON.stringify({ line, errProps });
+    for (const leak of ['hunter2', 'cfg-tok-value', '"p"', 'abc', 'Bearer x', 's=1', '"k"', 'camel']) expect([leak, text.includes(leak)]).toEqual([leak, false]);
+    expect(line.err).toBeInstanceOf(Error);
+    expect(line.err.message).toBe('request failed: {"user":"u","Password":"R","n":1}');
+    expect(line.body).toBe('{"api_token": "R", "ok": true}');
+    expect(line.options.headers).toEqual({ Authorization: 'R', Cookie: 'R', 'X-API-KEY': 'R', accept: 'json' });
+    // The logged Error itself is untouched.
+    expect((err as unknown as { config: { api_token: string } }).config.api_token).toBe('cfg-tok-value');
   });
 });

@@ -13,7 +13,7 @@ export interface FeedbackDeps {
   /** Entries the never-block list kept out of the last evaluation (IPv4). */
   protectedCount?: () => number;
   /** How often the agent reads its targets back. */
-  reconcileSeconds?: () => number;
+  reconcileSeconds?: () => number | undefined;
   log: PluginLogger;
 }
 

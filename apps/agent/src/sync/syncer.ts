@@ -20,6 +20,8 @@ export interface SyncerOptions {
   saveEveryMs?: number;
   /** Longest one enforcer call may run before it is aborted (default 120 s). */
   enforcerTimeoutMs?: number;
+  /** How often the agent reads its targets back (reported with each feedback). */
+  reconcileSeconds?: number;
 }
 
 /** The sync options of the agent's local configuration (every kind's syncer uses the same). */
@@ -28,6 +30,7 @@ export function syncerOptionsOf(local: {
   force_sync: boolean;
   max_removal_fraction: number;
   enforcer_timeout_seconds: number;
+  reconcile_seconds: number;
 }): SyncerOptions {
   return {
     pageSize: local.feed_page_size,
@@ -35,6 +38,7 @@ export function syncerOptionsOf(local: {
     maxRemovalFraction: local.max_removal_fraction,
     minGuardedRemovals: 10,
     enforcerTimeoutMs: local.enforcer_timeout_seconds * 1000,
+    reconcileSeconds: local.reconcile_seconds,
   };
 }
 
@@ -51,8 +55,6 @@ export interface SyncerDeps {
   metrics: AgentMetrics;
   options: () => SyncerOptions;
   now?: () => number;
-  /** How often the agent reads its targets back (reported with each feedback). */
-  reconcileSeconds?: () => number;
   /** A full collection after a large change has settled; default `globalThis.gc` (node --expose-gc), absent without it. */
   gc?: () => void;
 }
@@ -124,7 +126,10 @@ export class Syncer {
   }
 
   private settled(w: EnforcerWorker): void {
-    void sendFeedback({ ...this.deps, threshold: () => this.deps.policy().threshold, protectedCount: () => this.protectedCount }, w);
+    void sendFeedback(
+      { ...this.deps, threshold: () => this.deps.policy().threshold, protectedCount: () => this.protectedCount, reconcileSeconds: () => this.deps.options().reconcileSeconds },
+      w,
+    );
     if (this.deps.enforcers().some((x) => x.pending)) return;
     // All caught up: drop the shared list and diff. A large change leaves ~100 bytes of garbage
     // per entry (the BlockEntry array the enforcers take); an idle daemon allocates too little to

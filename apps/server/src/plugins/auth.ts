@@ -3,7 +3,7 @@ import fp from 'fastify-plugin';
 import { API_BASE, ApiError, ROLE } from '@rampart/contracts';
 import type { Store } from '../store/index.ts';
 import { credentialFrom, parseApiKey, secretMatches } from '../services/api-keys.ts';
-import { AuthFailureGuard } from '../services/auth-failures.ts';
+import { AuthFailureGuard, UnknownKeyBudget, UnknownKeyIds, networkOf } from '../services/auth-failures.ts';
 import { agentTokenCodec, agentTokenSecret, looksLikeJwt, type AgentTokenCodec } from '../services/agent-tokens.ts';
 import { agentKeyMayCall } from './agent-routes.ts';
 import type { AuthMetrics } from './metrics.ts';
@@ -33,13 +33,20 @@ export interface AuthOptions {
   cacheSeconds: number;
   /** Agent key signing secret; when unset, the store's shared random secret. */
   agentTokenSecret?: string | undefined;
-  /** Failed authentications a replica allows per address and per API key id before locking them out. */
-  failures: { perAddress: number; perKey: number; lockSeconds: number };
+  /**
+   * Failed authentications a replica allows per address and per API key id before locking them
+   * out; and, for unknown key ids, per minute from all addresses and from one network.
+   */
+  failures: { perAddress: number; perKey: number; lockSeconds: number; unknownPerMinute: number; unknownPerNetwork: number };
   metrics: AuthMetrics;
 }
 
 type FailureReason = 'unknown_key' | 'wrong_secret' | 'revoked_key' | 'agent_key';
 type Subject = 'address' | 'key_id';
+
+/** How long a key id that failed as unknown is refused without a store look-up, and how many are kept. */
+const UNKNOWN_ID_TTL_MS = 10 * 60_000;
+const UNKNOWN_IDS_MAX = 100_000;
 
 const FAILURE_WINDOW_MS = 10 * 60_000;
 const MAX_LOCK_MS = 60 * 60_000;
@@ -57,6 +64,8 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
   const limits = { lockMs: failures.lockSeconds * 1000, maxLockMs: MAX_LOCK_MS, windowMs: FAILURE_WINDOW_MS, maxSubjects: 100_000 };
   const addresses = new AuthFailureGuard({ ...limits, budget: failures.perAddress });
   const keyIds = new AuthFailureGuard({ ...limits, budget: failures.perKey });
+  const unknownBudget = new UnknownKeyBudget({ perWindow: failures.unknownPerMinute, perNetworkPerWindow: failures.unknownPerNetwork, windowMs: 60_000, maxNetworks: 100_000 });
+  const unknownIds = new UnknownKeyIds(UNKNOWN_ID_TTL_MS, UNKNOWN_IDS_MAX);
   /**
    * Stored secret hash of key ids seen lately (verified or failed): a key's own secret, checked
    * against it without store work, passes the lock-outs, so that neither guessing at a key id nor
@@ -80,6 +89,23 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     const seconds = Math.ceil(ms / 1000);
     void reply.header('retry-after', String(seconds));
     throw new ApiError('rate_limited', `too many failed authentications from this ${what === 'key_id' ? 'key id' : what}; retry in ${seconds} s`);
+  }
+
+  /** 429 with Retry-After while the unknown key id budget of all addresses, or of the request's network, is spent. */
+  function refuseIfUnknownBudgetSpent(request: FastifyRequest, reply: FastifyReply) {
+    const spent = unknownBudget.spent(networkOf(request.ip));
+    if (!spent) return;
+    metrics.refused.inc({ subject: spent.subject });
+    const seconds = Math.max(1, Math.ceil(spent.ms / 1000));
+    void reply.header('retry-after', String(seconds));
+    throw new ApiError('rate_limited', `too many failed authentications with unknown key ids from ${spent.subject === 'all' ? 'all addresses' : 'this network'}; retry in ${seconds} s`);
+  }
+
+  function failedUnknown(request: FastifyRequest, keyId: string): never {
+    unknownIds.add(keyId);
+    unknownBudget.fail(networkOf(request.ip));
+    failed(request, 'unknown_key');
+    throw new ApiError('unauthorized', 'unknown API key');
   }
 
   function failed(request: FastifyRequest, reason: FailureReason, keyId?: string) {
@@ -111,12 +137,14 @@ export const authPlugin = fp<AuthOptions>(async (app: FastifyInstance, { store, 
     if (!known || !secretMatches(parsed.secret, known)) {
       refuseIfLocked(addresses, request.ip, reply, 'address');
       refuseIfLocked(keyIds, parsed.keyId, reply, 'key_id');
+      // A key id this replica has not read: while guesses at unknown ids are over budget, no look-up.
+      if (!known) refuseIfUnknownBudgetSpent(request, reply);
     }
+    // Seen failing as unknown lately: refused again without asking the store.
+    if (!known && unknownIds.has(parsed.keyId)) failedUnknown(request, parsed.keyId);
+    metrics.lookups.inc();
     const found = await store.keys.principal(parsed.keyId);
-    if (!found) {
-      failed(request, 'unknown_key');
-      throw new ApiError('unauthorized', 'unknown API key');
-    }
+    if (!found) failedUnknown(request, parsed.keyId);
     if (found.key.revoked_at || !secretMatches(parsed.secret, found.key.secret_hash)) {
       failed(request, found.key.revoked_at ? 'revoked_key' : 'wrong_secret', parsed.keyId);
       remember(parsed.keyId, found.key.revoked_at ? undefined : found.key.secret_hash);

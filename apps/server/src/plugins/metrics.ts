@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { ApiError } from '@rampart/contracts';
 import fp from 'fastify-plugin';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../store/index.ts';
@@ -21,8 +23,10 @@ export interface AuthMetrics {
   failures: Counter<'reason'>;
   /** A lock-out that started (one per subject and lock-out, not per refused request). */
   lockouts: Counter<'subject'>;
-  /** A request refused with 429 because its address or key id was locked out. */
+  /** A request refused with 429 because its address or key id was locked out, or the unknown-key budget of all addresses or its network was spent. */
   refused: Counter<'subject'>;
+  /** Look-ups of an API key id in the store (the work a guess costs). */
+  lookups: Counter;
 }
 
 const INGEST_PHASES = ['begin', 'lock', 'write', 'commit'] as const;
@@ -103,8 +107,13 @@ function authMetrics(registry: Registry): AuthMetrics {
     }),
     refused: new Counter({
       name: 'rampart_auth_locked_out_requests_total',
-      help: 'Requests refused with 429 while their address or key id was locked out, by subject',
+      help: 'Requests refused with 429 while their address or key id was locked out, or the unknown key id budget of all addresses (all) or of their /24 (network) was spent, by subject',
       labelNames: ['subject'],
+      registers: [registry],
+    }),
+    lookups: new Counter({
+      name: 'rampart_auth_key_lookups_total',
+      help: 'API key ids looked up in the store (unknown ids seen failing lately are refused without one)',
       registers: [registry],
     }),
   };
@@ -167,7 +176,21 @@ export function createMetrics(store: Store): Metrics {
   };
 }
 
-export const metricsPlugin = fp<{ metrics: Metrics }>(async (app: FastifyInstance, { metrics }) => {
+/** `Authorization: Bearer <token>` equal to `token`, compared in constant time. */
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const given = /^Bearer (\S+)$/i.exec(header ?? '')?.[1];
+  if (given === undefined) return false;
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(token).digest();
+  return timingSafeEqual(a, b);
+}
+
+/**
+ * Prometheus metrics at GET /metrics. Public unless `token` is set (METRICS_TOKEN): then only a
+ * request bearing it gets them, others a 401 problem+json. They name no organization, key or
+ * address; README (Security) lists what they expose.
+ */
+export const metricsPlugin = fp<{ metrics: Metrics; token?: string | undefined }>(async (app: FastifyInstance, { metrics, token }) => {
   const requests = new Counter({
     name: 'rampart_http_requests_total',
     help: 'HTTP requests by route and status',
@@ -189,7 +212,11 @@ export const metricsPlugin = fp<{ metrics: Metrics }>(async (app: FastifyInstanc
     latency.observe(labels, reply.elapsedTime / 1000);
   });
 
-  app.get('/metrics', { config: { rampart: { auth: 'public' } }, schema: { hide: true } }, async (_request, reply) => {
+  app.get('/metrics', { config: { rampart: { auth: 'public' } }, schema: { hide: true } }, async (request, reply) => {
+    if (token !== undefined && !bearerMatches(request.headers.authorization, token)) {
+      reply.header('www-authenticate', 'Bearer realm="metrics"');
+      throw new ApiError('unauthorized', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>');
+    }
     reply.type(metrics.registry.contentType);
     return metrics.registry.metrics();
   });

@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { ReservedInBatchError, type IngestOptions, type IngestProgress, type IngestResult, type Ipv4ReportItem } from '../store/ipv4-ingest.ts';
+import type { IngestOptions, IngestProgress, IngestResult, Ipv4ReportItem } from '../store/ipv4-ingest.ts';
+import { ReservedInBatchError } from '../store/reserved-in-batch.ts';
 import type { EventBus } from './events.ts';
 import { ReportBatcher } from './ipv4-ingest.ts';
 

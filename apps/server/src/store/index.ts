@@ -29,7 +29,7 @@ export { StoreUnavailableError } from './db.ts';
 export type { Ipv4ListFilter, Ipv4ListRow, Ipv4DecisionRow } from './ipv4.ts';
 export type { CursorChange, DeliveredEntry } from './crowdsec.ts';
 export type { Ipv4ReportItem, Ipv4ReportOutcome, IngestRules, IngestProgress, IngestResult, IngestOptions, PolicyChangeScope } from './ipv4-ingest.ts';
-export { ReservedInBatchError } from './ipv4-ingest.ts';
+export { ReservedInBatchError } from './reserved-in-batch.ts';
 export type { ScoreListFilter } from './indicator-sql.ts';
 export type { Ipv4IngestStore } from './ipv4-ingest.ts';
 export type { MirrorRowsStore, AsInfoRow, MirrorAnchorRow, MirrorChanges, MirrorDecisionRow, MirrorDetailRow, MirrorSince, WireRow } from './ipv4-list-mirror.ts';
@@ -50,7 +50,7 @@ export type { BrowseKind, DecisionRow, IndicatorRow, DecisionFilter, IndicatorFi
 export type { ReportAggregate, Scorer } from './indicator-sql.ts';
 export type { RollupStore, RollupCounts, RollupSeries, BandBounds, BandCounts } from './rollups.ts';
 export { changedPaths } from './settings.ts';
-export { DataDirLockedError, type LockOwner } from './data-dir-lock.ts';
+export { DataDirLockedError, dataDirHolder, type LockOwner } from './data-dir-lock.ts';
 export { migrate, loadMigrations } from './migrate.ts';
 
 /**

@@ -1,5 +1,6 @@
 import type { Db, QueryResult, Transaction } from './db.ts';
 import { IPV4_FEED_LOCK_CLASS } from './ipv4.ts';
+import { ReservedInBatchError } from './reserved-in-batch.ts';
 
 /** One validated report (or decision) of one organization; `network` is canonical CIDR text. */
 export interface Ipv4ReportItem {
@@ -36,14 +37,6 @@ export interface IngestRules {
   anchor(previousTs: number | null, previousOrgs: string[], orgId: string, reportTs: number, scores?: { before: number; after: number }): number;
   /** The score of a record delivered again `elapsed` seconds after its anchor, without a report. */
   reanchoredScore(s0: number, elapsed: number): number;
-}
-
-/** An all-or-nothing batch (`allOrNothing`) named a reserved address (`index`): it rolled back. */
-export class ReservedInBatchError extends Error {
-  constructor(readonly index: number, readonly range: string) {
-    super(`item ${index} of an all-or-nothing ipv4 batch lies in the reserved range ${range}`);
-    this.name = 'ReservedInBatchError';
-  }
 }
 
 /** allOrNothing: a reserved item fails the whole batch (ReservedInBatchError) instead of being skipped. */

@@ -28,6 +28,11 @@ export function dataDirTemplate(): string | null {
 export async function initializeDataDir(dataDir: string): Promise<void> {
   const template = dataDirTemplate();
   if (!template) return initdbInChild(dataDir);
+  return copyDataDirTemplate(template, dataDir);
+}
+
+/** A new data directory as a copy of `template`: private (0700/0600) whatever the template's modes, and on disk. */
+export async function copyDataDirTemplate(template: string, dataDir: string): Promise<void> {
   cpSync(template, dataDir, { recursive: true });
   makePrivate(dataDir);
   await syncTree(dataDir);
@@ -38,11 +43,14 @@ export async function initializeDataDir(dataDir: string): Promise<void> {
  * instance of its own; in the server's process its hundreds of MB outlive it (V8 keeps the pages
  * while the server idles: 775 MB idle after a first start against 413 MB after a restart). In a
  * child they go back to the system when it exits, and the server opens an initialized directory
- * exactly as on a restart. The child inherits the umask the caller set, so files come out private.
+ * exactly as on a restart. PGlite's file system there is its own (it sets modes by chmod, 0666 for
+ * most files, whatever the umask): what it made is made private (0700/0600) before anything else
+ * opens it, whoever asked (the server, the rampart command, the build's template).
  */
 export async function initdbInChild(dataDir: string): Promise<void> {
   const pglite = pathToFileURL(createRequire(import.meta.url).resolve('@electric-sql/pglite')).href;
-  const script = `const { PGlite } = await import(${JSON.stringify(pglite)});
+  const script = `process.umask(0o077);
+const { PGlite } = await import(${JSON.stringify(pglite)});
 const db = await PGlite.create(process.env.RAMPART_INITDB_DIR);
 await db.close();`;
   await new Promise<void>((resolve, reject) => {
@@ -57,6 +65,7 @@ await db.close();`;
       code === 0 ? resolve() : reject(new Error(`initdb of the embedded store in ${dataDir} failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`)),
     );
   });
+  makePrivate(dataDir);
   // PGlite as shipped syncs nothing: what initdb wrote reaches the disk before the store is used.
   await syncTree(dataDir);
 }

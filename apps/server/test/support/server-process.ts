@@ -20,12 +20,12 @@ export interface ServerProcess {
 }
 
 /** Starts `src/main.ts` as its own process on a free port; resolves once it listens. */
-export async function startServerProcess(dataDir: string, options: { expectDemo?: boolean; env?: Record<string, string> } = {}): Promise<ServerProcess> {
+export async function startServerProcess(dataDir: string, options: { expectDemo?: boolean; env?: Record<string, string>; startTimeoutMs?: number } = {}): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: serverDir, env: embeddedEnv(dataDir, { PORT: '0', LOG_LEVEL: 'info', ...options.env }), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
-  const deadline = Date.now() + 90_000;
+  const deadline = Date.now() + (options.startTimeoutMs ?? 90_000);
   // The demo key is printed after the listening line; on a first start wait for both.
   while (!/control plane listening/.test(out) || (options.expectDemo && !/Authorization: rmp_/.test(out))) {
     if (child.exitCode !== null) throw new Error(`server exited ${child.exitCode}: ${out}`);
