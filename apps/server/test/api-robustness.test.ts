@@ -53,8 +53,11 @@ const OPERATIONS = await documentOperations();
 const WITH_BODY = OPERATIONS.filter((op) => op.body);
 /** The one API operation open without a key (the document does not mark it: its security is global). */
 const PUBLIC_OPERATION = 'GET /api/v1/version';
-/** CrowdSec bouncer routes take their agent key in X-Api-Key and answer 403 without a valid one, as CrowdSec's Local API does. */
-const isBouncerRoute = (path: string) => path.startsWith('/api/v1/crowdsec/');
+/**
+ * CrowdSec bouncer routes take their agent key in X-Api-Key and answer 403 without a valid one, as
+ * CrowdSec's Local API does. The watcher routes beside them (login, alerts) take credentials of their own.
+ */
+const isBouncerRoute = (path: string) => /^\/api\/v1\/crowdsec\/v1\/(decisions|usage-metrics)/.test(path);
 /** Path parameters that name an organization's own objects. */
 const OWNED_PARAMS = new Set(['agid', 'token_id', 'vid', 'key_id']);
 

@@ -154,7 +154,9 @@ describe.each(driverCases())('hostile clients on $name', (driver) => {
     const listed = (await app.inject({ url: '/api/v1/agents', headers: { authorization: acme.keys.admin } })).json() as { gaid: string }[];
     const record = listed.find((a) => a.gaid === agent.gaid);
     expect(Object.keys((record as unknown as { enforced: object }).enforced).sort()).toEqual([...REPORTED_PLUGIN_NAMES].sort());
-    expect(JSON.stringify(record).length).toBeLessThan(16 * 1024);
+    // Each entry carries its read-back attestation too (expected, held, drift: ~250 bytes); the 200
+    // refused names alone would have added well over 100 KiB.
+    expect(JSON.stringify(record).length).toBeLessThan(32 * 1024);
   });
 
   it('lets an admin revoke keys of roles up to its own, never an operator\'s (403)', async () => {
