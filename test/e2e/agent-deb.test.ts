@@ -311,12 +311,14 @@ describe.skipIf(gate)('the agent .deb, installed and run as its unit says', { ti
 
   it('dpkg -r keeps configuration and state; dpkg -P removes everything it installed', async () => {
     const files = sh(['dpkg-query', '-L', 'rampart-agent']).stdout.split('\n').filter(Boolean);
-    const ownFiles = files.filter((f) => !statSync(f).isDirectory());
+    // Configuration files stay after dpkg -r, as dpkg keeps every package's conffiles.
+    const conffiles = ['/etc/fail2ban/action.d/rampart.conf'];
+    const ownFiles = files.filter((f) => !statSync(f).isDirectory() && !conffiles.includes(f));
     expect(ownFiles).toContain('/usr/lib/rampart-agent/node/bin/node');
     const removed = await dpkg(['-r', 'rampart-agent']);
     expect(removed.status, removed.stderr).toBe(0);
     expect(ownFiles.filter((f) => existsSync(f))).toEqual([]);
-    expect(['/etc/rampart-agent/agent.json', '/etc/rampart-agent/agent.env', '/var/lib/rampart-agent/credentials.json'].filter((f) => !existsSync(f))).toEqual([]);
+    expect(['/etc/rampart-agent/agent.json', '/etc/rampart-agent/agent.env', '/var/lib/rampart-agent/credentials.json', ...conffiles].filter((f) => !existsSync(f))).toEqual([]);
     expect(sh(['getent', 'passwd', 'rampart-agent']).status).toBe(0);
 
     const purged = await dpkg(['-P', 'rampart-agent']);

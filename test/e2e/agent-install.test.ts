@@ -66,7 +66,8 @@ describe('rampart-agent install into a clean root', { timeout: 180_000 }, () => 
       [
         'wrote /usr/lib/rampart-agent/rampart-agent.mjs (0644)',
         `wrote /usr/lib/rampart-agent/rampart-agent-chunks/ (${chunks.length} files, 0644)`,
-        'wrote /usr/lib/rampart-agent/rampart-agent-packaging/ (3 files, 0644)',
+        // packaging/ and its fail2ban/ folder (README.md, action.d/rampart.conf, the rampart-fail2ban helper).
+        'wrote /usr/lib/rampart-agent/rampart-agent-packaging/ (6 files, 0644, 1 executable 0755)',
         `wrote /usr/lib/rampart-agent/node/bin/node (0755, Node.js ${process.versions.node})`,
         ...(existsSync(nodeLicense) ? ['wrote /usr/lib/rampart-agent/node/LICENSE (0644)'] : []),
         'wrote /usr/bin/rampart-agent (0755)',
@@ -95,6 +96,8 @@ describe('rampart-agent install into a clean root', { timeout: 180_000 }, () => 
       expect(readFileSync(join(lib, 'rampart-agent-packaging', f)).equals(packaging(f))).toBe(true);
       expect(mode(join(lib, 'rampart-agent-packaging', f))).toBe('0644');
     }
+    expect(mode(join(lib, 'rampart-agent-packaging', 'fail2ban', 'rampart-fail2ban'))).toBe('0755');
+    expect(mode(join(lib, 'rampart-agent-packaging', 'fail2ban', 'action.d', 'rampart.conf'))).toBe('0644');
     // The runtime is a copy of the Node.js that ran install: nothing points back at this machine.
     expect(readFileSync(join(lib, 'node/bin/node')).equals(readFileSync(process.execPath))).toBe(true);
     expect(mode(join(lib, 'node/bin/node'))).toBe('0755');

@@ -79,9 +79,20 @@ try {
     { root: stage, prefix: '/usr', unitPath: '/usr/lib/systemd/system/rampart-agent.service', bundle, packaging: join(dirname(bundle), 'rampart-agent-packaging'), node },
     (line) => log(line),
   );
+  // fail2ban's action (packaging/fail2ban, README "fail2ban"): the helper where the action looks for
+  // it, and the action itself as a configuration file of the package.
+  const fail2ban = join(dirname(bundle), 'rampart-agent-packaging', 'fail2ban');
+  const helper = join(stage, 'usr/lib/rampart-agent/fail2ban/rampart-fail2ban');
+  const action = join(stage, 'etc/fail2ban/action.d/rampart.conf');
+  for (const [from, to, mode] of [[join(fail2ban, 'rampart-fail2ban'), helper, 0o755], [join(fail2ban, 'action.d/rampart.conf'), action, 0o644]]) {
+    mkdirSync(dirname(to), { recursive: true, mode: 0o755 });
+    cpSync(from, to);
+    chmodSync(to, mode);
+  }
 
   const debian = join(stage, 'DEBIAN');
   mkdirSync(debian, { mode: 0o755 });
+  writeFileSync(join(debian, 'conffiles'), '/etc/fail2ban/action.d/rampart.conf\n', { mode: 0o644 });
   const installedSize = sizeKiB(stage);
   const control = readFileSync(join(root, 'debian/control'), 'utf8')
     .replaceAll('@VERSION@', version)

@@ -164,6 +164,7 @@ describe.each(driverCases())('only public addresses are reported on $name', (dri
     expect(wide.statusCode).toBe(400);
     expect(wide.json().type).toBe('https://rampart.dev/problems/network_too_wide');
     // Asked of the replica that took the report: another one's mirror shows it from the next second on (README, look-ups).
-    expect(await held('10.1.2.3', lab)).toEqual(['10.1.2.3']);
+    // Acme's whitelist on 10.0.0.0/8 (a test above), which nobody reported, is a record of its own (migration 0017).
+    expect(await held('10.1.2.3', lab)).toEqual(['10.1.2.3', '10.0.0.0/8']);
   });
 });

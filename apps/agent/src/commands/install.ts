@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, chown, copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -111,14 +111,30 @@ async function put(path: string, content: string | Buffer, mode: number, log: (l
 
 async function copyTree(from: string, to: string, shownTo: string, log: (line: string) => void): Promise<void> {
   if (!existsSync(from)) return;
+  const { files, executables } = await copyDir(from, to);
+  log(`wrote ${shownTo}/ (${files} files, 0644${executables > 0 ? `, ${executables} executable 0755` : ''})`);
+}
+
+/** Copies a folder tree (folders 0755; files 0644, or 0755 where the source is executable); counts the files copied. */
+async function copyDir(from: string, to: string): Promise<{ files: number; executables: number }> {
   await mkdir(to, { recursive: true, mode: 0o755 });
   await chmod(to, 0o755);
-  const names = (await readdir(from)).sort();
-  for (const name of names) {
-    await copyFile(join(from, name), join(to, name));
-    await chmod(join(to, name), 0o644);
+  const count = { files: 0, executables: 0 };
+  for (const entry of (await readdir(from, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
+    const [source, target] = [join(from, entry.name), join(to, entry.name)];
+    if (entry.isDirectory()) {
+      const inner = await copyDir(source, target);
+      count.files += inner.files;
+      count.executables += inner.executables;
+      continue;
+    }
+    const executable = ((await stat(source)).mode & 0o111) !== 0;
+    await copyFile(source, target);
+    await chmod(target, executable ? 0o755 : 0o644);
+    count.files += 1;
+    if (executable) count.executables += 1;
   }
-  log(`wrote ${shownTo}/ (${names.length} files, 0644)`);
+  return count;
 }
 
 /** The unit with the paths of this installation instead of /usr/lib/rampart-agent (the runtime is inside it). */
