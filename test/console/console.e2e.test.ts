@@ -471,9 +471,13 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
       expect(csv).toContain(`ipv4,${unreported},1,,false,false,,`);
       // The whole address space is no decision (MAX_DECISION_PREFIX): refused, named at the field.
       await page.getByLabel('Indicator', { exact: true }).fill('0.0.0.0/0');
+      const errorsBefore = consoleErrors.length;
       await page.getByRole('button', { name: 'Blacklist', exact: true }).click();
       await page.getByText('400: params.ip: /0 is wider than /8, the widest network a decision may name outside the private-use ranges').waitFor();
       expect((await decided()).some((d) => d.value === '0.0.0.0/0')).toBe(false);
+      // The browser logs the refused request; exactly that one, and it is expected.
+      expect(consoleErrors.slice(errorsBefore)).toEqual(['Failed to load resource: the server responded with a status of 400 (Bad Request)']);
+      consoleErrors.splice(errorsBefore);
       await page.screenshot({ path: `${SHOTS}/decisions-${width}.png`, fullPage: true });
       expect(await sideways(), `decisions at ${width}`).toBeLessThanOrEqual(0);
       await page.context().close();
