@@ -101,8 +101,10 @@ describe('records of spec section 2', () => {
     expect(UrlRecord.safeParse({ ...sampleUrlPage.body[0], url: 'javascript:alert(1)' }).success).toBe(false);
   });
 
-  it('scores are integers 1..1000', () => {
-    expect(Ipv4Record.safeParse({ ...sampleIpv4Record, score: 0 }).success).toBe(false);
+  it('scores are integers 0..1000 (0: an organization\'s decision record on a value nobody reported)', () => {
+    expect(Ipv4Record.safeParse({ ...sampleIpv4Record, score: 0 }).success).toBe(true);
+    expect(Ipv4Record.safeParse({ ...sampleIpv4Record, score: -1 }).success).toBe(false);
+    expect(Ipv4Record.safeParse({ ...sampleIpv4Record, score: 1.5 }).success).toBe(false);
     expect(Ipv4Record.safeParse({ ...sampleIpv4Record, score: 1001 }).success).toBe(false);
     expect(Ipv4Record.safeParse({ ...sampleIpv4Record, score: 1000 }).success).toBe(true);
   });
