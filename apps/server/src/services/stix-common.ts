@@ -13,3 +13,24 @@ export function patternString(value: string): string {
   return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
 }
 
+
+/** STIX hash names of the file digests the platform holds (the same in STIX 2.0 and 2.1). */
+export const FILE_HASHES = [
+  ['md5', 'MD5'],
+  ['sha1', 'SHA-1'],
+  ['sha256', 'SHA-256'],
+] as const;
+
+/** The pattern of a domain, URL or file digest, the same in STIX 2.0 and 2.1 (they differ on IPv4 networks only). */
+export function namedPattern(subject: Exclude<StixSubject, { kind: 'ipv4' }>): string {
+  switch (subject.kind) {
+    case 'domain':
+      return `[domain-name:value = ${patternString(subject.value)}]`;
+    case 'url':
+      return `[url:value = ${patternString(subject.value)}]`;
+    case 'file': {
+      const tests = FILE_HASHES.filter(([key]) => subject[key]).map(([key, name]) => `file:hashes.${name === 'MD5' ? name : `'${name}'`} = ${patternString(subject[key]!)}`);
+      return `[${tests.join(' OR ')}]`;
+    }
+  }
+}

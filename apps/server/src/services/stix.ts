@@ -6,7 +6,7 @@ import { normalizeDomain, normalizeUrl } from './indicator-names.ts';
 import { notFound } from './indicators.ts';
 import { loadIpv4Policy, recordDecision } from './ipv4-policy.ts';
 import type { IndicatorState } from './stix21.ts';
-import { PLATFORM_NAME, patternString, type StixSubject } from './stix-common.ts';
+import { FILE_HASHES, PLATFORM_NAME, namedPattern, patternString, type StixSubject } from './stix-common.ts';
 
 export { PLATFORM_NAME, patternString, type StixSubject } from './stix-common.ts';
 import { fileState, ipv4State, namedState } from './taxii-sources.ts';
@@ -47,24 +47,12 @@ export function stableStixId(type: string, name: string): string {
   return `${type}--${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
-const FILE_HASHES = [
-  ['md5', 'MD5'],
-  ['sha1', 'SHA-1'],
-  ['sha256', 'SHA-256'],
-] as const;
-
 export function stixPattern(subject: StixSubject): string {
   switch (subject.kind) {
     case 'ipv4':
       return subject.isNetwork ? `[ipv4-addr:value ISSUBSET ${patternString(subject.value)}]` : `[ipv4-addr:value = ${patternString(subject.value)}]`;
-    case 'domain':
-      return `[domain-name:value = ${patternString(subject.value)}]`;
-    case 'url':
-      return `[url:value = ${patternString(subject.value)}]`;
-    case 'file': {
-      const tests = FILE_HASHES.filter(([key]) => subject[key]).map(([key, name]) => `file:hashes.${name === 'MD5' ? name : `'${name}'`} = ${patternString(subject[key]!)}`);
-      return `[${tests.join(' OR ')}]`;
-    }
+    default:
+      return namedPattern(subject);
   }
 }
 

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { lastSecondAtOrAbove, liveScore } from '@rampart/scoring';
 import { isoMillis } from './envelope.ts';
-import { PLATFORM_NAME, patternString, type StixSubject } from './stix-common.ts';
+import { PLATFORM_NAME, namedPattern, patternString, type StixSubject } from './stix-common.ts';
 
 // STIX 2.1 indicators (OASIS STIX 2.1, section 4.7) for the TAXII collections and `/stix2?spec_version=2.1`.
 // An indicator object is one held indicator as one organization sees it. Its versions follow
@@ -135,25 +135,13 @@ export function confidenceOf(score: number): number {
   return Math.min(100, Math.max(0, Math.round(score / 10)));
 }
 
-const FILE_HASHES = [
-  ['md5', 'MD5'],
-  ['sha1', 'SHA-1'],
-  ['sha256', 'SHA-256'],
-] as const;
-
 /** A STIX 2.1 pattern: networks as CIDR (`ipv4-addr:value` holds either), file digests joined by OR. */
 export function stix21Pattern(subject: StixSubject): string {
   switch (subject.kind) {
     case 'ipv4':
       return `[ipv4-addr:value = ${patternString(subject.value)}]`;
-    case 'domain':
-      return `[domain-name:value = ${patternString(subject.value)}]`;
-    case 'url':
-      return `[url:value = ${patternString(subject.value)}]`;
-    case 'file': {
-      const tests = FILE_HASHES.filter(([key]) => subject[key]).map(([key, name]) => `file:hashes.${name === 'MD5' ? name : `'${name}'`} = ${patternString(subject[key]!)}`);
-      return `[${tests.join(' OR ')}]`;
-    }
+    default:
+      return namedPattern(subject);
   }
 }
 
