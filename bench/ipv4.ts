@@ -430,7 +430,7 @@ async function main(): Promise<void> {
       '',
       `Load average ${rounds.loadStart} at the first round, ${rounds.loadEnd} after the last (1, 5, 15 minutes; the machine has 2 cores).`,
       'The ceiling row runs first in odd rounds, the look-up row in even ones. Look-ups are answered from the in-process mirror',
-      '(README, "GET /ips/{ip} from the IPv4 mirror": catch-up at most once a second, and after every write this replica acknowledged).',
+      '(docs/indicators.md, "GET /ips/{ip} from the IPv4 mirror": catch-up at most once a second, and after every write this replica acknowledged).',
       '',
       '| round | ceiling req/s | GET /ips/{ip} req/s | look-up / ceiling | server CPU µs/request: ceiling | look-up | client: ceiling | look-up | CPU ratio | machine idle: ceiling | look-up |',
       '|---|---|---|---|---|---|---|---|---|---|---|',

@@ -1,6 +1,6 @@
 #!/usr/bin/env -S npx tsx
 /*
- * The dependency audit of CI (`npx tsx scripts/audit.ts`, run by .ci/run). Policy (README, Security):
+ * The dependency audit of CI (`npx tsx scripts/audit.ts`, run by .ci/run). Policy (docs/security.md):
  * `npm audit --omit=dev` over the production dependencies; every advisory of severity high or
  * critical fails the run unless .ci/audit-allow.json has an entry for it that says why it does
  * not apply (and, optionally, until when). An entry that matches nothing found also fails, so

@@ -85,7 +85,7 @@ export interface AppConfig {
   coinLeaseMax?: number;
   /** Requests per minute per key (per address without one), for the whole deployment. */
   rateLimitPerMinute: number;
-  /** Replicas sharing the budgets: each replica enforces budget / replicas (README, Rate limits). */
+  /** Replicas sharing the budgets: each replica enforces budget / replicas (docs/api.md, Rate limits). */
   rateLimitReplicas: number;
   /** Failed authentications per address, and per API key id, within 10 minutes before a lock-out. */
   authFailuresPerAddress: number;
@@ -112,7 +112,7 @@ export interface AppConfig {
   tools: ToolsConfig;
   /** Signs agent keys (JWT, HS256); when unset, a random secret kept in the store (shared by its replicas). */
   agentTokenSecret: string | undefined;
-  /** When set, GET /metrics answers only `Authorization: Bearer <token>` (README, Security). */
+  /** When set, GET /metrics answers only `Authorization: Bearer <token>` (docs/security.md). */
   metricsToken?: string | undefined;
   /** Seconds between sync-channel pings; a peer silent for two of them is dropped. */
   syncHeartbeatSeconds: number;

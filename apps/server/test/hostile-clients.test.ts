@@ -9,11 +9,11 @@ import { registerAgent } from './support/agents.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
 
-/** The rows of the README's table of agent key routes. */
+/** The rows of docs/api.md's table of agent key routes. */
 function readmeAgentRoutes(): { method: string; url: string; use: string }[] {
-  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  const readme = readFileSync(new URL('../../../docs/api.md', import.meta.url), 'utf8');
   const table = /<!-- agent-key-routes -->\n([\s\S]*?)<!-- \/agent-key-routes -->/.exec(readme);
-  if (!table) throw new Error('README has no agent-key-routes table');
+  if (!table) throw new Error('docs/api.md has no agent-key-routes table');
   return table[1]!
     .trim()
     .split('\n')

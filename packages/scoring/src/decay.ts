@@ -80,7 +80,7 @@ export function lastSecondAtOrAbove(s0: number, threshold: number): number {
  * The score a record is re-anchored with when it is delivered again at a later `ts` without a
  * report (a decision or a setting of one organization changed): its live score at that second,
  * as a whole score 1..1000. From then on the record decays from this new anchor, which keeps it
- * alive longer than its old anchor would have (README, "Re-delivery and decay").
+ * alive longer than its old anchor would have (docs/indicators.md, "Re-delivery and decay").
  */
 export function reanchoredScore(s0: number, secondsElapsed: number): number {
   return Math.min(1000, Math.max(1, Math.round(liveScore(s0, secondsElapsed))));

@@ -4,7 +4,7 @@
  * the window is locked out, and every further lock-out of the same subject doubles (capped) —
  * without it, each wrong secret costs a store read, a store write and a log line, unbounded.
  *
- * Per replica and in memory (README, Rate limits): the budget a deployment sets is divided by
+ * Per replica and in memory (docs/api.md, Rate limits): the budget a deployment sets is divided by
  * its replica count by the caller. Memory is bounded: at most `maxSubjects` are tracked and the
  * least recently failing is forgotten first.
  */

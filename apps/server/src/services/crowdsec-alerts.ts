@@ -7,7 +7,7 @@ import type { Ipv4Reports } from './ipv4-reports.ts';
  * CrowdSec alerts as Rampart reports. Each alert (one source address or range that overflowed
  * one scenario's bucket) becomes one report of the watcher's organization: `source` and the
  * severity behind `confidence` come from the scenario (SCENARIO_RULES, first match wins), the
- * confidence grows with the events the bucket held. Documented in the README ("CrowdSec agents").
+ * confidence grows with the events the bucket held. Documented in docs/integrations.md ("CrowdSec agents").
  */
 
 export interface ScenarioRule {

@@ -191,7 +191,7 @@ export class Ipv4Mirror {
   }
 
   /**
-   * THE FRESHNESS RULE of look-ups answered by the mirror (README, "GET /ips/{ip} from the IPv4 mirror"): a look-up is
+   * THE FRESHNESS RULE of look-ups answered by the mirror (docs/indicators.md, "GET /ips/{ip} from the IPv4 mirror"): a look-up is
    * answered from a catch-up that started (a) within the current wall-clock second, and (b) after
    * the last write this replica acknowledged (noteWrite). (a) is the feed's own freshness: a
    * report is in the `/ips` feed once its second is settled, and in every look-up from the next
