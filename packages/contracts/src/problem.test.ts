@@ -24,7 +24,6 @@ describe('error catalog', () => {
       rate_limited: 429,
       headers_too_large: 431,
       internal: 500,
-      not_implemented: 501,
       bad_gateway: 502,
       store_unavailable: 503,
       upstream_timeout: 504,

@@ -23,7 +23,6 @@ export const ERROR_CATALOG = {
   rate_limited: { status: 429, title: 'Too many requests' },
   headers_too_large: { status: 431, title: 'Request header fields too large' },
   internal: { status: 500, title: 'Internal error' },
-  not_implemented: { status: 501, title: 'Not implemented' },
   bad_gateway: { status: 502, title: 'Bad gateway' },
   store_unavailable: { status: 503, title: 'Store unavailable' },
   upstream_timeout: { status: 504, title: 'Upstream timeout' },

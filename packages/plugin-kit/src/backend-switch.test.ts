@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineEnforcer, enforcerKinds, type Enforcer } from './enforcer.ts';
 import { enforcerByBackend } from './backend-switch.ts';
+import { silentLogger } from './testing/loggers.ts';
 
 const made: string[] = [];
 const backend = (name: string) =>
@@ -17,7 +18,7 @@ const backend = (name: string) =>
 
 describe('enforcerByBackend', () => {
   const sw = enforcerByBackend('packet_filter', { nftables: backend('nftables'), ipset: backend('ipset') }, 'nftables');
-  const silentCtx = { log: { debug() {}, info() {}, warn() {}, error() {}, child: () => silentCtx.log } };
+  const silentCtx = { log: silentLogger };
 
   it('routes by options.backend, defaulting when it is absent', async () => {
     await sw.create(sw.configSchema.parse({ active: true }), silentCtx);

@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { journalctlArgs, journalCursorPath, journalMatch, readJournalCursor, startJournalSource } from './journal.ts';
-import type { Detection, LineParser, PluginLogger } from './index.ts';
+import type { Detection, LineParser } from './index.ts';
 import { EnvelopeParser } from './envelope.ts';
 import { JOURNAL_REMOTE, writeJournal } from './testing/journal-remote.ts';
 import { systemGate } from './testing/system-gate.ts';
+import { silentLogger as silent } from './testing/loggers.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const CURSOR = 's=43cc5830b2184c6c89b04e927aa1dadc;i=7d0;b=0123456789abcdef0123456789abcdef;m=7cf;t=62f3ce0e6624f;x=1728e7130b8cf517';
 
 describe('journal locations', () => {

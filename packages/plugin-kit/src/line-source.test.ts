@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { startCommandSource } from './line-source.ts';
-import type { Detection, LineParser, PluginLogger } from './index.ts';
+import type { Detection, LineParser } from './index.ts';
+import { silentLogger as silent } from './testing/loggers.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 /** Emits one detection per line that is an address. */
 const echo = (): LineParser => ({
   push: (line, readAt) => (/^\d+\.\d+\.\d+\.\d+$/.test(line) ? [{ ts: readAt, ip: line, source: 'json_source', kind: 'x', attempts: 1 }] : []),

@@ -1,12 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { PluginLogger } from '@rampart/plugin-kit';
-import { enforcerConformance } from '@rampart/plugin-kit/testing';
+import { enforcerConformance, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { AwsConfig, awsEnforcer } from '../src/index.ts';
 import { startAwsStandIn, type AwsStandIn } from './aws-stand-in.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const ACL = 'acl-0a1b2c3d4e5f60718';
 const KEY = 'AKIAIOSFODNN7EXAMPLE';
 

@@ -3,11 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enforcerKinds, type PluginLogger } from '@rampart/plugin-kit';
-import { enforcerConformance, kindConformance, startNamed, systemGate, waitFor, type NamedInstance } from '@rampart/plugin-kit/testing';
+import { enforcerKinds } from '@rampart/plugin-kit';
+import { enforcerConformance, kindConformance, startNamed, systemGate, waitFor, type NamedInstance, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { BindRpzConfig, bindRpzEnforcer, parseWhitelist, rpzIpOwner, rpzIpZoneFormat, rpzZoneFormat, serialOf } from './index.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const skip = systemGate('BIND response policy zone', { commands: ['named', 'rndc', 'dig'] });
 const entry = (value: string, score = 900) => ({ value, score });
 

@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { engineStats, type PluginLogger } from '@rampart/plugin-kit';
-import { conformanceAddresses, enforcerConformance, waitFor } from '@rampart/plugin-kit/testing';
+import { engineStats } from '@rampart/plugin-kit';
+import { conformanceAddresses, enforcerConformance, waitFor, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { CheckPointMgmtConfig, checkpointMgmtEnforcer } from '../src/index.ts';
 import { WebApiTransport } from '../src/web-api.ts';
 import { startMgmtApiStandIn, type MgmtApiStandIn } from './mgmt-api-stand-in.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const GROUP = 'rampart-blocked';
 
 function config(api: MgmtApiStandIn, extra: Record<string, unknown> = {}) {

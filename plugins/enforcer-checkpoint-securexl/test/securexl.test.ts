@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { engineStats, type PluginLogger } from '@rampart/plugin-kit';
-import { enforcerConformance, waitFor } from '@rampart/plugin-kit/testing';
+import { engineStats } from '@rampart/plugin-kit';
+import { enforcerConformance, waitFor, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { checkpointSecureXlEnforcer, failureOf, listSections, parseDenyList, SecureXlConfig } from '../src/index.ts';
 import { startGatewayStandIn, type GatewayStandIn } from './gateway-stand-in.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const fixture = (name: string) => readFile(fileURLToPath(new URL(`fixtures/${name}`, import.meta.url)), 'utf8');
 
 function config(members: GatewayStandIn[], extra: Record<string, unknown> = {}, options: Record<string, unknown> = {}) {

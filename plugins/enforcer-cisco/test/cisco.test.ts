@@ -3,8 +3,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { engineStats, type PluginLogger } from '@rampart/plugin-kit';
-import { ed25519KeyPair, enforcerConformance, waitFor } from '@rampart/plugin-kit/testing';
+import { engineStats } from '@rampart/plugin-kit';
+import { ed25519KeyPair, enforcerConformance, waitFor, recordingLogger } from '@rampart/plugin-kit/testing';
 import {
   ASA_ERROR,
   CiscoAsaConfig,
@@ -25,16 +25,10 @@ import { startAsaStandIn, type AsaStandIn } from './asa-stand-in.ts';
 
 const fixture = (name: string) => readFile(fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url)), 'utf8');
 
-interface Logged {
-  level: string;
-  data: Record<string, unknown>;
-  msg: string;
-}
-function recorder(): { log: PluginLogger; lines: Logged[] } {
-  const lines: Logged[] = [];
-  const at = (level: string) => (data: Record<string, unknown>, msg: string) => void lines.push({ level, data, msg });
-  const log: PluginLogger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: () => log } as unknown as PluginLogger;
-  return { log, lines };
+/** A logger that keeps its lines (plugin-kit's recordingLogger), and those lines. */
+function recorder() {
+  const log = recordingLogger();
+  return { log, lines: log.lines };
 }
 const silent = recorder().log;
 

@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { engineStats, type Enforcer, type PluginLogger } from '@rampart/plugin-kit';
-import { enforcerConformance } from '@rampart/plugin-kit/testing';
+import { engineStats, type Enforcer } from '@rampart/plugin-kit';
+import { enforcerConformance, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { CloudflareConfig, cloudflareEnforcer } from '../src/index.ts';
 import { startCloudflareStandIn, type CloudflareStandIn } from './cloudflare-stand-in.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const ACCOUNT = '023e105f4ecef8ad9ca31a8372d0c353';
 const ZONE = '9a7806061c88ada191ed06f989cc3dac';
 

@@ -2,11 +2,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { enforcerKinds, type PluginLogger } from '@rampart/plugin-kit';
-import { kindConformance } from '@rampart/plugin-kit/testing';
+import { enforcerKinds } from '@rampart/plugin-kit';
+import { kindConformance, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { CsvConfig, csvEnforcer } from './index.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 
 describe('enforcer-csv: domains, URLs and digests', () => {
   it('turns a kind on with options.kinds.<kind>.path; one file per kind', () => {

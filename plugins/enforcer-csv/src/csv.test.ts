@@ -3,12 +3,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { PluginLogger } from '@rampart/plugin-kit';
-import { enforcerConformance } from '@rampart/plugin-kit/testing';
+import { enforcerConformance, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { codecOf } from '@rampart/plugin-kit';
 import { CsvConfig, csvEnforcer, csvFormat, namedCsvFormat } from './index.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'rampart-csv-'));

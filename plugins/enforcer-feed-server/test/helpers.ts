@@ -3,25 +3,9 @@ import { request } from 'node:https';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { PluginLogger } from '@rampart/plugin-kit';
 import { CspFeedConfig, FirewallBFeedConfig, type FeedServerConfig } from '../src/index.ts';
 
-export interface LogLine {
-  level: string;
-  data: Record<string, unknown>;
-  msg: string;
-}
-
-/** A logger that keeps every line, for asserting what was announced. */
-export function recordingLogger(lines: LogLine[] = []): PluginLogger & { lines: LogLine[] } {
-  const at =
-    (level: string) =>
-    (a: object | string, b?: string): void => {
-      lines.push(typeof a === 'string' ? { level, data: {}, msg: a } : { level, data: a as Record<string, unknown>, msg: b ?? '' });
-    };
-  const log: PluginLogger & { lines: LogLine[] } = { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: () => log };
-  return log;
-}
+export { recordingLogger, type LogLine } from '@rampart/plugin-kit/testing';
 
 export const tempDir = () => mkdtemp(join(tmpdir(), 'rampart-feeds-'));
 

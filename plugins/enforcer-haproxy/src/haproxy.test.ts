@@ -3,11 +3,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
-import { enforcerConformance, startHaproxy, statusFrom, systemGate, type HaproxyInstance } from '@rampart/plugin-kit/testing';
+import type { Enforcer } from '@rampart/plugin-kit';
+import { enforcerConformance, startHaproxy, statusFrom, systemGate, type HaproxyInstance, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { HaproxyConfig, haproxyEnforcer, parseShowAcl, runtimeCommands } from './index.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const skip = systemGate('HAProxy runtime API', { commands: ['haproxy'] });
 
 type Haproxy = HaproxyInstance;

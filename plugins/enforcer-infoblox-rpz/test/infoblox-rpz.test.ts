@@ -3,12 +3,11 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { engineStats, enforcerKinds, type PluginLogger } from '@rampart/plugin-kit';
-import { kindConformance } from '@rampart/plugin-kit/testing';
+import { engineStats, enforcerKinds } from '@rampart/plugin-kit';
+import { kindConformance, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { canonicalOf, InfobloxRpzConfig, infobloxRpzEnforcer, ownerMarker, parseWhitelist } from '../src/index.ts';
 import { startWapiStandIn, type WapiStandIn } from './wapi-stand-in.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const ZONE = 'rpz.example.org';
 const entry = (value: string, score = 900) => ({ value, score });
 

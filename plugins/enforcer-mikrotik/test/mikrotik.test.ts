@@ -3,12 +3,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { PluginLogger } from '@rampart/plugin-kit';
-import { ed25519KeyPair, enforcerConformance, waitFor } from '@rampart/plugin-kit/testing';
+import { ed25519KeyPair, enforcerConformance, waitFor, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { MikrotikConfig, mikrotikEnforcer, parseAddressList, parseDropRules } from '../src/index.ts';
 import { startRouterStandIn, type RouterStandIn } from './routeros-stand-in.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const sorted = (a: string[]) => [...a].sort();
 
 function config(router: RouterStandIn, extra: Record<string, unknown> = {}) {

@@ -3,11 +3,10 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
-import { enforcerConformance, startNginx, statusFrom, systemGate, waitFor, type NginxInstance } from '@rampart/plugin-kit/testing';
+import type { Enforcer } from '@rampart/plugin-kit';
+import { enforcerConformance, startNginx, statusFrom, systemGate, waitFor, type NginxInstance, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { ModSecurityConfig, modsecurityEnforcer } from './index.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const MODULE = '/usr/share/nginx/modules/ngx_http_modsecurity_module.so';
 
 /** Skips locally (printing why) and fails under CI when nginx or its ModSecurity module is missing. */

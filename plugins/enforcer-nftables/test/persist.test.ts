@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { PluginLogger } from '@rampart/plugin-kit';
-import { NetnsLab } from '@rampart/plugin-kit/testing';
+import { NetnsLab, recordingLogger } from '@rampart/plugin-kit/testing';
 import { nftablesEnforcer } from '../src/index.ts';
 import { skipWithoutNft } from './support.ts';
 
@@ -11,16 +10,7 @@ describe.skipIf(skipWithoutNft('nftables acl and reload'))('nftables acl file, r
   const lab = new NetnsLab();
   let ns: string;
   let dir: string;
-  const warnings: { obj: object; msg?: string }[] = [];
-  const log: PluginLogger = {
-    debug() {},
-    info() {},
-    error() {},
-    warn: ((obj: object | string, msg?: string) => {
-      warnings.push(typeof obj === 'string' ? { obj: {}, msg: obj } : { obj, ...(msg === undefined ? {} : { msg }) });
-    }) as PluginLogger['warn'],
-    child: () => log,
-  };
+  const log = recordingLogger();
 
   beforeAll(async () => {
     ns = await lab.namespace('acl');
@@ -52,13 +42,13 @@ describe.skipIf(skipWithoutNft('nftables acl and reload'))('nftables acl file, r
   });
 
   it('logs the cut once when the capacity binds, and counts it', async () => {
-    warnings.length = 0;
+    log.lines.length = 0;
     const enforcer = await nftablesEnforcer.create(nftablesEnforcer.configSchema.parse({ active: true, options: { netns: ns, capacity: 2 } }), { log });
     const entries = [1, 2, 3, 4].map((i) => ({ value: `192.0.2.${i}`, score: i }));
     expect(await enforcer.sync(entries)).toEqual({ enforced: 2, cut: 2 });
     expect(await enforcer.apply({ add: [{ value: '192.0.2.9', score: 0 }], remove: [] })).toEqual({ enforced: 2, cut: 3 });
     expect(await enforcer.apply({ add: [{ value: '192.0.2.9', score: 0 }], remove: [] })).toEqual({ enforced: 2, cut: 3 });
-    expect(warnings.filter((w) => w.msg === 'capacity reached; lowest scores cut').map((w) => w.obj)).toEqual([
+    expect(log.lines.filter((w) => w.level === 'warn' && w.msg === 'capacity reached; lowest scores cut').map((w) => w.data)).toEqual([
       { cut: 2, capacity: 2 },
       { cut: 3, capacity: 2 },
     ]);

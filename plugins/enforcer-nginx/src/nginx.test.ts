@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Enforcer, PluginLogger } from '@rampart/plugin-kit';
-import { enforcerConformance, startNginx, statusFrom, systemGate, waitFor, type NginxInstance } from '@rampart/plugin-kit/testing';
+import type { Enforcer } from '@rampart/plugin-kit';
+import { enforcerConformance, startNginx, statusFrom, systemGate, waitFor, type NginxInstance, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { DEFAULT_NGINX_RELOAD, NginxConfig, nginxEnforcer } from './index.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const skip = systemGate('nginx geo enforcer', { commands: ['nginx'] });
 
 const GEO_SERVER = `

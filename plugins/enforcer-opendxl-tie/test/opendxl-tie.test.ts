@@ -3,13 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enforcerKinds, type PluginLogger } from '@rampart/plugin-kit';
-import { kindConformance, systemGate } from '@rampart/plugin-kit/testing';
+import { enforcerKinds } from '@rampart/plugin-kit';
+import { kindConformance, systemGate, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { DxlClient, DxlError, OpenDxlTieConfig, openDxlTieEnforcer, TIE_GET_FILE_REPUTATION, TieFiles } from '../src/index.ts';
 import { makePki, removePki, startBroker, type Broker, type TestPki } from './tls-broker.ts';
 import { startTieStandIn, type TieStandIn } from './tie-stand-in.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const skip = systemGate('OpenDXL TIE over a real MQTT broker', { commands: ['mosquitto', 'openssl'] });
 
 const MD5 = 'D41D8CD98F00B204E9800998ECF8427E';

@@ -3,11 +3,9 @@ import { chmod, mkdtemp, readFile, rm, writeFile, readdir } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { PluginLogger } from '@rampart/plugin-kit';
-import { enforcerConformance } from '@rampart/plugin-kit/testing';
+import { enforcerConformance, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { PfConfig, defaultPfReloadCommand, pfEnforcer } from './index.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 
 let dir: string;
 let bin: string;

@@ -1,11 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PluginLogger } from '@rampart/plugin-kit';
-import { startSquid, systemGate, waitFor, type SquidInstance } from '@rampart/plugin-kit/testing';
+import { startSquid, systemGate, waitFor, type SquidInstance, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { SquidConfig, squidEnforcer } from './index.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const skip = systemGate('Squid proxy', { commands: ['squid'] });
 
 describe.skipIf(skip)('enforcer-squid against a real Squid in front of a local origin', () => {

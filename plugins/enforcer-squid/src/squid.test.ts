@@ -3,11 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { enforcerKinds, type PluginLogger } from '@rampart/plugin-kit';
-import { kindConformance } from '@rampart/plugin-kit/testing';
+import { enforcerKinds } from '@rampart/plugin-kit';
+import { kindConformance, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { SquidConfig, patternUrl, squidEnforcer, urlPattern } from './index.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 
 describe('enforcer-squid', () => {
   it('parses the README sample config; names what is missing or unsupported', async () => {

@@ -1,13 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { memoryOffsetStore } from '@rampart/plugin-kit';
-import type { Detection, OffsetStore, PluginLogger } from '@rampart/plugin-kit';
+import type { Detection, OffsetStore } from '@rampart/plugin-kit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CloudflareSourceConfig, FirewallEventParser, cloudflareSource, startPoller } from '../src/index.ts';
 import { startCloudflareStandIn } from './cloudflare-stand-in.ts';
 import type { CloudflareStandIn } from './cloudflare-stand-in.ts';
+import { silentLogger as silent } from '@rampart/plugin-kit/testing';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const AUTH = { email: 'secops@example.com', key: 'c2547eb745079dac9320b638f5e225cf483cc5cfdda41' };
 const ZONE = '023e105f4ecef8ad9ca31a8372d0c353';
 const ZONE2 = '9a7806061c88ada191ed06f989cc3dac';

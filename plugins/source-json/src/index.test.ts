@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { memoryOffsetStore } from '@rampart/plugin-kit';
-import type { Detection, PluginLogger } from '@rampart/plugin-kit';
+import type { Detection } from '@rampart/plugin-kit';
 import { describe, expect, it } from 'vitest';
 import { JsonEventParser, JsonSourceConfig, JsonStream, eventTime, jsonSource } from './index.ts';
+import { silentLogger as silent } from '@rampart/plugin-kit/testing';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const readAt = 1_750_000_000;
 
 describe('json_source', () => {

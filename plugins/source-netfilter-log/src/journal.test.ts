@@ -2,8 +2,8 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseLines } from '@rampart/plugin-kit';
-import type { Detection, PluginLogger } from '@rampart/plugin-kit';
-import { JOURNAL_REMOTE, syslogToJournal, systemGate, writeJournal } from '@rampart/plugin-kit/testing';
+import type { Detection } from '@rampart/plugin-kit';
+import { JOURNAL_REMOTE, syslogToJournal, systemGate, writeJournal, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { netfilterLogSource, PacketFilterLogConfig } from './index.ts';
 
@@ -14,7 +14,6 @@ import { netfilterLogSource, PacketFilterLogConfig } from './index.ts';
  * The source follows the journal directory and must find what the same lines give as a file.
  */
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const READ_AT = Date.parse('2025-06-01T00:00:00Z') / 1000;
 
 const kern = (second: number, src: string, dpt: number, spt: number) =>

@@ -4,8 +4,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { memoryOffsetStore } from '@rampart/plugin-kit';
-import type { Detection, PluginLogger } from '@rampart/plugin-kit';
-import { NetnsLab, systemGate } from '@rampart/plugin-kit/testing';
+import type { Detection } from '@rampart/plugin-kit';
+import { NetnsLab, systemGate, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PacketFilterLogConfig, netfilterLogSource } from './index.ts';
 
@@ -16,7 +16,6 @@ import { PacketFilterLogConfig, netfilterLogSource } from './index.ts';
  * a host-wide sysctl is changed, so NFLOG through ulogd is the way to see real lines here.
  */
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const PLUGINS = '/usr/lib/x86_64-linux-gnu/ulogd';
 
 const RULESET = `table inet rampart_test {

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { memoryOffsetStore } from '@rampart/plugin-kit';
-import type { Detection, PluginLogger } from '@rampart/plugin-kit';
+import type { Detection } from '@rampart/plugin-kit';
 import { describe, expect, it } from 'vitest';
 import { SshParser, SshSourceConfig, sshdSource } from './index.ts';
+import { silentLogger as silent } from '@rampart/plugin-kit/testing';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 
 describe('sshd source definition', () => {
   it('parses the README sample config, whose options are the defaults', async () => {

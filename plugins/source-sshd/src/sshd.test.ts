@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { memoryOffsetStore } from '@rampart/plugin-kit';
-import type { Detection, PluginLogger } from '@rampart/plugin-kit';
-import { freePort, systemGate } from '@rampart/plugin-kit/testing';
+import type { Detection } from '@rampart/plugin-kit';
+import { freePort, systemGate, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { Client } from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SshSourceConfig, sshdSource } from './index.ts';
@@ -20,7 +20,6 @@ import { SshSourceConfig, sshdSource } from './index.ts';
  * that the source tails.
  */
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 const SSHD = '/usr/sbin/sshd';
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 

@@ -1,11 +1,9 @@
 import type { RampartClient } from '@rampart/client';
 import type { AgentFeedbackBody } from '@rampart/contracts';
-import type { PluginLogger } from '@rampart/plugin-kit';
+import { silentLogger as log } from '@rampart/plugin-kit/testing';
 import { describe, expect, it } from 'vitest';
 import type { EnforcerWorker } from './enforcer-worker.ts';
 import { sendFeedback } from './feedback.ts';
-
-const log: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => log };
 
 /** A worker as sendFeedback reads it: what it holds is set by the test between reports. */
 function worker(held: number) {

@@ -1,15 +1,10 @@
 import type { FastifyRequest } from 'fastify';
-import { z } from 'zod';
 import { ApiError, type FeedUser } from '@rampart/contracts';
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
 import { feedUserObject } from '../services/envelope.ts';
 
-/** Response of reports and decisions: 200 with no body. */
-export const EMPTY = z.null().describe('empty body');
-
-/** `reply.send(NO_BODY)`: 200 with no body at all (the null schema documents it; nothing is serialized). */
-export const NO_BODY = undefined as unknown as null;
+export { EMPTY, NO_BODY } from './empty-reply.ts';
 
 export function nowSeconds(): number {
   return Math.floor(Date.now() / 1000);

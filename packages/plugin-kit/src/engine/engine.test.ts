@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { PluginLogger } from '../logger.ts';
 import type { BlockEntry } from '../enforcer.ts';
 import type { EnforcerAdapter, TargetChange } from './adapter.ts';
 import { createEngineEnforcer, engineStats } from './engine.ts';
 import type { KindCodec } from './codec.ts';
 import { domainCodec } from '../kinds.ts';
 import { compareIpv4 } from '@rampart/contracts';
+import { recordingLogger } from '../testing/loggers.ts';
 
 /*
  * The engine over a fake adapter whose target is a Set: every primitive call is recorded, and
@@ -64,16 +64,10 @@ function fakeTarget(initial: string[] = []) {
   return { target, calls, fail, stall, adapter, ops: () => calls.map((c) => c.op) };
 }
 
-interface Line {
-  level: string;
-  obj: Record<string, unknown>;
-  msg: string;
-}
-function recorder(): { log: PluginLogger; lines: Line[] } {
-  const lines: Line[] = [];
-  const at = (level: string) => ((obj: Record<string, unknown>, msg: string) => void lines.push({ level, obj, msg })) as PluginLogger['warn'];
-  const log: PluginLogger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: () => log };
-  return { log, lines };
+/** A logger that keeps its lines (plugin-kit's recordingLogger), and those lines. */
+function recorder() {
+  const log = recordingLogger();
+  return { log, lines: log.lines };
 }
 
 const e = (value: string, score: number): BlockEntry => ({ value, score });
@@ -115,7 +109,7 @@ describe('enforcer engine', () => {
     expect(t.ops()).toEqual(['replaceAll', 'applyBatch']);
     expect(await enforcer.apply({ add: [], remove: ['45.77.0.2', '45.77.0.0'] })).toEqual({ enforced: 2, cut: 1 });
     expect([...t.target].sort()).toEqual(['45.77.0.1/32', '45.77.0.3/32']);
-    const cuts = lines.filter((l) => l.msg === 'capacity reached; lowest scores cut').map((l) => l.obj);
+    const cuts = lines.filter((l) => l.msg === 'capacity reached; lowest scores cut').map((l) => l.data);
     expect(cuts).toEqual([{ cut: 1, capacity: 2 }, { cut: 2, capacity: 2 }, { cut: 3, capacity: 2 }, { cut: 1, capacity: 2 }]);
   });
 
@@ -129,7 +123,7 @@ describe('enforcer engine', () => {
     expect(await enforcer.apply({ add: [e('45.77.0.2', 2)], remove: [] })).toEqual({ enforced: 2, cut: 0 });
     expect(t.ops()).toEqual(['replaceAll', 'applyBatch', 'replaceAll']);
     expect([...t.target].sort()).toEqual(['45.77.0.1/32', '45.77.0.2/32']);
-    expect(lines.find((l) => l.msg === 'batch failed; replacing the target whole')?.obj).toMatchObject({ stage: 'apply', add: 1, remove: 0 });
+    expect(lines.find((l) => l.msg === 'batch failed; replacing the target whole')?.data).toMatchObject({ stage: 'apply', add: 1, remove: 0 });
     expect(engineStats(enforcer)).toMatchObject({ replaces: 2, batches: 0, fallbacks: 1, failures: 1 });
   });
 

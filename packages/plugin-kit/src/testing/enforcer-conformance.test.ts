@@ -2,11 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { DesiredSet } from '../engine/desired-set.ts';
 import { createEngineEnforcer } from '../engine/engine.ts';
 import type { EnforcerAdapter } from '../engine/adapter.ts';
-import type { PluginLogger } from '../logger.ts';
 import type { Enforcer } from '../enforcer.ts';
 import { enforcerConformance } from './enforcer-conformance.ts';
+import { silentLogger as silent } from './loggers.ts';
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 
 /**
  * A reference target that is a Set, under the engine: proves the suite is satisfiable, and an

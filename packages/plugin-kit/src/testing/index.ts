@@ -13,3 +13,4 @@ export * from './named-instance.ts';
 export * from './squid-instance.ts';
 export * from './ssh-stand-in.ts';
 export * from './journal-remote.ts';
+export * from './loggers.ts';

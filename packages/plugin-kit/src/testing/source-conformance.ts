@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonicalIp } from '../ip.ts';
 import { memoryOffsetStore } from '../offset-store.ts';
-import type { PluginLogger } from '../logger.ts';
 import type { Detection, DetectionMode, SourceDefinition } from '../source.ts';
+import { silentLogger as silent } from './loggers.ts';
 
 export interface FileSourceCase {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each definition has its own config type
@@ -19,7 +19,6 @@ export interface FileSourceCase {
   expected: string[];
 }
 
-const silent: PluginLogger = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent };
 
 async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
   const end = Date.now() + 10_000;

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import { AgentFeedbackBody, ApiError, ROLE } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { recordFeedback } from '../../services/agent-feedback.ts';
+import { EMPTY, NO_BODY } from '../empty-reply.ts';
 
 /**
  * `POST /agents/feedback`: what the original agent posts after each enforcement run
@@ -20,7 +20,7 @@ export const agentFeedbackRoute: FastifyPluginAsyncZod<{ context: AppContext }> 
         tags: ['agents'],
         summary: 'Agent feedback after an enforcement run (check-in)',
         body: AgentFeedbackBody,
-        response: { 200: z.null().describe('empty body') },
+        response: { 200: EMPTY },
       },
     },
     async (request, reply) => {
@@ -28,8 +28,8 @@ export const agentFeedbackRoute: FastifyPluginAsyncZod<{ context: AppContext }> 
       const body = request.body;
       if (principal.agent && principal.agent.gaid !== body.agid) throw new ApiError('forbidden', 'an agent key reports only for its own agent');
       await recordFeedback(context, principal.org, body, Math.floor(Date.now() / 1000));
-      // An empty 200 (no body), as the specification's "no body" responses.
-      return reply.status(200).send(undefined as unknown as null);
+      // An EMPTY 200 (no body), as the specification's "no body" responses.
+      return reply.status(200).send(NO_BODY);
     },
   );
 };

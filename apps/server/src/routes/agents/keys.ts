@@ -4,8 +4,8 @@ import { AgentParams, AgentTokenInfo, AgentTokenIssued, AgentTokenParams, AgentT
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { issueAgentToken } from '../../services/agent-tokens.ts';
+import { EMPTY, NO_BODY } from '../empty-reply.ts';
 
-const empty = z.null().describe('empty body');
 
 async function agentOf(store: AppContext['store'], orgId: number, gaid: string) {
   const agent = await store.agents.get(orgId, gaid);
@@ -64,7 +64,7 @@ export const agentKeyRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
     '/agents/:agid/tokens/:token_id',
     {
       config: { rampart: { minRole: ROLE.admin } },
-      schema: { tags: ['agents'], summary: 'Revoke one agent key; its live connections are closed', params: AgentTokenParams, response: { 200: empty } },
+      schema: { tags: ['agents'], summary: 'Revoke one agent key; its live connections are closed', params: AgentTokenParams, response: { 200: EMPTY } },
     },
     async (request, reply) => {
       const principal = principalOf(request);
@@ -74,7 +74,7 @@ export const agentKeyRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
       }
       await events.publish({ type: 'agent_revoked', org_id: principal.org.id, gaid: agent.gaid, token_id: request.params.token_id });
       // An empty 200 (no body), as the specification's "no body" responses.
-      return reply.status(200).send(undefined as unknown as null);
+      return reply.status(200).send(NO_BODY);
     },
   );
 
@@ -82,7 +82,7 @@ export const agentKeyRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
     '/agents/:agid',
     {
       config: { rampart: { minRole: ROLE.admin } },
-      schema: { tags: ['agents'], summary: 'Deactivate an agent: every key it holds stops working (record kept)', params: AgentParams, response: { 200: empty } },
+      schema: { tags: ['agents'], summary: 'Deactivate an agent: every key it holds stops working (record kept)', params: AgentParams, response: { 200: EMPTY } },
     },
     async (request, reply) => {
       const principal = principalOf(request);
@@ -91,7 +91,7 @@ export const agentKeyRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
       }
       await events.publish({ type: 'agent_revoked', org_id: principal.org.id, gaid: request.params.agid });
       // An empty 200 (no body), as the specification's "no body" responses.
-      return reply.status(200).send(undefined as unknown as null);
+      return reply.status(200).send(NO_BODY);
     },
   );
 };

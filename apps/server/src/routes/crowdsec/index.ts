@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import { CrowdsecDecisions, CrowdsecDecisionsQuery, CrowdsecStream, CrowdsecStreamQuery, CrowdsecUsageMetrics } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
+import { EMPTY, NO_BODY } from '../empty-reply.ts';
 
 const bouncer = { rampart: { auth: 'crowdsec_bouncer' as const } };
 const tags = ['crowdsec'];
@@ -53,12 +53,12 @@ export const crowdsecRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
         security,
         summary: "A bouncer's usage metrics: kept as this key's last report",
         body: CrowdsecUsageMetrics,
-        response: { 201: z.null().describe('empty body') },
+        response: { 201: EMPTY },
       },
     },
     async (request, reply) => {
       await context.crowdsecBouncers.usageMetrics(principalOf(request), request.body);
-      return reply.status(201).send(undefined as unknown as null);
+      return reply.status(201).send(NO_BODY);
     },
   );
 };

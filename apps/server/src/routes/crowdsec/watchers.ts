@@ -1,6 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import {
   ApiError,
   CrowdsecAlertIds,
@@ -18,9 +17,9 @@ import { CrowdsecAlerts } from '../../services/crowdsec-alerts.ts';
 import { rfc3339, watcherTokenCodec, type WatcherTokenCodec } from '../../services/crowdsec-watcher-tokens.ts';
 import { repriceTo } from '../indicator-common.ts';
 import { lapiErrors } from './lapi-errors.ts';
+import { EMPTY, NO_BODY } from '../empty-reply.ts';
 
 /** No body at all (the null schema documents it; undefined is never serialized). */
-const NO_BODY = undefined as unknown as null;
 
 /** How watchers authenticate: an agent key to log in, then the bearer token the login gave. */
 function watcherAuth(context: AppContext, tokens: WatcherTokenCodec) {
@@ -72,7 +71,7 @@ export const crowdsecWatcherRoutes: FastifyPluginAsyncZod<{ context: AppContext 
         tags: ['crowdsec'],
         summary: 'CrowdSec watcher registration: accepted (201) only for a registered agent with one of its agent keys as password; nothing else is pre-authorized (401)',
         body: CrowdsecWatcherRegistration,
-        response: { 201: z.null().describe('empty body') },
+        response: { 201: EMPTY },
       },
     },
     async (request, reply) => {
@@ -131,7 +130,7 @@ export const crowdsecWatcherRoutes: FastifyPluginAsyncZod<{ context: AppContext 
       schema: {
         tags: ['crowdsec'],
         summary: "CrowdSec watcher heartbeat (Bearer token of v1/watchers/login): the agent's check-in",
-        response: { 200: z.null().describe('empty body') },
+        response: { 200: EMPTY },
       },
     },
     async (request, reply) => {

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import { IpDecisionBody, IpDecisionParams, IpsReportBody, IpsReportQuery, ROLE } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
+import { EMPTY, NO_BODY } from '../empty-reply.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -12,7 +12,6 @@ declare module 'fastify' {
 }
 
 /** No body at all (the null schema documents it; undefined is never serialized). */
-const NO_BODY = undefined as unknown as null;
 
 /** `POST /ips`: a report of an address or network, optionally with the caller's decision (services/ipv4-reports.ts). */
 export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
@@ -25,7 +24,7 @@ export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
         summary: 'Report a suspicious IPv4 address or network (200 merged into a held indicator, 201 new indicator)',
         querystring: IpsReportQuery,
         body: IpsReportBody,
-        response: { 200: z.null().describe('empty body'), 201: z.null().describe('empty body') },
+        response: { 200: EMPTY, 201: EMPTY },
       },
       preValidation: async (request) => {
         const raw = request.body;
@@ -47,7 +46,7 @@ export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
         summary: "Set the organization's decision on an address or URL-encoded network, without reporting it",
         params: IpDecisionParams,
         body: IpDecisionBody,
-        response: { 200: z.null().describe('empty body') },
+        response: { 200: EMPTY },
       },
     },
     async (request, reply) => {

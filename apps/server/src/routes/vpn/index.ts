@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import { API_BASE, ROLE, VpnCreateBody, VpnLicenseDetail, VpnLicenseList, VpnParams, type VpnLicense } from '@rampart/contracts';
 import type { CoinLedger } from '../../services/coin-ledger.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
+import { EMPTY, NO_BODY } from '../empty-reply.ts';
 
-const empty = z.null().describe('empty body');
 
 /**
  * A license's `member_of` coin figures as `/me` shows them: the store's, with this replica's
@@ -42,13 +41,13 @@ export const vpnRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
         tags: ['vpn'],
         summary: 'Create a VPN license: a new WireGuard key pair and an address of the pool (Location names it; 409 when the pool is exhausted)',
         body: VpnCreateBody,
-        response: { 200: empty },
+        response: { 200: EMPTY },
       },
     },
     async (request, reply) => {
       const license = await vpn.create(principalOf(request), request.body);
       void reply.header('location', `${API_BASE}/vpn/${license.vid}`);
-      return reply.code(200).send(undefined as unknown as null);
+      return reply.code(200).send(NO_BODY);
     },
   );
 
@@ -73,11 +72,11 @@ export const vpnRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
     '/vpn/:vid',
     {
       config: { rampart: { minRole: ROLE.admin } },
-      schema: { tags: ['vpn'], summary: 'Deactivate a VPN license (kept with exist false; its address returns to the pool)', params: VpnParams, response: { 200: empty } },
+      schema: { tags: ['vpn'], summary: 'Deactivate a VPN license (kept with exist false; its address returns to the pool)', params: VpnParams, response: { 200: EMPTY } },
     },
     async (request, reply) => {
       await vpn.deactivate(principalOf(request), request.params.vid);
-      return reply.code(200).send(undefined as unknown as null);
+      return reply.code(200).send(NO_BODY);
     },
   );
 };
