@@ -57,6 +57,13 @@ module.exports = {
       to: { path: '^apps/server/src/routes/' },
     },
     {
+      name: 'services-below-fastify-plugins',
+      severity: 'error',
+      comment: 'Services do not reach up into the fastify plugins (auth, metrics, …), not even for a type: who is calling is plugins/principal.ts, which imports nothing of fastify.',
+      from: { path: '^apps/server/src/services/' },
+      to: { path: '^apps/server/src/plugins/', pathNot: '^apps/server/src/plugins/principal\\.ts$' },
+    },
+    {
       name: 'routes-through-services',
       severity: 'error',
       comment: 'Routes call services and the Store handed in through AppContext: they import nothing of store/, not even a type.',

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { SignJWT, jwtVerify } from 'jose';
 import { ApiError, DEFAULT_AUTH_HEADER, ROLE, type AgentTokenIssued } from '@rampart/contracts';
 import type { Organization, Store, UserRow } from '../store/index.ts';
+import { agentJwt, type AgentJwtClaims } from './agent-jwt.ts';
 
 /*
  * Agent keys (`api_jwt_key`) are HS256 JWTs: `sub` = gaid, `org` = organization gid, `jti` =
@@ -10,15 +10,10 @@ import type { Organization, Store, UserRow } from '../store/index.ts';
  * one database signs with the same key (env AGENT_TOKEN_SECRET, else a stored random secret).
  */
 
-const ISSUER = 'rampart';
 const AUDIENCE = 'rampart-agent';
 const JWT_SHAPE = /^[A-Za-z0-9_-]{2,4096}\.[A-Za-z0-9_-]{2,4096}\.[A-Za-z0-9_-]{2,1024}$/;
 
-export interface AgentTokenClaims {
-  jti: string;
-  gaid: string;
-  org: string;
-}
+export type AgentTokenClaims = AgentJwtClaims;
 
 export interface AgentTokenCodec {
   sign(claims: AgentTokenClaims, expiresAt: number | null): Promise<string>;
@@ -32,29 +27,8 @@ export function looksLikeJwt(value: string): boolean {
 }
 
 export function agentTokenCodec(secret: string): AgentTokenCodec {
-  const key = new TextEncoder().encode(secret);
-  return {
-    async sign(claims, expiresAt) {
-      const jwt = new SignJWT({ org: claims.org })
-        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-        .setIssuer(ISSUER)
-        .setAudience(AUDIENCE)
-        .setSubject(claims.gaid)
-        .setJti(claims.jti)
-        .setIssuedAt();
-      if (expiresAt !== null) jwt.setExpirationTime(expiresAt);
-      return jwt.sign(key);
-    },
-    async verify(token) {
-      try {
-        const { payload } = await jwtVerify(token, key, { issuer: ISSUER, audience: AUDIENCE, algorithms: ['HS256'] });
-        if (typeof payload.jti !== 'string' || typeof payload.sub !== 'string' || typeof payload.org !== 'string') return undefined;
-        return { jti: payload.jti, gaid: payload.sub, org: payload.org };
-      } catch {
-        return undefined;
-      }
-    },
-  };
+  const jwt = agentJwt(secret, AUDIENCE);
+  return { sign: (claims, expiresAt) => jwt.sign(claims, { expiresAt }), verify: (token) => jwt.verify(token) };
 }
 
 /** The signing secret: the configured one, else one made once and kept in the store. */

@@ -1,5 +1,5 @@
 import { ApiError, type CrowdsecAlert } from '@rampart/contracts';
-import type { Principal } from '../plugins/auth.ts';
+import type { Principal } from '../plugins/principal.ts';
 import type { Store } from '../store/index.ts';
 import type { Ipv4Reports } from './ipv4-reports.ts';
 

@@ -1,4 +1,4 @@
-import { SignJWT, jwtVerify } from 'jose';
+import { agentJwt, type AgentJwtClaims } from './agent-jwt.ts';
 
 /*
  * The bearer token a CrowdSec watcher gets from `v1/watchers/login`: an HS256 JWT signed with
@@ -8,17 +8,11 @@ import { SignJWT, jwtVerify } from 'jose';
  * agent ends the watcher's token at once, not when it expires.
  */
 
-const ISSUER = 'rampart';
 const AUDIENCE = 'rampart-crowdsec-watcher';
 /** How long a watcher token lasts; the agent logs in again when it expires (LAPI's default is an hour too). */
 export const WATCHER_TOKEN_SECONDS = 3600;
 
-export interface WatcherClaims {
-  /** The agent key's token id. */
-  jti: string;
-  gaid: string;
-  org: string;
-}
+export type WatcherClaims = AgentJwtClaims;
 
 export interface WatcherTokenCodec {
   sign(claims: WatcherClaims, nowSeconds: number): Promise<{ token: string; expiresAt: number }>;
@@ -26,30 +20,13 @@ export interface WatcherTokenCodec {
 }
 
 export function watcherTokenCodec(secret: string): WatcherTokenCodec {
-  const key = new TextEncoder().encode(secret);
+  const jwt = agentJwt(secret, AUDIENCE);
   return {
     async sign(claims, nowSeconds) {
       const expiresAt = nowSeconds + WATCHER_TOKEN_SECONDS;
-      const token = await new SignJWT({ org: claims.org })
-        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-        .setIssuer(ISSUER)
-        .setAudience(AUDIENCE)
-        .setSubject(claims.gaid)
-        .setJti(claims.jti)
-        .setIssuedAt(nowSeconds)
-        .setExpirationTime(expiresAt)
-        .sign(key);
-      return { token, expiresAt };
+      return { token: await jwt.sign(claims, { issuedAt: nowSeconds, expiresAt }), expiresAt };
     },
-    async verify(token) {
-      try {
-        const { payload } = await jwtVerify(token, key, { issuer: ISSUER, audience: AUDIENCE, algorithms: ['HS256'] });
-        if (typeof payload.jti !== 'string' || typeof payload.sub !== 'string' || typeof payload.org !== 'string') return undefined;
-        return { jti: payload.jti, gaid: payload.sub, org: payload.org };
-      } catch {
-        return undefined;
-      }
-    },
+    verify: (token) => jwt.verify(token),
   };
 }
 

@@ -1,5 +1,5 @@
 import type { FeedUser, User } from '@rampart/contracts';
-import type { Principal } from '../plugins/auth.ts';
+import type { Principal } from '../plugins/principal.ts';
 import type { Organization } from '../store/index.ts';
 
 /** `header.user`: the real calling user and organization (spec 2.2). */

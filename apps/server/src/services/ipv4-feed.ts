@@ -1,6 +1,7 @@
 import type { IpsFeedQuery, Ipv4Page } from '@rampart/contracts';
 import { EVAL_JS, EXEC_PYTHON } from '@rampart/scoring';
-import type { Principal } from '../plugins/auth.ts';
+import type { Principal } from '../plugins/principal.ts';
+import { checkInCaller } from './agent-checkin.ts';
 import type { Ipv4Row, Organization, Store } from '../store/index.ts';
 import { delaySeconds, userObject } from './envelope.ts';
 import { loadIpv4Policy, recordDecision } from './ipv4-policy.ts';
@@ -9,12 +10,11 @@ import { ipv4Record } from './ipv4-records.ts';
 /**
  * `GET /ips`: one page of the IPv4 feed as the original clients page it (decisions.md,
  * Compatibility), each record decided for the caller. The agent's poll is its check-in; an agent
- * key checks in as itself, and an unknown or foreign gaid is ignored.
+ * key checks in as itself (checkInCaller).
  */
 export async function ipv4FeedPage(store: Store, principal: Principal, query: IpsFeedQuery): Promise<Ipv4Page> {
   const { ts, page_size, full, gaid } = query;
-  const checkinGaid = principal.agent?.gaid ?? gaid;
-  if (checkinGaid) await store.agents.checkIn(principal.org.id, checkinGaid, 'feed');
+  await checkInCaller(store, principal, gaid, 'feed');
   const delay = delaySeconds(principal.org);
   const [rows, policy] = await Promise.all([ipv4FeedRows(store, principal.org, ts, page_size), loadIpv4Policy(store, principal.org.id)]);
   const now = Math.floor(Date.now() / 1000);

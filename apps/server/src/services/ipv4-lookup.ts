@@ -1,6 +1,6 @@
 import { parseIpv4Address, type Ipv4Page } from '@rampart/contracts';
 import { EVAL_JS, EXEC_PYTHON, liveScore, scoreV32, V32_VERSION } from '@rampart/scoring';
-import type { Principal } from '../plugins/auth.ts';
+import type { Principal } from '../plugins/principal.ts';
 import type { Ipv4Row, Store } from '../store/index.ts';
 import { delaySeconds, userObject, visibleTo } from './envelope.ts';
 import type { Ipv4Mirror } from './ipv4-mirror/index.ts';

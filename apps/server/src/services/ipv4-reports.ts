@@ -1,6 +1,7 @@
 import { ApiError, describeIpv4Special, formatIpv4, IPV4_SPECIAL_RANGES, ipv4SpecialRange, parseIpv4, type IpsReportBody } from '@rampart/contracts';
 import type { AppConfig } from '../config.ts';
-import type { Principal } from '../plugins/auth.ts';
+import type { Principal } from '../plugins/principal.ts';
+import { checkInCaller } from './agent-checkin.ts';
 import { ReservedInBatchError, type Ipv4ReportItem, type Store } from '../store/index.ts';
 import type { Enrichment } from './enrichment.ts';
 import { randomIdPart } from './ids.ts';
@@ -118,8 +119,7 @@ export class Ipv4Reports {
     }
     if (addReport) this.deps.rollups?.countReports(principal.org.id);
     // An agent key checks in as its own agent, whatever the query names.
-    const checkinGaid = principal.agent?.gaid ?? gaid;
-    if (checkinGaid) await this.deps.store.agents.checkIn(principal.org.id, checkinGaid, 'ipv4');
+    await checkInCaller(this.deps.store, principal, gaid, 'ipv4');
     return { created: outcome.created };
   }
 

@@ -1,6 +1,6 @@
 import { ApiError, ID_PREFIX, ROLE, type AuditListResponse, type AuditQuery, type OperatorOrganization, type OperatorOrgListQuery } from '@rampart/contracts';
 import type { AuditActor, Organization, OrganizationSummaryRow, Store } from '../store/index.ts';
-import type { Principal } from '../plugins/auth.ts';
+import type { Principal } from '../plugins/principal.ts';
 import type { CursorCodec } from './cursor.ts';
 import { delaySeconds } from './envelope.ts';
 import { randomIdPart } from './ids.ts';

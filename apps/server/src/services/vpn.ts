@@ -1,6 +1,6 @@
 import { ApiError, ROLE, type VpnLicense, type VpnLicenseDetail } from '@rampart/contracts';
 import type { VpnConfig } from '../config-tools.ts';
-import type { Principal } from '../plugins/auth.ts';
+import type { Principal } from '../plugins/principal.ts';
 import type { Store, VpnLicenseRow } from '../store/index.ts';
 import { randomIdPart } from './ids.ts';
 import { installation } from './vpn-install.ts';

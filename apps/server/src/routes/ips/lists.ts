@@ -5,6 +5,7 @@ import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { FLAT_CSV_HEADER } from '../../services/ipv4-csv.ts';
 import { sendTextList } from '../text-list-reply.ts';
+import { checkInCaller } from '../../services/agent-checkin.ts';
 
 const text = z.string().describe('text/plain');
 
@@ -26,10 +27,8 @@ export const ipv4ListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
       const principal = principalOf(request);
       const { min_score } = request.params;
       const { format, agid, gaid, plugin, page } = request.query;
-      // An agent key checks in as its own agent, whatever the query names; `agid` is the list
-      // client's own check-in, `gaid` an agent polling with a member key (decisions.md).
-      const checkinGaid = principal.agent?.gaid ?? agid ?? gaid;
-      if (checkinGaid) await context.store.agents.checkIn(principal.org.id, checkinGaid, principal.agent || agid ? 'ipv4' : 'feed', plugin);
+      // `agid` is the list client's own check-in, `gaid` an agent polling with a member key.
+      await checkInCaller(context.store, principal, agid ?? gaid, principal.agent || agid ? 'ipv4' : 'feed', plugin);
       const list = await context.ipv4Lists.addresses(principal.org, min_score);
       const filters = { list: 'ipv4', min_score };
       return sendTextList(request, reply, { ...list, cursors: context.cursors, filters, page, paginate: true, format: format === 'LIST' ? 'comma' : 'lines' });
