@@ -24,8 +24,9 @@ const DECISION = `left join lateral (
  * `FileStore.byDigest` for many (organization, digest) keys in one statement, and for the keys
  * marked `deep`, `FileStore.archivedByDigest` too (the route reads the archive only when the
  * main store has no such file; asking both at once saves the second round trip). `k` is the
- * key's 1-based position. A digest nobody reported on which the key's organization holds a
- * whitelist or blacklist answers with that decision's record (migration 0018), as the main row.
+ * key's 1-based position. A digest nobody reported on which the key's organization took a
+ * decision answers with that decision's record (migration 0018), as the main row: the record its
+ * feed holds, a cleared one too (decision null).
  */
 const LOOKUP_MANY = `with q as (
     select * from unnest($1::bigint[], $2::text[], $3::smallint[], $4::boolean[]) with ordinality as q(org_id, hex, kind, deep, k)
@@ -38,7 +39,7 @@ const LOOKUP_MANY = `with q as (
   where q.deep
   union all
   select q.k::integer as k, false as archived, r.*, null::bytea as file_bytes
-  from q cross join lateral (select ${DECISION_RECORD} ${unheldDecisions('file', 'q.org_id')} and d.digest = decode(q.hex, 'hex') and d.decision in (0, 1)) r`;
+  from q cross join lateral (select ${DECISION_RECORD} ${unheldDecisions('file', 'q.org_id')} and d.digest = decode(q.hex, 'hex')) r`;
 
 export interface FileLookupKey {
   orgId: number;

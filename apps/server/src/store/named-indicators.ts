@@ -112,12 +112,13 @@ export class NamedIndicatorStore {
 
   /**
    * The look-up: the indicator as the organization sees it, else the organization's own decision
-   * record on the value while it whitelists or blacklists (migration 0018).
+   * record on the value (migration 0018), the record its feed holds: a cleared one too, with
+   * decision null (a TAXII consumer got it, revoked, and must find it).
    */
   async lookup(orgId: number, value: string): Promise<NamedRow | undefined> {
     const res = await this.db.query<NamedRow>(
       `select * from ((${this.select} where i.value = $2)
-         union all (select ${DECISION_RECORD} ${unheldDecisions(this.kind, '$1')} and d.value = $2 and d.decision in (0, 1))) r limit 1`,
+         union all (select ${DECISION_RECORD} ${unheldDecisions(this.kind, '$1')} and d.value = $2)) r limit 1`,
       [orgId, value],
     );
     return res.rows[0];
