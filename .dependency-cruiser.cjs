@@ -4,6 +4,7 @@ const WORKSPACE = '^((?:apps|packages|plugins)/[^/]+)/';
 // What one workspace may import of another: its published entry points (package.json "exports").
 const ENTRY_POINTS = [
   '^(apps|packages|plugins)/[^/]+/src/index\\.ts$',
+  '^apps/agent/src/testing\\.ts$',
   '^apps/console/src/build\\.ts$',
   '^apps/server/test/support/testing\\.ts$',
   '^packages/contracts/src/fixtures\\.ts$',

@@ -65,6 +65,24 @@ describe('named block state', () => {
     expect(s.evaluate(now, policy).values).toEqual([]);
   });
 
+  it('drops a listed decision on a value nobody reported as soon as it is cleared, pushed or fed (a record of score 0)', () => {
+    // The server lists such a decision (migration 0018) and feeds it as a record of score 0.
+    const s = new NamedBlockState(domainCodec, forKind(list(), 'domain'));
+    s.applyDecision('pushed.example', 1, null, now);
+    s.ingestRecord({ values: ['fed.example'], score: 0, ts: now, decision: 1 });
+    s.applyServerList(['pushed.example', 'fed.example'], now);
+    s.ingestRecord({ values: ['pushed.example'], score: 0, ts: now, decision: 1 });
+    expect(s.evaluate(now, policy).values).toEqual(['fed.example', 'pushed.example']);
+    // The clear arrives as a push for one (then its record), as the feed's record (decision null) for the other:
+    // the server lists neither any more, so neither waits for the next reconcile.
+    s.applyDecision('pushed.example', -1, null, now + 1);
+    s.ingestRecord({ values: ['fed.example'], score: 0, ts: now + 1, decision: -1 });
+    expect(s.evaluate(now + 1, policy).values).toEqual([]);
+    // An entry known only from the list (no record, no decision) is still trusted.
+    s.applyServerList(['listed.example'], now + 2);
+    expect(s.evaluate(now + 2, policy).values).toEqual(['listed.example']);
+  });
+
   it('decays locally: the entry leaves at the second its live score falls below the threshold', () => {
     const s = new NamedBlockState(domainCodec, forKind(list(), 'domain'));
     s.ingestRecord({ values: ['fading.example'], score: 60, ts: now, decision: -1 });

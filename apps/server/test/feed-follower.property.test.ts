@@ -1,9 +1,15 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import fc from 'fast-check';
+import { DryRunFollower } from '@rampart/agent/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { OrganizationConfig, parseIpv4 } from '@rampart/contracts';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
+import { eventBus } from '../src/services/events.ts';
 import type { Ipv4Mirror } from '../src/services/ipv4-mirror/index.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
@@ -21,6 +27,11 @@ import { sqlOf } from '../src/store/sql-handle.ts';
  * blocked set for each organization and threshold must equal `/ipv4/{threshold}` for that
  * organization, read through SQL and through the in-process mirror.
  *
+ * A third party follows the same server: each organization's agent, run by the agent's own sync
+ * code (full or incremental syncs, decisions pushed as the sync channel pushes them) with the
+ * dry-run enforcer. After every sync and at the end of every sequence, what its enforcer holds must
+ * equal the reference follower's blocked set at the agent's threshold.
+ *
  * The clock is injected (Date only). On PostgreSQL record `ts` come from the server's clock, so a
  * jump moves the instant every reader evaluates at (decay, ttl expiry); on PGlite the database's
  * clock is the process's Date, so records are written at the jumped seconds too.
@@ -35,6 +46,8 @@ const TARGETS = ['45.77.1.2', '45.77.1.3', '45.77.1.0/24', '45.77.9.9', '45.77.0
 const UNREPORTED = ['45.78.3.3', '45.78.3.0/24', '81.2.70.16/28', '45.78.3.4'] as const;
 const SOURCES = ['ssh', 'waf', 'scan'] as const;
 const THRESHOLDS = [1, 60, 110, 200] as const;
+/** The agents' score_threshold. */
+const AGENT_THRESHOLD = 60;
 const RANGES = ['45.77.1.0/30', '81.2.69.0/24', '45.77.9.0/24', '45.78.3.0/30'] as const;
 
 type Op =
@@ -43,7 +56,7 @@ type Op =
   | { op: 'reserve'; org: number; ranges: string[] }
   | { op: 'rule'; org: number; rule: { score: number; tags: string[] } | null }
   | { op: 'jump'; seconds: number }
-  | { op: 'sync'; org: number };
+  | { op: 'sync'; org: number; full: boolean };
 
 const org = fc.integer({ min: 0, max: 2 });
 const target = fc.constantFrom(...TARGETS);
@@ -79,7 +92,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     }),
   },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('jump' as const), seconds: fc.constantFrom(90, 3_600, 86_400, 7 * 86_400, 21 * 86_400) }) },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('sync' as const), org }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('sync' as const), org, full: fc.boolean() }) },
 );
 
 interface FollowedRecord {
@@ -132,23 +145,65 @@ describe.each(driverCases())('a reference follower of /ips agrees with /ipv4 on 
   let mirror: Ipv4Mirror;
   let orgs: TestOrg[];
   /** Runs and operations performed, for the note. */
-  const counts = { runs: 0, ops: 0, comparisons: 0 };
+  const counts = { runs: 0, ops: 0, comparisons: 0, agentComparisons: 0, agentNonEmpty: 0 };
+  let started = 0;
+  let baseUrl = '';
+  let dir = '';
+  /** This run's agents by organization id, and the decisions pushed to them, in order. */
+  const agents = new Map<number, DryRunFollower>();
+  let pushes: Promise<unknown> = Promise.resolve();
+  let marks = 0;
+  let seenMark = 0;
+  let stopListening: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
     store = await driver.open();
     const config = testConfig({ authCacheSeconds: 0, rateLimitPerMinute: 1_000_000 });
     sqlApp = await buildApp({ config, store, ipv4Mirror: null });
-    await sqlApp.ready();
+    await sqlApp.listen({ host: '127.0.0.1', port: 0 });
+    baseUrl = `http://127.0.0.1:${(sqlApp.server.address() as AddressInfo).port}/api/v1`;
     ({ app: mirrorApp, mirror } = await startMirrorApp(store, config));
+    dir = await mkdtemp(join(tmpdir(), 'ipv4-follower-'));
+    // The sync channel's pushes (sync/hub.ts forwards decision_changed to the organization's agents).
+    stopListening = await eventBus(store.connection).subscribe((event) => {
+      if (event.type === 'feed_changed' && event.org_id === -1) seenMark = Math.max(seenMark, event.ts);
+      if (event.type !== 'decision_changed' || event.kind !== 'ipv4') return;
+      const agent = agents.get(event.org_id);
+      if (agent) pushes = pushes.then(() => agent.decision('ipv4', event.indicator, event.decision, event.ttl));
+    });
   }, 60_000);
   afterAll(async () => {
     vi.useRealTimers();
-    console.log(`feed follower property on ${driver.name}: ${counts.runs} runs, ${counts.ops} operations, ${counts.comparisons} list comparisons`);
+    console.log(
+      `feed follower property on ${driver.name}: ${counts.runs} runs, ${counts.ops} operations, ${counts.comparisons} list comparisons, ${counts.agentComparisons} agent comparisons (${counts.agentNonEmpty} non-empty), ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
+    await stopListening?.();
     await mirrorApp.close();
     await sqlApp.close();
     mirror.close();
     await store.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
   });
+
+  /** Until every decision published so far has reached the agents: a mark sent after them comes back after them. */
+  async function drainPushes(): Promise<void> {
+    const mark = ++marks;
+    await eventBus(store.connection).publish({ type: 'feed_changed', org_id: -1, kind: 'ipv4', ts: mark });
+    for (let i = 0; seenMark < mark; i++) {
+      if (i > 2000) throw new Error('the pushed decisions never arrived');
+      await pause(5);
+    }
+    await pushes;
+  }
+
+  /** The agent enforces exactly what its organization's reference follower blocks at the agent's threshold. */
+  async function expectAgentAgrees(agent: DryRunFollower, follower: ReferenceFollower, label: string): Promise<void> {
+    const expected = follower.blocked(AGENT_THRESHOLD, clock.now);
+    counts.agentComparisons++;
+    if (expected.length > 0) counts.agentNonEmpty++;
+    const enforced = (await agent.enforced('ipv4')).map((cidr) => cidr.replace(/\/32$/, '')).sort();
+    expect(enforced, `${label}: the agent's enforced set`).toEqual(expected);
+  }
 
   /** The database clock's second: records written now carry it or a later one. */
   async function dbSecond(): Promise<number> {
@@ -187,6 +242,7 @@ describe.each(driverCases())('a reference follower of /ips agrees with /ipv4 on 
   }
 
   it('after every sequence, for every organization and threshold', async () => {
+    started = performance.now();
     clock.now = Math.floor(Date.now() / 1000);
     vi.useFakeTimers({ toFake: ['Date'], now: clock.now * 1000 });
     try {
@@ -197,6 +253,15 @@ describe.each(driverCases())('a reference follower of /ips agrees with /ipv4 on 
           orgs = [];
           for (let i = 0; i < 3; i++) orgs.push(await seedOrg(store, { credits: 10_000_000, trust: [0.9, 0.6, 0.4][i]! }));
           const followers = orgs.map((o) => new ReferenceFollower(sqlApp, o.keys.reader));
+          agents.clear();
+          const run = counts.runs;
+          const runAgents = await Promise.all(
+            orgs.map(async (o, i) => {
+              const agent = await DryRunFollower.create({ baseUrl, apiKey: o.keys.reader, dir: await mkdtemp(join(dir, `run${run}-org${i}-`)), threshold: AGENT_THRESHOLD, kinds: ['ipv4'] });
+              agents.set(o.org.id, agent);
+              return agent;
+            }),
+          );
           const settings = orgs.map(() => OrganizationConfig.parse({}));
           // The model of what each organization's agents enforce on values nobody reports: its pushed decisions.
           const unreported = orgs.map(() => new Map<string, { decision: -1 | 0 | 1; ttl: number | null }>());
@@ -233,16 +298,25 @@ describe.each(driverCases())('a reference follower of /ips agrees with /ipv4 on 
                 clock.now += op.seconds;
                 vi.setSystemTime(clock.now * 1000);
                 break;
-              case 'sync':
+              case 'sync': {
                 await settle(lastWrite);
+                await drainPushes();
                 await followers[op.org]!.walk();
+                const agent = runAgents[op.org]!;
+                await (op.full ? agent.full('ipv4') : agent.incremental('ipv4'));
+                await expectAgentAgrees(agent, followers[op.org]!, `org ${op.org} after a ${op.full ? 'full' : 'incremental'} sync`);
                 break;
+              }
             }
             if (op.op !== 'jump' && op.op !== 'sync') lastWrite = await dbSecond();
           }
           await settle(lastWrite);
+          await drainPushes();
           for (let i = 0; i < 3; i++) {
             await followers[i]!.walk();
+            // Even runs end with the feed only, odd ones with a full reconcile.
+            await (run % 2 === 0 ? runAgents[i]!.incremental('ipv4') : runAgents[i]!.full('ipv4'));
+            await expectAgentAgrees(runAgents[i]!, followers[i]!, `org ${i} at the end`);
             const reserved = settings[i]!.reserved_ips.map((r) => parseIpv4(r)!);
             const enforcedUnreported = [...unreported[i]!]
               .filter(([value, d]) => {
@@ -259,21 +333,25 @@ describe.each(driverCases())('a reference follower of /ips agrees with /ipv4 on 
               expect(await list(mirrorApp, orgs[i]!.keys.reader, t), `org ${i} threshold ${t} (mirror)`).toEqual(expected);
             }
           }
+          agents.clear();
+          for (const agent of runAgents) await agent.close();
         }),
         {
           numRuns: Number(process.env.FOLLOWER_RUNS ?? 25),
           endOnFailure: true,
           // Each kind of change after a follower caught up, always tried first (then random sequences).
           examples: [
-            [[{ op: 'report', org: 0, target: '45.77.1.2', confidence: 1, source: 'ssh' }, { op: 'sync', org: 0 }, { op: 'decide', org: 0, target: '45.77.1.2', decision: 0, ttlHours: null }]],
-            [[{ op: 'report', org: 1, target: '45.77.1.3', confidence: 0.2, source: 'waf' }, { op: 'sync', org: 1 }, { op: 'decide', org: 1, target: '45.77.1.0/24', decision: 1, ttlHours: 2 }, { op: 'sync', org: 1 }, { op: 'decide', org: 1, target: '45.77.1.0/24', decision: -1, ttlHours: null }]],
-            [[{ op: 'report', org: 2, target: '45.77.1.2', confidence: 1, source: 'scan' }, { op: 'sync', org: 2 }, { op: 'reserve', org: 2, ranges: ['45.77.1.0/30'] }]],
-            [[{ op: 'report', org: 0, target: '81.2.69.160', confidence: 0.2, source: 'ssh' }, { op: 'sync', org: 0 }, { op: 'rule', org: 0, rule: { score: 20, tags: ['ssh'] } }, { op: 'jump', seconds: 86_400 }]],
+            [[{ op: 'report', org: 0, target: '45.77.1.2', confidence: 1, source: 'ssh' }, { op: 'sync', org: 0, full: true }, { op: 'decide', org: 0, target: '45.77.1.2', decision: 0, ttlHours: null }]],
+            [[{ op: 'report', org: 1, target: '45.77.1.3', confidence: 0.2, source: 'waf' }, { op: 'sync', org: 1, full: true }, { op: 'decide', org: 1, target: '45.77.1.0/24', decision: 1, ttlHours: 2 }, { op: 'sync', org: 1, full: true }, { op: 'decide', org: 1, target: '45.77.1.0/24', decision: -1, ttlHours: null }]],
+            [[{ op: 'report', org: 2, target: '45.77.1.2', confidence: 1, source: 'scan' }, { op: 'sync', org: 2, full: true }, { op: 'reserve', org: 2, ranges: ['45.77.1.0/30'] }]],
+            [[{ op: 'report', org: 0, target: '81.2.69.160', confidence: 0.2, source: 'ssh' }, { op: 'sync', org: 0, full: true }, { op: 'rule', org: 0, rule: { score: 20, tags: ['ssh'] } }, { op: 'jump', seconds: 86_400 }]],
             // A decision nobody reported, followed, cleared, reserved and expired.
-            [[{ op: 'decideOnly', org: 0, target: '45.78.3.3', decision: 1, ttlHours: null }, { op: 'sync', org: 0 }, { op: 'decideOnly', org: 0, target: '45.78.3.3', decision: -1, ttlHours: null }]],
-            [[{ op: 'decideOnly', org: 1, target: '45.78.3.0/24', decision: 1, ttlHours: 2 }, { op: 'sync', org: 1 }, { op: 'reserve', org: 1, ranges: ['45.78.3.0/30'] }, { op: 'sync', org: 1 }, { op: 'reserve', org: 1, ranges: [] }, { op: 'jump', seconds: 3_600 * 3 }]],
-            [[{ op: 'decideOnly', org: 2, target: '45.78.3.0/24', decision: 1, ttlHours: null }, { op: 'decideOnly', org: 2, target: '45.78.3.4', decision: 0, ttlHours: null }, { op: 'sync', org: 2 }, { op: 'decideOnly', org: 2, target: '45.78.3.4', decision: -1, ttlHours: null }]],
-            [[{ op: 'report', org: 0, target: '45.77.9.9', confidence: 0.2, source: 'ssh' }, { op: 'sync', org: 1 }, { op: 'report', org: 0, target: '45.77.9.9', confidence: 1, source: 'ssh' }, { op: 'jump', seconds: 21 * 86_400 }]],
+            [[{ op: 'decideOnly', org: 0, target: '45.78.3.3', decision: 1, ttlHours: null }, { op: 'sync', org: 0, full: true }, { op: 'decideOnly', org: 0, target: '45.78.3.3', decision: -1, ttlHours: null }]],
+            [[{ op: 'decideOnly', org: 1, target: '45.78.3.0/24', decision: 1, ttlHours: 2 }, { op: 'sync', org: 1, full: true }, { op: 'reserve', org: 1, ranges: ['45.78.3.0/30'] }, { op: 'sync', org: 1, full: true }, { op: 'reserve', org: 1, ranges: [] }, { op: 'jump', seconds: 3_600 * 3 }]],
+            [[{ op: 'decideOnly', org: 2, target: '45.78.3.0/24', decision: 1, ttlHours: null }, { op: 'decideOnly', org: 2, target: '45.78.3.4', decision: 0, ttlHours: null }, { op: 'sync', org: 2, full: true }, { op: 'decideOnly', org: 2, target: '45.78.3.4', decision: -1, ttlHours: null }]],
+            [[{ op: 'report', org: 0, target: '45.77.9.9', confidence: 0.2, source: 'ssh' }, { op: 'sync', org: 1, full: true }, { op: 'report', org: 0, target: '45.77.9.9', confidence: 1, source: 'ssh' }, { op: 'jump', seconds: 21 * 86_400 }]],
+            // A decision nobody reported, listed (full sync), cleared and followed by the feed alone.
+            [[{ op: 'decideOnly', org: 0, target: '45.78.3.0/24', decision: 1, ttlHours: null }, { op: 'sync', org: 0, full: true }, { op: 'decideOnly', org: 0, target: '45.78.3.0/24', decision: -1, ttlHours: null }, { op: 'sync', org: 0, full: false }]],
           ],
         },
       );

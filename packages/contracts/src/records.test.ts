@@ -107,6 +107,12 @@ describe('records of spec section 2', () => {
     expect(Ipv4Record.safeParse({ ...sampleIpv4Record, score: 1.5 }).success).toBe(false);
     expect(Ipv4Record.safeParse({ ...sampleIpv4Record, score: 1001 }).success).toBe(false);
     expect(Ipv4Record.safeParse({ ...sampleIpv4Record, score: 1000 }).success).toBe(true);
+    // Files, domains and URLs too (migration 0018).
+    for (const [schema, record] of [[FileRecord, sampleFileRecord], [DomainRecord, sampleDomainPage.body[0]], [UrlRecord, sampleUrlPage.body[0]]] as const) {
+      expect((schema as typeof DomainRecord).safeParse({ ...record, score: 0 }).success).toBe(true);
+      expect((schema as typeof DomainRecord).safeParse({ ...record, score: -1 }).success).toBe(false);
+      expect((schema as typeof DomainRecord).safeParse({ ...record, score: 1.5 }).success).toBe(false);
+    }
   });
 
   it('the version record names its instance field after the service', () => {

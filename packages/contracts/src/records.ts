@@ -8,7 +8,6 @@ import {
   IsoTimestamp,
   Md5Upper,
   RuleId,
-  Score,
   Sha1Upper,
   Sha256Upper,
 } from './primitives.ts';
@@ -75,7 +74,7 @@ export const Ipv4Record = z
 export type Ipv4Record = z.infer<typeof Ipv4Record>;
 
 const indicatorShape = {
-  score: Score,
+  score: z.int().min(0).max(1000).describe("Crime score at time zero, 1 to 1000; 0 for the organization's decision on a value nobody reported"),
   ts: EpochSeconds,
   total_reports: Count,
   total_members: Count,

@@ -1,11 +1,11 @@
 import type { BlockEntry, Diff, KindCodec } from '@rampart/plugin-kit';
-import { LISTED, UPDATED } from './record-table.ts';
+import { FED, LISTED, UPDATED } from './record-table.ts';
 import { entryNextChange, entryRank, type BlockPolicy } from './block-state.ts';
 import type { KindNeverBlock } from './named-never-block.ts';
 
 /*
  * The agent's view of what to block for one named kind (domain, URL, file digest). The same
- * rules as IPv4 (block-state.ts: entryRank, entryNextChange, the LISTED/UPDATED flags of the
+ * rules as IPv4 (block-state.ts: entryRank, entryNextChange, the LISTED/UPDATED/FED flags of the
  * last full reconcile) over string values in the kind's canonical form. These feeds are small
  * next to IPv4's, so a Map of small objects holds them.
  */
@@ -95,7 +95,8 @@ export class NamedBlockState {
       ts: record.ts,
       decision: record.decision,
       ttl: 0,
-      flags: ((previous?.flags ?? 0) & LISTED) | UPDATED,
+      // FED: a score of 0 is the server's (a decision record on a value nobody reported), not an entry known only from the list.
+      flags: ((previous?.flags ?? 0) & LISTED) | UPDATED | FED,
     });
     return true;
   }
@@ -114,7 +115,7 @@ export class NamedBlockState {
       ts: previous?.ts ?? now,
       decision,
       ttl: ttl ?? 0,
-      flags: ((previous?.flags ?? 0) & LISTED) | UPDATED,
+      flags: ((previous?.flags ?? 0) & (LISTED | FED)) | UPDATED,
     });
     return true;
   }

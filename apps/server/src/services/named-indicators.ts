@@ -40,10 +40,13 @@ export function namedFeedRows(store: Store, kind: NamedKind, org: Organization, 
   return storeOf(store, kind).feedPage(org.id, query.ts, query.page_size, delaySeconds(org), settled);
 }
 
-/** The record of one value (404 when not held, or hidden by the organization's delay), explained on demand. */
+/**
+ * The record of one value (404 when not held, or hidden by the organization's delay), explained on
+ * demand; the organization's own decision record when nobody reported the value (migration 0018).
+ */
 export async function lookupNamed<T extends { explain?: ScoreExplanation }>(store: Store, kind: NamedKind, org: Organization, value: string, explain: boolean, toRecord: (row: NamedRow) => T): Promise<T> {
   const named = storeOf(store, kind);
-  const row = await named.byValue(org.id, value);
+  const row = await named.lookup(org.id, value);
   // A record the organization's delay still hides is not held, for it.
   if (!row || !visibleTo(org, nowSeconds())(row)) throw notFound(`${kind} ${value}`);
   const record = toRecord(row);

@@ -1,5 +1,6 @@
 import type { Db } from './db.ts';
-import { COLUMNS, digestKind, type FileRow } from './files.ts';
+import { COLUMNS, DECISION_RECORD, digestKind, type FileRow } from './files.ts';
+import { unheldDecisions } from './indicator-sql.ts';
 import { LookupBatcher } from './lookup-batcher.ts';
 
 const KIND = { md5: 1, sha1: 2, sha256: 3 } as const;
@@ -23,7 +24,9 @@ const DECISION = `left join lateral (
  * `FileStore.byDigest` for many (organization, digest) keys in one statement, and for the keys
  * marked `deep`, `FileStore.archivedByDigest` too (the route reads the archive only when the
  * main store has no such file; asking both at once saves the second round trip). `k` is the
- * key's 1-based position.
+ * key's 1-based position. A digest nobody reported on which the key's organization took a
+ * decision answers with that decision's record (migration 0018), as the main row: the record its
+ * feed holds, a cleared one too (decision null).
  */
 const LOOKUP_MANY = `with q as (
     select * from unnest($1::bigint[], $2::text[], $3::smallint[], $4::boolean[]) with ordinality as q(org_id, hex, kind, deep, k)
@@ -33,7 +36,10 @@ const LOOKUP_MANY = `with q as (
   union all
   select q.k::integer as k, true as archived, ${COLUMNS}, null::bytea as file_bytes
   from q cross join lateral (${ARCHIVE}) i ${DECISION}
-  where q.deep`;
+  where q.deep
+  union all
+  select q.k::integer as k, false as archived, r.*, null::bytea as file_bytes
+  from q cross join lateral (select ${DECISION_RECORD} ${unheldDecisions('file', 'q.org_id')} and d.digest = decode(q.hex, 'hex')) r`;
 
 export interface FileLookupKey {
   orgId: number;

@@ -10,7 +10,9 @@ import {
   EFFECTIVE,
   type Effective,
   listBoundary,
+  listRows,
   listVersion,
+  moveDecision,
   scoreListSql,
   type ScoreListFilter,
   mergeReport,
@@ -94,6 +96,14 @@ const DECISION_JOIN = `left join lateral (
   ) d on true`;
 const SELECT_WITH_BYTES = `select ${columns(EFFECTIVE)}, i.file_bytes from file_indicators i ${DECISION_JOIN} ${anchorJoin('file', '$1')}`;
 const SELECT = `select ${columns(EFFECTIVE)} from file_indicators i ${DECISION_JOIN} ${anchorJoin('file', '$1')}`;
+const DIGEST_BYTES: Record<DigestKind, number> = { md5: 16, sha1: 20, sha256: 32 };
+const decidedHex = (c: DigestKind) => `case when octet_length(d.digest) = ${DIGEST_BYTES[c]} then upper(encode(d.digest, 'hex')) end as ${c}`;
+/**
+ * A decision row as its organization's record of a digest nobody reported (migration 0018): that
+ * digest alone, no type, name or tags, score 0, its own id and ts. Columns as COLUMNS.
+ */
+export const DECISION_RECORD = `d.id, ${decidedHex('md5')}, ${decidedHex('sha1')}, ${decidedHex('sha256')}, '' as file_type, '' as file_name, 0 as score, d.ts,
+  d.ts as entry_ts, 0 as members, 0 as events, '{}'::text[] as tags, d.decision`;
 
 function bytes(hex: string | undefined): Buffer | null {
   return hex === undefined ? null : Buffer.from(hex, 'hex');
@@ -163,7 +173,10 @@ export class FileStore {
     return found.rows[0]!;
   }
 
-  /** The organization's decision on a digest; the file carrying it is delivered again to that organization. */
+  /**
+   * The organization's decision on a digest; the file carrying it is delivered again to that
+   * organization, and so is the decision's own record while nobody reports the digest (moveDecision).
+   */
   async setDecision(orgId: number, digestHex: string, decision: -1 | 0 | 1, reanchor: (s0: number, elapsed: number) => number): Promise<void> {
     const digest = Buffer.from(digestHex, 'hex');
     await this.db.transaction(async (tx) => {
@@ -174,6 +187,7 @@ export class FileStore {
       );
       const held = await tx.query<{ id: number }>(`select id from file_indicators where ${digestKind(digestHex)} = $1`, [digest]);
       if (held.rows[0]) await anchorForOrg(tx, 'file', orgId, held.rows[0].id, reanchor);
+      await moveDecision(tx, 'file', orgId, digest);
     });
   }
 
@@ -221,7 +235,9 @@ export class FileStore {
   /**
    * A feed page for one organization over the pairs it sees. `minScore` applies the decision
    * precedence: blacklisted files always pass, the rest by s0; whitelisted files pass too (with
-   * decision 0), so a follower learns of the whitelist.
+   * decision 0), so a follower learns of the whitelist. The organization's decision records on
+   * digests nobody reported pass whatever their decision (a clear is delivered with decision
+   * null), on pages the type, name and tag filters do not narrow (such a record has none of them).
    */
   async feedPage(orgId: number, since: number, pageSize: number, delaySeconds: number, filter: FileFeedFilter, settled?: number): Promise<FileRow[]> {
     const complete = settled ?? (await completeBefore(this.db));
@@ -243,35 +259,35 @@ export class FileStore {
     return anchoredPage<FileRow>(
       this.db,
       'file',
-      { columns, joins: DECISION_JOIN, where: (e) => [`(d.decision in (0, 1) or ${e.score} >= $2)`, ...where], params },
+      { columns, joins: DECISION_JOIN, where: (e) => [`(d.decision in (0, 1) or ${e.score} >= $2)`, ...where], params, decisionColumns: where.length === 0 ? DECISION_RECORD : undefined },
       { since, upper, pageSize },
     );
   }
 
-  private listSql(filter: ScoreListFilter, digest: DigestKind, after: number | null, upTo: number | null, params: unknown[]) {
-    const sql = scoreListSql('file', DECISION_JOIN.replace('org_id = $1', 'org_id = $ORG'), filter, after, upTo, params);
-    return { join: sql.join, where: `${sql.where} and i.${digest} is not null` };
+  private listSql(filter: ScoreListFilter, digest: DigestKind, after: number | null, upTo: number | null, params: unknown[]): string {
+    return scoreListSql('file', DECISION_JOIN.replace('org_id = $1', 'org_id = $ORG'), filter, after, upTo, params, {
+      held: `upper(encode(i.${digest}, 'hex'))`,
+      heldWhere: `i.${digest} is not null`,
+      decided: "upper(encode(d.digest, 'hex'))",
+      decidedWhere: `octet_length(d.digest) = ${DIGEST_BYTES[digest]}`,
+    });
   }
 
-  /** Rows of the score list that carry `digest`, after < id <= upTo, by id; `hex` is that digest. */
+  /** Entries of the score list that carry `digest`, after < id <= upTo, by id; `hex` is that digest. */
   async listRows(filter: ScoreListFilter, digest: DigestKind, after: number | null, upTo: number | null, limit: number): Promise<Array<{ id: number; hex: string }>> {
     const params: unknown[] = [];
-    const sql = this.listSql(filter, digest, after, upTo, params);
-    const res = await this.db.query<{ id: number; hex: string }>(
-      `select i.id, upper(encode(i.${digest}, 'hex')) as hex from file_indicators i ${sql.join} ${sql.where} order by i.id limit ${Number(limit)}`,
-      params,
-    );
-    return res.rows;
+    const rows = await listRows(this.db, this.listSql(filter, digest, after, upTo, params), params, limit);
+    return rows.map((r) => ({ id: r.id, hex: r.value }));
   }
 
   listBoundary(filter: ScoreListFilter, digest: DigestKind, after: number | null, n: number) {
     const params: unknown[] = [];
-    return listBoundary(this.db, 'file_indicators', this.listSql(filter, digest, after, null, params), params, n);
+    return listBoundary(this.db, this.listSql(filter, digest, after, null, params), params, n);
   }
 
   listVersion(filter: ScoreListFilter, digest: DigestKind, after: number | null, upTo: number | null) {
     const params: unknown[] = [];
-    return listVersion(this.db, 'file_indicators', this.listSql(filter, digest, after, upTo, params), params);
+    return listVersion(this.db, this.listSql(filter, digest, after, upTo, params), params);
   }
 
   decisionsVersion(orgId: number): Promise<string> {

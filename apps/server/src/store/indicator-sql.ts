@@ -90,21 +90,40 @@ export function anchorJoin(kind: IndicatorKind, org: string): string {
 }
 
 /**
+ * Organization `org`'s decision rows of a kind that no indicator holds (migration 0018): each is
+ * a record of its own while nobody reports the value. `d` is the decision row.
+ */
+export function unheldDecisions(kind: IndicatorKind, org: string): string {
+  const held =
+    kind === 'file'
+      ? 'select 1 from file_indicators h where h.md5 = d.digest or h.sha1 = d.digest or h.sha256 = d.digest'
+      : `select 1 from ${TABLES[kind].indicators} h where h.value = d.value`;
+  return `from ${TABLES[kind].decisions} d where d.org_id = ${org} and not exists (${held})`;
+}
+
+/**
  * A feed page of organization $1 over its effective (ts, score) pairs (migration 0011): rows
  * whose own pair is in force and rows the organization's newer anchors re-deliver, each branch
  * read in (ts, id) order, merged. `columns` and `where` are given the branch's pair; `joins` may
- * reference `i` (never `a`). The page never splits a group that shares one `ts`.
+ * reference `i` (never `a`). With `decisionColumns`, the organization's decision records on values
+ * nobody reported (unheldDecisions) are a third branch, those columns read from `d`. The page never
+ * splits a group that shares one `ts`.
  */
 export async function anchoredPage<T extends { ts: number; id: number }>(
   db: Queryable,
   kind: IndicatorKind,
-  q: { columns: (e: Effective) => string; joins: string; where: (e: Effective) => string[]; params: unknown[] },
+  q: { columns: (e: Effective) => string; joins: string; where: (e: Effective) => string[]; params: unknown[]; decisionColumns?: string | undefined },
   range: { since: number; upper: number; pageSize: number },
 ): Promise<T[]> {
   const t = TABLES[kind];
   const n = q.params.length;
   const sql = (cond: (ts: string, id: string) => string, limit: string) => {
     const extra = (e: Effective) => q.where(e).map((w) => ` and ${w}`).join('');
+    const records = q.decisionColumns
+      ? `union all
+      (select ${q.decisionColumns} ${unheldDecisions(kind, '$1')} and ${cond('d.ts', 'd.id')}
+       order by d.ts, d.id limit ${limit})`
+      : '';
     return `select * from (
       (select ${q.columns(OWN)} from ${t.indicators} i ${q.joins}
        where ${cond('i.ts', 'i.id')} and not exists (select 1 from ${t.anchors} x where x.org_id = $1 and x.indicator_id = i.id and x.ts > i.ts)${extra(OWN)}
@@ -113,6 +132,7 @@ export async function anchoredPage<T extends { ts: number; id: number }>(
       (select ${q.columns(ANCHORED)} from ${t.anchors} a join ${t.indicators} i on i.id = a.indicator_id ${q.joins}
        where a.org_id = $1 and ${cond('a.ts', 'a.indicator_id')} and a.ts > i.ts${extra(ANCHORED)}
        order by a.ts, a.indicator_id limit ${limit})
+      ${records}
     ) page order by ts, id limit ${limit}`;
   };
   const page = await db.query<T>(sql((ts) => `${ts} > $${n + 1} and ${ts} < $${n + 2}`, `$${n + 3}`), [...q.params, range.since, range.upper, range.pageSize]);
@@ -123,6 +143,16 @@ export async function anchoredPage<T extends { ts: number; id: number }>(
     rows.push(...rest.rows);
   }
   return rows;
+}
+
+/**
+ * Moves organization `orgId`'s decision row on `key` (a value, or a file digest's bytes) to a new
+ * feed second: delivered again as a record of its own while nobody reports the value (migration
+ * 0018). Takes the feed clock: run it last in the caller's transaction.
+ */
+export async function moveDecision(tx: Queryable, kind: IndicatorKind, orgId: number, key: string | Buffer): Promise<void> {
+  const ts = await takeFeedTs(tx);
+  await tx.query(`update ${TABLES[kind].decisions} set ts = $3 where org_id = $1 and ${kind === 'file' ? 'digest' : 'value'} = $2`, [orgId, key, ts]);
 }
 
 /**
@@ -203,40 +233,75 @@ export interface ScoreListFilter {
   visibleUpTo?: number | null;
 }
 
+/** What one score list writes per entry (see scoreListSql). */
+export interface ListedValue {
+  /** The value of indicator row `i`. */
+  held: string;
+  /** The value of decision row `d` (migration 0018). */
+  decided: string;
+  /** Further conditions on `i` and on `d` (a file list's digest kind). */
+  heldWhere?: string;
+  decidedWhere?: string;
+}
+
 /**
  * The SQL twin of `isBlocked` for files, domains and URLs (they carry no ttl and no reserved
- * ranges): whitelist never listed > blacklist always listed > live score >= threshold.
- * `decisionJoin` must expose `d.decision`. Only parameters are added to `params`.
+ * ranges): whitelist never listed > blacklist always listed > live score >= threshold. A select
+ * of the listed entries in (after, upTo] as (id, value, ts): the held indicators, and the
+ * organization's blacklists on values nobody reported (unheldDecisions; score 0, the decision
+ * row's id and ts). `decisionJoin` must expose `d.decision`. Only parameters are added to `params`.
  */
-export function scoreListSql(kind: IndicatorKind, decisionJoin: string, f: ScoreListFilter, after: number | null, upTo: number | null, params: unknown[]): { join: string; where: string } {
-  const p = (value: unknown) => {
-    params.push(value);
+export function scoreListSql(kind: IndicatorKind, decisionJoin: string, f: ScoreListFilter, after: number | null, upTo: number | null, params: unknown[], value: ListedValue): string {
+  const p = (v: unknown) => {
+    params.push(v);
     return `$${params.length}`;
   };
   const org = p(f.orgId);
   const join = `${decisionJoin.replaceAll('$ORG', org)} ${anchorJoin(kind, org)}`;
-  const conditions = ['coalesce(d.decision, -1) <> 0', `(d.decision = 1 or ${EFFECTIVE.ts} >= (${p(f.cutoffs)}::bigint[])[${EFFECTIVE.score}])`];
-  if (f.visibleUpTo !== undefined && f.visibleUpTo !== null) conditions.push(`${EFFECTIVE.ts} <= ${p(f.visibleUpTo)}`);
-  if (after !== null) conditions.push(`i.id > ${p(after)}`);
-  if (upTo !== null) conditions.push(`i.id <= ${p(upTo)}`);
-  return { join, where: `where ${conditions.join(' and ')}` };
+  const held = ['coalesce(d.decision, -1) <> 0', `(d.decision = 1 or ${EFFECTIVE.ts} >= (${p(f.cutoffs)}::bigint[])[${EFFECTIVE.score}])`];
+  const decided = ['d.decision = 1'];
+  if (f.visibleUpTo !== undefined && f.visibleUpTo !== null) {
+    const upper = p(f.visibleUpTo);
+    held.push(`${EFFECTIVE.ts} <= ${upper}`);
+    decided.push(`d.ts <= ${upper}`);
+  }
+  if (after !== null) {
+    const from = p(after);
+    held.push(`i.id > ${from}`);
+    decided.push(`d.id > ${from}`);
+  }
+  if (upTo !== null) {
+    const to = p(upTo);
+    held.push(`i.id <= ${to}`);
+    decided.push(`d.id <= ${to}`);
+  }
+  if (value.heldWhere) held.push(value.heldWhere);
+  if (value.decidedWhere) decided.push(value.decidedWhere);
+  return `select i.id, ${value.held} as value, ${EFFECTIVE.ts} as ts from ${TABLES[kind].indicators} i ${join} where ${held.join(' and ')}
+    union all select d.id, ${value.decided} as value, d.ts ${unheldDecisions(kind, org)} and ${decided.join(' and ')}`;
 }
 
-/** Id of the n-th listed row after `after` (or of the last one) and whether more follow. */
-export async function listBoundary(db: Queryable, from: string, sql: { join: string; where: string }, params: unknown[], n: number): Promise<{ last: number | null; more: boolean }> {
-  const res = await db.query<{ id: number }>(`select i.id from ${from} i ${sql.join} ${sql.where} order by i.id limit ${Number(n) + 1}`, params);
+/** Id of the n-th listed entry after `after` (or of the last one) and whether more follow; `listed` as scoreListSql. */
+export async function listBoundary(db: Queryable, listed: string, params: unknown[], n: number): Promise<{ last: number | null; more: boolean }> {
+  const res = await db.query<{ id: number }>(`select l.id from (${listed}) l order by l.id limit ${Number(n) + 1}`, params);
   const ids = res.rows;
   return { last: ids[Math.min(n, ids.length) - 1]?.id ?? null, more: ids.length > n };
 }
 
-/** Count, id sum and latest ts of the listed rows: moves when the entries do. */
-export async function listVersion(db: Queryable, from: string, sql: { join: string; where: string }, params: unknown[]): Promise<string> {
+/** Count, id sum and latest ts of the listed entries: moves when the entries do. */
+export async function listVersion(db: Queryable, listed: string, params: unknown[]): Promise<string> {
   const res = await db.query<{ n: number; s: string; t: string }>(
-    `select count(*)::bigint as n, coalesce(sum(i.id), 0)::text as s, coalesce(max(${EFFECTIVE.ts}), 0)::text as t from ${from} i ${sql.join} ${sql.where}`,
+    `select count(*)::bigint as n, coalesce(sum(l.id), 0)::text as s, coalesce(max(l.ts), 0)::text as t from (${listed}) l`,
     params,
   );
   const r = res.rows[0]!;
   return `${r.n}:${r.s}:${r.t}`;
+}
+
+/** The listed entries in (after, upTo], by id, at most `limit`. */
+export async function listRows(db: Queryable, listed: string, params: unknown[], limit: number): Promise<Array<{ id: number; value: string }>> {
+  const res = await db.query<{ id: number; value: string }>(`select l.id, l.value from (${listed}) l order by l.id limit ${Number(limit)}`, params);
+  return res.rows;
 }
 
 /** Count and latest change of one organization's decisions of a kind (part of list ETags). */

@@ -9,7 +9,9 @@ import {
   EFFECTIVE,
   type Effective,
   listBoundary,
+  listRows,
   listVersion,
+  moveDecision,
   scoreListSql,
   type ScoreListFilter,
   mergeReport,
@@ -19,7 +21,11 @@ import {
   type ReportAggregate,
   type ReportOutcome,
   type Scorer,
+  unheldDecisions,
 } from './indicator-sql.ts';
+
+/** A decision row as its organization's record of a value nobody reported (migration 0018): score 0, its own id and ts. */
+const DECISION_RECORD = `d.id, d.value, 0 as score, d.ts, d.ts as entry_ts, 0 as members, 0 as events, '{}'::text[] as tags, d.decision`;
 
 /** A domain or URL indicator as seen by one organization (its decision joined). */
 export interface NamedRow {
@@ -88,7 +94,8 @@ export class NamedIndicatorStore {
 
   /**
    * The organization's decision on a value, whether or not it is an indicator yet; a held
-   * indicator is delivered again to that organization (anchorForOrg) in the same transaction.
+   * indicator is delivered again to that organization (anchorForOrg) in the same transaction, and
+   * so is the decision's own record while nobody reports the value (moveDecision).
    */
   async setDecision(orgId: number, value: string, decision: -1 | 0 | 1, reanchor: (s0: number, elapsed: number) => number): Promise<void> {
     await this.db.transaction(async (tx) => {
@@ -99,7 +106,22 @@ export class NamedIndicatorStore {
       );
       const held = await tx.query<{ id: number }>(`select id from ${this.t.indicators} where value = $1`, [value]);
       if (held.rows[0]) await anchorForOrg(tx, this.kind, orgId, held.rows[0].id, reanchor);
+      await moveDecision(tx, this.kind, orgId, value);
     });
+  }
+
+  /**
+   * The look-up: the indicator as the organization sees it, else the organization's own decision
+   * record on the value (migration 0018), the record its feed holds: a cleared one too, with
+   * decision null (a TAXII consumer got it, revoked, and must find it).
+   */
+  async lookup(orgId: number, value: string): Promise<NamedRow | undefined> {
+    const res = await this.db.query<NamedRow>(
+      `select * from ((${this.select} where i.value = $2)
+         union all (select ${DECISION_RECORD} ${unheldDecisions(this.kind, '$1')} and d.value = $2)) r limit 1`,
+      [orgId, value],
+    );
+    return res.rows[0];
   }
 
   async byValue(orgId: number, value: string): Promise<NamedRow | undefined> {
@@ -113,12 +135,13 @@ export class NamedIndicatorStore {
 
   /**
    * A feed page for one organization over the pairs it sees (whitelisted records included, with
-   * decision 0, so a follower learns of the whitelist); only records at least `delaySeconds` old.
+   * decision 0, so a follower learns of the whitelist), and its decision records on values nobody
+   * reported (cleared ones too, with decision null); only records at least `delaySeconds` old.
    */
   async feedPage(orgId: number, since: number, pageSize: number, delaySeconds: number, settled?: number): Promise<NamedRow[]> {
     const complete = settled ?? (await completeBefore(this.db));
     const upper = Math.min(complete, complete - delaySeconds + 1);
-    return anchoredPage<NamedRow>(this.db, this.kind, { columns: this.columns, joins: this.decisionJoin, where: () => [], params: [orgId] }, { since, upper, pageSize });
+    return anchoredPage<NamedRow>(this.db, this.kind, { columns: this.columns, joins: this.decisionJoin, where: () => [], params: [orgId], decisionColumns: DECISION_RECORD }, { since, upper, pageSize });
   }
 
   /** The feeds' first second not settled yet (a page's exclusive upper bound before any delay). */
@@ -144,26 +167,24 @@ export class NamedIndicatorStore {
     return res.rows;
   }
 
-  private listSql(filter: ScoreListFilter, after: number | null, upTo: number | null, params: unknown[]) {
-    return scoreListSql(this.kind, `left join ${this.t.decisions} d on d.org_id = $ORG and d.value = i.value`, filter, after, upTo, params);
+  private listSql(filter: ScoreListFilter, after: number | null, upTo: number | null, params: unknown[]): string {
+    return scoreListSql(this.kind, `left join ${this.t.decisions} d on d.org_id = $ORG and d.value = i.value`, filter, after, upTo, params, { held: 'i.value', decided: 'd.value' });
   }
 
-  /** Rows of the score list with after < id <= upTo, by id (see scoreListSql for the precedence). */
-  async listRows(filter: ScoreListFilter, after: number | null, upTo: number | null, limit: number): Promise<Array<{ id: number; value: string }>> {
+  /** Entries of the score list with after < id <= upTo, by id (see scoreListSql for the precedence). */
+  listRows(filter: ScoreListFilter, after: number | null, upTo: number | null, limit: number): Promise<Array<{ id: number; value: string }>> {
     const params: unknown[] = [];
-    const sql = this.listSql(filter, after, upTo, params);
-    const res = await this.db.query<{ id: number; value: string }>(`select i.id, i.value from ${this.t.indicators} i ${sql.join} ${sql.where} order by i.id limit ${Number(limit)}`, params);
-    return res.rows;
+    return listRows(this.db, this.listSql(filter, after, upTo, params), params, limit);
   }
 
   listBoundary(filter: ScoreListFilter, after: number | null, n: number) {
     const params: unknown[] = [];
-    return listBoundary(this.db, this.t.indicators, this.listSql(filter, after, null, params), params, n);
+    return listBoundary(this.db, this.listSql(filter, after, null, params), params, n);
   }
 
   listVersion(filter: ScoreListFilter, after: number | null, upTo: number | null) {
     const params: unknown[] = [];
-    return listVersion(this.db, this.t.indicators, this.listSql(filter, after, upTo, params), params);
+    return listVersion(this.db, this.listSql(filter, after, upTo, params), params);
   }
 
   decisionsVersion(orgId: number): Promise<string> {
