@@ -132,6 +132,11 @@ async function main(): Promise<void> {
     '|---|---|---|---|---|---|',
     ...rows.map((r) => `| ${r.subject} | ${r.load.toFixed(2)}${r.load > 2 ? ' (above 2: loaded)' : ''} | ${f(r.started)} | ${f(r.lookedUp)} | ${f(r.reported)} | ${r.accepted.toLocaleString('en')} of ${REPORTS.toLocaleString('en')} (${r.seconds.toFixed(1)} s) |`),
     '',
+    ...rows.map((r, k) => {
+      const limit = k === 0 ? 180 : 120;
+      return `- ${r.subject} RSS after one look-up and ${REPORTS.toLocaleString('en')} reports: ${r.reported.rss!.toFixed(0)} MB (target ≤ ${limit} MB: ${r.reported.rss! <= limit ? 'met' : 'missed'})`;
+    }),
+    '',
   ].join('\n');
   if (!existsSync(OUT)) {
     writeFileSync(
