@@ -83,6 +83,22 @@ const ticks = (pid: number) => {
   const f = procStatFields(pid);
   return f ? Number(f[11]) + Number(f[12]) : 0;
 };
+/**
+ * The body of one GET; retried twice, as a keep-alive connection idle through a long run may be
+ * closed by the server just as it is reused ("other side closed").
+ */
+async function fetchBody(url: string, headers: Record<string, string>): Promise<Uint8Array> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await fetch(url, { headers });
+      if (res.status !== 200) throw new Error(`${url}: ${res.status} ${await res.text()}`);
+      return new Uint8Array(await res.arrayBuffer());
+    } catch (err) {
+      if (attempt >= 3) throw err;
+    }
+  }
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const rps = (s: Side) => s.run.requests / s.run.seconds;
 
@@ -102,9 +118,7 @@ async function main(): Promise<void> {
         for (const target of TARGETS) {
           const appUrl = `http://127.0.0.1:${ready.app}${target.path}`;
           // The server's answer, as nginx will serve it (the CSV's live scores are those of one second).
-          const res = await fetch(appUrl, { headers });
-          if (res.status !== 200) throw new Error(`${target.path}: ${res.status} ${await res.text()}`);
-          const bytes = new Uint8Array(await res.arrayBuffer());
+          const bytes = await fetchBody(appUrl, headers);
           serveFile(nginx, target.file, bytes);
           const side = (which: 'nginx' | 'server'): Side => {
             const load = loadavg()[0]!;
