@@ -168,13 +168,14 @@ async function resolvePage<Row, Key>(options: TextListOptions<Row, Key>, after: 
 /** The whole body of a resolved page as one buffer, or null (and the pieces so far) once it outgrows `limit` bytes. */
 async function renderWhole<Row, Key>(options: TextListOptions<Row, Key>, after: Key | null, page: ResolvedPage<Key>, limit: number): Promise<{ body: Buffer } | { pieces: Buffer[]; rest: AsyncGenerator<string | Uint8Array> }> {
   if (page.empty) return { body: Buffer.from(options.header !== undefined ? `${options.header}\n` : '') };
-  if (page.body) return { body: Buffer.from(page.body.buffer, page.body.byteOffset, page.body.byteLength) };
+  // A copy of exactly its size: the page may be a view of a larger buffer, which the budget would not count.
+  if (page.body) return { body: Buffer.from(page.body) };
   const pieces: Buffer[] = [];
   let size = 0;
   const rest = entries(options, after, page.upTo);
   for (;;) {
     const next = await rest.next();
-    if (next.done) return { body: pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces, size) };
+    if (next.done) return { body: Buffer.concat(pieces, size) };
     const piece = typeof next.value === 'string' ? Buffer.from(next.value) : Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength);
     pieces.push(piece);
     size += piece.byteLength;
