@@ -16,6 +16,12 @@ export interface ServeSettings {
   url: string;
   orgGids: string[];
   free: boolean;
+  /** LIST_CACHE_MB of the server (absent: its default). */
+  listCacheMb?: number;
+  /** LIST_STREAMS_PER_KEY of the server (absent: its default). */
+  listStreamsPerKey?: number;
+  /** `taskset -c` CPU list the child runs on (absent: any). */
+  cpus?: string;
 }
 
 /**
@@ -26,7 +32,8 @@ export interface ServeSettings {
 export async function startIpv4Server(settings: ServeSettings): Promise<{ child: ChildProcess; ready: ServeReady; stop: () => Promise<void> }> {
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const serve = join(dirname(fileURLToPath(import.meta.url)), '_ipv4-serve.mjs');
-  const child = spawn(process.execPath, [...prof, serve], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_SERVE: JSON.stringify(settings) } });
+  const command = settings.cpus ? ['taskset', '-c', settings.cpus, process.execPath] : [process.execPath];
+  const child = spawn(command[0]!, [...command.slice(1), ...prof, serve], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_SERVE: JSON.stringify(settings) } });
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'));
   };

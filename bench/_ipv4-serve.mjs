@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import Fastify from 'fastify';
 import { buildApp, createApiKey, createEnrichment, createUser, Ipv4Mirror, loadConfig, openStore } from '../apps/server/dist/embed.mjs';
 
-const { url, orgGids, free } = JSON.parse(process.env.BENCH_SERVE);
+const { url, orgGids, free, listCacheMb, listStreamsPerKey } = JSON.parse(process.env.BENCH_SERVE);
 // The bench's addresses are spread over all of IPv4 (benchIp), special ranges included: a lab.
-const config = { ...loadConfig({ DATABASE_URL: url, ALLOW_NON_PUBLIC_REPORTS: 'true' }), logLevel: 'silent', demo: false, rateLimitPerMinute: 1_000_000_000, pgPoolMax: 20 };
+const config = { ...loadConfig({ DATABASE_URL: url, ALLOW_NON_PUBLIC_REPORTS: 'true', LIST_CACHE_MB: listCacheMb === undefined ? undefined : String(listCacheMb), LIST_STREAMS_PER_KEY: listStreamsPerKey === undefined ? undefined : String(listStreamsPerKey) }), logLevel: 'silent', demo: false, rateLimitPerMinute: 1_000_000_000, pgPoolMax: 20 };
 // Diagnostics only: every request priced at 0 coins, to show what charging costs.
 if (free) config.coinPrices = Object.fromEntries(Object.keys(config.coinPrices).map((k) => [k, 0]));
 const store = await openStore({ databaseUrl: url, poolMax: config.pgPoolMax });

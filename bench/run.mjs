@@ -30,16 +30,18 @@ const QUICK = {
   indicators: { args: ['--scale', '0.05', '--duration', '2'] },
   ipv4: { args: ['--n', '100000', '--duration', '2', '--walk-seconds', '5'] },
   'list-enforcers': { args: ['1'] },
+  lists: { args: ['--n', '100000', '--duration', '2', '--rounds', '1'] },
   parse: { env: { RAMPART_BENCH_LINES: '100000' } },
   'pg-ingest': { args: ['--rounds', '3', '--duration', '2', '--n', '20000'] },
   'pglite-ingest': { args: ['--rounds', '1', '--duration', '3'] },
   'request-logger': { args: ['--children', '20000', '--rounds', '3'] },
   'server-footprint': { args: ['--rounds', '2', '--idle', '2'] },
+  'server-memory': { args: ['--reports', '2000'] },
   sync: { args: ['--agents', '1000', '--rounds', '1'] },
 };
 
 /** Benchmarks that carry a target of issue 22: each must write at least one verdict row. */
-const TARGETED = ['agent', 'ipv4', 'list-enforcers', 'parse', 'pg-ingest', 'pglite-ingest', 'server-footprint'];
+const TARGETED = ['agent', 'ipv4', 'list-enforcers', 'lists', 'parse', 'pg-ingest', 'pglite-ingest', 'server-footprint', 'server-memory'];
 
 /** `| a | b |` → ['a', 'b']. */
 const cells = (line) => line.trim().replace(/^\|/, '').replace(/\|$/, '').split('|').map((c) => c.trim());

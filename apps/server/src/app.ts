@@ -29,6 +29,7 @@ import { createEnrichment } from './services/enrichment.ts';
 import { Ipv4Mirror } from './services/ipv4-mirror/index.ts';
 import { ReportBatcher } from './services/ipv4-ingest.ts';
 import { VpnService } from './services/vpn.ts';
+import { ListBodyCache } from './services/list-body-cache.ts';
 import { Ipv4Lists } from './services/ipv4-lists.ts';
 import { Ipv4Reports } from './services/ipv4-reports.ts';
 import { Rollups } from './services/rollups.ts';
@@ -114,7 +115,7 @@ async function buildContext(o: { config: AppConfig; store: Store; ipv4Mirror: Ip
   const ipv4Mirror = o.ipv4Mirror === undefined ? new Ipv4Mirror(store.ipv4Mirror, enrichment, log) : o.ipv4Mirror;
   const rollups = new Rollups(store, log);
   const batcher = new ReportBatcher({ ingest: store.ipv4Ingest, events, log, observe: (timing) => metrics.ipv4IngestBatch(timing) });
-  const ipv4Lists = new Ipv4Lists({ store, enrichment, mirror: ipv4Mirror });
+  const ipv4Lists = new Ipv4Lists({ store, enrichment, mirror: ipv4Mirror, cache: new ListBodyCache(config.listCacheBytes) });
   return {
     config,
     store,

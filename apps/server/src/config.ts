@@ -57,6 +57,7 @@ export const ServerConfig = z.object({
     .default(false),
   LIST_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(1000).default(4),
   LIST_SEND_TIMEOUT_SECONDS: z.coerce.number().min(1).max(86_400).default(600),
+  LIST_CACHE_MB: z.coerce.number().min(0).max(65_536).default(96),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
   AUTH_CACHE_SECONDS: z.coerce.number().min(0).max(300).default(5),
   PG_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
@@ -101,6 +102,8 @@ export interface AppConfig {
   listStreamsPerKey: number;
   /** Seconds a list response may take to reach the socket before its connection is closed. */
   listSendTimeoutSeconds: number;
+  /** Byte budget of the rendered /flat and /ipv4 bodies kept (services/list-body-cache.ts); 0 keeps none. */
+  listCacheBytes: number;
   bodyLimitBytes: number;
   authCacheSeconds: number;
   pgPoolMax: number;
@@ -158,6 +161,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: e.TRUST_PROXY,
     listStreamsPerKey: e.LIST_STREAMS_PER_KEY,
     listSendTimeoutSeconds: e.LIST_SEND_TIMEOUT_SECONDS,
+    listCacheBytes: Math.round(e.LIST_CACHE_MB * 1024 * 1024),
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     authCacheSeconds: e.AUTH_CACHE_SECONDS,
     pgPoolMax: e.PG_POOL_MAX,

@@ -68,7 +68,7 @@ export function cdnFilePath(options: EnrichmentOptions): string {
   return refreshed && existsSync(refreshed) ? refreshed : SHIPPED_CDN_FILE;
 }
 
-// The ASN table and the city database are immutable files of 20-30 MB that take ~0.4 s to load;
+// The ASN table and the city database are immutable files of 20-30 MB (the ASN table takes ~0.4 s to load);
 // every app built in one process (tests build hundreds) shares one parsed copy, keyed by path.
 const asnCache = new Map<string, Ipv4RangeIndex<AsnEntry>>();
 const geoCache = new Map<string, ReturnType<typeof loadGeoReader>>();
@@ -100,7 +100,7 @@ function countryFacts(code: string): { country: string; continentCode: string; c
 }
 
 /**
- * The ASN table (~25 MB, ~0.4 s) and the city database (~28 MB) are loaded on first use, not at
+ * The ASN table (~8 MB resident, ~0.4 s) and the city database (~6 MB held, its tree read from disk) are loaded on first use, not at
  * start: a server that is never asked about an address (an idle one, one whose reports carry
  * nothing new) neither waits for them nor keeps them resident. The CDN data file is small and is
  * read and checked here, so that a broken refreshed copy stops the start with its error.

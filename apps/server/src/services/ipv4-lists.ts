@@ -4,7 +4,8 @@ import type { Enrichment } from './enrichment.ts';
 import { visibleUpTo } from './envelope.ts';
 import type { Ipv4Mirror, MirrorPlan } from './ipv4-mirror/index.ts';
 import { ipv4ListFilter, loadIpv4Policy, type Ipv4Policy } from './ipv4-policy.ts';
-import type { TextListSource } from './text-list.ts';
+import type { TextListOptions, TextListSource } from './text-list.ts';
+import type { ListBodyCache } from './list-body-cache.ts';
 import { asCsv, asFacts, cdnCsv, FLAT_CSV_HEADER } from './ipv4-csv.ts';
 
 /** Rows per store query: a fifth of a page, about 200 kB of rows and text in memory at a time. */
@@ -100,6 +101,8 @@ export interface Ipv4ListAnswer {
   header?: string;
   etagSalt: string;
   chunkRows: number;
+  /** Present when the mirror answers: the rendered body is kept per view, second and generation. */
+  cache?: TextListOptions<Ipv4ListRow, number>['cache'];
 }
 
 export interface Ipv4ListsDeps {
@@ -107,6 +110,8 @@ export interface Ipv4ListsDeps {
   enrichment: Enrichment;
   /** null: the lists always read SQL. */
   mirror: Ipv4Mirror | null;
+  /** Rendered bodies of the lists the mirror answers (absent: every request renders its own). */
+  cache?: ListBodyCache;
 }
 
 /**
@@ -130,13 +135,24 @@ export class Ipv4Lists {
     // The ETag must move when the organization's settings or decisions do, not only the rows.
     const salt = JSON.stringify([policy.reserved, policy.rule, decisions]);
     const source = (columns: Columns) => (plan ? mirrorSource(store, mirror!, plan, filter, columns) : sqlSource(store, filter, columns));
-    return { now, salt, source };
+    // What the rows of a list depend on besides its threshold: the organization's view (policy and
+    // decisions in the salt, its delay), the second (cutoffs, ttl, live scores) and the mirror's data.
+    const generation = plan ? mirror!.listGeneration : -1;
+    const cacheOf = (columns: Columns): Ipv4ListAnswer['cache'] =>
+      plan && this.deps.cache
+        ? {
+            store: this.deps.cache,
+            key: JSON.stringify([columns, orgId, threshold, now, filter.visibleUpTo ?? null, salt, generation]),
+            current: () => mirror!.ready && mirror!.listGeneration === generation,
+          }
+        : undefined;
+    return { now, salt, source, cacheOf };
   }
 
   /** The addresses only, one per entry (`/ipv4`, `/flat?list=YES`). */
   async addresses(org: Organization, threshold: number): Promise<Ipv4ListAnswer> {
-    const { salt, source } = await this.prepare(org, threshold);
-    return { source: source('address'), line: (row) => displayIp(row.network), etagSalt: salt, chunkRows: LIST_CHUNK };
+    const { salt, source, cacheOf } = await this.prepare(org, threshold);
+    return { source: source('address'), line: (row) => displayIp(row.network), etagSalt: salt, chunkRows: LIST_CHUNK, cache: cacheOf('address') };
   }
 
   /**
@@ -173,9 +189,10 @@ export class Ipv4Lists {
 
   /** The `/flat` CSV (FLAT_CSV_HEADER). */
   async csv(org: Organization, threshold: number): Promise<Ipv4ListAnswer> {
-    const { now, salt, source } = await this.prepare(org, threshold);
+    const { now, salt, source, cacheOf } = await this.prepare(org, threshold);
     return {
       source: source('all'),
+      cache: cacheOf('all'),
       header: FLAT_CSV_HEADER,
       line: csvLine(this.deps.enrichment, now),
       // LiveScore is computed for the request second: the bytes change with it.

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { CursorCodec } from './cursor.ts';
+import type { CachedListBody, ListBodyCache } from './list-body-cache.ts';
 
 /** Spec 8: lists beyond 10,000 entries need several paged calls. */
 export const LIST_PAGE_LINES = 10_000;
@@ -66,6 +67,12 @@ export interface TextListOptions<Row, Key> {
   etagSalt?: string;
   pageLines?: number;
   chunkRows?: number;
+  /**
+   * Keep the rendered body (services/list-body-cache.ts): `key` names what the source's rows
+   * depend on (the organization's view, the second, the data's generation); the page, format,
+   * header and salt are added here. `current()`: whether that generation is still the newest.
+   */
+  cache?: { store: ListBodyCache; key: string; current(): boolean };
 }
 
 /** True when an `If-None-Match` header names this ETag (or `*`); weak validators compare equal. */
@@ -158,6 +165,87 @@ async function resolvePage<Row, Key>(options: TextListOptions<Row, Key>, after: 
   return { upTo: bound.last, more: bound.more, empty, version: empty ? 'empty' : await source.version(after, bound.last), body: null };
 }
 
+/** The whole body of a resolved page as one buffer, or null (and the pieces so far) once it outgrows `limit` bytes. */
+async function renderWhole<Row, Key>(options: TextListOptions<Row, Key>, after: Key | null, page: ResolvedPage<Key>, limit: number): Promise<{ body: Buffer } | { pieces: Buffer[]; rest: AsyncGenerator<string | Uint8Array> }> {
+  if (page.empty) return { body: Buffer.from(options.header !== undefined ? `${options.header}\n` : '') };
+  // A copy of exactly its size: the page may be a view of a larger buffer, which the budget would not count.
+  if (page.body) return { body: Buffer.from(page.body) };
+  const pieces: Buffer[] = [];
+  let size = 0;
+  const rest = entries(options, after, page.upTo);
+  for (;;) {
+    const next = await rest.next();
+    if (next.done) return { body: Buffer.concat(pieces, size) };
+    const piece = typeof next.value === 'string' ? Buffer.from(next.value) : Buffer.from(next.value.buffer, next.value.byteOffset, next.value.byteLength);
+    pieces.push(piece);
+    size += piece.byteLength;
+    if (size > limit) return { pieces, rest };
+  }
+}
+
+async function* concatPieces(pieces: Buffer[], rest: AsyncGenerator<string | Uint8Array>): AsyncGenerator<string | Uint8Array> {
+  yield* pieces;
+  pieces.length = 0;
+  yield* rest;
+}
+
+/**
+ * `textListAnswer` through the body cache: a kept body answers at once (the same ETag and
+ * next_page: its page's figures are kept with it); otherwise the page is resolved, a 304 answered
+ * without rendering, and the body built once for every request waiting on the same key.
+ */
+async function cachedAnswer<Row, Key>(
+  options: TextListOptions<Row, Key>,
+  cache: NonNullable<TextListOptions<Row, Key>['cache']>,
+  after: Key | null,
+  ifNoneMatch: string | undefined,
+  onStreamError: (err: unknown) => void,
+): Promise<TextListAnswer> {
+  const key = JSON.stringify([cache.key, options.filters, after, options.format, options.header ?? null, options.etagSalt ?? null]);
+  const answer = (page: Omit<CachedListBody<Key>, 'body'>, body: () => string | Buffer | Readable): TextListAnswer => {
+    const nextPage = page.more && page.upTo !== null ? options.cursors.encode(options.filters, page.upTo) : null;
+    const etag = etagOf([options.filters, after, page.upTo, options.format, options.header ?? null, options.etagSalt ?? null, page.version]);
+    return { etag, nextPage, notModified: etagMatches(ifNoneMatch, etag), body };
+  };
+  const hit = cache.store.get<Key>(key);
+  if (hit) return answer(hit, () => hit.body);
+  const page = await resolvePage(options, after);
+  const fresh = answer(page, () => '');
+  if (fresh.notModified || cache.store.known(key)) return { ...fresh, body: () => streamBody(options, after, page, onStreamError) };
+  // A body past the budget is not kept: this request streams it on from where the build stopped.
+  const overflow: { value: { pieces: Buffer[]; rest: AsyncGenerator<string | Uint8Array> } | null } = { value: null };
+  const made = await cache.store.take<Key>(
+    key,
+    async () => {
+      const r = await renderWhole(options, after, page, cache.store.maxBytes);
+      if ('body' in r) return { upTo: page.upTo, more: page.more, empty: page.empty, version: page.version, body: r.body };
+      overflow.value = r;
+      return null;
+    },
+    () => cache.current(),
+  );
+  if (made) return answer(made, () => made.body);
+  const rest = overflow.value;
+  if (rest === null) return { ...fresh, body: () => streamBody(options, after, page, onStreamError) };
+  return {
+    ...fresh,
+    body: () => {
+      const stream = Readable.from(concatPieces(rest.pieces, rest.rest), { highWaterMark: 1 });
+      stream.on('error', onStreamError);
+      return stream;
+    },
+  };
+}
+
+function streamBody<Row, Key>(options: TextListOptions<Row, Key>, after: Key | null, page: ResolvedPage<Key>, onStreamError: (err: unknown) => void): string | Buffer | Readable {
+  if (page.empty) return options.header !== undefined ? `${options.header}\n` : '';
+  if (page.body) return Buffer.from(page.body.buffer, page.body.byteOffset, page.body.byteLength);
+  // One piece buffered ahead at most: the socket's pace decides how fast the store is read.
+  const stream = Readable.from(entries(options, after, page.upTo), { highWaterMark: 1 });
+  stream.on('error', onStreamError);
+  return stream;
+}
+
 /** A list answer before it is sent: its headers, whether the client's copy is current, and its body. */
 export interface TextListAnswer {
   etag: string;
@@ -177,16 +265,9 @@ export interface TextListAnswer {
  */
 export async function textListAnswer<Row, Key>(options: TextListOptions<Row, Key>, ifNoneMatch: string | undefined, onStreamError: (err: unknown) => void): Promise<TextListAnswer> {
   const after = options.page ? options.cursors.decode<Key>(options.page, options.filters) : null;
+  if (options.cache) return cachedAnswer(options, options.cache, after, ifNoneMatch, onStreamError);
   const page = await resolvePage(options, after);
   const nextPage = page.more && page.upTo !== null ? options.cursors.encode(options.filters, page.upTo) : null;
   const etag = etagOf([options.filters, after, page.upTo, options.format, options.header ?? null, options.etagSalt ?? null, page.version]);
-  const body = () => {
-    if (page.empty) return options.header !== undefined ? `${options.header}\n` : '';
-    if (page.body) return Buffer.from(page.body.buffer, page.body.byteOffset, page.body.byteLength);
-    // One piece buffered ahead at most: the socket's pace decides how fast the store is read.
-    const stream = Readable.from(entries(options, after, page.upTo), { highWaterMark: 1 });
-    stream.on('error', onStreamError);
-    return stream;
-  };
-  return { etag, nextPage, notModified: etagMatches(ifNoneMatch, etag), body };
+  return { etag, nextPage, notModified: etagMatches(ifNoneMatch, etag), body: () => streamBody(options, after, page, onStreamError) };
 }

@@ -9,7 +9,7 @@ export class Ipv4RangeIndex<V> {
     private readonly starts: Uint32Array,
     private readonly ends: Uint32Array,
     private readonly ids: Uint32Array,
-    private readonly table: readonly V[],
+    private readonly table: { readonly length: number; at(id: number): V | undefined },
   ) {}
 
   get size(): number {
@@ -34,7 +34,7 @@ export class Ipv4RangeIndex<V> {
    * predecessor (dropped when nothing is left). The arrays are compacted in place and copied to
    * their final length, so a caller may pass over-allocated arrays.
    */
-  static fromSortedIds<V>(starts: Uint32Array, ends: Uint32Array, ids: Uint32Array, table: readonly V[]): Ipv4RangeIndex<V> {
+  static fromSortedIds<V>(starts: Uint32Array, ends: Uint32Array, ids: Uint32Array, table: { readonly length: number; at(id: number): V | undefined }): Ipv4RangeIndex<V> {
     let n = 0;
     for (let i = 0; i < starts.length; i++) {
       let start = starts[i]!;
@@ -96,6 +96,6 @@ export class Ipv4RangeIndex<V> {
       if (this.starts[mid]! <= ip) lo = mid + 1;
       else hi = mid - 1;
     }
-    return hi >= 0 && this.ends[hi]! >= ip ? this.table[this.ids[hi]!] : undefined;
+    return hi >= 0 && this.ends[hi]! >= ip ? this.table.at(this.ids[hi]!) : undefined;
   }
 }

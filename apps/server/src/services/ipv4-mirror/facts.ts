@@ -56,8 +56,8 @@ class CsvInterned {
  */
 export class MirrorFacts {
   private readonly asFacts = new CsvInterned();
-  /** The AS facts index of each offline entry, for rows without ip_info. */
-  private readonly offlineAs = new Map<object, number>();
+  /** The AS facts index of each offline entry (by AS number: entries are made per look-up), for rows without ip_info. */
+  private readonly offlineAs = new Map<number, number>();
   private readonly cdnNames = new CsvInterned();
 
   constructor(private readonly offline: OfflineFacts) {
@@ -73,8 +73,8 @@ export class MirrorFacts {
       // The common case (no ip_info): one interned text per offline entry.
       const entry = this.offline.asnOfNumber(addr);
       if (!entry) return 0;
-      let k = this.offlineAs.get(entry);
-      if (k === undefined) this.offlineAs.set(entry, (k = this.asFacts.intern(asCsv(entry.name, `AS${entry.asn}`))));
+      let k = this.offlineAs.get(entry.asn);
+      if (k === undefined) this.offlineAs.set(entry.asn, (k = this.asFacts.intern(asCsv(entry.name, `AS${entry.asn}`))));
       return k;
     }
     const { name, asn } = asFacts(ipName, ipAsn, () => this.offline.asnOfNumber(addr));

@@ -61,6 +61,12 @@ export class Ipv4Mirror {
   private readonly detailsMax: number;
   /** Counts the catch-ups that wrote or deleted rows: details read across one are not kept. */
   private generation = 0;
+  /**
+   * Counts every change of what the lists read: a load, a catch-up that brought anything (rows,
+   * deletions, decisions, anchors), a failure. Rendered list bodies are kept per value of it
+   * (services/list-body-cache.ts).
+   */
+  private listGen = 0;
   private readonly detailReads: LookupBatcher<number, MirrorDetailRow | null>;
 
   constructor(
@@ -81,6 +87,11 @@ export class Ipv4Mirror {
   /** A getter, not a narrowed field: close() may run during any await. */
   private get closed(): boolean {
     return this.stateValue === 'closed';
+  }
+
+  /** The generation of the list data (`listGen`): equal values, equal lists for equal filters. */
+  get listGeneration(): number {
+    return this.listGen;
   }
 
   get ready(): boolean {
@@ -122,6 +133,7 @@ export class Ipv4Mirror {
       this.tables = tables;
       this.details.clear();
       this.generation++;
+      this.listGen++;
       this.caughtUpWall = wall;
       this.caughtUpMono = mono;
       this.stateValue = 'ready';
@@ -166,6 +178,7 @@ export class Ipv4Mirror {
       const changes = await this.rows.changesSince(this.tables.since);
       if (this.closed) return;
       const touched = applyChanges(this.tables, this.facts, changes);
+      if (touched.length > 0 || changes.decisions?.length || changes.anchors?.length || changes.deleted?.length) this.listGen++;
       if (touched.length > 0) {
         this.generation++;
         for (const id of touched) this.details.delete(id);
@@ -180,6 +193,7 @@ export class Ipv4Mirror {
       this.stateValue = 'failed';
       this.tables = emptyTables();
       this.details.clear();
+      this.listGen++;
       this.log?.warn({ err }, 'ipv4 list mirror could not catch up: lists read SQL while it reloads');
       this.loading = this.load();
     }
