@@ -142,6 +142,7 @@ describe('rampart CLI', { timeout: 120_000 }, () => {
     expect(audit.map((e) => [e.action, e.organization, e.address])).toEqual([
       ['key.revoke', created.gid, 'local (rampart CLI)'],
       ['key.create', created.gid, 'local (rampart CLI)'],
+      ['user.create', created.gid, 'local (rampart CLI)'],
       ['organization.update', created.gid, 'local (rampart CLI)'],
       ['organization.grant_coins', created.gid, 'local (rampart CLI)'],
       ['organization.create', created.gid, 'local (rampart CLI)'],

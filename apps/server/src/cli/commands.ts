@@ -1,10 +1,10 @@
 import { writeFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
 import { ApiError } from '@rampart/contracts';
 import { createOrganization as createAuditedOrganization } from '../services/operators.ts';
 import { loadConfig } from '../config.ts';
 import { createApiKey, createUser } from '../services/admin.ts';
-import { openStore, type AuditActor, type Store } from '../store/index.ts';
+import { openStore, type Store } from '../store/index.ts';
+import { cliActor } from '../services/audit.ts';
 
 export type Command =
   | { cmd: 'org.create'; name: string; trust: number; credits: number; delay: string }
@@ -19,17 +19,6 @@ export type Command =
 
 function print(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
-}
-
-/** Operator actions from the CLI are audited like the API's, under the host account's name. */
-function cliActor(): AuditActor {
-  let who = 'unknown';
-  try {
-    who = userInfo().username;
-  } catch {
-    // No passwd entry for the uid (containers): the entry still says it came from the CLI.
-  }
-  return { userId: null, username: `cli:${who}`, orgId: null, address: 'local (rampart CLI)' };
 }
 
 async function execute(store: Store, c: Command): Promise<void> {
@@ -47,8 +36,11 @@ async function execute(store: Store, c: Command): Promise<void> {
       if (!was || !org) throw new ApiError('not_found', `no organization ${c.gid}`);
       return print({ gid: org.gid, trust: Number(org.trust), previous_trust: Number(was.trust) });
     }
-    case 'user.create':
-      return print(await createUser(store, { orgGid: c.org, username: c.username, role: c.role, name: c.name, surname: c.surname }));
+    case 'user.create': {
+      const user = await createUser(store, { orgGid: c.org, username: c.username, role: c.role, name: c.name, surname: c.surname });
+      await store.operators.record(cliActor(), { orgId: user.org_id, action: 'user.create', target: user.guid, detail: { username: user.username, role: user.role } });
+      return print(user);
+    }
     case 'key.create': {
       const created = await createApiKey(store, { username: c.username, label: c.label });
       const owner = await store.users.byUsername(c.username);

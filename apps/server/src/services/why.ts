@@ -49,7 +49,7 @@ async function ipv4Subject(store: Store, org: Organization, text: string, now: n
   const records: Held[] = visible.map((r) => {
     const shown = r.network.endsWith('/32') ? r.network.slice(0, -3) : r.network;
     const dv = r.decision === null ? null : Number(r.decision);
-    const d: DecisionOn | undefined = dv === 0 || dv === 1 ? { decision: dv, ttl: r.ttl === null ? null : Number(r.ttl), on: shown } : undefined;
+    const d: DecisionOn | undefined = dv === 0 || dv === 1 ? { decision: dv, ttl: r.ttl === null ? null : Number(r.ttl), on: shown, reason: null, set_by: null } : undefined;
     return { id: Number(r.id), value: shown, score: Number(r.score), ts: Number(r.ts), tags: [...r.tags, ...r.sources], decision: d };
   });
   return {
@@ -147,7 +147,8 @@ function agentVerdict(subject: Subject, agent: AgentRow, now: number): WhyRespon
 }
 
 function decisionOf(on: DecisionOn | undefined, now: number): WhyResponse['decision'] {
-  return on ? { decision: on.decision, ttl: on.ttl, expired: on.decision === 1 && on.ttl !== null && on.ttl <= now, on: on.on } : null;
+  if (!on) return null;
+  return { decision: on.decision, ttl: on.ttl, expired: on.decision === 1 && on.ttl !== null && on.ttl <= now, on: on.on, reason: on.reason, set_by: on.set_by };
 }
 
 /** The organization-level reason, before any threshold: what decides unless the score does. */

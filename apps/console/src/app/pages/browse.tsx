@@ -66,6 +66,7 @@ const rowKey = (r: Row) => `${r.kind} ${r.value}`;
 function BulkActions({ session, selected, onDone }: { session: Session; selected: Row[]; onDone: () => void }) {
   const [busy, setBusy] = useState(false);
   const [ttlHours, setTtlHours] = useState('0');
+  const [reason, setReason] = useState('');
   const [outcome, setOutcome] = useState<{ kind: 'ok' | 'error'; text: string }>();
   if (!canContribute(session)) return null;
   async function apply(decision: -1 | 0 | 1, label: string) {
@@ -77,7 +78,7 @@ function BulkActions({ session, selected, onDone }: { session: Session; selected
     // One at a time: each is a separate decision the server records and re-delivers.
     for (const row of selected) {
       try {
-        await setDecision(session.api, row.kind, row.value, decision, ttl);
+        await setDecision(session.api, row.kind, row.value, decision, ttl, reason);
       } catch (err) {
         failed.push(`${row.value}: ${describeError(err).message}`);
       }
@@ -91,6 +92,7 @@ function BulkActions({ session, selected, onDone }: { session: Session; selected
     <fieldset class="decisions bulk" aria-busy={busy ? 'true' : undefined}>
       <legend>{selected.length} selected</legend>
       <Field label="TTL of a blacklisting (hours, 0 = none; IPv4 only)" type="number" value={ttlHours} onInput={setTtlHours} />
+      <Field label="Reason (optional, kept with each decision)" name="bulk-reason" value={reason} onInput={setReason} />
       <button type="button" class="secondary" disabled={busy || selected.length === 0} onClick={() => void apply(0, 'Whitelist')}>
         Whitelist selected
       </button>
@@ -238,6 +240,7 @@ function FilterForm(props: { label: string; onApply: () => void; children: Compo
 function NewDecision({ session, onDone }: { session: Session; onDone: () => void }) {
   const [value, setValue] = useState('');
   const [ttlHours, setTtlHours] = useState('0');
+  const [reason, setReason] = useState('');
   const [busy, setBusy] = useState(false);
   const [message, setMessage] = useState<{ kind: 'ok' | 'info' | 'error'; text: string }>();
   const [fields, setFields] = useState<Record<string, string>>({});
@@ -250,7 +253,7 @@ function NewDecision({ session, onDone }: { session: Session; onDone: () => void
     try {
       const hours = Number(ttlHours);
       const kind = kindOf(text);
-      await setDecision(session.api, kind, text, decision, decision === 1 && hours > 0 ? Math.floor(Date.now() / 1000 + hours * 3600) : undefined);
+      await setDecision(session.api, kind, text, decision, decision === 1 && hours > 0 ? Math.floor(Date.now() / 1000 + hours * 3600) : undefined, reason);
       // An IPv4 blacklist nobody reported is listed for the organization alone; the other kinds' feeds
       // and lists carry held indicators only: say which, rather than imply more or less is enforced.
       const listed = await session.api.get('/decisions', DecisionListResponse, { kind, q: text, page_size: 10 });
@@ -264,6 +267,7 @@ function NewDecision({ session, onDone }: { session: Session; onDone: () => void
             : { kind: 'info', text: `${done} Nobody has reported it yet, so no feed or agent blocks it until a member reports it.` },
       );
       setValue('');
+      setReason('');
       onDone();
     } catch (err) {
       const d = describeError(err);
@@ -279,6 +283,7 @@ function NewDecision({ session, onDone }: { session: Session; onDone: () => void
       <p class="muted">On any address, network, domain, URL or digest, reported or not. It applies to your organization only.</p>
       <Field label="Indicator" name="indicator" value={value} onInput={setValue} error={fields.decision ?? fields.ip} />
       <Field label="TTL of a blacklisting (hours, 0 = none; IPv4 only)" type="number" value={ttlHours} onInput={setTtlHours} />
+      <Field label="Reason (optional)" name="reason" value={reason} onInput={setReason} error={fields.reason} />
       <div class="actions">
         <button type="button" class="secondary" disabled={busy || value.trim() === ''} onClick={() => void decide(0)}>
           Whitelist
@@ -309,6 +314,8 @@ export function DecisionsPage({ session }: { session: Session }) {
     ['Held', (r) => (r.held ? 'yes' : 'no: nobody reported it')],
     ['Live score', (r) => score(r.live_score)],
     ['Set', (r) => formatTime(r.updated_at)],
+    ['Set by', (r) => r.set_by ?? '—'],
+    ['Reason', (r) => r.reason ?? '—'],
   ];
   const done = () => {
     setSelected(new Map());
@@ -336,6 +343,8 @@ export function DecisionsPage({ session }: { session: Session }) {
             ['held', (r) => r.held],
             ['live_score', (r) => r.live_score],
             ['updated_at', (r) => r.updated_at],
+            ['set_by', (r) => r.set_by ?? ''],
+            ['reason', (r) => r.reason ?? ''],
           ]}
         />
       </div>

@@ -4,6 +4,7 @@ import { AgentConfig, AgentRegisterResponse, AgentSettingsDocument, AgentSummary
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { agentSummary } from '../../services/agent-summary.ts';
+import { audit, auditActor } from '../../services/audit.ts';
 
 /** `POST /agents` (spec 4.7) and `GET /agents`: registration and the organization's agent list. */
 export const agentRegistrationRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
@@ -25,6 +26,12 @@ export const agentRegistrationRoutes: FastifyPluginAsyncZod<{ context: AppContex
         throw new ApiError('conflict', `agent ${document.gaid} is already registered`);
       }
       request.log.info({ gaid: document.gaid, org: principal.org.gid }, 'agent registered');
+      await audit(context.store, auditActor(principal, request.ip), {
+        orgId: principal.org.id,
+        action: 'agent.register',
+        target: document.gaid,
+        detail: { gaid: document.gaid, score_threshold: document.score_threshold, sync_time: document.sync_time },
+      });
       return reply.status(201).send({ success: true, message: 'agent created successfully', agent_id: document.gaid });
     },
   );
