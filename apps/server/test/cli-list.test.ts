@@ -84,10 +84,11 @@ describe.each(driverCases())('rampart list commands on $name', (driver) => {
       { key_id: s.keyIds[1], username: `contributor.${suffix}@example.org`, label: '', created_at: T, last_used_at: null, revoked_at: null },
       { key_id: s.keyIds[2], username: `admin.${suffix}@example.org`, label: '', created_at: T, last_used_at: null, revoked_at: null },
     ]);
-    expect(formatTable(await listAgents(store, gid), ['gaid', 'state', 'last_checkin_at', 'via', 'version', 'hostname', 'live_keys'])).toBe(
+    // Its last check-in is long past: silent since then (contracts agent-state.ts).
+    expect(formatTable(await listAgents(store, gid), ['gaid', 'state', 'state_since', 'last_checkin_at', 'via', 'version', 'hostname', 'live_keys'])).toBe(
       [
-        'GAID                 STATE   LAST_CHECKIN_AT           VIA   VERSION  HOSTNAME  LIVE_KEYS',
-        `RMP-AGENT-ID-LIST01  active  ${T}  sync  v0.1.0   edge01    1`,
+        'GAID                 STATE   STATE_SINCE               LAST_CHECKIN_AT           VIA   VERSION  HOSTNAME  LIVE_KEYS',
+        `RMP-AGENT-ID-LIST01  silent  ${T}  ${T}  sync  v0.1.0   edge01    1`,
         '',
       ].join('\n'),
     );
@@ -133,7 +134,7 @@ describe('rampart list commands as a process on an embedded store', { timeout: 1
     expect(table.stdout).toBe(`GID${' '.repeat(gid.length - 3)}  NAME       TRUST  DELAY  BALANCE  USERS  CREATED_AT\n${gid}  List Acme  0.7    0      500      3      ${T}\n`);
     const json = rampart('agent', 'list', '--org', gid, '--json');
     expect(json.code, json.stderr).toBe(0);
-    expect(JSON.parse(json.stdout)).toEqual([{ gaid: 'RMP-AGENT-ID-LIST01', state: 'active', last_checkin_at: T, via: 'sync', version: 'v0.1.0', hostname: 'edge01', live_keys: 1 }]);
+    expect(JSON.parse(json.stdout)).toEqual([{ gaid: 'RMP-AGENT-ID-LIST01', state: 'silent', state_since: T, last_checkin_at: T, via: 'sync', version: 'v0.1.0', hostname: 'edge01', live_keys: 1 }]);
     const decisions = rampart('decisions', 'list', '--org', gid, '--decision', '0', '--json');
     expect(JSON.parse(decisions.stdout)).toEqual([{ kind: 'ipv4', value: '45.77.10.2', decision: 'whitelist', ttl: null, updated_at: T, held: false, score: null }]);
     expect(rampart('users', 'list', '--org', gid).stdout.split('\n')[0]).toBe(`GUID${' '.repeat(39)}USERNAME                          ROLE         NAME  FAILED_LOGINS  CREATED_AT`);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PluginState } from './agent-messages.ts';
+import { AgentStateName } from './agent-state.ts';
 import { IndicatorKindName } from './browse.ts';
 import { ScoreExplanation } from './records.ts';
 
@@ -49,6 +50,8 @@ export const WhyAgent = z.object({
   gaid: z.string(),
   alive: z.boolean(),
   running: z.enum(['yes', 'no']),
+  state: AgentStateName.describe('The agent state, as GET /agents gives it'),
+  state_since: z.int().nullable(),
   score_threshold: z.int(),
   blocked: z.boolean().describe('Whether the indicator is on this agent list now, by the shared precedence'),
   reason: BlockReasonName,

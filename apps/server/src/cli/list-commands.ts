@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ApiError } from '@rampart/contracts';
 import { loadConfig } from '../config.ts';
+import { stateOf } from '../services/agent-summary.ts';
 import { openStore, type BrowseKind, type Organization, type Store } from '../store/index.ts';
 
 /*
@@ -69,22 +70,23 @@ export async function listKeys(store: Store, gid: string): Promise<Row[]> {
   }));
 }
 
+/** Each agent with its one state (contracts agent-state.ts), as `GET /agents` and the console give it. */
 export async function listAgents(store: Store, gid: string, now = Math.floor(Date.now() / 1000)): Promise<Row[]> {
   const org = await orgOf(store, gid);
-  const rows: Row[] = [];
-  for (const a of await store.agents.list(org.id)) {
-    const live = (await store.agents.tokens(a.id)).filter((t) => t.revoked_at === null && (t.expires_at === null || t.expires_at > now));
-    rows.push({
+  const [agents, keys] = await Promise.all([store.agents.list(org.id), store.agents.keyCounts(org.id)]);
+  return agents.map((a) => {
+    const state = stateOf(a, keys.get(a.id), now);
+    return {
       gaid: a.gaid,
-      state: a.deactivated_at === null ? 'active' : 'deactivated',
+      state: state.state,
+      state_since: iso(state.since),
       last_checkin_at: iso(a.last_checkin_at),
       via: a.last_checkin_via,
-      version: a.reported_version,
+      version: a.reported_version ?? a.document.version,
       hostname: a.hostname,
-      live_keys: live.length,
-    });
-  }
-  return rows;
+      live_keys: keys.get(a.id)?.live ?? 0,
+    };
+  });
 }
 
 export interface DecisionListOptions {
@@ -122,7 +124,7 @@ const COLUMNS = {
   org: ['gid', 'name', 'trust', 'delay', 'balance', 'users', 'created_at'],
   user: ['guid', 'username', 'role', 'name', 'failed_logins', 'created_at'],
   key: ['key_id', 'username', 'label', 'created_at', 'last_used_at', 'revoked_at'],
-  agent: ['gaid', 'state', 'last_checkin_at', 'via', 'version', 'hostname', 'live_keys'],
+  agent: ['gaid', 'state', 'state_since', 'last_checkin_at', 'via', 'version', 'hostname', 'live_keys'],
   decision: ['kind', 'value', 'decision', 'ttl', 'updated_at', 'held', 'score'],
 } as const;
 
@@ -165,7 +167,7 @@ export function registerListCommands(program: Command, groups: { org: Command; u
       .action((opts: { org: string; json?: boolean }) => printList(what, opts.json, (store) => fn(store, opts.org)));
   perOrg('user', groups.user, "an organization's users and their roles", listUsers);
   perOrg('key', groups.key, "an organization's API keys (ids only), revoked ones included", listKeys);
-  perOrg('agent', groups.agent, "an organization's agents: state, last check-in, reported version, live agent keys", (store, gid) => listAgents(store, gid));
+  perOrg('agent', groups.agent, "an organization's agents: state (deactivated, keys_revoked, withdrawn, never_seen, silent, drifting, alive), last check-in, version, live agent keys", (store, gid) => listAgents(store, gid));
   decision
     .command('list')
     .description("an organization's decisions of every kind, most recently set first")

@@ -42,14 +42,15 @@ export const agentRegistrationRoutes: FastifyPluginAsyncZod<{ context: AppContex
       config: { rampart: { minRole: ROLE.admin } },
       schema: {
         tags: ['agents'],
-        summary: "The organization's agents: alive (checked in within 2 x sync_time), last check-in, version, what each enforces",
+        summary: "The organization's agents: state (deactivated, keys_revoked, withdrawn, never_seen, silent, drifting, alive), last check-in, version, what each enforces",
         response: { 200: z.array(AgentSummary) },
       },
     },
     async (request) => {
       const principal = principalOf(request);
       const now = Math.floor(Date.now() / 1000);
-      return (await context.store.agents.list(principal.org.id)).map((row) => agentSummary(row, now));
+      const [rows, keys] = await Promise.all([context.store.agents.list(principal.org.id), context.store.agents.keyCounts(principal.org.id)]);
+      return rows.map((row) => agentSummary(row, keys.get(row.id), now));
     },
   );
 };
