@@ -130,7 +130,7 @@ describe('rampart CLI', { timeout: 120_000 }, () => {
 
     const user = rampart(dataDir, 'user', 'create', '--org', created.gid, '--username', 'ops@cli.example', '--role', '3');
     expect(user.code, user.stderr).toBe(0);
-    expect(JSON.parse(user.stdout)).toMatchObject({ username: 'ops@cli.example', role: 3 });
+    expect(JSON.parse(user.stdout)).toMatchObject({ username: 'ops@cli.example', role: { id: 3, name: 'admin' } });
 
     const key = rampart(dataDir, 'key', 'create', '--username', 'ops@cli.example', '--label', 'ci');
     const issued = JSON.parse(key.stdout) as { key_id: string; key: string };

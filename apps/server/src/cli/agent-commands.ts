@@ -52,7 +52,7 @@ export function registerAgentCommands(program: Command): Command {
         const codec = agentTokenCodec(await agentTokenSecret(loadConfig().agentTokenSecret, store));
         const issued = await issueAgentToken(store, codec, { org, issuer: user, gaid, ttlDays: opts.ttlDays });
         await audit(store, cliActor(), { orgId: org.id, action: 'agent_key.issue', target: issued.gaid, detail: { token_id: issued.token_id, expires_at: issued.expires_at, issuer: user.username } });
-        return { ...issued, note: 'shown once: store it now' };
+        return { ...issued, expires_at: issued.expires_at === null ? null : new Date(issued.expires_at * 1000).toISOString(), note: 'shown once: store it now' };
       }),
     );
   agent

@@ -5,6 +5,7 @@ import { loadConfig } from '../config.ts';
 import { createApiKey, createUser } from '../services/admin.ts';
 import { openStore, type Store } from '../store/index.ts';
 import { cliActor } from '../services/audit.ts';
+import { roleOf } from './list-commands.ts';
 
 export type Command =
   | { cmd: 'org.create'; name: string; trust: number; credits: number; delay: string }
@@ -28,7 +29,8 @@ async function execute(store: Store, c: Command): Promise<void> {
     case 'org.grant': {
       const org = await store.operators.grantCoins(c.gid, c.coins, '', cliActor());
       if (!org) throw new ApiError('not_found', `no organization ${c.gid}`);
-      return print({ gid: org.gid, credit_tokens: org.credit_tokens, debit_tokens: org.debit_tokens, balance: org.credit_tokens - org.debit_tokens });
+      const [credit, debit] = [Number(org.credit_tokens), Number(org.debit_tokens)];
+      return print({ gid: org.gid, credit_tokens: credit, debit_tokens: debit, balance: credit - debit });
     }
     case 'org.trust': {
       const was = await store.orgs.byGid(c.gid);
@@ -39,7 +41,7 @@ async function execute(store: Store, c: Command): Promise<void> {
     case 'user.create': {
       const user = await createUser(store, { orgGid: c.org, username: c.username, role: c.role, name: c.name, surname: c.surname });
       await store.operators.record(cliActor(), { orgId: user.org_id, action: 'user.create', target: user.guid, detail: { username: user.username, role: user.role } });
-      return print(user);
+      return print({ ...user, id: Number(user.id), org_id: Number(user.org_id), role: roleOf(user.role) });
     }
     case 'key.create': {
       const created = await createApiKey(store, { username: c.username, label: c.label });
