@@ -112,10 +112,12 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
 
     // Overview last: the console opened on it, and following the link to the page shown moves nothing.
     for (const name of [...PAGES.filter((p) => p !== 'Organizations' && p !== 'Overview'), 'Overview']) {
-      // From the top of the document, Tab until the navigation link has focus, then Enter.
+      // From the top of the document, Tab until the navigation link has focus, then Enter. The
+      // browser resumes Tab from where the blurred element was, so a page with many fields (the
+      // Organization page) is walked through before the navigation comes round again.
       await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
       let focused = '';
-      for (let i = 0; i < 30 && focused !== name; i += 1) {
+      for (let i = 0; i < 60 && focused !== name; i += 1) {
         await page.keyboard.press('Tab');
         focused = await page.evaluate(() => (document.activeElement?.closest('nav') ? (document.activeElement.textContent ?? '') : ''));
       }

@@ -423,7 +423,7 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
       // Sources of this test only: other tests report addresses of acme too.
       expect((await api('POST', '/ips', acme.keys.contributor, { ip, confidence: 0.9, source: i === 2 ? 'browse-waf' : 'browse-ssh' })).status).toBeLessThan(300);
     }
-    const decided = async () => ((await api('GET', '/decisions?kind=ipv4', acme.keys.reader)).json as { items: Array<{ value: string; decision: number; held: boolean }> }).items;
+    const decided = async () => ((await api('GET', '/decisions?kind=ipv4', acme.keys.reader)).json as { items: Array<{ value: string; decision: number; held: boolean; set_by: string | null }> }).items;
     for (const width of [1440, 390]) {
       const page = await signedIn(acme.keys.contributor, width);
       const sideways = () => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -455,20 +455,26 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
       const unreported = width === 1440 ? '45.77.250.1' : '45.77.250.2';
       await page.getByRole('link', { name: 'Decisions', exact: true }).click();
       await page.getByLabel('Indicator', { exact: true }).fill(unreported);
+      await page.getByLabel('Reason (optional)', { exact: true }).fill('scanning our VPN');
       await page.getByRole('button', { name: 'Blacklist', exact: true }).click();
       // Said plainly: an IPv4 blacklist nobody reported is the organization's own entry.
       await page.getByText(`Blacklisted ${unreported} for your organization. Nobody has reported it: your lists, feed and agents block it for your organization alone.`).waitFor();
       expect((await (await fetch(`${h.base}/api/v1/ipv4/1000`, { headers: { authorization: acme.keys.reader } })).text()).split('\n')).toContain(unreported);
       const row = page.getByRole('table', { name: 'Decisions' }).locator('tbody tr', { hasText: unreported });
       await expect.poll(() => row.textContent()).toContain('no: nobody reported it');
+      // Who set it and why (issue 37): the reason given and the user whose key set it.
+      const setBy = (await decided()).find((d) => d.value === unreported)?.set_by;
+      expect(setBy).toMatch(/@/);
+      expect(await row.textContent()).toContain(`${setBy}scanning our VPN`);
       expect((await decided()).find((d) => d.value === unreported)).toEqual(expect.objectContaining({ decision: 1, held: false }));
       const download = page.waitForEvent('download');
       await page.getByRole('button', { name: 'Export CSV' }).click();
       const file = await download;
       expect(file.suggestedFilename()).toBe('decisions.csv');
       const csv = await new Response((await file.createReadStream()) as unknown as ReadableStream).text();
-      expect(csv.split('\r\n')[0]).toBe('kind,value,decision,ttl,expired,held,live_score,updated_at');
+      expect(csv.split('\r\n')[0]).toBe('kind,value,decision,ttl,expired,held,live_score,updated_at,set_by,reason');
       expect(csv).toContain(`ipv4,${unreported},1,,false,false,,`);
+      expect(csv).toContain(`,${setBy},scanning our VPN\r\n`);
       // The whole address space is no decision (MAX_DECISION_PREFIX): refused, named at the field.
       await page.getByLabel('Indicator', { exact: true }).fill('0.0.0.0/0');
       const errorsBefore = consoleErrors.length;
@@ -509,7 +515,7 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
       await page.getByText('Decision saved: Blacklist.').waitFor();
       await panel.getByRole('button', { name: 'Explain (one look-up)' }).click();
       await expect.poll(() => panel.getByTestId('why-reason').textContent()).toBe('Your organization blacklisted it: blocked at every threshold.');
-      expect(await panel.getByTestId('why-decision').textContent()).toBe('Your decision: Blacklist on 45.77.40.1');
+      expect(await panel.getByTestId('why-decision').textContent()).toMatch(/^Your decision: Blacklist on 45\.77\.40\.1, set by \S+@\S+$/);
       expect(await agentRow.textContent()).toContain('yes (blacklisted)no end');
       await page.screenshot({ path: `${SHOTS}/lookup-why-${width}.png`, fullPage: true });
       expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `why at ${width}`).toBeLessThanOrEqual(0);

@@ -44,9 +44,11 @@ describe('rampart agent', { timeout: 120_000 }, () => {
 
     const issued = rampart('agent', 'token', config.gaid, '--username', 'admin@cli.example', '--ttl-days', '7');
     expect(issued.code, issued.stderr).toBe(0);
-    const out = JSON.parse(issued.stdout) as { token: string; token_id: string; gaid: string; org: string; header: string; expires_at: number };
+    const out = JSON.parse(issued.stdout) as { token: string; token_id: string; gaid: string; org: string; header: string; expires_at: string };
     expect(out).toMatchObject({ gaid: config.gaid, org: org.gid, header: 'Authorization', note: 'shown once: store it now' });
-    expect(out.expires_at - Math.floor(Date.now() / 1000)).toBeGreaterThan(7 * 86_400 - 120);
+    // Times in ISO 8601 UTC, as every CLI output (issue 37).
+    expect(out.expires_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/);
+    expect(Date.parse(out.expires_at) / 1000 - Math.floor(Date.now() / 1000)).toBeGreaterThan(7 * 86_400 - 120);
 
     store = await openStore({ dataDir });
     let app = await testApp(store);
@@ -63,6 +65,34 @@ describe('rampart agent', { timeout: 120_000 }, () => {
     store = await openStore({ dataDir });
     app = await testApp(store);
     expect((await app.inject({ url: `/api/v1/agents/${config.gaid}/config`, headers: { authorization: out.token } })).statusCode).toBe(401);
+    await app.close();
+    await store.close();
+
+    // Deactivation from the host: printed, then the agent's state says so; bad input names what failed.
+    const second = rampart('agent', 'token', config.gaid, '--username', 'admin@cli.example');
+    const key = (JSON.parse(second.stdout) as { token: string }).token;
+    const deactivated = rampart('agent', 'deactivate', config.gaid, '--org', org.gid);
+    expect(deactivated.code, deactivated.stderr).toBe(0);
+    expect(JSON.parse(deactivated.stdout)).toEqual({ organization: org.gid, gaid: config.gaid, state: 'deactivated' });
+    expect(rampart('agent', 'deactivate', 'RMP-AGENT-ID-NOPE', '--org', org.gid)).toMatchObject({ code: 1, stderr: `rampart: no agent RMP-AGENT-ID-NOPE in organization ${org.gid}\n` });
+    const noOrg = rampart('agent', 'deactivate', config.gaid);
+    expect(noOrg.code).toBe(1);
+    expect(noOrg.stderr.split('\n')[0]).toBe("error: required option '--org <gid>' not specified");
+    const listed = rampart('agent', 'list', '--org', org.gid, '--json');
+    expect((JSON.parse(listed.stdout) as Array<{ gaid: string; state: string; live_keys: number }>).map((a) => [a.gaid, a.state, a.live_keys])).toEqual([[config.gaid, 'deactivated', 0]]);
+
+    store = await openStore({ dataDir });
+    app = await testApp(store);
+    expect((await app.inject({ url: `/api/v1/agents/${config.gaid}/config`, headers: { authorization: key } })).statusCode).toBe(401);
+    // Every change is in the audit log, as the CLI's.
+    const entries = await store.operators.audit({ orgId: org.id, action: null, beforeId: null, limit: 10 });
+    expect(entries.map((e) => [e.action, e.target, e.address])).toEqual([
+      ['agent.deactivate', config.gaid, 'local (rampart CLI)'],
+      ['agent_key.issue', config.gaid, 'local (rampart CLI)'],
+      ['agent_key.revoke', config.gaid, 'local (rampart CLI)'],
+      ['agent_key.issue', config.gaid, 'local (rampart CLI)'],
+    ]);
+    expect(entries.every((e) => e.actor.startsWith('cli:'))).toBe(true);
     await app.close();
     await store.close();
   });

@@ -75,29 +75,33 @@ describe.each(driverCases())('rampart list commands on $name', (driver) => {
     const suffix = gid.slice(-8).toLowerCase();
     const users = await listUsers(store, gid);
     expect(users.map((u) => [u.username, u.role, u.name, u.failed_logins, u.created_at])).toEqual([
-      [`reader.${suffix}@example.org`, 'reader', '', 0, T],
-      [`contributor.${suffix}@example.org`, 'contributor', '', 0, T],
-      [`admin.${suffix}@example.org`, 'admin', '', 0, T],
+      // Roles as {id, name}, the API's code with its name (issue 37).
+      [`reader.${suffix}@example.org`, { id: 1, name: 'reader' }, '', 0, T],
+      [`contributor.${suffix}@example.org`, { id: 2, name: 'contributor' }, '', 0, T],
+      [`admin.${suffix}@example.org`, { id: 3, name: 'admin' }, '', 0, T],
     ]);
     expect(await listKeys(store, gid)).toEqual([
       { key_id: s.keyIds[0], username: `reader.${suffix}@example.org`, label: '', created_at: T, last_used_at: null, revoked_at: T },
       { key_id: s.keyIds[1], username: `contributor.${suffix}@example.org`, label: '', created_at: T, last_used_at: null, revoked_at: null },
       { key_id: s.keyIds[2], username: `admin.${suffix}@example.org`, label: '', created_at: T, last_used_at: null, revoked_at: null },
     ]);
-    expect(formatTable(await listAgents(store, gid), ['gaid', 'state', 'last_checkin_at', 'via', 'version', 'hostname', 'live_keys'])).toBe(
+    // Its last check-in is long past: silent since then (contracts agent-state.ts).
+    expect(formatTable(await listAgents(store, gid), ['gaid', 'state', 'state_since', 'last_checkin_at', 'via', 'version', 'hostname', 'live_keys'])).toBe(
       [
-        'GAID                 STATE   LAST_CHECKIN_AT           VIA   VERSION  HOSTNAME  LIVE_KEYS',
-        `RMP-AGENT-ID-LIST01  active  ${T}  sync  v0.1.0   edge01    1`,
+        'GAID                 STATE   STATE_SINCE               LAST_CHECKIN_AT           VIA   VERSION  HOSTNAME  LIVE_KEYS',
+        `RMP-AGENT-ID-LIST01  silent  ${T}  ${T}  sync  v0.1.0   edge01    1`,
         '',
       ].join('\n'),
     );
-    const columns = ['kind', 'value', 'decision', 'ttl', 'updated_at', 'held', 'score'];
+    const columns = ['kind', 'value', 'decision', 'ttl', 'updated_at', 'held', 'score', 'set_by', 'reason'];
+    const by = `contributor.${suffix}@example.org`;
+    const pad = ' '.repeat(by.length - 6);
     expect(formatTable(await listDecisions(store, gid, { limit: 1000 }), columns)).toBe(
       [
-        'KIND    VALUE             DECISION   TTL         UPDATED_AT                HELD   SCORE',
-        'ipv4    45.77.99.9        block      2000000000  2026-01-02T03:04:07.000Z  false  -',
-        'domain  evil.example.com  block      -           2026-01-02T03:04:06.000Z  false  -',
-        'ipv4    45.77.10.2        whitelist  -           2026-01-02T03:04:05.000Z  false  -',
+        `KIND    VALUE             DECISION   TTL                       UPDATED_AT                HELD   SCORE  SET_BY${pad}  REASON`,
+        `ipv4    45.77.99.9        block      2033-05-18T03:33:20.000Z  2026-01-02T03:04:07.000Z  false  -      ${by}  -`,
+        `domain  evil.example.com  block      -                         2026-01-02T03:04:06.000Z  false  -      ${by}  -`,
+        `ipv4    45.77.10.2        whitelist  -                         2026-01-02T03:04:05.000Z  false  -      ${by}  -`,
         '',
       ].join('\n'),
     );
@@ -133,9 +137,17 @@ describe('rampart list commands as a process on an embedded store', { timeout: 1
     expect(table.stdout).toBe(`GID${' '.repeat(gid.length - 3)}  NAME       TRUST  DELAY  BALANCE  USERS  CREATED_AT\n${gid}  List Acme  0.7    0      500      3      ${T}\n`);
     const json = rampart('agent', 'list', '--org', gid, '--json');
     expect(json.code, json.stderr).toBe(0);
-    expect(JSON.parse(json.stdout)).toEqual([{ gaid: 'RMP-AGENT-ID-LIST01', state: 'active', last_checkin_at: T, via: 'sync', version: 'v0.1.0', hostname: 'edge01', live_keys: 1 }]);
+    expect(JSON.parse(json.stdout)).toEqual([{ gaid: 'RMP-AGENT-ID-LIST01', state: 'silent', state_since: T, last_checkin_at: T, via: 'sync', version: 'v0.1.0', hostname: 'edge01', live_keys: 1 }]);
     const decisions = rampart('decisions', 'list', '--org', gid, '--decision', '0', '--json');
-    expect(JSON.parse(decisions.stdout)).toEqual([{ kind: 'ipv4', value: '45.77.10.2', decision: 'whitelist', ttl: null, updated_at: T, held: false, score: null }]);
+    const by = `contributor.${gid.slice(-8).toLowerCase()}@example.org`;
+    expect(JSON.parse(decisions.stdout)).toEqual([{ kind: 'ipv4', value: '45.77.10.2', decision: 'whitelist', ttl: null, updated_at: T, held: false, score: null, set_by: by, reason: null }]);
+    // Numbers as numbers (delay), roles as {id, name} (issue 37).
+    expect(JSON.parse(rampart('orgs', 'list', '--json').stdout)).toEqual([{ gid, name: 'List Acme', trust: 0.7, delay: 0, balance: 500, users: 3, created_at: T }]);
+    expect((JSON.parse(rampart('users', 'list', '--org', gid, '--json').stdout) as Array<{ role: unknown }>).map((u) => u.role)).toEqual([
+      { id: 1, name: 'reader' },
+      { id: 2, name: 'contributor' },
+      { id: 3, name: 'admin' },
+    ]);
     expect(rampart('users', 'list', '--org', gid).stdout.split('\n')[0]).toBe(`GUID${' '.repeat(39)}USERNAME                          ROLE         NAME  FAILED_LOGINS  CREATED_AT`);
     const unknown = rampart('key', 'list', '--org', 'RMP-GID-NOPE');
     expect(unknown).toEqual({ code: 1, stdout: '', stderr: 'rampart: no organization RMP-GID-NOPE\n' });

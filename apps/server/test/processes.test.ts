@@ -130,7 +130,7 @@ describe('rampart CLI', { timeout: 120_000 }, () => {
 
     const user = rampart(dataDir, 'user', 'create', '--org', created.gid, '--username', 'ops@cli.example', '--role', '3');
     expect(user.code, user.stderr).toBe(0);
-    expect(JSON.parse(user.stdout)).toMatchObject({ username: 'ops@cli.example', role: 3 });
+    expect(JSON.parse(user.stdout)).toMatchObject({ username: 'ops@cli.example', role: { id: 3, name: 'admin' } });
 
     const key = rampart(dataDir, 'key', 'create', '--username', 'ops@cli.example', '--label', 'ci');
     const issued = JSON.parse(key.stdout) as { key_id: string; key: string };
@@ -142,6 +142,7 @@ describe('rampart CLI', { timeout: 120_000 }, () => {
     expect(audit.map((e) => [e.action, e.organization, e.address])).toEqual([
       ['key.revoke', created.gid, 'local (rampart CLI)'],
       ['key.create', created.gid, 'local (rampart CLI)'],
+      ['user.create', created.gid, 'local (rampart CLI)'],
       ['organization.update', created.gid, 'local (rampart CLI)'],
       ['organization.grant_coins', created.gid, 'local (rampart CLI)'],
       ['organization.create', created.gid, 'local (rampart CLI)'],

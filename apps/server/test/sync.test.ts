@@ -42,6 +42,9 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
     expect(hello).toMatchObject({ gaid: a.gaid, settings_version: 1, organization_version: 0, feed: { ipv4: 0, file: 0, domain: 0, url: 0 } });
     expect(hello.settings.ips!.router_a).toEqual({ active: false, router_host: '192.0.2.1', router_user: 'admin', router_password: 'router-pass' });
     expect(hello.organization).toEqual(OrganizationConfig.parse({}));
+    // Sent without agent_defaults (the console's), which an agent built before it would refuse.
+    const sent = peer.raw.find((f) => (f as { type: string }).type === 'hello') as { organization: Record<string, unknown> };
+    expect(Object.keys(sent.organization).sort()).toEqual(['live', 'reserved_ips']);
     expect(Math.abs(hello.server_time - Date.now() / 1000)).toBeLessThan(60);
   });
 
@@ -89,6 +92,8 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
     for (const peer of [pa, pb]) {
       const m = await peer.next('settings_changed', (x) => x.subject === 'organization');
       expect(m).toMatchObject({ version: 1, organization: { reserved_ips: ['192.0.2.0/24'] } });
+      const sent = peer.raw.find((f) => (f as { type: string; subject?: string }).type === 'settings_changed') as { organization: Record<string, unknown> };
+      expect(sent.organization).not.toHaveProperty('agent_defaults');
     }
     // A later change to the outsider's own organization arrives; the earlier one never did.
     // (A real change: a save that changes nothing is no change and pushes nothing.)

@@ -70,10 +70,12 @@ describe.each(driverCases())('GET /why on $name', (driver) => {
 
   it('names the decision that blocks, on a covering network, until its ttl, at every threshold', async () => {
     const ttl = Math.floor(Date.now() / 1000) + 7200;
-    await send('PUT', '/ips/45.77.30.0%2F24', acme.keys.contributor, { decision: 1, ttl });
+    await send('PUT', '/ips/45.77.30.0%2F24', acme.keys.contributor, { decision: 1, ttl, reason: '  scanning our VPN (ticket 4711)  ' });
     const res = await why('kind=ipv4&value=45.77.30.1');
     expect(res.reason).toBe('blacklist');
-    expect(res.decision).toEqual({ decision: 1, ttl, expired: false, on: '45.77.30.0/24' });
+    // Who set it and why (issue 37): the reason trimmed, the contributor whose key set it.
+    const contributor = `contributor.${acme.org.gid.slice(-8).toLowerCase()}@example.org`;
+    expect(res.decision).toEqual({ decision: 1, ttl, expired: false, on: '45.77.30.0/24', reason: 'scanning our VPN (ticket 4711)', set_by: contributor });
     expect(res.records[0]).toMatchObject({ decision: 1, ttl });
     for (const agent of res.agents) expect(agent, agent.gaid).toMatchObject({ blocked: true, reason: 'blacklist', blocked_until: ttl });
     // The other organization's view is its own: no decision, the score decides.

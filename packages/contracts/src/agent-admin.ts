@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AgentRunning } from './agent-config.ts';
 import { AgentCapabilities, PluginState } from './agent-messages.ts';
 import { AgentId, OrgId, numberLike } from './primitives.ts';
+import { AgentStateName } from './agent-state.ts';
 
 /*
  * Records of the agent administration routes (not in the specification, which leaves the
@@ -46,7 +47,10 @@ export const AgentSummary = z
     version: z.string().describe('Software version the agent reported, else the one registered'),
     running: AgentRunning,
     active: z.boolean().describe('false once deactivated: its keys no longer work'),
-    alive: z.boolean().describe('Checked in within 2 x sync_time minutes'),
+    alive: z.boolean().describe('Checked in within 2 x sync_time minutes, active, and not cut off (a key it was given still works, or it was given none)'),
+    state: AgentStateName,
+    state_since: z.int().nullable().describe('Epoch seconds the state holds since, where known (deactivated, silent: the last check-in, drifting); else null'),
+    live_keys: z.int().min(0).describe('Agent keys that work now: neither revoked nor expired, the agent active'),
     sync_time: z.int().min(1),
     last_checkin: z.int().nullable().describe('Epoch seconds of the last check-in, null when never'),
     last_checkin_via: z.enum(['ipv4', 'feed', 'feedback', 'sync', 'bouncer', 'crowdsec_watcher']).nullable(),

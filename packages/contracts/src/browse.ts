@@ -47,6 +47,8 @@ export const DecisionItem = z
     held: z.boolean().describe('Whether an indicator with this value is held (somebody reported it)'),
     score: z.int().nullable().describe('Score at the anchor of the held indicator as this organization sees it; null when not held'),
     live_score: z.number().nullable().describe('Live (decayed) score now; null when not held'),
+    reason: z.string().nullable().describe('Why, as given with the last change; null when none was given'),
+    set_by: z.string().nullable().describe('Who made the last change: a username, `agent:<gaid>` or `cli:<account>`; null for decisions set before this was kept'),
   })
   .meta({ description: 'One decision of the organization' });
 export type DecisionItem = z.infer<typeof DecisionItem>;

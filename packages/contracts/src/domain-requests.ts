@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { FeedPageSize, FeedTs, ScoreListParams } from './feed-query.ts';
-import { Confidence, DecisionInput, DomainName, ExplainFlag, ListFormat, PageCursor, Tag, uniqueArray } from './primitives.ts';
+import { Confidence, DecisionInput, DecisionReason, DomainName, ExplainFlag, ListFormat, PageCursor, Tag, uniqueArray } from './primitives.ts';
 
 export const DomainParams = z.object({ domain_name: DomainName });
 export type DomainParams = z.infer<typeof DomainParams>;
@@ -9,7 +9,7 @@ export const DomainLookupQuery = z.object({ explain: ExplainFlag });
 export type DomainLookupQuery = z.infer<typeof DomainLookupQuery>;
 
 /** Body of PUT /domains/{domain_name} and PUT /urls/{url}. */
-export const DecisionBody = z.object({ decision: DecisionInput });
+export const DecisionBody = z.object({ decision: DecisionInput, reason: DecisionReason.optional() });
 export type DecisionBody = z.infer<typeof DecisionBody>;
 
 export const DomainsScoreParams = ScoreListParams;

@@ -3,6 +3,7 @@ import { FeedPageSize, FeedTs, ScoreListParams, TagFilter } from './feed-query.t
 import {
   AnyDigest,
   Confidence,
+  DecisionReason,
   DecisionInput,
   ExplainFlag,
   ListFormat,
@@ -24,7 +25,7 @@ export const FileLookupQuery = z.object({
 export type FileLookupQuery = z.infer<typeof FileLookupQuery>;
 
 /** Specified as a string ("0", "1", "-1"); numbers are accepted too and both parse to a number. */
-export const FileDecisionBody = z.object({ decision: DecisionInput });
+export const FileDecisionBody = z.object({ decision: DecisionInput, reason: DecisionReason.optional() });
 export type FileDecisionBody = z.infer<typeof FileDecisionBody>;
 
 export const FilesScoreParams = ScoreListParams;

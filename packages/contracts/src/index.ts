@@ -21,6 +21,7 @@ export * from './agent-messages.ts';
 export * from './org-config.ts';
 export * from './sync-messages.ts';
 export * from './agent-admin.ts';
+export * from './agent-state.ts';
 export * from './keys.ts';
 export * from './overview.ts';
 export * from './browse.ts';

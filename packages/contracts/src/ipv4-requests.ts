@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import {
   Confidence,
+  DecisionReason,
   DecisionInput,
   ExplainFlag,
   Ipv4Address,
@@ -83,4 +84,5 @@ export const IpDecisionParams = z.object({ ip: Ipv4OrNetwork });
 export const IpDecisionBody = z.strictObject({
   decision: DecisionInput.describe('-1 follow the score, 0 whitelist, 1 blacklist (until ttl)'),
   ttl: numberLike(z.int().positive()).optional().describe('Epoch seconds until which a blacklisting holds; only with decision 1'),
+  reason: DecisionReason.optional(),
 });

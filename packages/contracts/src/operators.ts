@@ -7,6 +7,24 @@ import { OrgId, PageCursor, numberLike } from './primitives.ts';
  * (`GET /audit`: organization admins see their organization's entries, operators every entry).
  */
 
+/** Every action the audit log records. */
+export const AUDIT_ACTIONS = [
+  'organization.create',
+  'organization.update',
+  'organization.grant_coins',
+  'organization.settings',
+  'user.create',
+  'key.create',
+  'key.revoke',
+  'decision.set',
+  'decision.clear',
+  'agent.register',
+  'agent.configure',
+  'agent.deactivate',
+  'agent_key.issue',
+  'agent_key.revoke',
+] as const;
+
 const PageSize = z.coerce.number().int().min(1).max(500).default(50).describe('Rows per page, 1 to 500 (default 50)');
 
 export const MAX_DELAY_SECONDS = 31_536_000;
@@ -80,10 +98,11 @@ export const AuditEntry = z
   .object({
     id: z.int(),
     at: z.string().describe('ISO 8601'),
-    actor: z.string().describe('Username of who acted'),
+    actor: z.string().describe('Who acted: a username, `agent:<gaid>` for an agent key, `cli:<account>` for the host CLI'),
+    actor_key: z.string().describe('Id of the API or agent key used; empty from the CLI'),
     actor_organization: z.string().nullable().describe('Organization gid of who acted'),
     organization: z.string().nullable().describe('Organization gid acted on'),
-    action: z.string().describe('What: organization.create, organization.update, organization.grant_coins, key.create, key.revoke, …'),
+    action: z.string().describe(`What: ${AUDIT_ACTIONS.join(', ')}`),
     target: z.string().describe('The object acted on'),
     detail: z.record(z.string(), z.unknown()).describe('What changed'),
     address: z.string().describe('Client address the request came from'),
@@ -91,13 +110,27 @@ export const AuditEntry = z
   .meta({ description: 'One entry of the audit log' });
 export type AuditEntry = z.infer<typeof AuditEntry>;
 
-export const AuditQuery = z.strictObject({
+const AuditFilters = {
   organization: OrgId.optional().describe('Operators: only entries about this organization (admins always see only their own)'),
-  action: z.string().trim().min(1).max(64).optional(),
-  page_size: PageSize,
-  page: PageCursor.optional(),
-});
+  action: z.string().trim().min(1).max(64).optional().describe('Only this action (exact), or every action under a prefix ending in `.` (`decision.`)'),
+  actor: z.string().trim().min(1).max(200).optional().describe('Only entries by this actor (exact: a username, `agent:<gaid>`, `cli:<account>`)'),
+  since: z.iso.datetime({ offset: true }).optional().describe('Only entries at or after this time (ISO 8601)'),
+  until: z.iso.datetime({ offset: true }).optional().describe('Only entries before this time (ISO 8601)'),
+};
+
+export const AuditQuery = z.strictObject({ ...AuditFilters, page_size: PageSize, page: PageCursor.optional() });
 export type AuditQuery = z.infer<typeof AuditQuery>;
 
 export const AuditListResponse = z.object({ items: z.array(AuditEntry), next_page: z.string().nullable() }).meta({ description: 'Audit log entries, newest first' });
 export type AuditListResponse = z.infer<typeof AuditListResponse>;
+
+/** Most entries one export carries (narrow the filters for more). */
+export const MAX_AUDIT_EXPORT = 100_000;
+
+export const AuditExportQuery = z
+  .strictObject({ ...AuditFilters, format: z.enum(['csv', 'json']).default('json').describe('csv: a header line then one line per entry (detail as JSON); json: an array of entries') })
+  .meta({ description: `Every matching entry, newest first (at most ${MAX_AUDIT_EXPORT})` });
+export type AuditExportQuery = z.infer<typeof AuditExportQuery>;
+
+/** Columns of the CSV export, in order. */
+export const AUDIT_CSV_COLUMNS = ['id', 'at', 'actor', 'actor_key', 'actor_organization', 'organization', 'action', 'target', 'address', 'detail'] as const;

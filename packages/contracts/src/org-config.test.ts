@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OrganizationConfig, OrganizationConfigUpdate } from './index.ts';
+import { OrganizationConfig, OrganizationConfigUpdate, organizationForAgents } from './index.ts';
 
 const ok = (value: unknown) => OrganizationConfig.safeParse(value).success;
 
@@ -22,7 +22,8 @@ const DEFAULT_LIVE = {
 
 describe('organization configuration (spec 2.12)', () => {
   it('an empty document gets every default of the table', () => {
-    expect(OrganizationConfig.parse({})).toEqual({ live: DEFAULT_LIVE, reserved_ips: [] });
+    // agent_defaults is beyond the table (issue 37): the console's default for new agents.
+    expect(OrganizationConfig.parse({})).toEqual({ live: DEFAULT_LIVE, reserved_ips: [], agent_defaults: { score_threshold: 150 } });
     expect(OrganizationConfig.parse({ live: { index_name: 'traffic' } }).live).toEqual({ ...DEFAULT_LIVE, index_name: 'traffic' });
   });
 
@@ -31,8 +32,13 @@ describe('organization configuration (spec 2.12)', () => {
       live: { ...DEFAULT_LIVE, elastic_url: 'https://search.example.org:9200', low_score: [1, 50] },
       reserved_ips: ['192.0.2.0/24', '198.51.100.7'],
       blocking_roule: { score: 300, tags: ['botnet', 'scanner'] },
+      agent_defaults: { score_threshold: 420 },
     };
     expect(OrganizationConfig.parse(doc)).toEqual(doc);
+    // What agents are sent leaves it out (an agent built before it would refuse it), and parses back to the default.
+    const { agent_defaults: _console, ...forAgents } = doc;
+    expect(organizationForAgents(OrganizationConfig.parse(doc))).toEqual(forAgents);
+    expect(OrganizationConfig.parse(organizationForAgents(OrganizationConfig.parse(doc))).agent_defaults).toEqual({ score_threshold: 150 });
   });
 
   it('reserved_ips are IPv4 addresses or CIDR networks', () => {

@@ -46,6 +46,18 @@ export const BlockingRule = z
   .meta({ description: 'Extra blocking rule: block when score >= rule.score AND the indicator carries one of rule.tags' });
 export type BlockingRule = z.infer<typeof BlockingRule>;
 
+/** The score_threshold a new agent is offered unless the organization set its own: where the default CRITICAL band starts. */
+export const DEFAULT_AGENT_SCORE_THRESHOLD = 150;
+
+/** Beyond spec 2.12 (issue 37): what the console's agent registration form starts from. */
+export const AgentDefaults = z
+  .strictObject({
+    score_threshold: numberLike(z.int().min(0).max(1000))
+      .default(DEFAULT_AGENT_SCORE_THRESHOLD)
+      .describe(`score_threshold offered to a new agent (default ${DEFAULT_AGENT_SCORE_THRESHOLD}, where the default CRITICAL band starts)`),
+  })
+  .meta({ description: "Defaults for the organization's new agents" });
+
 export const OrganizationConfig = z
   .strictObject({
     // prefault, not default: the empty object is parsed so that every live default is filled in.
@@ -56,6 +68,7 @@ export const OrganizationConfig = z
       .default([])
       .describe("The organization's own addresses: never reportable by it, never blockable in its feeds"),
     blocking_roule: BlockingRule.optional(),
+    agent_defaults: AgentDefaults.prefault({}),
   })
   .meta({ description: 'Organization settings document (spec 2.12)' });
 export type OrganizationConfig = z.infer<typeof OrganizationConfig>;
@@ -83,3 +96,13 @@ export function bandOverlaps(live: Pick<LiveSettings, (typeof BAND_ORDER)[number
 export const OrganizationConfigUpdate = OrganizationConfig.superRefine((doc, ctx) => {
   for (const o of bandOverlaps(doc.live)) ctx.addIssue({ code: 'custom', path: ['live', o.path], message: o.message });
 });
+
+/**
+ * The organization document as agents receive it (sync hello and settings_changed): without
+ * `agent_defaults`, which is the console's and which an agent built before it (a strict
+ * document) would refuse; an agent that knows it fills in the default.
+ */
+export function organizationForAgents(doc: OrganizationConfig): OrganizationConfig {
+  const { agent_defaults: _console, ...rest } = doc;
+  return rest as OrganizationConfig;
+}

@@ -85,6 +85,15 @@ export const DecisionInput = numberLike(z.int().gt(-2).lt(2)).describe('-1 follo
 export const DecisionValue = z.literal([-1, 0, 1]).describe('-1 follow the score, 0 whitelist, 1 block/blacklist');
 export type DecisionValue = z.infer<typeof DecisionValue>;
 
+/** Longest reason a decision may carry (issue 37). */
+export const MAX_DECISION_REASON = 500;
+/** Why a decision was taken: kept with it, shown in the decisions listing, "why" and the audit log. */
+export const DecisionReason = z
+  .string()
+  .trim()
+  .max(MAX_DECISION_REASON)
+  .describe(`Why (at most ${MAX_DECISION_REASON} characters): kept with the decision and in the audit log`);
+
 export const Role = z
   .literal([ROLE.reader, ROLE.contributor, ROLE.admin, ROLE.operator])
   .describe(`Role code: ${Object.entries(ROLE_DESCRIPTIONS).map(([code, text]) => `${code} = ${text}`).join('; ')}`);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PluginState } from './agent-messages.ts';
+import { AgentStateName } from './agent-state.ts';
 import { IndicatorKindName } from './browse.ts';
 import { ScoreExplanation } from './records.ts';
 
@@ -49,6 +50,8 @@ export const WhyAgent = z.object({
   gaid: z.string(),
   alive: z.boolean(),
   running: z.enum(['yes', 'no']),
+  state: AgentStateName.describe('The agent state, as GET /agents gives it'),
+  state_since: z.int().nullable(),
   score_threshold: z.int(),
   blocked: z.boolean().describe('Whether the indicator is on this agent list now, by the shared precedence'),
   reason: BlockReasonName,
@@ -75,7 +78,14 @@ export const WhyResponse = z
     held: z.boolean(),
     reason: BlockReasonName.describe('What decides for the organization before any threshold: reserved, whitelist, blacklist, blocking_rule, else score (each agent threshold decides), or not_held'),
     decision: z
-      .object({ decision: z.literal([0, 1]), ttl: z.int().nullable(), expired: z.boolean(), on: z.string().describe('The value the decision was set on (a covering network for IPv4)') })
+      .object({
+        decision: z.literal([0, 1]),
+        ttl: z.int().nullable(),
+        expired: z.boolean(),
+        on: z.string().describe('The value the decision was set on (a covering network for IPv4)'),
+        reason: z.string().nullable().describe('Why, as given with the decision'),
+        set_by: z.string().nullable().describe('Who set it'),
+      })
       .nullable(),
     reserved_range: z.string().nullable().describe('IPv4: the reserved_ips range it lies in'),
     blocking_rule: z.object({ score: z.number(), tags: z.array(z.string()), matches: z.boolean() }).nullable(),

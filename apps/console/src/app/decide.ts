@@ -15,10 +15,12 @@ export const INDICATOR_PATHS: Record<IndicatorKind, (id: string) => string> = {
  * the decision, with an optional ttl for a block; POST /ips would also count a report) or the PUT
  * of the other kinds (files take the decision as a string, as specified).
  */
-export async function setDecision(api: Api, kind: IndicatorKind, value: string, decision: -1 | 0 | 1, ttl?: number): Promise<void> {
+export async function setDecision(api: Api, kind: IndicatorKind, value: string, decision: -1 | 0 | 1, ttl?: number, reason?: string): Promise<void> {
+  // Why, kept with the decision and in the audit log (an empty reason is none).
+  const why = reason?.trim() ? { reason: reason.trim() } : {};
   if (kind === 'ipv4') {
-    await api.send('PUT', INDICATOR_PATHS.ipv4(value), { decision, ...(decision === 1 && ttl ? { ttl } : {}) });
+    await api.send('PUT', INDICATOR_PATHS.ipv4(value), { decision, ...(decision === 1 && ttl ? { ttl } : {}), ...why });
     return;
   }
-  await api.send('PUT', INDICATOR_PATHS[kind](value), { decision: kind === 'file' ? String(decision) : decision });
+  await api.send('PUT', INDICATOR_PATHS[kind](value), { decision: kind === 'file' ? String(decision) : decision, ...why });
 }

@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { ApiError } from '@rampart/contracts';
 import { loadConfig } from '../config.ts';
 import { agentTokenCodec, agentTokenSecret, issueAgentToken } from '../services/agent-tokens.ts';
+import { audit, cliActor } from '../services/audit.ts';
 import { eventBus } from '../services/events.ts';
 import { openStore, type Store } from '../store/index.ts';
 
@@ -49,7 +50,9 @@ export function registerAgentCommands(program: Command): Command {
       withStore(async (store) => {
         const { user, org } = await adminOf(store, opts.username);
         const codec = agentTokenCodec(await agentTokenSecret(loadConfig().agentTokenSecret, store));
-        return { ...(await issueAgentToken(store, codec, { org, issuer: user, gaid, ttlDays: opts.ttlDays })), note: 'shown once: store it now' };
+        const issued = await issueAgentToken(store, codec, { org, issuer: user, gaid, ttlDays: opts.ttlDays });
+        await audit(store, cliActor(), { orgId: org.id, action: 'agent_key.issue', target: issued.gaid, detail: { token_id: issued.token_id, expires_at: issued.expires_at, issuer: user.username } });
+        return { ...issued, expires_at: issued.expires_at === null ? null : new Date(issued.expires_at * 1000).toISOString(), note: 'shown once: store it now' };
       }),
     );
   agent
@@ -63,6 +66,7 @@ export function registerAgentCommands(program: Command): Command {
         const { org } = await adminOf(store, opts.username);
         const row = await store.agents.get(org.id, gaid);
         if (!row || !(await store.agents.revokeToken(row.id, tokenId))) throw new ApiError('not_found', `no active key ${tokenId} for agent ${gaid}`);
+        await audit(store, cliActor(), { orgId: org.id, action: 'agent_key.revoke', target: gaid, detail: { token_id: tokenId } });
         // Servers on the same PostgreSQL hear this and close the agent's live connection.
         await eventBus(store.connection).publish({ type: 'agent_revoked', org_id: org.id, gaid, token_id: tokenId });
         return { gaid, token_id: tokenId, revoked: true };

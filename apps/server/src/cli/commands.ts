@@ -1,10 +1,11 @@
 import { writeFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
 import { ApiError } from '@rampart/contracts';
 import { createOrganization as createAuditedOrganization } from '../services/operators.ts';
 import { loadConfig } from '../config.ts';
 import { createApiKey, createUser } from '../services/admin.ts';
-import { openStore, type AuditActor, type Store } from '../store/index.ts';
+import { openStore, type Store } from '../store/index.ts';
+import { cliActor } from '../services/audit.ts';
+import { roleOf } from './list-commands.ts';
 
 export type Command =
   | { cmd: 'org.create'; name: string; trust: number; credits: number; delay: string }
@@ -21,17 +22,6 @@ function print(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
-/** Operator actions from the CLI are audited like the API's, under the host account's name. */
-function cliActor(): AuditActor {
-  let who = 'unknown';
-  try {
-    who = userInfo().username;
-  } catch {
-    // No passwd entry for the uid (containers): the entry still says it came from the CLI.
-  }
-  return { userId: null, username: `cli:${who}`, orgId: null, address: 'local (rampart CLI)' };
-}
-
 async function execute(store: Store, c: Command): Promise<void> {
   switch (c.cmd) {
     case 'org.create':
@@ -39,7 +29,8 @@ async function execute(store: Store, c: Command): Promise<void> {
     case 'org.grant': {
       const org = await store.operators.grantCoins(c.gid, c.coins, '', cliActor());
       if (!org) throw new ApiError('not_found', `no organization ${c.gid}`);
-      return print({ gid: org.gid, credit_tokens: org.credit_tokens, debit_tokens: org.debit_tokens, balance: org.credit_tokens - org.debit_tokens });
+      const [credit, debit] = [Number(org.credit_tokens), Number(org.debit_tokens)];
+      return print({ gid: org.gid, credit_tokens: credit, debit_tokens: debit, balance: credit - debit });
     }
     case 'org.trust': {
       const was = await store.orgs.byGid(c.gid);
@@ -47,8 +38,11 @@ async function execute(store: Store, c: Command): Promise<void> {
       if (!was || !org) throw new ApiError('not_found', `no organization ${c.gid}`);
       return print({ gid: org.gid, trust: Number(org.trust), previous_trust: Number(was.trust) });
     }
-    case 'user.create':
-      return print(await createUser(store, { orgGid: c.org, username: c.username, role: c.role, name: c.name, surname: c.surname }));
+    case 'user.create': {
+      const user = await createUser(store, { orgGid: c.org, username: c.username, role: c.role, name: c.name, surname: c.surname });
+      await store.operators.record(cliActor(), { orgId: user.org_id, action: 'user.create', target: user.guid, detail: { username: user.username, role: user.role } });
+      return print({ ...user, id: Number(user.id), org_id: Number(user.org_id), role: roleOf(user.role) });
+    }
     case 'key.create': {
       const created = await createApiKey(store, { username: c.username, label: c.label });
       const owner = await store.users.byUsername(c.username);

@@ -1,6 +1,8 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { ApiError } from '@rampart/contracts';
+import { ApiError, ROLE } from '@rampart/contracts';
 import { loadConfig } from '../config.ts';
+import { stateOf } from '../services/agent-summary.ts';
+import { delaySeconds } from '../services/envelope.ts';
 import { openStore, type BrowseKind, type Organization, type Store } from '../store/index.ts';
 
 /*
@@ -10,12 +12,13 @@ import { openStore, type BrowseKind, type Organization, type Store } from '../st
  * embedded store they need the server stopped like every other command (one process at a time).
  */
 
-export type Cell = string | number | boolean | null;
+/** A JSON cell: numbers as numbers, times as ISO 8601 UTC, a role as `{id, name}` (its name in a table). */
+export type Cell = string | number | boolean | null | { id: number; name: string };
 export type Row = Record<string, Cell>;
 
 /** Columns named by their keys in upper case; each as wide as its widest cell; no trailing blanks. */
 export function formatTable(rows: readonly Row[], columns: readonly string[]): string {
-  const text = (v: Cell) => (v === null || v === '' ? '-' : String(v));
+  const text = (v: Cell) => (v === null || v === '' ? '-' : typeof v === 'object' ? v.name : String(v));
   const lines = [columns.map((c) => c.toUpperCase()), ...rows.map((r) => columns.map((c) => text(r[c] ?? null)))];
   const widths = columns.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
   return lines.map((l) => l.map((cell, i) => (i === l.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n') + '\n';
@@ -23,7 +26,11 @@ export function formatTable(rows: readonly Row[], columns: readonly string[]): s
 
 const iso = (epochSeconds: number | null) => (epochSeconds === null ? null : new Date(epochSeconds * 1000).toISOString());
 const isoDate = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
-const ROLES: Record<number, string> = { 1: 'reader', 2: 'contributor', 3: 'admin', 9: 'operator' };
+/** A role as the CLI prints it: `{id, name}` (the API's code and its name). */
+export function roleOf(code: number): { id: number; name: string } {
+  const name = (Object.entries(ROLE) as Array<[string, number]>).find(([, id]) => id === code)?.[0];
+  return { id: code, name: name ?? String(code) };
+}
 
 async function orgOf(store: Store, gid: string): Promise<Organization> {
   const org = await store.orgs.byGid(gid);
@@ -38,7 +45,7 @@ export async function listOrgs(store: Store): Promise<Row[]> {
     for (const o of page) {
       const credit = Number(o.credit_tokens);
       const debit = Number(o.debit_tokens);
-      rows.push({ gid: o.gid, name: o.name, trust: Number(o.trust), delay: o.delay, balance: credit - debit, users: o.users, created_at: o.created_at });
+      rows.push({ gid: o.gid, name: o.name, trust: Number(o.trust), delay: delaySeconds(o), balance: credit - debit, users: o.users, created_at: o.created_at });
     }
     if (page.length < 1000) return rows;
     afterId = page.at(-1)!.id;
@@ -50,7 +57,7 @@ export async function listUsers(store: Store, gid: string): Promise<Row[]> {
   return (await store.operators.users(org.id, 100_000)).map((u) => ({
     guid: u.guid,
     username: u.username,
-    role: ROLES[u.role] ?? String(u.role),
+    role: roleOf(u.role),
     name: [u.name, u.surname].filter(Boolean).join(' '),
     failed_logins: u.unsuccessful_login,
     created_at: u.created_at,
@@ -69,22 +76,23 @@ export async function listKeys(store: Store, gid: string): Promise<Row[]> {
   }));
 }
 
+/** Each agent with its one state (contracts agent-state.ts), as `GET /agents` and the console give it. */
 export async function listAgents(store: Store, gid: string, now = Math.floor(Date.now() / 1000)): Promise<Row[]> {
   const org = await orgOf(store, gid);
-  const rows: Row[] = [];
-  for (const a of await store.agents.list(org.id)) {
-    const live = (await store.agents.tokens(a.id)).filter((t) => t.revoked_at === null && (t.expires_at === null || t.expires_at > now));
-    rows.push({
+  const [agents, keys] = await Promise.all([store.agents.list(org.id), store.agents.keyCounts(org.id)]);
+  return agents.map((a) => {
+    const state = stateOf(a, keys.get(a.id), now);
+    return {
       gaid: a.gaid,
-      state: a.deactivated_at === null ? 'active' : 'deactivated',
+      state: state.state,
+      state_since: iso(state.since),
       last_checkin_at: iso(a.last_checkin_at),
       via: a.last_checkin_via,
-      version: a.reported_version,
+      version: a.reported_version ?? a.document.version,
       hostname: a.hostname,
-      live_keys: live.length,
-    });
-  }
-  return rows;
+      live_keys: keys.get(a.id)?.live ?? 0,
+    };
+  });
 }
 
 export interface DecisionListOptions {
@@ -109,7 +117,17 @@ export async function listDecisions(store: Store, gid: string, o: DecisionListOp
       limit,
     });
     for (const d of page) {
-      rows.push({ kind: d.kind, value: d.value, decision: d.decision === 1 ? 'block' : 'whitelist', ttl: d.ttl, updated_at: d.updated_at, held: d.held, score: d.score });
+      rows.push({
+        kind: d.kind,
+        value: d.value,
+        decision: d.decision === 1 ? 'block' : 'whitelist',
+        ttl: iso(d.ttl),
+        updated_at: d.updated_at,
+        held: d.held,
+        score: d.score,
+        set_by: d.set_by,
+        reason: d.reason,
+      });
     }
     if (page.length < limit) break;
     const last = page.at(-1)!;
@@ -122,8 +140,8 @@ const COLUMNS = {
   org: ['gid', 'name', 'trust', 'delay', 'balance', 'users', 'created_at'],
   user: ['guid', 'username', 'role', 'name', 'failed_logins', 'created_at'],
   key: ['key_id', 'username', 'label', 'created_at', 'last_used_at', 'revoked_at'],
-  agent: ['gaid', 'state', 'last_checkin_at', 'via', 'version', 'hostname', 'live_keys'],
-  decision: ['kind', 'value', 'decision', 'ttl', 'updated_at', 'held', 'score'],
+  agent: ['gaid', 'state', 'state_since', 'last_checkin_at', 'via', 'version', 'hostname', 'live_keys'],
+  decision: ['kind', 'value', 'decision', 'ttl', 'updated_at', 'held', 'score', 'set_by', 'reason'],
 } as const;
 
 async function printList(what: keyof typeof COLUMNS, json: boolean | undefined, fn: (store: Store) => Promise<Row[]>): Promise<void> {
@@ -147,7 +165,7 @@ function positive(value: string): number {
 }
 
 /** Adds `list` under each noun; `orgs`, `users`, `keys`, `agents`, `decisions` are aliases of the nouns. */
-export function registerListCommands(program: Command, groups: { org: Command; user: Command; key: Command; agent: Command }): void {
+export function registerListCommands(program: Command, groups: { org: Command; user: Command; key: Command; agent: Command }): { decision: Command } {
   const decision = program.command('decision').description("an organization's decisions (whitelist/block)");
   for (const [name, group] of Object.entries({ ...groups, decision }) as Array<[keyof typeof COLUMNS, Command]>) group.alias(`${name}s`);
 
@@ -165,7 +183,7 @@ export function registerListCommands(program: Command, groups: { org: Command; u
       .action((opts: { org: string; json?: boolean }) => printList(what, opts.json, (store) => fn(store, opts.org)));
   perOrg('user', groups.user, "an organization's users and their roles", listUsers);
   perOrg('key', groups.key, "an organization's API keys (ids only), revoked ones included", listKeys);
-  perOrg('agent', groups.agent, "an organization's agents: state, last check-in, reported version, live agent keys", (store, gid) => listAgents(store, gid));
+  perOrg('agent', groups.agent, "an organization's agents: state (deactivated, keys_revoked, withdrawn, never_seen, silent, drifting, alive), last check-in, version, live agent keys", (store, gid) => listAgents(store, gid));
   decision
     .command('list')
     .description("an organization's decisions of every kind, most recently set first")
@@ -182,4 +200,5 @@ export function registerListCommands(program: Command, groups: { org: Command; u
     .option('--limit <n>', 'at most this many rows', positive, 1000)
     .option('--json', 'a JSON array instead of a table')
     .action((opts: DecisionListOptions & { org: string; json?: boolean }) => printList('decision', opts.json, (store) => listDecisions(store, opts.org, opts)));
+  return { decision };
 }

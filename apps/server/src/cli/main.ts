@@ -3,6 +3,7 @@ import { run } from './commands.ts';
 import { DataDirLockedError } from '../store/index.ts';
 import { registerAgentCommands } from './agent-commands.ts';
 import { registerArchiveCommands } from './archive-commands.ts';
+import { registerChangeCommands } from './change-commands.ts';
 import { registerListCommands } from './list-commands.ts';
 
 /** `rampart`: the operators' command line. Every command talks to the store directly. */
@@ -76,7 +77,8 @@ program
   .action((opts) => run({ cmd: 'cdn.refresh', timeout: opts.timeout }));
 
 const agent = registerAgentCommands(program);
-registerListCommands(program, { org, user, key, agent });
+const { decision } = registerListCommands(program, { org, user, key, agent });
+registerChangeCommands({ agent, decision });
 registerArchiveCommands(program);
 
 program.command('migrate').description('apply pending database migrations').action(() => run({ cmd: 'migrate' }));

@@ -23,7 +23,9 @@ import { chargeFeedPage } from '../plugins/coins.ts';
 import { plainJson } from '../plugins/plain-json.ts';
 import { domainRecord, urlRecord, type NamedRow } from '../services/indicators.ts';
 import { normalizeDomain, normalizeUrl } from '../services/indicator-names.ts';
-import { decideNamed, lookupNamed, namedFeedRows, reportNamed, type NamedKind } from '../services/named-indicators.ts';
+import { lookupNamed, namedFeedRows, reportNamed, type NamedKind } from '../services/named-indicators.ts';
+import { auditActor } from '../services/audit.ts';
+import { applyDecision } from '../services/decisions.ts';
 import { EMPTY, feedUser, NO_BODY } from './indicator-common.ts';
 
 /** What differs between the domain and the URL routes: names, schemas, the normalizer, the record. */
@@ -103,7 +105,9 @@ export function namedIndicatorRoutes(r: NamedResource): FastifyPluginAsyncZod<{ 
       item,
       { config: { rampart: { minRole: ROLE.contributor, coin: 'decision' } }, schema: { tags, summary: r.summaries.decide, params: r.schemas.params, body: DecisionBody, response: { 200: EMPTY } } },
       async (request, reply) => {
-        await decideNamed(store, events, r.kind, principalOf(request).org.id, valueOf(request), (request.body as DecisionBody).decision);
+        const principal = principalOf(request);
+        const { decision, reason } = request.body as DecisionBody;
+        await applyDecision(context, principal.org.id, auditActor(principal, request.ip), { kind: r.kind, value: valueOf(request), decision: decision as -1 | 0 | 1, reason });
         return reply.status(200).send(NO_BODY);
       },
     );

@@ -2,6 +2,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
   ApiKeyInfo,
+  AuditEntry,
+  AuditExportQuery,
   AuditListResponse,
   AuditQuery,
   OperatorCoinsBody,
@@ -16,7 +18,8 @@ import {
 } from '@rampart/contracts';
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
-import { auditActor, createOrganization, grantCoins, listAudit, listOrganizations, organizationOf, updateOrganization } from '../services/operators.ts';
+import { auditActor, auditCsv, exportAudit, listAudit } from '../services/audit.ts';
+import { createOrganization, grantCoins, listOrganizations, organizationOf, updateOrganization } from '../services/operators.ts';
 
 /** Most users or keys listed for one organization. */
 const MAX_LISTED = 1000;
@@ -73,5 +76,25 @@ export const operatorRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
     '/audit',
     { config: { rampart: { minRole: ROLE.admin } }, schema: { tags, summary: 'Audit log: who did what, when, from where (admins: their organization; operators: all)', querystring: AuditQuery, response: { 200: AuditListResponse } } },
     async (request) => listAudit(deps, principalOf(request), request.query),
+  );
+
+  app.get(
+    '/audit/export',
+    {
+      config: { rampart: { minRole: ROLE.admin } },
+      schema: {
+        tags,
+        summary: 'Every audit entry matching the filters, newest first, as CSV or a JSON array (admins: their organization; operators: all)',
+        querystring: AuditExportQuery,
+        response: { 200: z.union([z.array(AuditEntry), z.string().describe('text/csv')]) },
+      },
+    },
+    async (request, reply) => {
+      const rows = await exportAudit(store, principalOf(request), request.query);
+      const name = `rampart-audit.${request.query.format}`;
+      reply.header('content-disposition', `attachment; filename="${name}"`);
+      if (request.query.format === 'csv') return reply.type('text/csv; charset=utf-8').send(auditCsv(rows));
+      return rows;
+    },
   );
 };

@@ -1,10 +1,28 @@
-import type { AgentSummary } from '@rampart/contracts';
+import { agentState, checkedInRecently, type AgentState, type AgentSummary } from '@rampart/contracts';
 import type { AgentRow, EnforcedEntry } from '../store/index.ts';
 import { isDrifting } from './agent-drift.ts';
 
-/** Alive = checked in within 2 x sync_time minutes (decisions.md, Agents). */
+/** Checked in within 2 x sync_time minutes (decisions.md, Agents); the agent's state says more (stateOf). */
 export function isAlive(row: Pick<AgentRow, 'last_checkin_at' | 'document'>, nowSeconds: number): boolean {
-  return row.last_checkin_at !== null && nowSeconds - row.last_checkin_at <= 2 * row.document.sync_time * 60;
+  return checkedInRecently(row.last_checkin_at, row.document.sync_time, nowSeconds);
+}
+
+export type KeyCount = { issued: number; live: number };
+const NO_KEYS: KeyCount = { issued: 0, live: 0 };
+
+/** The agent's one state (contracts agent-state.ts) from its row and its keys. */
+export function stateOf(row: AgentRow, keys: KeyCount | undefined, nowSeconds: number): AgentState {
+  return agentState(
+    {
+      deactivated_at: row.deactivated_at,
+      keys: keys ?? NO_KEYS,
+      running: row.document.running,
+      last_checkin: row.last_checkin_at,
+      sync_time: row.document.sync_time,
+      drift_since: agentDrift(row, nowSeconds).drift_since,
+    },
+    nowSeconds,
+  );
 }
 
 const RANK = { unknown: 0, ok: 1, degraded: 2, failed: 3 } as const;
@@ -53,13 +71,17 @@ export function agentDrift(row: Pick<AgentRow, 'enforced' | 'document' | 'deacti
   return since.length === 0 ? { drifting: false, drift_since: null } : { drifting: true, drift_since: Math.min(...since) };
 }
 
-export function agentSummary(row: AgentRow, nowSeconds: number): AgentSummary {
+export function agentSummary(row: AgentRow, keys: KeyCount | undefined, nowSeconds: number): AgentSummary {
+  const state = stateOf(row, keys, nowSeconds);
   return {
     gaid: row.gaid,
     version: row.reported_version ?? row.document.version,
     running: row.document.running,
     active: row.deactivated_at === null,
-    alive: row.deactivated_at === null && isAlive(row, nowSeconds),
+    alive: state.alive,
+    state: state.state,
+    state_since: state.since,
+    live_keys: (keys ?? NO_KEYS).live,
     sync_time: row.document.sync_time,
     last_checkin: row.last_checkin_at,
     last_checkin_via: row.last_checkin_via,

@@ -49,6 +49,8 @@ export async function listDecisions(deps: BrowseDeps, org: Organization, query: 
     held: r.held,
     score: r.score,
     live_score: r.score === null || r.ts === null ? null : live(r.score, now - r.ts),
+    reason: r.reason,
+    set_by: r.set_by,
   }));
   const last = page.at(-1);
   return { items, next_page: more && last ? deps.cursors.encode(filters, [last.micros, last.kind, last.value]) : null };

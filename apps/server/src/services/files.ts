@@ -1,6 +1,6 @@
 import { reanchoredScore } from '@rampart/scoring';
 import { ApiError, canonicalDigest, type FileDecisionBody, type FileRecord, type FileReportBody, type FilesFeedQuery } from '@rampart/contracts';
-import type { FileRow, Organization, Store } from '../store/index.ts';
+import type { DecisionNote, FileRow, Organization, Store } from '../store/index.ts';
 import { delaySeconds, visibleTo } from './envelope.ts';
 import type { EventBus } from './events.ts';
 import { catalogFileType } from './file-type-catalog.ts';
@@ -40,11 +40,11 @@ export async function reportFile(store: Store, events: EventBus, orgId: number, 
 }
 
 /** The organization's decision on a file, by any of its digests (any case). */
-export async function decideFile(store: Store, events: EventBus, orgId: number, digest: string, body: FileDecisionBody): Promise<void> {
+export async function decideFile(store: Store, events: EventBus, orgId: number, digest: string, body: Pick<FileDecisionBody, 'decision'>, note: DecisionNote): Promise<void> {
   // DigestParams admits only MD5/SHA1/SHA256 hex: the canonical form always exists.
   const canonical = canonicalDigest(digest)!;
   const decision = body.decision as -1 | 0 | 1;
-  await store.files.setDecision(orgId, canonical, decision, reanchoredScore);
+  await store.files.setDecision(orgId, canonical, decision, reanchoredScore, note);
   await events.publish({ type: 'feed_changed', org_id: orgId, kind: 'file', ts: nowSeconds() });
   await events.publish({ type: 'decision_changed', org_id: orgId, kind: 'file', indicator: canonical, decision, ttl: null });
 }

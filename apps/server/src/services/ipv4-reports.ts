@@ -2,7 +2,7 @@ import { ApiError, describeIpv4Special, formatIpv4, IPV4_SPECIAL_RANGES, ipv4Spe
 import type { AppConfig } from '../config.ts';
 import type { Principal } from '../plugins/principal.ts';
 import { checkInCaller } from './agent-checkin.ts';
-import { ReservedInBatchError, type Ipv4ReportItem, type Store } from '../store/index.ts';
+import { ReservedInBatchError, type DecisionNote, type Ipv4ReportItem, type Store } from '../store/index.ts';
 import type { Enrichment } from './enrichment.ts';
 import { randomIdPart } from './ids.ts';
 import type { ReportBatcher } from './ipv4-ingest.ts';
@@ -87,7 +87,7 @@ export class Ipv4Reports {
    * (`decisionGiven`: an explicit -1 clears a decision; absent keeps it). Returns whether the
    * indicator is new. `gaid`: the agent checking in with the report.
    */
-  async report(principal: Principal, body: IpsReportBody, decisionGiven: boolean, gaid: string | undefined): Promise<{ created: boolean }> {
+  async report(principal: Principal, body: IpsReportBody, decisionGiven: boolean, gaid: string | undefined): Promise<{ created: boolean; network: string }> {
     const now = Math.floor(Date.now() / 1000);
     // Decisions are the organization's (a whitelist unblocks for every member): never an edge host's.
     if (principal.agent && (decisionGiven || body.ttl !== undefined)) {
@@ -109,7 +109,7 @@ export class Ipv4Reports {
       source: body.source,
       notes: body.notes ? body.notes : null,
       addReport,
-      decision: decisionGiven ? { value: body.decision as -1 | 0 | 1, ttl: body.ttl ?? null } : null,
+      decision: decisionGiven ? { value: body.decision as -1 | 0 | 1, ttl: body.ttl ?? null, reason: null, setBy: principal.user.username } : null,
       ipInfo: this.deps.enrichment.ipInfo(first),
     });
     if (outcome.status === 'reserved') {
@@ -120,7 +120,7 @@ export class Ipv4Reports {
     if (addReport) this.deps.rollups?.countReports(principal.org.id);
     // An agent key checks in as its own agent, whatever the query names.
     await checkInCaller(this.deps.store, principal, gaid, 'ipv4');
-    return { created: outcome.created };
+    return { created: outcome.created, network };
   }
 
   /**
@@ -158,13 +158,16 @@ export class Ipv4Reports {
     return items.map((item) => item.network);
   }
 
-  /** The organization's decision on an address or network, without a report. */
-  async decide(principal: Principal, ip: string, decision: number, ttl: number | undefined): Promise<void> {
+  /**
+   * The organization's decision on an address or network, without a report, with who set it
+   * and why; returns the canonical network. `path` names the value in errors.
+   */
+  async decide(orgId: number, ip: string, decision: number, ttl: number | undefined, note: DecisionNote, path = 'params.ip'): Promise<string> {
     assertTtl(decision, ttl, Math.floor(Date.now() / 1000));
-    assertDecidable(ip, decision, this.deps.config, 'params.ip');
+    assertDecidable(ip, decision, this.deps.config, path);
     const { network, isNetwork } = canonicalNetwork(ip);
     const item: Ipv4ReportItem = {
-      orgId: principal.org.id,
+      orgId,
       network,
       isNetwork,
       gid: `RMP-RULE-GID-${randomIdPart()}`,
@@ -172,12 +175,13 @@ export class Ipv4Reports {
       source: '',
       notes: null,
       addReport: false,
-      decision: { value: decision as -1 | 0 | 1, ttl: ttl ?? null },
+      decision: { value: decision as -1 | 0 | 1, ttl: ttl ?? null, reason: note.reason, setBy: note.setBy },
       ipInfo: null,
     };
     const outcome = await this.deps.batcher.submit(item);
     if (outcome.status === 'reserved') {
       throw new ApiError('reserved_ip', `${ip} lies in ${outcome.range}, one of the organization's reserved_ips`, { extra: { reserved_range: outcome.range } });
     }
+    return network;
   }
 }

@@ -1,6 +1,6 @@
 import { reanchoredScore } from '@rampart/scoring';
 import type { ScoreExplanation } from '@rampart/contracts';
-import type { NamedRow, Organization, Store } from '../store/index.ts';
+import type { DecisionNote, NamedRow, Organization, Store } from '../store/index.ts';
 import { delaySeconds, visibleTo } from './envelope.ts';
 import type { EventBus } from './events.ts';
 import { explanation, notFound, v32Scorer } from './indicators.ts';
@@ -25,9 +25,9 @@ export async function reportNamed(store: Store, events: EventBus, kind: NamedKin
 }
 
 /** The organization's decision on a domain or URL. */
-export async function decideNamed(store: Store, events: EventBus, kind: NamedKind, orgId: number, value: string, decision: number): Promise<void> {
+export async function decideNamed(store: Store, events: EventBus, kind: NamedKind, orgId: number, value: string, decision: number, note: DecisionNote): Promise<void> {
   const d = decision as -1 | 0 | 1;
-  await storeOf(store, kind).setDecision(orgId, value, d, reanchoredScore);
+  await storeOf(store, kind).setDecision(orgId, value, d, reanchoredScore, note);
   await events.publish({ type: 'feed_changed', org_id: orgId, kind, ts: nowSeconds() });
   await events.publish({ type: 'decision_changed', org_id: orgId, kind, indicator: value, decision: d, ttl: null });
 }

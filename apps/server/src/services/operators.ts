@@ -1,22 +1,17 @@
-import { ApiError, ID_PREFIX, ROLE, type AuditListResponse, type AuditQuery, type OperatorOrganization, type OperatorOrgListQuery } from '@rampart/contracts';
+import { ApiError, ID_PREFIX, type OperatorOrganization, type OperatorOrgListQuery } from '@rampart/contracts';
 import type { AuditActor, Organization, OrganizationSummaryRow, Store } from '../store/index.ts';
-import type { Principal } from '../plugins/principal.ts';
 import type { CursorCodec } from './cursor.ts';
 import { delaySeconds } from './envelope.ts';
 import { randomIdPart } from './ids.ts';
 
 /*
  * Alliance operators (role 9) manage organizations from the API; every change is written with
- * its audit entry (store/operators.ts). Admins read their own organization's audit log.
+ * its audit entry (store/operators.ts); the log itself is read through services/audit.ts.
  */
 
 export interface OperatorDeps {
   store: Store;
   cursors: CursorCodec;
-}
-
-export function auditActor(principal: Principal, address: string): AuditActor {
-  return { userId: principal.user.id, username: principal.user.username, orgId: principal.org.id, address };
 }
 
 function orgView(org: Organization & { users?: number; created_at?: string }, users: number, createdAt: string): OperatorOrganization {
@@ -63,20 +58,4 @@ export async function organizationOf(store: Store, gid: string): Promise<Organiz
   const org = await store.orgs.byGid(gid);
   if (!org) throw new ApiError('not_found', `no organization ${gid}`);
   return org;
-}
-
-/** Admins see their organization's entries only (a filter naming another is refused); operators every entry. */
-export async function listAudit(deps: OperatorDeps, principal: Principal, query: AuditQuery): Promise<AuditListResponse> {
-  const operator = principal.user.role >= ROLE.operator;
-  if (!operator && query.organization !== undefined && query.organization !== principal.org.gid) {
-    throw new ApiError('forbidden', 'an organization admin reads only its own organization audit log', { errors: [{ path: 'querystring.organization', message: 'not your organization' }] });
-  }
-  let orgId: number | null = operator ? null : principal.org.id;
-  if (operator && query.organization !== undefined) orgId = (await organizationOf(deps.store, query.organization)).id;
-  const filters = { scope: 'audit', viewer: principal.org.gid, operator, organization: query.organization ?? null, action: query.action ?? null };
-  const beforeId = query.page ? deps.cursors.decode<number>(query.page, filters) : null;
-  const rows = await deps.store.operators.audit({ orgId, action: query.action ?? null, beforeId, limit: query.page_size + 1 });
-  const page = rows.slice(0, query.page_size);
-  const last = page.at(-1);
-  return { items: page, next_page: rows.length > query.page_size && last ? deps.cursors.encode(filters, last.id) : null };
 }

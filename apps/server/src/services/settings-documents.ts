@@ -7,7 +7,8 @@ import {
   type OrganizationConfig,
   type SettingsHistoryEntry,
 } from '@rampart/contracts';
-import { agentSubject, type AuditEntry, type Store } from '../store/index.ts';
+import { agentSubject, type AuditActor, type AuditEntry, type Store } from '../store/index.ts';
+import { audit } from './audit.ts';
 import { anchorPolicyChange } from '../store/ipv4-ingest.ts';
 import { V32_INGEST_RULES } from './ipv4-ingest.ts';
 import { policyChangeScope } from './ipv4-policy.ts';
@@ -45,15 +46,16 @@ export async function readAgentSettings(store: Store, orgId: number, gaid: strin
 
 export async function replaceAgentSettings(
   deps: SettingsDeps,
-  input: { orgId: number; gaid: string; document: AgentSettingsDocument; changedBy: string },
+  input: { orgId: number; gaid: string; document: AgentSettingsDocument; actor: AuditActor },
 ): Promise<Versioned<AgentSettingsDocument>> {
   if (input.document.gaid !== input.gaid) {
     throw new ApiError('validation_failed', 'the gaid of a settings document cannot change', {
       errors: [{ path: 'body.gaid', message: `must be ${input.gaid}, the agent of this path` }],
     });
   }
-  const replaced = await deps.store.agents.replaceDocument(input.orgId, input.gaid, (stored) => mergeMaskedSecrets(input.document, stored), input.changedBy);
+  const replaced = await deps.store.agents.replaceDocument(input.orgId, input.gaid, (stored) => mergeMaskedSecrets(input.document, stored), input.actor.username);
   if (!replaced) throw new ApiError('not_found', `no agent ${input.gaid} in this organization`);
+  await auditSettings(deps.store, input.actor, input.orgId, 'agent.configure', input.gaid, agentSubject(input.gaid));
   await publish(deps, { type: 'settings_changed', org_id: input.orgId, subject: 'agent', gaid: input.gaid, version: replaced.version });
   return { document: maskSecrets(replaced.document), version: replaced.version };
 }
@@ -65,21 +67,30 @@ export async function readOrganizationSettings(store: Store, orgId: number): Pro
 
 export async function replaceOrganizationSettings(
   deps: SettingsDeps,
-  input: { orgId: number; document: OrganizationConfig; changedBy: string },
+  input: { orgId: number; document: OrganizationConfig; actor: AuditActor },
 ): Promise<Versioned<OrganizationConfig>> {
   let redelivered = 0;
   const replaced = await deps.store.settings.replaceOrganization(
     input.orgId,
     (current) => mergeMaskedSecrets(input.document, current),
-    input.changedBy,
+    input.actor.username,
     // Records whose blocking the change alters reach the organization's followers again, in the same transaction.
     async (tx, before, after) => {
       redelivered = await anchorPolicyChange(tx, input.orgId, policyChangeScope(before, after), V32_INGEST_RULES);
     },
   );
-  if (replaced.changed) await publish(deps, { type: 'settings_changed', org_id: input.orgId, subject: 'organization', version: replaced.version });
+  if (replaced.changed) {
+    await auditSettings(deps.store, input.actor, input.orgId, 'organization.settings', '', 'organization');
+    await publish(deps, { type: 'settings_changed', org_id: input.orgId, subject: 'organization', version: replaced.version });
+  }
   if (redelivered > 0) await publish(deps, { type: 'feed_changed', org_id: input.orgId, kind: 'ipv4', ts: Math.floor(Date.now() / 1000) });
   return { document: maskSecrets(replaced.document), version: replaced.version };
+}
+
+/** The audit log entry of a settings change: the version and the paths its history recorded (never values: secrets among them). */
+async function auditSettings(store: Store, actor: AuditActor, orgId: number, action: string, target: string, subject: string): Promise<void> {
+  const [last] = await store.settings.history(orgId, subject, 1);
+  await audit(store, actor, { orgId, action, target, detail: { version: last?.version ?? null, changed_fields: last?.changed_fields ?? [] } });
 }
 
 export function historyEntries(rows: AuditEntry[]): SettingsHistoryEntry[] {

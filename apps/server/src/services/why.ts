@@ -1,7 +1,7 @@
 import { ApiError, AnyDigest, formatIpv4, parseIpv4, type IndicatorKind, type WhyQuery, type WhyResponse } from '@rampart/contracts';
 import { isBlocked, lastSecondAtOrAbove, liveScore, type BlockReason } from '@rampart/scoring';
 import type { AgentRow, DecisionOn, Organization, ReportAggregate, Store } from '../store/index.ts';
-import { isAlive } from './agent-summary.ts';
+import { stateOf, type KeyCount } from './agent-summary.ts';
 import { visibleTo } from './envelope.ts';
 import { explanation } from './indicators.ts';
 import { normalizeDomain, normalizeUrl } from './indicator-names.ts';
@@ -49,7 +49,7 @@ async function ipv4Subject(store: Store, org: Organization, text: string, now: n
   const records: Held[] = visible.map((r) => {
     const shown = r.network.endsWith('/32') ? r.network.slice(0, -3) : r.network;
     const dv = r.decision === null ? null : Number(r.decision);
-    const d: DecisionOn | undefined = dv === 0 || dv === 1 ? { decision: dv, ttl: r.ttl === null ? null : Number(r.ttl), on: shown } : undefined;
+    const d: DecisionOn | undefined = dv === 0 || dv === 1 ? { decision: dv, ttl: r.ttl === null ? null : Number(r.ttl), on: shown, reason: null, set_by: null } : undefined;
     return { id: Number(r.id), value: shown, score: Number(r.score), ts: Number(r.ts), tags: [...r.tags, ...r.sources], decision: d };
   });
   return {
@@ -118,7 +118,7 @@ function enforcerNames(kind: IndicatorKind, ips: Record<string, { active?: boole
   return [...new Set([...(ips[dedicated]?.active === true ? [`${dedicated}/${kind}`] : []), ...reported.filter((n) => n.endsWith(`/${kind}`))])].sort();
 }
 
-function agentVerdict(subject: Subject, agent: AgentRow, now: number): WhyResponse['agents'][number] {
+function agentVerdict(subject: Subject, agent: AgentRow, keys: KeyCount | undefined, now: number): WhyResponse['agents'][number] {
   const threshold = agent.document.score_threshold;
   const verdicts = subject.records.map((r) => verdictAt(subject, r, threshold, now));
   // The address is on the list when any held record covering it is (the lists are per record).
@@ -140,14 +140,15 @@ function agentVerdict(subject: Subject, agent: AgentRow, now: number): WhyRespon
       at: e?.at ?? null,
     };
   });
-  const alive = isAlive(agent, now);
+  const { alive, state, since } = stateOf(agent, keys, now);
   const running = agent.document.running ?? 'yes';
   const healthy = enforcers.some((e) => e.active && e.at !== null && e.state !== 'failed');
-  return { gaid: agent.gaid, alive, running, score_threshold: threshold, blocked, reason, blocked_until: until, enforcing: blocked && alive && running === 'yes' && healthy, enforcers };
+  return { gaid: agent.gaid, alive, running, state, state_since: since, score_threshold: threshold, blocked, reason, blocked_until: until, enforcing: blocked && alive && running === 'yes' && healthy, enforcers };
 }
 
 function decisionOf(on: DecisionOn | undefined, now: number): WhyResponse['decision'] {
-  return on ? { decision: on.decision, ttl: on.ttl, expired: on.decision === 1 && on.ttl !== null && on.ttl <= now, on: on.on } : null;
+  if (!on) return null;
+  return { decision: on.decision, ttl: on.ttl, expired: on.decision === 1 && on.ttl !== null && on.ttl <= now, on: on.on, reason: on.reason, set_by: on.set_by };
 }
 
 /** The organization-level reason, before any threshold: what decides unless the score does. */
@@ -167,10 +168,11 @@ export async function whyBlocked(store: Store, org: Organization, query: WhyQuer
         ? await fileSubject(store, org, query.value, now)
         : await namedSubject(store, org, query.kind, query.value, now);
   const primary = subject.records[0];
-  const [reporters, aggregates, agents] = await Promise.all([
+  const [reporters, aggregates, agents, keys] = await Promise.all([
     primary ? store.why.reporters(subject.kind, primary.id) : [],
     primary ? subject.aggregates(primary.id) : [],
     store.agents.list(org.id),
+    store.agents.keyCounts(org.id),
   ]);
   return {
     kind: subject.kind,
@@ -187,6 +189,6 @@ export async function whyBlocked(store: Store, org: Organization, query: WhyQuer
     }),
     reporters,
     score_components: primary ? explanation(aggregates, primary, now) : null,
-    agents: agents.filter((a) => a.deactivated_at === null).map((a) => agentVerdict(subject, a, now)),
+    agents: agents.filter((a) => a.deactivated_at === null).map((a) => agentVerdict(subject, a, keys.get(a.id), now)),
   };
 }

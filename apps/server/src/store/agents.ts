@@ -287,6 +287,17 @@ export class AgentStore {
     return res.rows.map((r) => ({ ...r, issued_at: Number(r.issued_at), expires_at: num(r.expires_at), revoked_at: num(r.revoked_at) }));
   }
 
+  /** Per agent id of the organization: keys ever issued, and those that work now (neither revoked nor expired, the agent active). */
+  async keyCounts(orgId: number): Promise<Map<number, { issued: number; live: number }>> {
+    const res = await this.db.query<{ agent_id: number; issued: number; live: number }>(
+      `select t.agent_id, count(*)::int as issued,
+         (count(*) filter (where t.revoked_at is null and (t.expires_at is null or t.expires_at > now()) and a.deactivated_at is null))::int as live
+       from agent_tokens t join agents a on a.id = t.agent_id where a.org_id = $1 group by t.agent_id`,
+      [orgId],
+    );
+    return new Map(res.rows.map((r) => [Number(r.agent_id), { issued: Number(r.issued), live: Number(r.live) }]));
+  }
+
   /** Revokes one token of one agent; false when there is no such unrevoked token. */
   async revokeToken(agentId: number, jti: string): Promise<boolean> {
     const res = await this.db.query('update agent_tokens set revoked_at = now() where agent_id = $1 and jti = $2 and revoked_at is null', [agentId, jti]);

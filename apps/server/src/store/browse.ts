@@ -20,6 +20,8 @@ export interface DecisionRow {
   held: boolean;
   score: number | null;
   ts: number | null;
+  reason: string | null;
+  set_by: string | null;
 }
 
 export interface DecisionFilter {
@@ -36,25 +38,25 @@ export interface DecisionFilter {
 const IPV4_VALUE = (col: string) => `case when masklen(${col}) = 32 then host(${col}) else ${col}::text end`;
 
 const DECISION_BRANCHES: Record<BrowseKind, string> = {
-  ipv4: `select 'ipv4' as kind, ${IPV4_VALUE('d.network')} as value, d.decision, d.ttl, d.updated_at,
+  ipv4: `select 'ipv4' as kind, ${IPV4_VALUE('d.network')} as value, d.decision, d.ttl, d.updated_at, d.reason, d.set_by,
       i.id is not null as held, coalesce(a.score, i.score) as score, coalesce(a.ts, i.ts) as ts
     from ipv4_decisions d
     left join ipv4_indicators i on i.network = d.network
     left join ipv4_org_anchors a on a.org_id = d.org_id and a.indicator_id = i.id and a.ts > i.ts
     where d.org_id = $1 and d.decision in (0, 1)`,
-  domain: `select 'domain' as kind, d.value, d.decision, null::bigint as ttl, d.updated_at,
+  domain: `select 'domain' as kind, d.value, d.decision, null::bigint as ttl, d.updated_at, d.reason, d.set_by,
       i.id is not null as held, coalesce(a.score, i.score) as score, coalesce(a.ts, i.ts) as ts
     from domain_decisions d
     left join domain_indicators i on i.value = d.value
     left join domain_org_anchors a on a.org_id = d.org_id and a.indicator_id = i.id and a.ts > i.ts
     where d.org_id = $1 and d.decision in (0, 1)`,
-  url: `select 'url' as kind, d.value, d.decision, null::bigint as ttl, d.updated_at,
+  url: `select 'url' as kind, d.value, d.decision, null::bigint as ttl, d.updated_at, d.reason, d.set_by,
       i.id is not null as held, coalesce(a.score, i.score) as score, coalesce(a.ts, i.ts) as ts
     from url_decisions d
     left join url_indicators i on i.value = d.value
     left join url_org_anchors a on a.org_id = d.org_id and a.indicator_id = i.id and a.ts > i.ts
     where d.org_id = $1 and d.decision in (0, 1)`,
-  file: `select 'file' as kind, upper(encode(d.digest, 'hex')) as value, d.decision, null::bigint as ttl, d.updated_at,
+  file: `select 'file' as kind, upper(encode(d.digest, 'hex')) as value, d.decision, null::bigint as ttl, d.updated_at, d.reason, d.set_by,
       i.id is not null as held, coalesce(a.score, i.score) as score, coalesce(a.ts, i.ts) as ts
     from file_decisions d
     left join file_indicators i on d.digest in (i.md5, i.sha1, i.sha256)
@@ -150,7 +152,7 @@ export class BrowseStore {
     if (f.after) where.push(`(u.micros, u.kind, u.value) < (${add(f.after[0])}::bigint, ${add(f.after[1])}::text, ${add(f.after[2])}::text)`);
     const union = f.kinds.map((k) => `(${DECISION_BRANCHES[k]})`).join(' union all ');
     const res = await this.db.query<DecisionRow>(
-      `select u.kind, u.value, u.decision::int as decision, u.ttl, u.micros::text as micros, u.updated_at, u.held, u.score, u.ts
+      `select u.kind, u.value, u.decision::int as decision, u.ttl, u.micros::text as micros, u.updated_at, u.held, u.score, u.ts, u.reason, u.set_by
        from (select b.*, (extract(epoch from b.updated_at) * 1000000)::bigint as micros from (${union}) b) u
        ${where.length ? `where ${where.join(' and ')}` : ''}
        order by u.micros desc, u.kind desc, u.value desc

@@ -312,3 +312,10 @@ export async function decisionsVersion(db: Queryable, kind: IndicatorKind, orgId
   );
   return `${res.rows[0]!.n}:${res.rows[0]!.u}`;
 }
+
+/** Why a decision was taken and by whom (issue 37), kept on its row with its last change. */
+export interface DecisionNote {
+  reason: string | null;
+  setBy: string | null;
+}
+export const NO_NOTE: DecisionNote = { reason: null, setBy: null };

@@ -15,7 +15,7 @@ export interface Ipv4ReportItem {
   /** false for a whitelist-only call: the organization's decision changes, no report is counted. */
   addReport: boolean;
   /** null leaves the organization's decision as it is. */
-  decision: { value: -1 | 0 | 1; ttl: number | null } | null;
+  decision: { value: -1 | 0 | 1; ttl: number | null; reason?: string | null; setBy?: string | null } | null;
   /** Enrichment of a new indicator (spec 2.3 `ip_info`); kept as first stored. */
   ipInfo: Record<string, string> | null;
 }
@@ -408,25 +408,26 @@ async function lockIndicators(tx: Transaction, items: Ipv4ReportItem[]): Promise
  * another organization's decision record at that network, so one network has one gid.
  */
 async function upsertDecisions(tx: Transaction, items: Ipv4ReportItem[], clockTs: number): Promise<IngestResult['decisions']> {
-  const latest = new Map<string, IngestResult['decisions'][number] & { gid: string }>();
+  const latest = new Map<string, IngestResult['decisions'][number] & { gid: string; reason: string | null; setBy: string | null }>();
   for (const item of items) {
     if (!item.decision) continue;
-    latest.set(`${item.orgId} ${item.network}`, { orgId: item.orgId, network: item.network, decision: item.decision.value, ttl: item.decision.ttl, gid: item.gid });
+    const { value, ttl, reason, setBy } = item.decision;
+    latest.set(`${item.orgId} ${item.network}`, { orgId: item.orgId, network: item.network, decision: value, ttl, gid: item.gid, reason: reason ?? null, setBy: setBy ?? null });
   }
   if (latest.size === 0) return [];
   const rows = [...latest.values()].sort((a, b) => a.orgId - b.orgId || (a.network < b.network ? -1 : a.network > b.network ? 1 : 0));
   await tx.query(
-    `insert into ipv4_decisions (org_id, network, decision, ttl, id, gid, ts)
-     select u.org_id, u.network, u.decision, u.ttl, nextval('ipv4_indicators_id_seq'),
+    `insert into ipv4_decisions (org_id, network, decision, ttl, reason, set_by, id, gid, ts)
+     select u.org_id, u.network, u.decision, u.ttl, u.reason, u.set_by, nextval('ipv4_indicators_id_seq'),
        coalesce((select i.gid from ipv4_indicators i where i.network = u.network),
                 (select x.gid from ipv4_decisions x where x.network = u.network order by x.id limit 1), u.gid),
        $2::bigint
-     from jsonb_to_recordset($1::jsonb) as u(org_id bigint, network cidr, decision smallint, ttl bigint, gid text)
+     from jsonb_to_recordset($1::jsonb) as u(org_id bigint, network cidr, decision smallint, ttl bigint, gid text, reason text, set_by text)
      order by u.org_id, u.network
-     on conflict (org_id, network) do update set decision = excluded.decision, ttl = excluded.ttl, ts = excluded.ts, updated_at = now()`,
-    [json(rows.map((r) => ({ org_id: r.orgId, network: r.network, decision: r.decision, ttl: r.ttl, gid: r.gid }))), clockTs],
+     on conflict (org_id, network) do update set decision = excluded.decision, ttl = excluded.ttl, reason = excluded.reason, set_by = excluded.set_by, ts = excluded.ts, updated_at = now()`,
+    [json(rows.map((r) => ({ org_id: r.orgId, network: r.network, decision: r.decision, ttl: r.ttl, gid: r.gid, reason: r.reason, set_by: r.setBy }))), clockTs],
   );
-  return rows.map(({ gid: _gid, ...r }) => r);
+  return rows.map(({ gid: _gid, reason: _reason, setBy: _setBy, ...r }) => r);
 }
 
 /**

@@ -8,6 +8,8 @@ export interface AuditActor {
   username: string;
   orgId: number | null;
   address: string;
+  /** The API or agent key used (empty from the CLI). */
+  keyId?: string;
 }
 
 export interface AuditRecord {
@@ -21,12 +23,22 @@ export interface AuditRow {
   id: number;
   at: string;
   actor: string;
+  actor_key: string;
   actor_organization: string | null;
   organization: string | null;
   action: string;
   target: string;
   detail: Record<string, unknown>;
   address: string;
+}
+
+export interface AuditFilter {
+  orgId: number | null;
+  action: string | null;
+  actor?: string | null;
+  /** ISO 8601 */
+  since?: string | null;
+  until?: string | null;
 }
 
 export interface OrganizationSummaryRow extends Organization {
@@ -38,8 +50,8 @@ const ORG_COLUMNS = 'o.id, o.gid, o.name, o.trust, o.delay, o.credit_tokens, o.d
 
 export async function writeAudit(q: Queryable, actor: AuditActor, entry: AuditRecord): Promise<void> {
   await q.query(
-    `insert into audit_log (actor_user_id, actor, actor_org_id, org_id, action, target, detail, address) values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8)`,
-    [actor.userId, actor.username, actor.orgId, entry.orgId, entry.action, entry.target, JSON.stringify(entry.detail), actor.address],
+    `insert into audit_log (actor_user_id, actor, actor_org_id, org_id, action, target, detail, address, actor_key) values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9)`,
+    [actor.userId, actor.username, actor.orgId, entry.orgId, entry.action, entry.target, JSON.stringify(entry.detail), actor.address, actor.keyId ?? ''],
   );
 }
 
@@ -118,19 +130,27 @@ export class OperatorStore {
     return res.rows.map((r) => ({ ...r, role: Number(r.role), unsuccessful_login: Number(r.unsuccessful_login), created_at: new Date(r.created_at).toISOString() }));
   }
 
-  /** Audit entries, newest first; `orgId` null: every organization's (operators). */
-  async audit(q: { orgId: number | null; action: string | null; beforeId: number | null; limit: number }): Promise<AuditRow[]> {
+  /**
+   * Audit entries, newest first; `orgId` null: every organization's (operators). `action` is
+   * exact, or a prefix when it ends in `.`; `since` inclusive, `until` exclusive.
+   */
+  async audit(q: AuditFilter & { beforeId: number | null; limit: number }): Promise<AuditRow[]> {
     const res = await this.db.query<AuditRow>(
-      `select a.id, a.at, a.actor, ao.gid as actor_organization, o.gid as organization, a.action, a.target, a.detail, a.address
+      `select a.id, a.at, a.actor, a.actor_key, ao.gid as actor_organization, o.gid as organization, a.action, a.target, a.detail, a.address
        from audit_log a left join organizations o on o.id = a.org_id left join organizations ao on ao.id = a.actor_org_id
-       where ($1::bigint is null or a.org_id = $1::bigint) and ($2::text is null or a.action = $2::text) and ($3::bigint is null or a.id < $3::bigint)
+       where ($1::bigint is null or a.org_id = $1::bigint)
+         and ($2::text is null or a.action = $2::text or (right($2::text, 1) = '.' and left(a.action, length($2::text)) = $2::text))
+         and ($3::bigint is null or a.id < $3::bigint)
+         and ($5::text is null or a.actor = $5::text)
+         and ($6::timestamptz is null or a.at >= $6::timestamptz)
+         and ($7::timestamptz is null or a.at < $7::timestamptz)
        order by a.id desc limit $4`,
-      [q.orgId, q.action, q.beforeId, q.limit],
+      [q.orgId, q.action, q.beforeId, q.limit, q.actor ?? null, q.since ?? null, q.until ?? null],
     );
     return res.rows.map((r) => ({ ...r, id: Number(r.id), at: new Date(r.at).toISOString() }));
   }
 
-  /** One audit entry outside an operator action (an API key issued or revoked). */
+  /** One audit entry outside an operator action (a key, a decision, an agent, a user). */
   record(actor: AuditActor, entry: AuditRecord): Promise<void> {
     return writeAudit(this.db, actor, entry);
   }

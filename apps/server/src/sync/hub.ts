@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { WebSocket, RawData } from 'ws';
-import { AgentSyncMessage, SYNC_CLOSE, type OrganizationConfig, type ServerSyncMessage } from '@rampart/contracts';
+import { AgentSyncMessage, organizationForAgents, SYNC_CLOSE, type OrganizationConfig, type ServerSyncMessage } from '@rampart/contracts';
 import type { EventBus, PlatformEvent } from '../services/events.ts';
 import type { Store } from '../store/index.ts';
 
@@ -192,7 +192,7 @@ export class SyncHub {
       server_time: Math.floor(Date.now() / 1000),
       settings: agent.document,
       settings_version: agent.version,
-      organization: org.document,
+      organization: organizationForAgents(org.document),
       organization_version: org.version,
       feed,
     };
@@ -246,7 +246,7 @@ export class SyncHub {
           }
           this.orgDocs.delete(event.org_id);
           const { document, version } = await this.organization(event.org_id);
-          this.broadcast(clients, { type: 'settings_changed', subject: 'organization', version, organization: document });
+          this.broadcast(clients, { type: 'settings_changed', subject: 'organization', version, organization: organizationForAgents(document) });
           return;
         }
         const client = event.gaid ? this.byGaid.get(event.gaid) : undefined;

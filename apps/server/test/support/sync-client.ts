@@ -5,6 +5,8 @@ import { ServerSyncMessage } from '@rampart/contracts';
 export interface SyncPeer {
   ws: WebSocket;
   messages: ServerSyncMessage[];
+  /** The frames as sent, before the contract filled in any default. */
+  raw: unknown[];
   closed: { code: number; reason: string } | undefined;
   /** Resolves with the first message (after `from`) that matches; rejects at the deadline. */
   next<T extends ServerSyncMessage['type']>(type: T, match?: (m: Extract<ServerSyncMessage, { type: T }>) => boolean, timeoutMs?: number): Promise<Extract<ServerSyncMessage, { type: T }>>;
@@ -28,6 +30,7 @@ export function connectSync(baseUrl: string, headers: Record<string, string>, op
   const peer: SyncPeer = {
     ws,
     messages: [],
+    raw: [],
     closed: undefined,
     async next(type, match, timeoutMs = 5000) {
       return until(`a ${type} message`, () => peer.messages.find((m) => m.type === type && (!match || match(m as never))) as never, timeoutMs);
@@ -39,7 +42,11 @@ export function connectSync(baseUrl: string, headers: Record<string, string>, op
       await done;
     },
   };
-  ws.on('message', (data) => peer.messages.push(ServerSyncMessage.parse(JSON.parse(data.toString()))));
+  ws.on('message', (data) => {
+    const frame = JSON.parse(data.toString()) as unknown;
+    peer.raw.push(frame);
+    peer.messages.push(ServerSyncMessage.parse(frame));
+  });
   ws.on('close', (code, reason) => {
     peer.closed = { code, reason: reason.toString() };
   });

@@ -1,6 +1,6 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { z } from 'zod';
-import { AgentRegisterResponse, AgentTokenInfo, AgentTokenIssued, DEFAULT_AUTH_HEADER } from '@rampart/contracts';
+import { AgentRegisterResponse, AgentTokenInfo, AgentTokenIssued, DEFAULT_AGENT_SCORE_THRESHOLD, DEFAULT_AUTH_HEADER, OrganizationConfig } from '@rampart/contracts';
 import { describeError } from '../api.ts';
 import { Confirm, Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
 import type { Session } from '../session.ts';
@@ -37,7 +37,21 @@ export function IssuedAgentKey({ issued }: { issued: AgentTokenIssued }) {
 /** Register an agent from the console, then issue its first key. */
 export function RegisterAgentForm({ session, onRegistered }: { session: Session; onRegistered: () => void }) {
   const [gaid, setGaid] = useState(() => newAgentId());
-  const [threshold, setThreshold] = useState('500');
+  // The organization's default for new agents (settings `agent_defaults.score_threshold`), not a fixed figure.
+  const [threshold, setThreshold] = useState(String(DEFAULT_AGENT_SCORE_THRESHOLD));
+  useEffect(() => {
+    let current = true;
+    session.api
+      .get('/organization/config', OrganizationConfig)
+      .then((c) => {
+        // Unless the admin already typed one.
+        if (current) setThreshold((t) => (t === String(DEFAULT_AGENT_SCORE_THRESHOLD) ? String(c.agent_defaults.score_threshold) : t));
+      })
+      .catch(() => undefined);
+    return () => {
+      current = false;
+    };
+  }, [session.api]);
   const [syncTime, setSyncTime] = useState('5');
   const [maxRules, setMaxRules] = useState('10000');
   const [fields, setFields] = useState<Record<string, string>>({});

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AgentSummary } from '@rampart/contracts';
+import { AGENT_STATE_LABELS, AgentSummary } from '@rampart/contracts';
 import { Loading, Notice, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
 import { RegisterAgentForm } from './agent-admin.tsx';
@@ -10,6 +10,17 @@ const ago = (ts: number | null) => {
   if (s < 120) return `${s} s ago`;
   if (s < 7200) return `${Math.round(s / 60)} min ago`;
   return `${Math.round(s / 3600)} h ago`;
+};
+
+/** Badge colour of each state: alive green, withdrawn or never seen neutral, the rest red. */
+const STATE_BADGE: Record<AgentSummary['state'], string> = {
+  alive: 'alive',
+  drifting: 'dead',
+  silent: 'dead',
+  never_seen: 'warn',
+  withdrawn: 'warn',
+  keys_revoked: 'dead',
+  deactivated: 'dead',
 };
 
 export function AgentsPage({ session }: { session: Session }) {
@@ -38,7 +49,6 @@ function AgentsPageAdmin({ session }: { session: Session }) {
                 <th scope="col">Last check-in</th>
                 <th scope="col">Version</th>
                 <th scope="col">Enforced</th>
-                <th scope="col">Running</th>
               </tr>
             </thead>
             <tbody>
@@ -53,7 +63,13 @@ function AgentsPageAdmin({ session }: { session: Session }) {
                       {a.hostname && <div class="muted">{a.hostname}</div>}
                     </td>
                     <td>
-                      {a.active ? <span class={`badge ${a.alive ? 'alive' : 'dead'}`}>{a.alive ? 'alive' : 'dead'}</span> : <span class="badge dead">deactivated</span>}
+                      {/* The server's one definition of the state (contracts agent-state.ts); drifting has its own badge below. */}
+                      {a.state !== 'drifting' && (
+                        <span class={`badge ${STATE_BADGE[a.state]}`} title={a.state_since === null ? undefined : `since ${new Date(a.state_since * 1000).toISOString()}`}>
+                          {AGENT_STATE_LABELS[a.state]}
+                          {a.state === 'silent' && a.state_since !== null ? ` ${ago(a.state_since).replace(' ago', '')}` : ''}
+                        </span>
+                      )}
                       {(a.status === 'degraded' || a.status === 'failed') && (
                         <span
                           class={`badge ${a.status === 'failed' ? 'dead' : 'warn'}`}
@@ -80,7 +96,6 @@ function AgentsPageAdmin({ session }: { session: Session }) {
                       {plugins.length === 0 ? '—' : enforced.toLocaleString()}
                       {drift && <span class="badge warn" title="Its plugins enforce different counts">drift</span>}
                     </td>
-                    <td>{a.running}</td>
                   </tr>
                 );
               })}

@@ -4,8 +4,9 @@ import { DecisionListResponse, IndicatorListResponse, type DecisionItem, type De
 import { describeError } from '../api.ts';
 import { Field, Loading, Notice, formatTime, useId, useLoad } from '../components.tsx';
 import { canContribute, type Session } from '../session.ts';
-import { kindOf, type IndicatorKind } from '../indicator-kind.ts';
+import type { IndicatorKind } from '../indicator-kind.ts';
 import { setDecision } from '../decide.ts';
+import { NewDecision } from './new-decision.tsx';
 import { download, toCsv } from '../csv.ts';
 
 /** Most rows one CSV export walks (pages of the largest size the API allows). */
@@ -66,6 +67,7 @@ const rowKey = (r: Row) => `${r.kind} ${r.value}`;
 function BulkActions({ session, selected, onDone }: { session: Session; selected: Row[]; onDone: () => void }) {
   const [busy, setBusy] = useState(false);
   const [ttlHours, setTtlHours] = useState('0');
+  const [reason, setReason] = useState('');
   const [outcome, setOutcome] = useState<{ kind: 'ok' | 'error'; text: string }>();
   if (!canContribute(session)) return null;
   async function apply(decision: -1 | 0 | 1, label: string) {
@@ -77,7 +79,7 @@ function BulkActions({ session, selected, onDone }: { session: Session; selected
     // One at a time: each is a separate decision the server records and re-delivers.
     for (const row of selected) {
       try {
-        await setDecision(session.api, row.kind, row.value, decision, ttl);
+        await setDecision(session.api, row.kind, row.value, decision, ttl, reason);
       } catch (err) {
         failed.push(`${row.value}: ${describeError(err).message}`);
       }
@@ -91,6 +93,7 @@ function BulkActions({ session, selected, onDone }: { session: Session; selected
     <fieldset class="decisions bulk" aria-busy={busy ? 'true' : undefined}>
       <legend>{selected.length} selected</legend>
       <Field label="TTL of a blacklisting (hours, 0 = none; IPv4 only)" type="number" value={ttlHours} onInput={setTtlHours} />
+      <Field label="Reason (optional, kept with each decision)" name="bulk-reason" value={reason} onInput={setReason} />
       <button type="button" class="secondary" disabled={busy || selected.length === 0} onClick={() => void apply(0, 'Whitelist')}>
         Whitelist selected
       </button>
@@ -234,64 +237,6 @@ function FilterForm(props: { label: string; onApply: () => void; children: Compo
   );
 }
 
-/** A decision on any indicator, reported or not: it stays this organization's own. */
-function NewDecision({ session, onDone }: { session: Session; onDone: () => void }) {
-  const [value, setValue] = useState('');
-  const [ttlHours, setTtlHours] = useState('0');
-  const [busy, setBusy] = useState(false);
-  const [message, setMessage] = useState<{ kind: 'ok' | 'info' | 'error'; text: string }>();
-  const [fields, setFields] = useState<Record<string, string>>({});
-  if (!canContribute(session)) return null;
-  async function decide(decision: 0 | 1) {
-    const text = value.trim();
-    setBusy(true);
-    setMessage(undefined);
-    setFields({});
-    try {
-      const hours = Number(ttlHours);
-      const kind = kindOf(text);
-      await setDecision(session.api, kind, text, decision, decision === 1 && hours > 0 ? Math.floor(Date.now() / 1000 + hours * 3600) : undefined);
-      // An IPv4 blacklist nobody reported is listed for the organization alone; the other kinds' feeds
-      // and lists carry held indicators only: say which, rather than imply more or less is enforced.
-      const listed = await session.api.get('/decisions', DecisionListResponse, { kind, q: text, page_size: 10 });
-      const held = listed.items.find((d) => d.value.toLowerCase() === text.toLowerCase())?.held ?? true;
-      const done = `${decision === 1 ? 'Blacklisted' : 'Whitelisted'} ${text} for your organization.`;
-      setMessage(
-        held || decision === 0
-          ? { kind: 'ok', text: done }
-          : kind === 'ipv4'
-            ? { kind: 'info', text: `${done} Nobody has reported it: your lists, feed and agents block it for your organization alone.` }
-            : { kind: 'info', text: `${done} Nobody has reported it yet, so no feed or agent blocks it until a member reports it.` },
-      );
-      setValue('');
-      onDone();
-    } catch (err) {
-      const d = describeError(err);
-      setFields(d.fields);
-      setMessage({ kind: 'error', text: d.message });
-    } finally {
-      setBusy(false);
-    }
-  }
-  return (
-    <form class="card" aria-label="New decision" onSubmit={(e) => e.preventDefault()}>
-      <h2>New decision</h2>
-      <p class="muted">On any address, network, domain, URL or digest, reported or not. It applies to your organization only.</p>
-      <Field label="Indicator" name="indicator" value={value} onInput={setValue} error={fields.decision ?? fields.ip} />
-      <Field label="TTL of a blacklisting (hours, 0 = none; IPv4 only)" type="number" value={ttlHours} onInput={setTtlHours} />
-      <div class="actions">
-        <button type="button" class="secondary" disabled={busy || value.trim() === ''} onClick={() => void decide(0)}>
-          Whitelist
-        </button>
-        <button type="button" class="danger" disabled={busy || value.trim() === ''} onClick={() => void decide(1)}>
-          Blacklist
-        </button>
-      </div>
-      {message && <Notice kind={message.kind}>{message.text}</Notice>}
-    </form>
-  );
-}
-
 const lookupLink = (value: string) => <a href={`#/lookup?q=${encodeURIComponent(value)}`}>{value}</a>;
 const score = (n: number | null) => (n === null ? '—' : n.toFixed(1));
 
@@ -309,6 +254,8 @@ export function DecisionsPage({ session }: { session: Session }) {
     ['Held', (r) => (r.held ? 'yes' : 'no: nobody reported it')],
     ['Live score', (r) => score(r.live_score)],
     ['Set', (r) => formatTime(r.updated_at)],
+    ['Set by', (r) => r.set_by ?? '—'],
+    ['Reason', (r) => r.reason ?? '—'],
   ];
   const done = () => {
     setSelected(new Map());
@@ -336,6 +283,8 @@ export function DecisionsPage({ session }: { session: Session }) {
             ['held', (r) => r.held],
             ['live_score', (r) => r.live_score],
             ['updated_at', (r) => r.updated_at],
+            ['set_by', (r) => r.set_by ?? ''],
+            ['reason', (r) => r.reason ?? ''],
           ]}
         />
       </div>

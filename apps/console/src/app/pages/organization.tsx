@@ -66,6 +66,8 @@ function OrganizationPageAdmin({ session }: { session: Session }) {
     if (!draft) return undefined;
     const doc: Record<string, unknown> = {
       live: draft.live,
+      // Kept as loaded unless edited below: a save never resets the default for new agents.
+      agent_defaults: draft.agent_defaults,
       reserved_ips: reserved.split('\n').map((l) => l.trim()).filter((l) => l !== ''),
     };
     if (rule.on) doc.blocking_roule = { score: Number(rule.score), tags: rule.tags.split(',').map((t) => t.trim()).filter((t) => t !== '') };
@@ -124,6 +126,18 @@ function OrganizationPageAdmin({ session }: { session: Session }) {
             <Field key={k} label={`${k} (comma-separated)`} value={((draft.live[k] as string[] | undefined) ?? []).join(', ')} error={errors[`live.${k}`]} onInput={(v) => setLive(k, v.split(',').map((s) => s.trim()).filter((s) => s !== ''))} />
           ))}
         </div>
+        <h2>New agents</h2>
+        <Field
+          label="score_threshold offered to a new agent"
+          type="number"
+          value={String(draft.agent_defaults?.score_threshold ?? '')}
+          error={errors['agent_defaults.score_threshold']}
+          onInput={(v) => {
+            setServerErrors({});
+            setNotice(undefined);
+            setDraft({ ...draft, agent_defaults: { ...draft.agent_defaults, score_threshold: Number(v) } });
+          }}
+        />
         <h2>Reserved addresses</h2>
         <CidrEditor value={reserved} onChange={(v) => { setReserved(v); setNotice(undefined); }} disabled={false} error={Object.entries(errors).find(([k]) => k.startsWith('reserved_ips'))?.[1]} />
         <h2>Blocking rule</h2>

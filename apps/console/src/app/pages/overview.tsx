@@ -33,7 +33,11 @@ export function OverviewPage({ session }: { session: Session }) {
   const { overview, history, config, agents } = state.data;
   const bands: Bands = config?.live ?? DEFAULT_BANDS;
   const counts = countByBand(overview.ipv4.histogram, bands);
-  const alive = agents?.filter((a) => a.alive).length;
+  // By the server's one state (contracts agent-state.ts): a never-seen or withdrawn agent is not "dead".
+  const count = (...states: Array<AgentSummary['state']>) => agents?.filter((a) => states.includes(a.state)).length ?? 0;
+  const alive = count('alive', 'drifting');
+  const down = count('silent', 'keys_revoked');
+  const idle = count('never_seen', 'withdrawn');
   const drifting = agents?.filter((a) => a.drifting).length ?? 0;
   return (
     <section aria-labelledby="overview-h">
@@ -54,7 +58,12 @@ export function OverviewPage({ session }: { session: Session }) {
           <h2>Agents</h2>
           {agents ? (
             <p class="figure">
-              <span data-testid="agents-alive">{alive}</span> alive, <span data-testid="agents-dead">{agents.length - (alive ?? 0)}</span> dead
+              <span data-testid="agents-alive">{alive}</span> alive, <span data-testid="agents-dead">{down}</span> silent or cut off
+              {idle > 0 && (
+                <>
+                  , <span data-testid="agents-idle">{idle}</span> never seen or withdrawn
+                </>
+              )}
             </p>
           ) : (
             <p class="muted">Visible to organization admins.</p>

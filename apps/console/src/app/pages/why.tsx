@@ -52,6 +52,8 @@ export function WhyPanel({ session, kind, value }: { session: Session; kind: Ind
               Your decision: {why.decision.decision === 1 ? 'Blacklist' : 'Whitelist'} on {why.decision.on}
               {why.decision.ttl ? ` until ${formatTime(why.decision.ttl)}` : ''}
               {why.decision.expired ? ' (expired)' : ''}
+              {why.decision.set_by ? `, set by ${why.decision.set_by}` : ''}
+              {why.decision.reason ? `: “${why.decision.reason}”` : ''}
             </p>
           )}
           {why.reserved_range && <p>Reserved range: {why.reserved_range}</p>}

@@ -5,6 +5,7 @@ import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { issueAgentToken } from '../../services/agent-tokens.ts';
 import { EMPTY, NO_BODY } from '../empty-reply.ts';
+import { audit, auditActor } from '../../services/audit.ts';
 
 
 async function agentOf(store: AppContext['store'], orgId: number, gaid: string) {
@@ -38,6 +39,7 @@ export const agentKeyRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
         ttlDays: request.body?.ttl_days,
       });
       request.log.info({ gaid: issued.gaid, tokenId: issued.token_id }, 'agent key issued');
+      await audit(store, auditActor(principal, request.ip), { orgId: principal.org.id, action: 'agent_key.issue', target: issued.gaid, detail: { token_id: issued.token_id, expires_at: issued.expires_at } });
       return reply.status(201).send(issued);
     },
   );
@@ -72,6 +74,7 @@ export const agentKeyRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
       if (!(await store.agents.revokeToken(agent.id, request.params.token_id))) {
         throw new ApiError('not_found', `no active key ${request.params.token_id} for agent ${agent.gaid}`);
       }
+      await audit(store, auditActor(principal, request.ip), { orgId: principal.org.id, action: 'agent_key.revoke', target: agent.gaid, detail: { token_id: request.params.token_id } });
       await events.publish({ type: 'agent_revoked', org_id: principal.org.id, gaid: agent.gaid, token_id: request.params.token_id });
       // An empty 200 (no body), as the specification's "no body" responses.
       return reply.status(200).send(NO_BODY);
@@ -89,6 +92,7 @@ export const agentKeyRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
       if (!(await store.agents.deactivate(principal.org.id, request.params.agid))) {
         throw new ApiError('not_found', `no agent ${request.params.agid} in this organization`);
       }
+      await audit(store, auditActor(principal, request.ip), { orgId: principal.org.id, action: 'agent.deactivate', target: request.params.agid, detail: {} });
       await events.publish({ type: 'agent_revoked', org_id: principal.org.id, gaid: request.params.agid });
       // An empty 200 (no body), as the specification's "no body" responses.
       return reply.status(200).send(NO_BODY);

@@ -4,6 +4,7 @@ import { AgentConfig, AgentRegisterResponse, AgentSettingsDocument, AgentSummary
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { agentSummary } from '../../services/agent-summary.ts';
+import { audit, auditActor } from '../../services/audit.ts';
 
 /** `POST /agents` (spec 4.7) and `GET /agents`: registration and the organization's agent list. */
 export const agentRegistrationRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
@@ -25,6 +26,12 @@ export const agentRegistrationRoutes: FastifyPluginAsyncZod<{ context: AppContex
         throw new ApiError('conflict', `agent ${document.gaid} is already registered`);
       }
       request.log.info({ gaid: document.gaid, org: principal.org.gid }, 'agent registered');
+      await audit(context.store, auditActor(principal, request.ip), {
+        orgId: principal.org.id,
+        action: 'agent.register',
+        target: document.gaid,
+        detail: { gaid: document.gaid, score_threshold: document.score_threshold, sync_time: document.sync_time },
+      });
       return reply.status(201).send({ success: true, message: 'agent created successfully', agent_id: document.gaid });
     },
   );
@@ -35,14 +42,15 @@ export const agentRegistrationRoutes: FastifyPluginAsyncZod<{ context: AppContex
       config: { rampart: { minRole: ROLE.admin } },
       schema: {
         tags: ['agents'],
-        summary: "The organization's agents: alive (checked in within 2 x sync_time), last check-in, version, what each enforces",
+        summary: "The organization's agents: state (deactivated, keys_revoked, withdrawn, never_seen, silent, drifting, alive), last check-in, version, what each enforces",
         response: { 200: z.array(AgentSummary) },
       },
     },
     async (request) => {
       const principal = principalOf(request);
       const now = Math.floor(Date.now() / 1000);
-      return (await context.store.agents.list(principal.org.id)).map((row) => agentSummary(row, now));
+      const [rows, keys] = await Promise.all([context.store.agents.list(principal.org.id), context.store.agents.keyCounts(principal.org.id)]);
+      return rows.map((row) => agentSummary(row, keys.get(row.id), now));
     },
   );
 };

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { AgentParams, AgentSettingsDocument, ApiError, ROLE, SettingsHistoryEntry, SettingsHistoryQuery } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
+import { auditActor } from '../../services/audit.ts';
 import { agentSettingsHistory, readAgentSettings, replaceAgentSettings } from '../../services/settings-documents.ts';
 
 export const SETTINGS_VERSION_HEADER = 'x-settings-version';
@@ -49,7 +50,7 @@ export const agentSettingsRoutes: FastifyPluginAsyncZod<{ context: AppContext }>
       const principal = principalOf(request);
       const { document, version } = await replaceAgentSettings(
         { store: context.store, events: context.events, log: request.log },
-        { orgId: principal.org.id, gaid: request.params.agid, document: request.body, changedBy: principal.user.username },
+        { orgId: principal.org.id, gaid: request.params.agid, document: request.body, actor: auditActor(principal, request.ip) },
       );
       reply.header(SETTINGS_VERSION_HEADER, String(version));
       return document;

@@ -13,8 +13,10 @@ import type { AppContext } from '../../context.ts';
 import { plainJson } from '../../plugins/plain-json.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { chargeFeedPage } from '../../plugins/coins.ts';
-import { decideFile, fileFeedRows, lookupFile, reportFile } from '../../services/files.ts';
+import { fileFeedRows, lookupFile, reportFile } from '../../services/files.ts';
 import { fileRecord } from '../../services/indicators.ts';
+import { auditActor } from '../../services/audit.ts';
+import { applyDecision } from '../../services/decisions.ts';
 import { chargeExtra, NO_BODY, EMPTY, feedUser } from '../indicator-common.ts';
 
 /** Spec 4.3 (except the score list): file reports, decisions, the feed and look-ups. */
@@ -41,7 +43,9 @@ export const filesRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async
       schema: { tags: ['files'], summary: "Set the organization's decision on a file", params: DigestParams, body: FileDecisionBody, response: { 200: EMPTY } },
     },
     async (request, reply) => {
-      await decideFile(store, context.events, principalOf(request).org.id, request.params.digest, request.body);
+      const principal = principalOf(request);
+      const { decision, reason } = request.body;
+      await applyDecision(context, principal.org.id, auditActor(principal, request.ip), { kind: 'file', value: request.params.digest, decision: decision as -1 | 0 | 1, reason });
       return reply.status(200).send(NO_BODY);
     },
   );

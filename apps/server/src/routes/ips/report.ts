@@ -3,6 +3,8 @@ import { IpDecisionBody, IpDecisionParams, IpsReportBody, IpsReportQuery, ROLE }
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { EMPTY, NO_BODY } from '../empty-reply.ts';
+import { audit, auditActor } from '../../services/audit.ts';
+import { applyDecision } from '../../services/decisions.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -32,7 +34,18 @@ export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
       },
     },
     async (request, reply) => {
-      const { created } = await context.ipv4Reports.report(principalOf(request), request.body, request.decisionGiven === true, request.query.gaid);
+      const principal = principalOf(request);
+      const { created, network } = await context.ipv4Reports.report(principal, request.body, request.decisionGiven === true, request.query.gaid);
+      if (request.decisionGiven === true) {
+        const value = network.endsWith('/32') ? network.slice(0, -3) : network;
+        const { decision, ttl } = request.body;
+        await audit(context.store, auditActor(principal, request.ip), {
+          orgId: principal.org.id,
+          action: decision === -1 ? 'decision.clear' : 'decision.set',
+          target: `ipv4:${value}`,
+          detail: { kind: 'ipv4', value, decision, ttl: ttl ?? null, reason: null, reported: true },
+        });
+      }
       return reply.code(created ? 201 : 200).send(NO_BODY);
     },
   );
@@ -50,7 +63,9 @@ export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
       },
     },
     async (request, reply) => {
-      await context.ipv4Reports.decide(principalOf(request), request.params.ip, request.body.decision, request.body.ttl);
+      const principal = principalOf(request);
+      const { decision, ttl, reason } = request.body;
+      await applyDecision(context, principal.org.id, auditActor(principal, request.ip), { kind: 'ipv4', value: request.params.ip, decision: decision as -1 | 0 | 1, ttl, reason });
       return reply.code(200).send(NO_BODY);
     },
   );

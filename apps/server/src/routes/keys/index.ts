@@ -4,7 +4,7 @@ import { ApiError, ApiKeyCreateBody, ApiKeyCreated, ApiKeyInfo, KeyIdParams, ROL
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { createApiKey } from '../../services/admin.ts';
-import { auditActor } from '../../services/operators.ts';
+import { auditActor } from '../../services/audit.ts';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { OrganizationConfig, OrganizationConfigUpdate, ROLE, SettingsHistoryEntry, SettingsHistoryQuery } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
+import { auditActor } from '../../services/audit.ts';
 import { historyEntries, readOrganizationSettings, replaceOrganizationSettings } from '../../services/settings-documents.ts';
 import { SETTINGS_VERSION_HEADER } from '../agents/settings.ts';
 
@@ -36,7 +37,7 @@ export const organizationSettingsRoutes: FastifyPluginAsyncZod<{ context: AppCon
       const principal = principalOf(request);
       const { document, version } = await replaceOrganizationSettings(
         { store: context.store, events: context.events, log: request.log },
-        { orgId: principal.org.id, document: request.body, changedBy: principal.user.username },
+        { orgId: principal.org.id, document: request.body, actor: auditActor(principal, request.ip) },
       );
       reply.header(SETTINGS_VERSION_HEADER, String(version));
       return document;
