@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { HostSelector, parseHostList } from './pg-hosts.ts';
 import { StoreUnavailableError, type ConnectionEvent, type ConnectionRole, type Db, type NotificationHandler, type QueryOptions, type QueryResult, type Transaction } from './db.ts';
 
 const INT8_OID = 20;
@@ -40,7 +41,8 @@ const CONNECT_TIMEOUT_MS = 5_000;
 
 /** SQLSTATEs that say the server, not the statement, is the problem (class 08, shutdown, crash, too many clients). */
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
-const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+// ESTANDBY: a connection reached a standby while the primary was asked for (pg-hosts.ts).
+const UNAVAILABLE_ERRNOS = new Set(['ESTANDBY', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
 /**
  * Whether an error raised by pg means "the database cannot be reached". PostgreSQL's own errors
@@ -59,7 +61,21 @@ export function isUnavailable(err: unknown): boolean {
 export async function openPostgres(options: PgDriverOptions): Promise<Db> {
   const retryMinMs = options.retryMinMs ?? 100;
   const retryMaxMs = options.retryMaxMs ?? 5_000;
-  const pool = new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 10, types, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+  // A host list (`host1:port,host2:port`, target_session_attrs): each new connection goes to the
+  // host that answered as the primary last (pg-hosts.ts).
+  const hostList = parseHostList(options.connectionString);
+  const selector = hostList ? new HostSelector(hostList) : undefined;
+  const connectionString = hostList?.url ?? options.connectionString;
+  const hostOptions = selector ? { stream: selector.stream } : {};
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.max ?? 10,
+    types,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    ...hostOptions,
+    ...(selector ? { onConnect: (client: pg.ClientBase) => selector.verify(client as never) } : {}),
+  });
   // Idle-client errors (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   await pool.query('select 1');
@@ -177,7 +193,7 @@ export async function openPostgres(options: PgDriverOptions): Promise<Db> {
   }
 
   async function connectListener(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: options.connectionString, types, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true });
+    const client = new pg.Client({ connectionString, types, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, ...hostOptions });
     client.on('error', (err) => lost(client, err));
     client.on('end', () => lost(client));
     // Live notifications wait while the missed ones are read, so that they are delivered in order.
@@ -186,6 +202,7 @@ export async function openPostgres(options: PgDriverOptions): Promise<Db> {
     let caughtUp: Awaited<ReturnType<typeof missed>>;
     try {
       await client.connect();
+      await selector?.verify(client as never);
       for (const channel of handlers.keys()) await client.query(`listen ${channel}`);
       caughtUp = await missed(client);
     } catch (err) {
@@ -242,6 +259,13 @@ export async function openPostgres(options: PgDriverOptions): Promise<Db> {
     async transaction(fn) {
       const client = await viaPool(() => pool.connect());
       let broken: Error | undefined;
+      // A checked-out client has no listener of the pool's: a connection that dies under it
+      // (PostgreSQL crashed, the network cut) emits 'error', which unheard would end the process.
+      // Heard, it marks the connection broken; the statement waiting on it fails on its own.
+      const onError = (err: Error) => {
+        broken ??= new StoreUnavailableError({ cause: err });
+      };
+      client.on('error', onError);
       const run = async <R>(call: () => Promise<R>): Promise<R> => {
         try {
           return await viaPool(call);
@@ -271,6 +295,7 @@ export async function openPostgres(options: PgDriverOptions): Promise<Db> {
         throw err;
       } finally {
         // A connection that broke is destroyed, not handed to the next caller.
+        client.off('error', onError);
         client.release(broken);
       }
     },

@@ -14,4 +14,4 @@ export { createTestDatabase, driverCases, postgresAvailable, type DriverCase } f
 export { agentConfig, registerAgent } from './agents.ts';
 export { connectSync, until, type SyncPeer } from './sync-client.ts';
 export { exited, startServerProcess, type ServerProcess } from './server-process.ts';
-export { startThrowawayPostgres, throwawayPostgresAvailable, type ThrowawayPostgres } from './throwaway-postgres.ts';
+export { startThrowawayPostgres, startThrowawayStandby, throwawayPostgresAvailable, type ThrowawayPostgres, type ThrowawayStandby } from './throwaway-postgres.ts';

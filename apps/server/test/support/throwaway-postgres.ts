@@ -27,10 +27,18 @@ if (!throwawayPostgresAvailable && process.env.CI) throw new Error(`CI must prov
 
 export interface ThrowawayPostgres {
   url: string;
+  port: number;
   start(): Promise<void>;
   /** Fast shutdown: open sessions are terminated, as in `pg_ctl restart`. */
   stop(): Promise<void>;
+  /** Immediate shutdown (no checkpoint, sessions cut): a crash as far as clients can tell. */
+  crash(): Promise<void>;
   destroy(): Promise<void>;
+}
+
+/** A streaming standby of a throwaway cluster (pg_basebackup -R), which can be promoted. */
+export interface ThrowawayStandby extends ThrowawayPostgres {
+  promote(): Promise<void>;
 }
 
 async function freePort(): Promise<number> {
@@ -41,24 +49,46 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
+async function clusterDir(): Promise<{ dir: string; root: boolean; pg: (tool: string, args: string[]) => Promise<unknown> }> {
   const root = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), 'rampart-pg-'));
   if (root) chownSync(dir, Number((await run('id', ['-u', 'postgres'])).stdout), Number((await run('id', ['-g', 'postgres'])).stdout));
-  const pgdata = join(dir, 'data');
-  const port = await freePort();
   const pg = (tool: string, args: string[]) => (root ? run('runuser', ['-u', 'postgres', '--', join(POSTGRES_BIN, tool), ...args]) : run(join(POSTGRES_BIN, tool), args));
-  await pg('initdb', ['-D', pgdata, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
+  return { dir, root, pg };
+}
+
+function cluster(dir: string, port: number, pg: (tool: string, args: string[]) => Promise<unknown>): ThrowawayPostgres {
+  const pgdata = join(dir, 'data');
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
-  const cluster: ThrowawayPostgres = {
+  const c: ThrowawayPostgres = {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    port,
     start: async () => void (await pg('pg_ctl', ['start', '-w', '-D', pgdata, '-o', options, '-l', join(dir, 'log')])),
     stop: async () => void (await pg('pg_ctl', ['stop', '-w', '-m', 'fast', '-D', pgdata])),
+    crash: async () => void (await pg('pg_ctl', ['stop', '-w', '-m', 'immediate', '-D', pgdata])),
     async destroy() {
-      await cluster.stop().catch(() => {});
+      await c.stop().catch(() => {});
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  await cluster.start();
-  return cluster;
+  return c;
+}
+
+export async function startThrowawayPostgres(): Promise<ThrowawayPostgres> {
+  const { dir, pg } = await clusterDir();
+  const port = await freePort();
+  await pg('initdb', ['-D', join(dir, 'data'), '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8']);
+  const c = cluster(dir, port, pg);
+  await c.start();
+  return c;
+}
+
+/** A standby of `primary` streaming its WAL (replication connections are trusted on loopback by initdb's --auth=trust). */
+export async function startThrowawayStandby(primary: ThrowawayPostgres): Promise<ThrowawayStandby> {
+  const { dir, pg } = await clusterDir();
+  const port = await freePort();
+  await pg('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', join(dir, 'data'), '-R', '-X', 'stream', '--no-sync']);
+  const c = cluster(dir, port, pg);
+  await c.start();
+  return { ...c, promote: async () => void (await pg('pg_ctl', ['promote', '-w', '-D', join(dir, 'data')])) };
 }
