@@ -67,15 +67,11 @@ export async function openPostgres(options: PgDriverOptions): Promise<Db> {
   const selector = hostList ? new HostSelector(hostList) : undefined;
   const connectionString = hostList?.url ?? options.connectionString;
   const hostOptions = selector ? { stream: selector.stream } : {};
-  const pool = new pg.Pool({
-    connectionString,
-    max: options.max ?? 10,
-    types,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    keepAlive: true,
-    ...hostOptions,
-    ...(selector ? { onConnect: (client: pg.ClientBase) => selector.verify(client as never) } : {}),
-  });
+  const poolConfig: pg.PoolConfig = { connectionString, max: options.max ?? 10, types, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, keepAlive: true, ...hostOptions };
+  // pg-pool waits for an onConnect that returns a promise and drops the connection if it rejects
+  // (its types say void): with a host list, a standby is refused there.
+  if (selector) Object.assign(poolConfig, { onConnect: (client: pg.ClientBase) => selector.verify(client as never) });
+  const pool = new pg.Pool(poolConfig);
   // Idle-client errors (server restart) must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   await pool.query('select 1');
