@@ -264,6 +264,7 @@ export class SyncHub {
           indicator: event.indicator,
           decision: event.decision,
           ttl: event.ttl,
+          ...(event.ts !== undefined ? { ts: event.ts } : {}),
         });
         return;
       case 'feed_changed':
