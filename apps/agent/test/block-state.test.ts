@@ -123,9 +123,18 @@ describe('block state', () => {
     expect(s.applyDecision('45.3.2.0/24', 1, null, NOW + 5, NOW + 5)).toBe(true);
     expect(s.applyDecision('45.3.2.0/24', -1, null, NOW + 5, NOW + 4)).toBe(false);
     expect(cidrs(s, NOW + 5)).toEqual(['45.3.1.9/32', '45.3.2.0/24']);
+    // A clear waits for the record the feed re-delivers with it: the score it falls back to may be newer
+    // than the feed read (a report since), so it takes nothing away by itself.
+    s.ingestRecord({ ip: '45.3.1.7', score: 0, ts: NOW + 5, decision: 1, ttl: null });
+    expect(s.applyDecision('45.3.1.7', -1, null, NOW + 6, NOW + 6)).toBe(false);
+    expect(cidrs(s, NOW + 6)).toEqual(['45.3.1.7/32', '45.3.1.9/32', '45.3.2.0/24']);
+    s.ingestRecord({ ip: '45.3.1.7', score: 150, ts: NOW + 6, decision: -1, ttl: null });
+    expect(cidrs(s, NOW + 6)).toEqual(['45.3.1.7/32', '45.3.1.9/32', '45.3.2.0/24']);
+    s.ingestRecord({ ip: '45.3.2.0/24', score: 0, ts: NOW + 6, decision: -1, ttl: null });
+    expect(cidrs(s, NOW + 6)).toEqual(['45.3.1.7/32', '45.3.1.9/32']);
     // A push without a version (an older server) applies as before.
-    expect(s.applyDecision('45.3.2.0/24', -1, null, NOW + 5)).toBe(true);
-    expect(cidrs(s, NOW + 5)).toEqual(['45.3.1.9/32']);
+    expect(s.applyDecision('45.3.1.9', -1, null, NOW + 6)).toBe(true);
+    expect(cidrs(s, NOW + 6)).toEqual(['45.3.1.7/32']);
   });
 
   it('diffs two sets by membership only', () => {

@@ -118,6 +118,9 @@ export class BlockState {
    * newer one. Such a push, or one older than a push already applied, arrived late (it waited
    * behind the feed pull that read the newer state) and is dropped: applied, it would take back
    * what the server still lists until that record changed again (issue 30).
+   * A versioned clear (-1) changes nothing here: what follows it is the score, which the feed may
+   * not have brought yet (a report made since the last pull), and the clear re-delivers the
+   * record within a second anyway; applied at once, it took away an address its new score lists.
    */
   applyDecision(ip: string, decision: -1 | 0 | 1, ttl: number | null, now: number, version?: number): boolean {
     const key = ipv4Key(ip);
@@ -127,6 +130,7 @@ export class BlockState {
       if (previous && previous.flags & FED && previous.ts >= version) return false;
       if (version < (this.pushed.get(key) ?? -1)) return false;
       this.pushed.set(key, version);
+      if (decision === -1) return false;
     }
     if (!previous && decision !== 1) return true;
     this.table.set({
