@@ -36,6 +36,7 @@ const QUICK = {
   'request-logger': { args: ['--children', '20000', '--rounds', '3'] },
   'server-footprint': { args: ['--rounds', '2', '--idle', '2'] },
   sync: { args: ['--agents', '1000', '--rounds', '1'] },
+  'push-bursts': { args: ['--bursts', '5'] },
 };
 
 /** Benchmarks that carry a target of issue 22: each must write at least one verdict row. */
