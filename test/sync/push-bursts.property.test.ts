@@ -21,9 +21,9 @@ import { laneValues, prng, randomOp, sendOp, serverList, startFollower, type Bur
  */
 
 const THRESHOLD = 60;
-const LANES = Number(process.env.PUSH_BURSTS_LANES ?? 5);
-const BURSTS_PER_LANE = Number(process.env.PUSH_BURSTS_PER_LANE ?? 100);
-const MAX_OPS = 12;
+const LANES = Number(process.env.PUSH_BURSTS_LANES ?? 10);
+const BURSTS_PER_LANE = Number(process.env.PUSH_BURSTS_PER_LANE ?? 50);
+const MAX_OPS = 10;
 /** A liveness bound, not a measurement: a lane that has not converged by then never will. */
 const CONVERGE_GIVE_UP_MS = 30_000;
 
