@@ -38,6 +38,7 @@ const QUICK = {
   'server-footprint': { args: ['--rounds', '2', '--idle', '2'] },
   'server-memory': { args: ['--reports', '2000'] },
   sync: { args: ['--agents', '1000', '--rounds', '1'] },
+  'push-bursts': { args: ['--bursts', '5'] },
 };
 
 /** Benchmarks that carry a target of issue 22: each must write at least one verdict row. */

@@ -198,7 +198,7 @@ export class Agent {
           settingsChanged: (m) => void this.settings.fromServer({ settings: m.settings, organization: m.organization }),
           decisionChanged: (m) => {
             if (!this.running) return;
-            const task = m.kind === 'ipv4' ? this.syncer.decision(m.indicator, m.decision, m.ttl) : this.named.decision(m.kind, m.indicator, m.decision, m.ttl);
+            const task = m.kind === 'ipv4' ? this.syncer.decision(m.indicator, m.decision, m.ttl, m.ts) : this.named.decision(m.kind, m.indicator, m.decision, m.ttl);
             task?.catch((err: unknown) => this.log.warn({ err, kind: m.kind }, 'decision not applied'));
           },
           feedChanged: (m) => this.kick('incremental', [m.kind]),

@@ -103,6 +103,40 @@ describe('block state', () => {
     expect(cidrs(s, NOW + 2)).toEqual(['45.3.2.2/32']);
   });
 
+  it('drops a pushed decision the feed already delivered, or one older than a push applied (issue 30: a listed address removed)', () => {
+    const s = state();
+    // Cleared at NOW, blacklisted at NOW + 1; the feed read the newer state first (the record's ts is
+    // the blacklist's second), and the clear's push, queued behind that pull, comes after it.
+    s.ingestRecord({ ip: '45.3.1.9', score: 40, ts: NOW + 1, decision: 1, ttl: null });
+    expect(s.applyDecision('45.3.1.9', -1, null, NOW + 1, NOW)).toBe(false);
+    // The same second: the feed serves a second once it is settled, so it holds every change made in it.
+    expect(s.applyDecision('45.3.1.9', 0, null, NOW + 1, NOW + 1)).toBe(false);
+    expect(cidrs(s, NOW + 1)).toEqual(['45.3.1.9/32']);
+    // A newer push applies; a push older than it, arriving late, does not; one of the same second does (they come in order).
+    expect(s.applyDecision('45.3.1.9', 0, null, NOW + 3, NOW + 3)).toBe(true);
+    expect(cidrs(s, NOW + 3)).toEqual([]);
+    expect(s.applyDecision('45.3.1.9', 1, null, NOW + 3, NOW + 2)).toBe(false);
+    expect(cidrs(s, NOW + 3)).toEqual([]);
+    expect(s.applyDecision('45.3.1.9', 1, null, NOW + 3, NOW + 3)).toBe(true);
+    expect(cidrs(s, NOW + 3)).toEqual(['45.3.1.9/32']);
+    // The same on a value nobody reported (no record yet): the push order alone decides.
+    expect(s.applyDecision('45.3.2.0/24', 1, null, NOW + 5, NOW + 5)).toBe(true);
+    expect(s.applyDecision('45.3.2.0/24', -1, null, NOW + 5, NOW + 4)).toBe(false);
+    expect(cidrs(s, NOW + 5)).toEqual(['45.3.1.9/32', '45.3.2.0/24']);
+    // A clear waits for the record the feed re-delivers with it: the score it falls back to may be newer
+    // than the feed read (a report since), so it takes nothing away by itself.
+    s.ingestRecord({ ip: '45.3.1.7', score: 0, ts: NOW + 5, decision: 1, ttl: null });
+    expect(s.applyDecision('45.3.1.7', -1, null, NOW + 6, NOW + 6)).toBe(false);
+    expect(cidrs(s, NOW + 6)).toEqual(['45.3.1.7/32', '45.3.1.9/32', '45.3.2.0/24']);
+    s.ingestRecord({ ip: '45.3.1.7', score: 150, ts: NOW + 6, decision: -1, ttl: null });
+    expect(cidrs(s, NOW + 6)).toEqual(['45.3.1.7/32', '45.3.1.9/32', '45.3.2.0/24']);
+    s.ingestRecord({ ip: '45.3.2.0/24', score: 0, ts: NOW + 6, decision: -1, ttl: null });
+    expect(cidrs(s, NOW + 6)).toEqual(['45.3.1.7/32', '45.3.1.9/32']);
+    // A push without a version (an older server) applies as before.
+    expect(s.applyDecision('45.3.1.9', -1, null, NOW + 6)).toBe(true);
+    expect(cidrs(s, NOW + 6)).toEqual(['45.3.1.7/32']);
+  });
+
   it('diffs two sets by membership only', () => {
     const k = (c: string) => cidrKey(c);
     const from = { keys: Float64Array.from([k('45.0.0.1'), k('45.0.0.2'), k('45.0.0.3')]), ranks: Uint16Array.from([1, 2, 3]) };

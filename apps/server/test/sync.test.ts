@@ -135,6 +135,22 @@ describe.each(driverCases())('live sync channel on $name', (driver) => {
     expect(hello.feed!.ipv4).toBeGreaterThanOrEqual(changed.ts);
   });
 
+  it('announces a report with feed_changed only once the feed serves it (issue 30: agents pulled before the second settled, then waited for the next change)', async () => {
+    const org = await seedOrg(store, { name: 'Sync settled', credits: 1_000_000, trust: 1 });
+    const a = await registerAgent(app, org.keys.admin);
+    const peer = await connect({ authorization: a.token });
+    const cursor = (await peer.next('hello')).feed!.ipv4;
+    // Just after a second begins: the coalescing window (200 ms) then ends inside the report's second.
+    while (Date.now() % 1000 > 50) await new Promise((r) => setTimeout(r, 5));
+    const second = Math.floor(Date.now() / 1000);
+    const report = await app.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: org.keys.contributor }, payload: { ip: '45.77.204.9', confidence: 1, source: 'ssh_log' } });
+    expect(report.statusCode, report.body).toBe(201);
+    const changed = await peer.next('feed_changed', (m) => m.kind === 'ipv4' && m.ts >= second);
+    const page = await app.inject({ url: `/api/v1/ips?ts=${cursor}&page_size=1000`, headers: { authorization: org.keys.reader } });
+    const records = (page.json() as { body: Array<{ ip: string; ts: number }> }).body;
+    expect(records.find((r) => r.ip === '45.77.204.9')?.ts).toBe(changed.ts);
+  });
+
   it('answers agent pings, sends its own, and counts the connection and state messages as check-ins', async () => {
     const org = await seedOrg(store, { name: 'Sync checkin' });
     const a = await registerAgent(app, org.keys.admin);

@@ -88,6 +88,8 @@ export class BlockState {
   enforced: KeySet = { keys: new Float64Array(0), ranks: new Uint16Array(0) };
   /** Epoch seconds of the last full reconcile. */
   listedAt = 0;
+  /** The feed second of the newest pushed decision applied, by key, until the feed catches up with it. */
+  private readonly pushed = new Map<number, number>();
 
   constructor(public neverBlock: NeverBlock) {}
 
@@ -95,6 +97,8 @@ export class BlockState {
     const key = ipv4Key(record.ip);
     if (key < 0) return false;
     const previous = this.table.get(key);
+    const pushed = this.pushed.get(key);
+    if (pushed !== undefined && record.ts >= pushed) this.pushed.delete(key);
     this.table.set({
       key,
       s0: Math.max(0, Math.min(1000, Math.round(record.score))),
@@ -106,10 +110,28 @@ export class BlockState {
     return true;
   }
 
-  applyDecision(ip: string, decision: -1 | 0 | 1, ttl: number | null, now: number): boolean {
+  /**
+   * A decision pushed over the sync channel. `version` (the change's feed second, when the server
+   * sends it) orders it against what the feed delivered: every change re-delivers its records in
+   * the feed with a `ts` at least its second, and a record is served only once its second is
+   * settled, so a record the feed delivered at `ts` >= `version` already holds this change or a
+   * newer one. Such a push, or one older than a push already applied, arrived late (it waited
+   * behind the feed pull that read the newer state) and is dropped: applied, it would take back
+   * what the server still lists until that record changed again (issue 30).
+   * A versioned clear (-1) changes nothing here: what follows it is the score, which the feed may
+   * not have brought yet (a report made since the last pull), and the clear re-delivers the
+   * record within a second anyway; applied at once, it took away an address its new score lists.
+   */
+  applyDecision(ip: string, decision: -1 | 0 | 1, ttl: number | null, now: number, version?: number): boolean {
     const key = ipv4Key(ip);
     if (key < 0) return false;
     const previous = this.table.get(key);
+    if (version !== undefined) {
+      if (previous && previous.flags & FED && previous.ts >= version) return false;
+      if (version < (this.pushed.get(key) ?? -1)) return false;
+      this.pushed.set(key, version);
+      if (decision === -1) return false;
+    }
     if (!previous && decision !== 1) return true;
     this.table.set({
       key,

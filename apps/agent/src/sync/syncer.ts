@@ -187,9 +187,9 @@ export class Syncer {
   }
 
   /** A decision pushed over the sync channel: applied now, without waiting for the feed. */
-  decision(ip: string, decision: -1 | 0 | 1, ttl: number | null): Promise<void> {
+  decision(ip: string, decision: -1 | 0 | 1, ttl: number | null, version?: number): Promise<void> {
     return this.exclusive(async () => {
-      if (this.deps.state.applyDecision(ip, decision, ttl, this.now())) this.dirty = true;
+      if (this.deps.state.applyDecision(ip, decision, ttl, this.now(), version)) this.dirty = true;
       await this.enforce('decision');
     });
   }

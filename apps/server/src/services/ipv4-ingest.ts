@@ -179,7 +179,7 @@ export class ReportBatcher {
     if (result.feedTs !== null) publishes.push(events.publish({ type: 'feed_changed', org_id: null, kind: 'ipv4', ts: result.feedTs }));
     for (const d of result.decisions) {
       const indicator = d.network.endsWith('/32') ? d.network.slice(0, -3) : d.network;
-      publishes.push(events.publish({ type: 'decision_changed', org_id: d.orgId, kind: 'ipv4', indicator, decision: d.decision, ttl: d.ttl }));
+      publishes.push(events.publish({ type: 'decision_changed', org_id: d.orgId, kind: 'ipv4', indicator, decision: d.decision, ttl: d.ttl, ...(result.feedTs !== null ? { ts: result.feedTs } : {}) }));
     }
     await Promise.all(publishes).catch((err: unknown) => this.options.log.warn({ err }, 'could not publish ipv4 events'));
   }

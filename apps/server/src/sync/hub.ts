@@ -60,7 +60,7 @@ export class SyncHub {
   private readonly byOrg = new Map<number, Set<SyncClient>>();
   private readonly byGaid = new Map<string, SyncClient>();
   private readonly pendingCheckins = new Set<number>();
-  private readonly feedPending = new Map<string, number>();
+  private readonly feedPending = new Map<'ipv4' | 'file' | 'domain' | 'url', number>();
   private readonly timers: NodeJS.Timeout[] = [];
   private feedTimer: NodeJS.Timeout | undefined;
   private chain: Promise<void> = Promise.resolve();
@@ -264,6 +264,7 @@ export class SyncHub {
           indicator: event.indicator,
           decision: event.decision,
           ttl: event.ttl,
+          ...(event.ts !== undefined ? { ts: event.ts } : {}),
         });
         return;
       case 'feed_changed':
@@ -282,14 +283,39 @@ export class SyncHub {
 
   private feedChanged(kind: 'ipv4' | 'file' | 'domain' | 'url', ts: number): void {
     this.feedPending.set(kind, Math.max(ts, this.feedPending.get(kind) ?? 0));
+    this.armFeedTimer(this.o.feedCoalesceMs ?? 200);
+  }
+
+  private armFeedTimer(ms: number): void {
     if (this.feedTimer) return;
-    this.feedTimer = setTimeout(() => {
-      this.feedTimer = undefined;
-      const pending = [...this.feedPending];
-      this.feedPending.clear();
-      for (const [k, t] of pending) this.broadcast(this.byGaid.values(), { type: 'feed_changed', kind: k as typeof kind, ts: t });
-    }, this.o.feedCoalesceMs ?? 200);
+    this.feedTimer = setTimeout(() => void this.flushFeed(), ms);
     this.feedTimer.unref();
+  }
+
+  /**
+   * Sends each pending feed change once the feeds serve its second: a record is read only once
+   * no writer can still give one its second (the settled-second rule), so a change announced
+   * earlier sent every agent to pull a page without it, and nothing told them to pull again
+   * (issue 30: bursts took seconds to reach the agents). An IPv4 change whose second is not
+   * settled yet waits for the next second (the other feeds keep their own clock: sent as they come).
+   */
+  private async flushFeed(): Promise<void> {
+    let settled = Number.POSITIVE_INFINITY;
+    if (this.feedPending.has('ipv4')) {
+      try {
+        settled = await this.o.store.ipv4.completeBefore();
+      } catch (err) {
+        this.o.log.warn({ err }, 'could not read the settled second; feed changes sent now');
+      }
+    }
+    this.feedTimer = undefined;
+    // Deleting the entry being visited is safe while iterating a Map.
+    for (const [kind, ts] of this.feedPending) {
+      if (kind === 'ipv4' && ts >= settled) continue;
+      this.feedPending.delete(kind);
+      this.broadcast(this.byGaid.values(), { type: 'feed_changed', kind, ts });
+    }
+    if (this.feedPending.size > 0) this.armFeedTimer(Math.max(20, 1000 - (Date.now() % 1000) + 20));
   }
 
   private onMessage(client: SyncClient, data: RawData, isBinary: boolean): void {
