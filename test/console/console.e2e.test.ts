@@ -591,8 +591,20 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
     expect(await page.getByRole('link', { name: 'Organizations', exact: true }).count()).toBe(0);
     await page.getByRole('link', { name: 'Audit log', exact: true }).click();
     await page.getByRole('heading', { name: 'Audit log' }).waitFor();
-    await expect.poll(async () => (await page.locator('main').textContent()) ?? '').toMatch(/key\.create|Nothing recorded yet/);
+    await expect.poll(async () => (await page.locator('main').textContent()) ?? '').toMatch(/key\.create|decision\.|agent|Nothing recorded yet/);
     expect(await page.locator('main').textContent()).not.toContain('Console CERT');
+    // Filtered by an action prefix (issue 37): only decisions, each naming who set it; exported as CSV.
+    await page.getByLabel(/^Action/).fill('decision.');
+    await page.getByRole('button', { name: 'Filter', exact: true }).click();
+    const log = page.getByRole('table', { name: 'Audit log' });
+    await expect.poll(async () => (await log.locator('tbody tr').allTextContents()).every((r) => /decision\.(set|clear)/.test(r))).toBe(true);
+    const download = page.waitForEvent('download');
+    await page.getByRole('button', { name: 'Export CSV' }).click();
+    const csv = await new Response((await (await download).createReadStream()) as unknown as ReadableStream).text();
+    const lines = csv.split('\r\n').filter((l) => l !== '');
+    expect(lines[0]).toBe('id,at,actor,actor_key,actor_organization,organization,action,target,address,detail');
+    expect(lines.slice(1).every((l) => /,decision\.(set|clear),/.test(l))).toBe(true);
+    expect(lines.length - 1).toBe(await log.locator('tbody tr').count());
     await page.context().close();
   });
 

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { z } from 'zod';
 import { ApiKeyInfo, AuditListResponse, OperatorOrganization, OperatorOrgListResponse, OperatorUser, ROLE } from '@rampart/contracts';
 import { describeError } from '../api.ts';
+import { download } from '../csv.ts';
 import { Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
 
@@ -225,15 +226,59 @@ export function AuditPage({ session }: { session: Session }) {
   return <AuditPageAdmin session={session} />;
 }
 
+/** Action (exact or a prefix ending in `.`) and actor filters, and the export of what they match. */
+function AuditFilters({ onApply, onExport }: { onApply: (filters: Record<string, string>) => void; onExport: (format: 'csv' | 'json') => void }) {
+  const [draft, setDraft] = useState({ action: '', actor: '' });
+  return (
+    <form
+      class="actions"
+      aria-label="Filter the audit log"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onApply(Object.fromEntries(Object.entries(draft).filter(([, v]) => v.trim() !== '').map(([k, v]) => [k, v.trim()])));
+      }}
+    >
+      <Field label="Action (or a prefix ending in “.”, e.g. decision.)" name="action" value={draft.action} onInput={(action) => setDraft({ ...draft, action })} />
+      <Field label="Actor" name="actor" value={draft.actor} onInput={(actor) => setDraft({ ...draft, actor })} />
+      <button type="submit">Filter</button>
+      <button type="button" class="secondary" onClick={() => onExport('csv')}>
+        Export CSV
+      </button>
+      <button type="button" class="secondary" onClick={() => onExport('json')}>
+        Export JSON
+      </button>
+    </form>
+  );
+}
+
 function AuditPageAdmin({ session }: { session: Session }) {
   const { api } = session;
   const [pages, setPages] = useState<string[]>([]);
+  const [filters, setFilters] = useState<Record<string, string>>({});
+  const [exportError, setExportError] = useState<string>();
   const page = pages.at(-1);
-  const list = useLoad(() => api.get('/audit', AuditListResponse, { page_size: 50, ...(page ? { page } : {}) }), [page]);
+  const list = useLoad(() => api.get('/audit', AuditListResponse, { page_size: 50, ...filters, ...(page ? { page } : {}) }), [page, filters]);
+  async function exportAs(format: 'csv' | 'json') {
+    setExportError(undefined);
+    try {
+      const text = await api.text(`/audit/export?${new URLSearchParams({ ...filters, format }).toString()}`);
+      download(`rampart-audit.${format}`, text, format === 'csv' ? 'text/csv' : 'application/json');
+    } catch (err) {
+      setExportError(describeError(err).message);
+    }
+  }
   return (
     <section aria-labelledby="audit-h">
       <h1 id="audit-h">Audit log</h1>
-      <p class="muted">{isOperator(session) ? 'Every organization: operator actions and API keys issued or revoked.' : 'Your organization: operator actions on it and API keys issued or revoked.'}</p>
+      <p class="muted">{isOperator(session) ? 'Every organization' : 'Your organization'}: decisions, agents and their keys, settings, users, API keys and operator actions — who, from where, when.</p>
+      <AuditFilters
+        onApply={(f) => {
+          setPages([]);
+          setFilters(f);
+        }}
+        onExport={(format) => void exportAs(format)}
+      />
+      {exportError && <Notice kind="error">{exportError}</Notice>}
       {list.error && <Notice kind="error">{list.error}</Notice>}
       {!list.data ? (
         <Loading loading={list.loading} />
