@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { ROLE, AgentSettingsDocument } from '@rampart/contracts';
 import { buildApp } from '../apps/server/src/app.ts';
 import { testConfig } from '../apps/server/src/config.ts';
-import { createApiKey, createOrganization, createUser } from '../apps/server/src/services/admin.ts';
+import { createApiKey, createOrganization, createUser } from '../apps/server/src/services/operators/admin.ts';
 import { openStore } from '../apps/server/src/store/index.ts';
 
 const agents = Number(process.env.SYNC_AGENTS ?? 10_000);

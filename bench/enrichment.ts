@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ipaddr from 'ipaddr.js';
-import { createEnrichment } from '../apps/server/src/services/enrichment.ts';
+import { createEnrichment } from '../apps/server/src/services/enrichment/enrichment.ts';
 import { defaultAsnCsvPath, loadAsnIndex } from '../apps/server/src/services/enrichment/asn.ts';
 import { readCdnDataFile, SHIPPED_CDN_FILE } from '../apps/server/src/services/enrichment/cdn-data.ts';
 import { formatIpv4 as numberToIpv4, parseIpv4Address } from '@rampart/contracts';

@@ -336,7 +336,7 @@ async function lookupRounds(ready: Ready, appUrl: string, lookupRequest: (req: a
 /**
  * Before measuring, every look-up path is asked once or more: the mirror reads an indicator's
  * detail columns (gid, sources, notes, …) from SQL on its first look-up and keeps them
- * (services/ipv4-mirror), as the SQL path's pages are warm in PostgreSQL's buffers.
+ * (services/ipv4/mirror), as the SQL path's pages are warm in PostgreSQL's buffers.
  */
 const warmUps = (paths: number) => Math.max(3000, 2 * paths);
 /** `--only`: the named parts, printed only. */

@@ -6,8 +6,8 @@
 import { loadavg } from 'node:os';
 import { openStore } from '../apps/server/src/store/index.ts';
 import { sqlOf } from '../apps/server/src/store/sql-handle.ts';
-import { Rollups } from '../apps/server/src/services/rollups.ts';
-import { createOrganization } from '../apps/server/src/services/admin.ts';
+import { Rollups } from '../apps/server/src/services/operators/rollups.ts';
+import { createOrganization } from '../apps/server/src/services/operators/admin.ts';
 
 const INDICATORS = 100_000;
 const store = await openStore(process.env.DATABASE_URL ? { databaseUrl: process.env.DATABASE_URL } : {});

@@ -202,7 +202,7 @@ describe('docker-compose.yml', () => {
     expect(services['demo-key']!.command).toEqual(['sh', 'docker/demo-key.sh']);
     expect(existsSync(join(repo, 'docker/demo-key.sh'))).toBe(true);
     expect(read('docker/demo-key.sh')).toContain('node apps/server/dist/cli.mjs key create --username admin@demo.rampart.local');
-    expect(read('apps/server/src/services/admin.ts')).toContain("admin: 'admin@demo.rampart.local'");
+    expect(read('apps/server/src/services/operators/admin.ts')).toContain("admin: 'admin@demo.rampart.local'");
   });
 
   it('names only declared volumes (no bind mounts of the checkout), and ports and URLs that match', () => {

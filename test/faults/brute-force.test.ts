@@ -9,7 +9,7 @@ import { metric, removeDir, request, startReplica, type Replica } from './suppor
  * /healthz answers 200 throughout; the key's owner keeps working from the same address; no
  * response says more than "unauthorized" and no secret reaches the log. Stated bound: the
  * refusals promise recovery within the first lock-out (Retry-After at most AUTH_LOCKOUT_SECONDS,
- * 60 s); that lock-outs lift and double is the guard's unit test (services/auth-failures.test.ts,
+ * 60 s); that lock-outs lift and double is the guard's unit test (services/operators/auth-failures.test.ts,
  * injected clock), not timed here. The store is PostgreSQL when DATABASE_URL is set (it starts
  * faster; the lock-outs act before any store work on either), else the embedded one.
  */

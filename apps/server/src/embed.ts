@@ -5,6 +5,6 @@
 export { buildApp } from './app.ts';
 export { loadConfig } from './config.ts';
 export { openStore } from './store/index.ts';
-export { createApiKey, createOrganization, createUser } from './services/admin.ts';
-export { createEnrichment } from './services/enrichment.ts';
-export { Ipv4Mirror } from './services/ipv4-mirror/index.ts';
+export { createApiKey, createOrganization, createUser } from './services/operators/admin.ts';
+export { createEnrichment } from './services/enrichment/enrichment.ts';
+export { Ipv4Mirror } from './services/ipv4/mirror/index.ts';

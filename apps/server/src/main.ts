@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   // not their sum.
   const opening = openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.pgPoolMax, owner: 'server' });
   opening.catch(() => {});
-  const [{ buildApp }, { bootstrapDemo }] = await Promise.all([import('./app.ts'), import('./services/admin.ts')]);
+  const [{ buildApp }, { bootstrapDemo }] = await Promise.all([import('./app.ts'), import('./services/operators/admin.ts')]);
   performance.mark('rampart:code-loaded');
   const store = await opening;
   const app = await buildApp({ config, store });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AgentSettingsDocument, ROLE } from '@rampart/contracts';
-import { createOrganization, createUser } from '../src/services/admin.ts';
+import { createOrganization, createUser } from '../src/services/operators/admin.ts';
 import { openStore } from '../src/store/index.ts';
 import { testApp } from './support/app.ts';
 import { agentConfig } from './support/agents.ts';

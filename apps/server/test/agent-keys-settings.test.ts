@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrganizationConfig, SECRET_MASK } from '@rampart/contracts';
 import type { Store } from '../src/store/index.ts';
-import { agentTokenCodec, agentTokenSecret } from '../src/services/agent-tokens.ts';
+import { agentTokenCodec, agentTokenSecret } from '../src/services/agents/tokens.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
 import { registerAgent } from './support/agents.ts';

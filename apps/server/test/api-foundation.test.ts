@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLE } from '@rampart/contracts';
 import { EVAL_JS, EXEC_PYTHON } from '@rampart/scoring';
 import type { Store } from '../src/store/index.ts';
-import { createApiKey, createUser } from '../src/services/admin.ts';
+import { createApiKey, createUser } from '../src/services/operators/admin.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
 import { sqlOf } from '../src/store/sql-handle.ts';

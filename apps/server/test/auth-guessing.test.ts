@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLE } from '@rampart/contracts';
 import type { Store } from '../src/store/index.ts';
-import { createApiKey, createUser } from '../src/services/admin.ts';
+import { createApiKey, createUser } from '../src/services/operators/admin.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isBlocked, liveScore, type BlockReason } from '@rampart/scoring';
-import { liveCutoffs } from '../src/services/ipv4-policy.ts';
+import { liveCutoffs } from '../src/services/ipv4/policy.ts';
 import type { Store } from '../src/store/index.ts';
 import { sqlOf } from '../src/store/sql-handle.ts';
 import { driverCases } from './support/databases.ts';

@@ -2,9 +2,9 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatIpv4, parseIpv4 } from '@rampart/contracts';
 import { isBlocked, liveScore, type BlockReason } from '@rampart/scoring';
-import { createEnrichment } from '../src/services/enrichment.ts';
-import { Ipv4Mirror } from '../src/services/ipv4-mirror/index.ts';
-import { ipv4ListFilter, type Ipv4Policy } from '../src/services/ipv4-policy.ts';
+import { createEnrichment } from '../src/services/enrichment/enrichment.ts';
+import { Ipv4Mirror } from '../src/services/ipv4/mirror/index.ts';
+import { ipv4ListFilter, type Ipv4Policy } from '../src/services/ipv4/policy.ts';
 import type { Store } from '../src/store/index.ts';
 import { sqlOf } from '../src/store/sql-handle.ts';
 import { driverCases } from './support/databases.ts';
@@ -13,7 +13,7 @@ import { seedOrg } from './support/app.ts';
 /*
  * One blocking rule, three implementations: `isBlocked` (packages/scoring, the rule as written),
  * `listWhere` (the SQL of the plain-text lists, store/ipv4.ts) and the mirror's `nextListed`
- * (services/ipv4-mirror). Over random indicators (networks, scores, clock times, tags and
+ * (services/ipv4/mirror). Over random indicators (networks, scores, clock times, tags and
  * sources, anchors of the listing organization and of another), decisions (-1, 0, 1, with and
  * without a ttl, nested networks), reserved ranges, blocking rules, delays, thresholds and
  * instants, the three must list exactly the same networks, and the SQL and the mirror the same

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUDIT_CSV_COLUMNS, AuditEntry, AuditListResponse, DecisionListResponse, MAX_DECISION_REASON, ROLE } from '@rampart/contracts';
 import type { Store } from '../src/store/index.ts';
-import { createApiKey, createUser } from '../src/services/admin.ts';
+import { createApiKey, createUser } from '../src/services/operators/admin.ts';
 import { sqlOf } from '../src/store/sql-handle.ts';
 import { registerAgent } from './support/agents.ts';
 import { driverCases } from './support/databases.ts';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { testConfig } from '../src/config.ts';
-import { generateWireGuardKeyPair } from '../src/services/vpn-keys.ts';
+import { generateWireGuardKeyPair } from '../src/services/vpn/keys.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { formatIpv4 } from '@rampart/contracts';
 import { defaultAsnCsvPath, loadAsnIndex } from '../src/services/enrichment/asn.ts';
 import { defaultGeoMmdbPath, loadGeoReader } from '../src/services/enrichment/geo.ts';
-import { createEnrichment } from '../src/services/enrichment.ts';
-import { ipMetadata } from '../src/services/ip-metadata.ts';
+import { createEnrichment } from '../src/services/enrichment/enrichment.ts';
+import { ipMetadata } from '../src/services/enrichment/ip-metadata.ts';
 import { loadAsnIndexAsObjects } from './support/asn-objects.ts';
 
 /**

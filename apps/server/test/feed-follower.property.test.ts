@@ -10,7 +10,7 @@ import { OrganizationConfig, parseIpv4 } from '@rampart/contracts';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
 import { eventBus } from '../src/services/events.ts';
-import type { Ipv4Mirror } from '../src/services/ipv4-mirror/index.ts';
+import type { Ipv4Mirror } from '../src/services/ipv4/mirror/index.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, type TestOrg, startMirrorApp } from './support/app.ts';

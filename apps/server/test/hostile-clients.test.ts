@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPORTED_PLUGIN_NAMES, ROLE } from '@rampart/contracts';
 import type { Store } from '../src/store/index.ts';
-import { createApiKey, createUser } from '../src/services/admin.ts';
+import { createApiKey, createUser } from '../src/services/operators/admin.ts';
 import { AGENT_KEY_ROUTES } from '../src/plugins/agent-routes.ts';
 import { registerAgent } from './support/agents.ts';
 import { driverCases } from './support/databases.ts';

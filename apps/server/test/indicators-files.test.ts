@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FilePage, FileRecord, FileTypeList } from '@rampart/contracts';
 import { scoreV32 } from '@rampart/scoring';
-import { FILE_TYPE_CATALOG } from '../src/services/file-type-catalog.ts';
+import { FILE_TYPE_CATALOG } from '../src/services/named/file-type-catalog.ts';
 import { eventBus, type PlatformEvent } from '../src/services/events.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';

@@ -3,7 +3,7 @@ import { OrganizationConfig } from '@rampart/contracts';
 import { scoreV32 } from '@rampart/scoring';
 import pino from 'pino';
 import { eventBus } from '../src/services/events.ts';
-import { ReportBatcher, V32_INGEST_RULES, type BatchTiming } from '../src/services/ipv4-ingest.ts';
+import { ReportBatcher, V32_INGEST_RULES, type BatchTiming } from '../src/services/ipv4/ingest.ts';
 import type { Store } from '../src/store/index.ts';
 import { ingestIpv4Batch, type Ipv4ReportItem } from '../src/store/ipv4-ingest.ts';
 import { driverCases } from './support/databases.ts';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { formatIpv4, OrganizationConfig, parseIpv4 } from '@rampart/contracts';
 import { buildApp } from '../src/app.ts';
 import { testConfig } from '../src/config.ts';
-import type { Ipv4Mirror } from '../src/services/ipv4-mirror/index.ts';
+import type { Ipv4Mirror } from '../src/services/ipv4/mirror/index.ts';
 import type { Ipv4Row, Store } from '../src/store/index.ts';
 import { sqlOf } from '../src/store/sql-handle.ts';
 import { driverCases } from './support/databases.ts';

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrganizationConfig } from '@rampart/contracts';
 import { liveScore, scoreV32 } from '@rampart/scoring';
-import { createEnrichment } from '../src/services/enrichment.ts';
+import { createEnrichment } from '../src/services/enrichment/enrichment.ts';
 import { eventBus, type PlatformEvent } from '../src/services/events.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';

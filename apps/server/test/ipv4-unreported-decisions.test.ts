@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ipv4Page, type Ipv4Record } from '@rampart/contracts';
 import { testConfig } from '../src/config.ts';
-import type { Ipv4Mirror } from '../src/services/ipv4-mirror/index.ts';
+import type { Ipv4Mirror } from '../src/services/ipv4/mirror/index.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, startMirrorApp, testApp, type TestOrg } from './support/app.ts';

@@ -4,7 +4,7 @@ import { OverviewHistoryResponse } from '@rampart/contracts';
 import { liveScore } from '@rampart/scoring';
 import type { Store } from '../src/store/index.ts';
 import { sqlOf } from '../src/store/sql-handle.ts';
-import { Rollups } from '../src/services/rollups.ts';
+import { Rollups } from '../src/services/operators/rollups.ts';
 import { driverCases } from './support/databases.ts';
 import { registerAgent } from './support/agents.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';

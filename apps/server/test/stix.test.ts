@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Stix2Bundle } from '@rampart/contracts';
-import { patternString, stableStixId, stixBundle, stixPattern } from '../src/services/stix.ts';
+import { patternString, stableStixId, stixBundle, stixPattern } from '../src/services/stix/stix.ts';
 import type { Store } from '../src/store/index.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';

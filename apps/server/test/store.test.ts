@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadMigrations, migrate, openStore, type Store } from '../src/store/index.ts';
-import { createApiKey, createOrganization, createUser } from '../src/services/admin.ts';
+import { createApiKey, createOrganization, createUser } from '../src/services/operators/admin.ts';
 import { createTestDatabase, driverCases, postgresAvailable } from './support/databases.ts';
 import { sqlOf } from '../src/store/sql-handle.ts';
 

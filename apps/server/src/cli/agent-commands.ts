@@ -1,8 +1,8 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ApiError } from '@rampart/contracts';
 import { loadConfig } from '../config.ts';
-import { agentTokenCodec, agentTokenSecret, issueAgentToken } from '../services/agent-tokens.ts';
-import { audit, cliActor } from '../services/audit.ts';
+import { agentTokenCodec, agentTokenSecret, issueAgentToken } from '../services/agents/tokens.ts';
+import { audit, cliActor } from '../services/operators/audit.ts';
 import { eventBus } from '../services/events.ts';
 import { openStore, type Store } from '../store/index.ts';
 

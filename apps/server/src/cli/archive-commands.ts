@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { parse } from 'csv-parse';
 import type { Command } from 'commander';
 import { loadConfig } from '../config.ts';
-import { catalogFileType } from '../services/file-type-catalog.ts';
+import { catalogFileType } from '../services/named/file-type-catalog.ts';
 import { openStore } from '../store/index.ts';
 import type { ArchivedFile } from '../store/files.ts';
 

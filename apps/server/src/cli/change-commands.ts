@@ -2,12 +2,12 @@ import pino from 'pino';
 import { InvalidArgumentError, type Command } from 'commander';
 import { ApiError, DecisionReason, Ipv4OrNetwork, MAX_DECISION_REASON, type IndicatorKindName } from '@rampart/contracts';
 import { loadConfig } from '../config.ts';
-import { audit, cliActor } from '../services/audit.ts';
+import { audit, cliActor } from '../services/operators/audit.ts';
 import { applyDecision, canonicalValue, type DecisionApplied } from '../services/decisions.ts';
-import { createEnrichment } from '../services/enrichment.ts';
+import { createEnrichment } from '../services/enrichment/enrichment.ts';
 import { eventBus, type EventBus } from '../services/events.ts';
-import { ReportBatcher } from '../services/ipv4-ingest.ts';
-import { Ipv4Reports } from '../services/ipv4-reports.ts';
+import { ReportBatcher } from '../services/ipv4/ingest.ts';
+import { Ipv4Reports } from '../services/ipv4/reports.ts';
 import { openStore, type Organization, type Store } from '../store/index.ts';
 
 /*

@@ -1,10 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { ApiError } from '@rampart/contracts';
-import { createOrganization as createAuditedOrganization } from '../services/operators.ts';
+import { createOrganization as createAuditedOrganization } from '../services/operators/operators.ts';
 import { loadConfig } from '../config.ts';
-import { createApiKey, createUser } from '../services/admin.ts';
+import { createApiKey, createUser } from '../services/operators/admin.ts';
 import { openStore, type Store } from '../store/index.ts';
-import { cliActor } from '../services/audit.ts';
+import { cliActor } from '../services/operators/audit.ts';
 import { roleOf } from './list-commands.ts';
 
 export type Command =
@@ -74,7 +74,7 @@ async function execute(store: Store, c: Command): Promise<void> {
 export async function run(c: Command): Promise<void> {
   const config = loadConfig();
   // Needs no store: it only fetches published lists and writes a file under DATA_DIR.
-  if (c.cmd === 'cdn.refresh') return print(await (await import('../services/cdn-refresh.ts')).refreshCdnRanges({ dataDir: config.dataDir, overrides: config.tools.cdnRefreshSources, timeoutMs: c.timeout }));
+  if (c.cmd === 'cdn.refresh') return print(await (await import('../services/enrichment/cdn-refresh.ts')).refreshCdnRanges({ dataDir: config.dataDir, overrides: config.tools.cdnRefreshSources, timeoutMs: c.timeout }));
   const needsFreshDb = c.cmd === 'openapi';
   const store = await openStore({
     databaseUrl: needsFreshDb ? undefined : config.databaseUrl,

@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ApiError, ROLE } from '@rampart/contracts';
 import { loadConfig } from '../config.ts';
-import { stateOf } from '../services/agent-summary.ts';
+import { stateOf } from '../services/agents/summary.ts';
 import { delaySeconds } from '../services/envelope.ts';
 import { openStore, type BrowseKind, type Organization, type Store } from '../store/index.ts';
 

@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import { ApiError, DEFAULT_AUTH_HEADER, ROLE } from '@rampart/contracts';
 import type { Store } from '../store/index.ts';
-import { credentialFrom } from '../services/api-keys.ts';
-import { looksLikeJwt, type AgentTokenCodec } from '../services/agent-tokens.ts';
+import { credentialFrom } from '../services/operators/api-keys.ts';
+import { looksLikeJwt, type AgentTokenCodec } from '../services/agents/tokens.ts';
 import type { Principal } from './principal.ts';
 
 export interface AgentKey {

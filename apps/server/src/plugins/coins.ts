@@ -4,7 +4,7 @@ import type { Counter } from 'prom-client';
 import { ApiError } from '@rampart/contracts';
 import type { CoinPrices } from '../config.ts';
 import type { Store } from '../store/index.ts';
-import { CoinLedger } from '../services/coin-ledger.ts';
+import { CoinLedger } from '../services/coins/ledger.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

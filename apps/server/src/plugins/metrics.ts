@@ -4,8 +4,8 @@ import { ApiError } from '@rampart/contracts';
 import fp from 'fastify-plugin';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Store } from '../store/index.ts';
-import type { BatchTiming } from '../services/ipv4-ingest.ts';
-import { agentDrift } from '../services/agent-summary.ts';
+import type { BatchTiming } from '../services/ipv4/ingest.ts';
+import { agentDrift } from '../services/agents/summary.ts';
 
 export interface Metrics {
   registry: Registry;
@@ -14,7 +14,7 @@ export interface Metrics {
   auth: AuthMetrics;
   /** Stops observing the store. */
   close(): void;
-  /** One committed `POST /ips` / `PUT /ips/{ip}` batch (services/ipv4-ingest.ts ReportBatcher). */
+  /** One committed `POST /ips` / `PUT /ips/{ip}` batch (services/ipv4/ingest.ts ReportBatcher). */
   ipv4IngestBatch(timing: BatchTiming): void;
 }
 
@@ -70,7 +70,7 @@ function storeMetrics(registry: Registry, store: Store): void {
 
 /**
  * Agents whose targets have not held what the server expects for longer than one sync interval
- * plus one reconcile (services/agent-drift.ts), by organization: read at each scrape.
+ * plus one reconcile (services/agents/drift.ts), by organization: read at each scrape.
  */
 function driftMetrics(registry: Registry, store: Store): void {
   new Gauge({

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { DecisionListQuery, DecisionListResponse, IndicatorListQuery, IndicatorListResponse } from '@rampart/contracts';
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
-import { listDecisions, listIndicators } from '../services/browse.ts';
+import { listDecisions, listIndicators } from '../services/operators/browse.ts';
 
 /** `GET /decisions` and `GET /indicators`: the caller's organization's decisions and what it sees. Free, any role. */
 export const browseRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {

@@ -17,7 +17,7 @@ export async function feedUser(context: AppContext, request: FastifyRequest): Pr
   return feedUserObject(principal, request.server.coinLedger.shown(fresh ?? principal.org));
 }
 
-export { notFound } from '../services/indicators.ts';
+export { notFound } from '../services/named/indicators.ts';
 
 /**
  * Adds `price` coins to what the request is charged (e.g. a deep scan on top of a look-up).

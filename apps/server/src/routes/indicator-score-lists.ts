@@ -3,14 +3,14 @@ import { z } from 'zod';
 import { DomainsScoreParams, DomainsScoreQuery, FilesScoreParams, FilesScoreQuery, ROLE, UrlsScoreParams, UrlsScoreQuery } from '@rampart/contracts';
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
-import { fileScoreList, namedScoreList } from '../services/indicator-score-lists.ts';
+import { fileScoreList, namedScoreList } from '../services/named/indicator-score-lists.ts';
 import { sendTextList } from './text-list-reply.ts';
 import { nowSeconds } from './indicator-common.ts';
 
 const text = z.string().describe('text/plain');
 
 // `GET /files/score/{m}`, `/domains/score/{m}`, `/urls/score/{m}`: what the caller's organization
-// should block now, as text (services/indicator-score-lists.ts). 10,000 lines per page, the next
+// should block now, as text (services/named/indicator-score-lists.ts). 10,000 lines per page, the next
 // page's cursor in `next_page`, ETag/304 when nothing changed.
 export const indicatorScoreListRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
   const { store } = context;

@@ -21,10 +21,10 @@ import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
 import { chargeFeedPage } from '../plugins/coins.ts';
 import { plainJson } from '../plugins/plain-json.ts';
-import { domainRecord, urlRecord, type NamedRow } from '../services/indicators.ts';
-import { normalizeDomain, normalizeUrl } from '../services/indicator-names.ts';
-import { lookupNamed, namedFeedRows, reportNamed, type NamedKind } from '../services/named-indicators.ts';
-import { auditActor } from '../services/audit.ts';
+import { domainRecord, urlRecord, type NamedRow } from '../services/named/indicators.ts';
+import { normalizeDomain, normalizeUrl } from '../services/named/indicator-names.ts';
+import { lookupNamed, namedFeedRows, reportNamed, type NamedKind } from '../services/named/named-indicators.ts';
+import { auditActor } from '../services/operators/audit.ts';
 import { applyDecision } from '../services/decisions.ts';
 import { EMPTY, feedUser, NO_BODY } from './indicator-common.ts';
 
@@ -82,7 +82,7 @@ export const URLS: NamedResource = {
   },
 };
 
-/** The four routes of one named-indicator resource (services/named-indicators.ts holds their rules). */
+/** The four routes of one named-indicator resource (services/named/named-indicators.ts holds their rules). */
 export function namedIndicatorRoutes(r: NamedResource): FastifyPluginAsyncZod<{ context: AppContext }> {
   const tags = [r.tag];
   const item = `${r.path}/:${r.param}`;

@@ -18,8 +18,8 @@ import {
 } from '@rampart/contracts';
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
-import { auditActor, auditCsv, exportAudit, listAudit } from '../services/audit.ts';
-import { createOrganization, grantCoins, listOrganizations, organizationOf, updateOrganization } from '../services/operators.ts';
+import { auditActor, auditCsv, exportAudit, listAudit } from '../services/operators/audit.ts';
+import { createOrganization, grantCoins, listOrganizations, organizationOf, updateOrganization } from '../services/operators/operators.ts';
 
 /** Most users or keys listed for one organization. */
 const MAX_LISTED = 1000;

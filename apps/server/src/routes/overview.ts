@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { OverviewHistoryQuery, OverviewHistoryResponse, OverviewResponse } from '@rampart/contracts';
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
-import { overviewOf } from '../services/overview.ts';
+import { overviewOf } from '../services/operators/overview.ts';
 
 /** `GET /overview`: what the console's first page shows; `/overview/history`: its figures over time. Free, any role. */
 export const overviewRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {

@@ -28,8 +28,8 @@ import {
   versionsPage,
   type EntryPage,
   type TaxiiReader,
-} from '../services/taxii.ts';
-import type { IndicatorKind } from '../services/stix21.ts';
+} from '../services/stix/taxii.ts';
+import type { IndicatorKind } from '../services/stix/stix21.ts';
 
 // TAXII 2.1 at /taxii2/ (outside the API base, documented by OASIS rather than by the OpenAPI
 // document): discovery, one API root, read-only collections. Authentication, roles, rate limits

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { WhyQuery, WhyResponse } from '@rampart/contracts';
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
-import { whyBlocked } from '../services/why.ts';
+import { whyBlocked } from '../services/operators/why.ts';
 
 /** `GET /why`: why one indicator is (or is not) blocked for the caller's organization now. Priced as a look-up. */
 export const whyRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {

@@ -1,11 +1,11 @@
 import { AnyDigest, ApiError, Ipv4OrNetwork, type IndicatorKindName } from '@rampart/contracts';
 import type { AuditActor, Store } from '../store/index.ts';
-import { audit } from './audit.ts';
+import { audit } from './operators/audit.ts';
 import type { EventBus } from './events.ts';
-import { decideFile } from './files.ts';
-import { normalizeDomain, normalizeUrl } from './indicator-names.ts';
-import type { Ipv4Reports } from './ipv4-reports.ts';
-import { decideNamed } from './named-indicators.ts';
+import { decideFile } from './named/files.ts';
+import { normalizeDomain, normalizeUrl } from './named/indicator-names.ts';
+import type { Ipv4Reports } from './ipv4/reports.ts';
+import { decideNamed } from './named/named-indicators.ts';
 
 /*
  * One way to set or clear an organization's decision on any kind of indicator (issue 37): the

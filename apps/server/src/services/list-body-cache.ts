@@ -2,7 +2,7 @@
  * Rendered plain-text list bodies (`/flat`, `/ipv4`), each kept under a key naming everything its
  * bytes depend on: the organization's view (policy, decisions, delay), the threshold, the page,
  * the format, the request second (live scores and cutoffs move with it) and the mirror's
- * generation (services/ipv4-mirror: it moves with every change a catch-up applies). A body is
+ * generation (services/ipv4/mirror: it moves with every change a catch-up applies). A body is
  * built once per key and reused by every request that names the same key; a moved generation or
  * second makes new keys, and the old bodies age out.
  *

@@ -21,7 +21,7 @@ export interface CursorChange {
 /** Rows written per statement: keeps each parameter array to a few hundred kilobytes. */
 const WRITE_CHUNK = 10_000;
 
-/** The cursors of CrowdSec bouncer keys (services/crowdsec-bouncers.ts). */
+/** The cursors of CrowdSec bouncer keys (services/crowdsec/bouncers.ts). */
 export class CrowdsecStore {
   constructor(private readonly db: Db) {}
 

@@ -1,7 +1,7 @@
 import type { Db } from './db.ts';
 
 /**
- * The SQL of the in-process IPv4 list mirror (services/ipv4-mirror/); change tracking is in
+ * The SQL of the in-process IPv4 list mirror (services/ipv4/mirror/); change tracking is in
  * migration 0009. Indicator rows travel packed in PostgreSQL's binary send formats, ROW_BYTES
  * big-endian bytes per row (id int8, network cidr_send: family, bits, is_cidr, length, 4 address
  * bytes; score int2, ts int8, members int4, events int4, updated_at timestamptz_send: µs since
@@ -166,7 +166,7 @@ export async function mirrorChangesSince(db: Db, since: MirrorSince): Promise<Mi
   return { since: { xmax: r.xmax, xip: r.xip }, rows: bytes(r.rows), asInfo: r.as_info, decisions: r.decisions, anchors: r.anchors, deleted: r.deleted };
 }
 
-/** What a look-up's record holds beside the mirror's columns (services/ipv4-lookup.ts). */
+/** What a look-up's record holds beside the mirror's columns (services/ipv4/lookup.ts). */
 export interface MirrorDetailRow {
   id: number;
   gid: string;

@@ -45,7 +45,7 @@ export interface NamedRow {
 
 export interface NamedReport {
   orgId: number;
-  /** Already normalized (services/indicator-names.ts). */
+  /** Already normalized (services/named/indicator-names.ts). */
   value: string;
   confidence: number;
   tags?: readonly string[] | undefined;

@@ -75,7 +75,7 @@ export class RollupStore {
 
   /**
    * Samples the agents alive now, of every organization (or one): alive = active and checked in
-   * within 2 x its sync_time minutes (services/agent-summary.ts isAlive). The hour keeps its
+   * within 2 x its sync_time minutes (services/agents/summary.ts isAlive). The hour keeps its
    * highest sample, so a replica sampling again, or late, never lowers it.
    */
   async sampleAgents(now: number, orgId: number | null = null): Promise<void> {

@@ -2,9 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { ROLE } from '@rampart/contracts';
 import { buildApp } from '../../src/app.ts';
 import { testConfig, type AppConfig } from '../../src/config.ts';
-import { createApiKey, createOrganization, createUser } from '../../src/services/admin.ts';
-import { createEnrichment } from '../../src/services/enrichment.ts';
-import { Ipv4Mirror } from '../../src/services/ipv4-mirror/index.ts';
+import { createApiKey, createOrganization, createUser } from '../../src/services/operators/admin.ts';
+import { createEnrichment } from '../../src/services/enrichment/enrichment.ts';
+import { Ipv4Mirror } from '../../src/services/ipv4/mirror/index.ts';
 import type { Organization, Store } from '../../src/store/index.ts';
 
 export interface TestOrg {

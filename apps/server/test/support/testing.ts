@@ -8,7 +8,7 @@ export { testConfig, type AppConfig } from '../../src/config.ts';
 export { openStore, type Store } from '../../src/store/index.ts';
 /** The SQL handle behind a store: seeding and inspecting only (the server's layers never see it). */
 export { sqlOf } from '../../src/store/sql-handle.ts';
-export { createApiKey, createOrganization, createUser } from '../../src/services/admin.ts';
+export { createApiKey, createOrganization, createUser } from '../../src/services/operators/admin.ts';
 export { seedOrg, testApp, type TestOrg } from './app.ts';
 export { createTestDatabase, driverCases, postgresAvailable, type DriverCase } from './databases.ts';
 export { agentConfig, registerAgent } from './agents.ts';

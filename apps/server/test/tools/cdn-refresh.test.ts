@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEnrichment } from '../../src/services/enrichment.ts';
+import { createEnrichment } from '../../src/services/enrichment/enrichment.ts';
 import { readCdnDataFile, SHIPPED_CDN_FILE } from '../../src/services/enrichment/cdn-data.ts';
-import { refreshCdnRanges } from '../../src/services/cdn-refresh.ts';
+import { refreshCdnRanges } from '../../src/services/enrichment/cdn-refresh.ts';
 
 /** The providers' published documents, in their own formats, served on 127.0.0.1. */
 const DOCUMENTS: Record<string, string> = {

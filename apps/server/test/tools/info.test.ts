@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IpMetadata } from '@rampart/contracts';
 import { testConfig } from '../../src/config.ts';
 import { readCdnDataFile, SHIPPED_CDN_FILE } from '../../src/services/enrichment/cdn-data.ts';
-import { utcOffsetSeconds } from '../../src/services/ip-metadata.ts';
+import { utcOffsetSeconds } from '../../src/services/enrichment/ip-metadata.ts';
 import type { Store } from '../../src/store/index.ts';
 import { driverCases } from '../support/databases.ts';
 import { startDnsServer, startSilentDnsServer, type TestDnsServer } from '../support/dns-server.ts';

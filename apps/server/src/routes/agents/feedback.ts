@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { AgentFeedbackBody, ApiError, ROLE } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { recordFeedback } from '../../services/agent-feedback.ts';
+import { recordFeedback } from '../../services/agents/feedback.ts';
 import { EMPTY, NO_BODY } from '../empty-reply.ts';
 
 /**

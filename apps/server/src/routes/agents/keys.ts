@@ -3,9 +3,9 @@ import { z } from 'zod';
 import { AgentParams, AgentTokenInfo, AgentTokenIssued, AgentTokenParams, AgentTokenRequest, ApiError, ROLE } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { issueAgentToken } from '../../services/agent-tokens.ts';
+import { issueAgentToken } from '../../services/agents/tokens.ts';
 import { EMPTY, NO_BODY } from '../empty-reply.ts';
-import { audit, auditActor } from '../../services/audit.ts';
+import { audit, auditActor } from '../../services/operators/audit.ts';
 
 
 async function agentOf(store: AppContext['store'], orgId: number, gaid: string) {

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { AgentConfig, AgentRegisterResponse, AgentSettingsDocument, AgentSummary, ApiError, ROLE } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { agentSummary } from '../../services/agent-summary.ts';
-import { audit, auditActor } from '../../services/audit.ts';
+import { agentSummary } from '../../services/agents/summary.ts';
+import { audit, auditActor } from '../../services/operators/audit.ts';
 
 /** `POST /agents` (spec 4.7) and `GET /agents`: registration and the organization's agent list. */
 export const agentRegistrationRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {

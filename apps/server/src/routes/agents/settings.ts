@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { AgentParams, AgentSettingsDocument, ApiError, ROLE, SettingsHistoryEntry, SettingsHistoryQuery } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { auditActor } from '../../services/audit.ts';
-import { agentSettingsHistory, readAgentSettings, replaceAgentSettings } from '../../services/settings-documents.ts';
+import { auditActor } from '../../services/operators/audit.ts';
+import { agentSettingsHistory, readAgentSettings, replaceAgentSettings } from '../../services/agents/settings-documents.ts';
 
 export const SETTINGS_VERSION_HEADER = 'x-settings-version';
 

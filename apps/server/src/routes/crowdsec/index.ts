@@ -10,7 +10,7 @@ const security = [{ crowdsecApiKey: [] }];
 
 /**
  * The bouncer side of CrowdSec's Local API under `/crowdsec/`, so that a bouncer's `api_url` is
- * `http(s)://<host>:<port>/api/v1/crowdsec/` (issue 32 item 1; services/crowdsec-bouncers.ts).
+ * `http(s)://<host>:<port>/api/v1/crowdsec/` (issue 32 item 1; services/crowdsec/bouncers.ts).
  * Every call takes an agent key in `X-Api-Key` and is that agent's check-in (via `bouncer`).
  */
 export const crowdsecRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {

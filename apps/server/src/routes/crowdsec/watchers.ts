@@ -11,10 +11,10 @@ import {
 import type { AppContext } from '../../context.ts';
 import { principalOf, type Principal } from '../../plugins/auth.ts';
 import { agentPrincipal } from '../../plugins/agent-auth.ts';
-import { credentialFrom } from '../../services/api-keys.ts';
-import { agentTokenSecret } from '../../services/agent-tokens.ts';
-import { CrowdsecAlerts } from '../../services/crowdsec-alerts.ts';
-import { rfc3339, watcherTokenCodec, type WatcherTokenCodec } from '../../services/crowdsec-watcher-tokens.ts';
+import { credentialFrom } from '../../services/operators/api-keys.ts';
+import { agentTokenSecret } from '../../services/agents/tokens.ts';
+import { CrowdsecAlerts } from '../../services/crowdsec/alerts.ts';
+import { rfc3339, watcherTokenCodec, type WatcherTokenCodec } from '../../services/crowdsec/watcher-tokens.ts';
 import { repriceTo } from '../indicator-common.ts';
 import { lapiErrors } from './lapi-errors.ts';
 import { EMPTY, NO_BODY } from '../empty-reply.ts';

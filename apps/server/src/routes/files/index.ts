@@ -13,9 +13,9 @@ import type { AppContext } from '../../context.ts';
 import { plainJson } from '../../plugins/plain-json.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { chargeFeedPage } from '../../plugins/coins.ts';
-import { fileFeedRows, lookupFile, reportFile } from '../../services/files.ts';
-import { fileRecord } from '../../services/indicators.ts';
-import { auditActor } from '../../services/audit.ts';
+import { fileFeedRows, lookupFile, reportFile } from '../../services/named/files.ts';
+import { fileRecord } from '../../services/named/indicators.ts';
+import { auditActor } from '../../services/operators/audit.ts';
 import { applyDecision } from '../../services/decisions.ts';
 import { chargeExtra, NO_BODY, EMPTY, feedUser } from '../indicator-common.ts';
 

@@ -3,7 +3,7 @@ import { IpsFeedQuery, Ipv4Page, ROLE } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { chargeFeedPage } from '../../plugins/coins.ts';
-import { ipv4FeedPage } from '../../services/ipv4-feed.ts';
+import { ipv4FeedPage } from '../../services/ipv4/feed.ts';
 import { plainJson } from '../../plugins/plain-json.ts';
 
 /** `GET /ips`: the IPv4 feed as the original clients page it (decisions.md, Compatibility). */

@@ -3,9 +3,9 @@ import { z } from 'zod';
 import { FlatParams, FlatQuery, Ipv4ListParams, Ipv4ListQuery } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { FLAT_CSV_HEADER } from '../../services/ipv4-csv.ts';
+import { FLAT_CSV_HEADER } from '../../services/ipv4/csv.ts';
 import { sendTextList } from '../text-list-reply.ts';
-import { checkInCaller } from '../../services/agent-checkin.ts';
+import { checkInCaller } from '../../services/agents/checkin.ts';
 
 const text = z.string().describe('text/plain');
 

@@ -3,9 +3,9 @@ import { IpLookupQuery, IpParams, Ipv4Page } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { plainJson } from '../../plugins/plain-json.ts';
-import { lookupIpv4 } from '../../services/ipv4-lookup.ts';
+import { lookupIpv4 } from '../../services/ipv4/lookup.ts';
 
-/** `GET /ips/{ipv4}`: the records holding the address, most specific first (services/ipv4-lookup.ts). */
+/** `GET /ips/{ipv4}`: the records holding the address, most specific first (services/ipv4/lookup.ts). */
 export const ipsLookupRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
   app.get(
     '/ips/:ipv4',

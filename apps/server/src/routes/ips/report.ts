@@ -3,7 +3,7 @@ import { IpDecisionBody, IpDecisionParams, IpsReportBody, IpsReportQuery, ROLE }
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { EMPTY, NO_BODY } from '../empty-reply.ts';
-import { audit, auditActor } from '../../services/audit.ts';
+import { audit, auditActor } from '../../services/operators/audit.ts';
 import { applyDecision } from '../../services/decisions.ts';
 
 declare module 'fastify' {
@@ -15,7 +15,7 @@ declare module 'fastify' {
 
 /** No body at all (the null schema documents it; undefined is never serialized). */
 
-/** `POST /ips`: a report of an address or network, optionally with the caller's decision (services/ipv4-reports.ts). */
+/** `POST /ips`: a report of an address or network, optionally with the caller's decision (services/ipv4/reports.ts). */
 export const ipsReportRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
   app.post(
     '/ips',

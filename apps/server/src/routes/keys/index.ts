@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { ApiError, ApiKeyCreateBody, ApiKeyCreated, ApiKeyInfo, KeyIdParams, ROLE } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { createApiKey } from '../../services/admin.ts';
-import { auditActor } from '../../services/audit.ts';
+import { createApiKey } from '../../services/operators/admin.ts';
+import { auditActor } from '../../services/operators/audit.ts';
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 

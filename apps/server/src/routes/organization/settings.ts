@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { OrganizationConfig, OrganizationConfigUpdate, ROLE, SettingsHistoryEntry, SettingsHistoryQuery } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { auditActor } from '../../services/audit.ts';
-import { historyEntries, readOrganizationSettings, replaceOrganizationSettings } from '../../services/settings-documents.ts';
+import { auditActor } from '../../services/operators/audit.ts';
+import { historyEntries, readOrganizationSettings, replaceOrganizationSettings } from '../../services/agents/settings-documents.ts';
 import { SETTINGS_VERSION_HEADER } from '../agents/settings.ts';
 
 /** The organization settings document (2.12, every default filled in); admins only. */

@@ -2,9 +2,9 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { API_BASE, ApiError, ROLE, Stix2Bundle, Stix2Params, Stix2Query } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
-import { stixBundle, stixFactsFor } from '../../services/stix.ts';
-import { stix21Bundle } from '../../services/stix21.ts';
-import { orgView, visibleBefore } from '../../services/taxii-sources.ts';
+import { stixBundle, stixFactsFor } from '../../services/stix/stix.ts';
+import { stix21Bundle } from '../../services/stix/stix21.ts';
+import { orgView, visibleBefore } from '../../services/stix/taxii-sources.ts';
 import { repriceTo } from '../indicator-common.ts';
 
 /** `GET /stix2/{id}`: a STIX 2.0 bundle (2.1 with `?spec_version=2.1`) for an IPv4 address, a domain, a URL or a file digest. */

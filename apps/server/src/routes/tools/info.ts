@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { CdnList, DomainResolution, InfoDomainParams, InfoIpParams, IpMetadata } from '@rampart/contracts';
 import type { AppContext } from '../../context.ts';
-import { createDnsLookup } from '../../services/dns-lookup.ts';
-import { ipMetadata, nonPublicReason } from '../../services/ip-metadata.ts';
+import { createDnsLookup } from '../../services/enrichment/dns-lookup.ts';
+import { ipMetadata, nonPublicReason } from '../../services/enrichment/ip-metadata.ts';
 
 /** `/info/...`: offline address metadata, DNS resolution through the configured resolver, CDN ranges. */
 export const infoRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { API_BASE, ROLE, VpnCreateBody, VpnLicenseDetail, VpnLicenseList, VpnParams, type VpnLicense } from '@rampart/contracts';
-import type { CoinLedger } from '../../services/coin-ledger.ts';
+import type { CoinLedger } from '../../services/coins/ledger.ts';
 import type { AppContext } from '../../context.ts';
 import { principalOf } from '../../plugins/auth.ts';
 import { EMPTY, NO_BODY } from '../empty-reply.ts';
