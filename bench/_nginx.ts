@@ -6,10 +6,10 @@
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { procStatFields } from './_cpu.ts';
+import { freePort } from '@rampart/plugin-kit/testing';
 
 export interface Nginx {
   url: string;
@@ -20,16 +20,6 @@ export interface Nginx {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const ticks = (pid: number | string) => {
   const f = procStatFields(pid);

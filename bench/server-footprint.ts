@@ -27,12 +27,12 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { flag } from './_args.ts';
+import { freePort } from '@rampart/plugin-kit/testing';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -67,16 +67,6 @@ interface Sample {
   afterConsoleByName: Record<string, number>;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** pid → [parent pid, name, RSS MB] of every process. */
 function processTable(): Map<number, { ppid: number; name: string; rssMb: number }> {
