@@ -241,7 +241,7 @@ describe.each(driverCases())('POST /ips on $name', (driver) => {
       while (!events.some((e) => e.type === 'decision_changed' && e.indicator === '193.0.2.77') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       const row = (await held('193.0.2.77/32'))!;
       expect(events).toContainEqual({ type: 'feed_changed', org_id: null, kind: 'ipv4', ts: row.ts });
-      expect(events).toContainEqual({ type: 'decision_changed', org_id: b.org.id, kind: 'ipv4', indicator: '193.0.2.77', decision: 1, ttl });
+      expect(events).toContainEqual({ type: 'decision_changed', org_id: b.org.id, kind: 'ipv4', indicator: '193.0.2.77', decision: 1, ttl, ts: row.ts });
     } finally {
       await unsubscribe();
     }
