@@ -206,6 +206,8 @@ export interface ConfiguredAgentInput {
   ips: Record<string, unknown>;
   /** Settings added to the config's `local` section. */
   local?: Record<string, unknown>;
+  /** Top-level settings of the agent's document (`maximum_rules`, …). */
+  extra?: Record<string, unknown>;
 }
 
 /**
@@ -228,6 +230,7 @@ export async function startConfiguredAgent(c: ConfiguredAgentInput): Promise<{ a
         ids: { ssh_log: { active: true, ssh_log_location: path('auth.log') } },
         ips: c.ips,
         local: { state_dir: path('state'), metrics_port: metricsPort, log_level: 'info', sync_cron: '*/2 * * * * *', ...c.local },
+        ...(c.extra ? { extra: c.extra } : {}),
       }),
     ),
   );
