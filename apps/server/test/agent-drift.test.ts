@@ -122,6 +122,24 @@ describe.each(driverCases())('agent drift on $name', (driver) => {
     expect((await summary(stopped.gaid)).enforced.packet_filter).toMatchObject({ listed: 5, server_expected: 0, drift_since: null });
   });
 
+  it('compares a domain or URL enforcer with the score list of its kind, and records a file-digest one without a comparison', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    // Three domains listed at 500 (score 900, fresh), one below; two URLs listed.
+    for (const [value, score] of [['a.drift.example', 900], ['b.drift.example', 900], ['c.drift.example', 900], ['d.drift.example', 50]] as const) {
+      await sqlOf(store).query('insert into domain_indicators (value, score, ts, entry_ts) values ($1, $2, $3, $3)', [value, score, now]);
+    }
+    for (const value of ['http://drift.example/a', 'http://drift.example/b']) await sqlOf(store).query('insert into url_indicators (value, score, ts, entry_ts) values ($1, 900, $2, $2)', [value, now]);
+    const agent = await registerAgent(app, acme.keys.admin, { sync_time: 1, score_threshold: 500 });
+    const base = { agid: agent.gaid, hostname: 'dns', code: 0, score_threshold: 500, state: 'ok' };
+    expect((await feedback(agent.token, { ...base, plugin: 'csv/domain', blacklist: 3, expected: 3, held: 3 })).statusCode).toBe(200);
+    expect((await feedback(agent.token, { ...base, plugin: 'csv/url', blacklist: 2, expected: 2, held: 1 })).statusCode).toBe(200);
+    expect((await feedback(agent.token, { ...base, plugin: 'csv/file', blacklist: 4, expected: 4, held: 4 })).statusCode).toBe(200);
+    const s = await summary(agent.gaid);
+    expect(s.enforced['csv/domain']).toMatchObject({ held: 3, listed: 3, server_expected: 3, drift_since: null });
+    expect(s.enforced['csv/url']).toMatchObject({ held: 1, listed: 2, server_expected: 2, drift_since: expect.any(Number) });
+    expect(s.enforced['csv/file']).toMatchObject({ enforced: 4, held: null, listed: null, server_expected: null, drift_since: null });
+  });
+
   it('keeps the original client body working (no attestation, nothing compared) and refuses a malformed digest naming it', async () => {
     const agent = await registerAgent(app, acme.keys.admin);
     expect((await feedback(agent.token, { agid: agent.gaid, plugin: 'packet_filter', hostname: 'fw', code: 0, score_threshold: 500, blacklist: LISTED })).statusCode).toBe(200);

@@ -2,6 +2,7 @@ import { ApiError, REPORTED_PLUGIN_NAMES, type AgentFeedbackBody, type AgentSett
 import type { Organization, Store } from '../../store/index.ts';
 import { attestation } from './drift.ts';
 import type { Ipv4Lists } from '../ipv4/lists.ts';
+import { namedListCount } from '../named/indicator-score-lists.ts';
 
 const FIXED_NAMES: ReadonlySet<string> = new Set(REPORTED_PLUGIN_NAMES);
 
@@ -31,13 +32,19 @@ export async function recordFeedback(deps: { store: Store; ipv4Lists: Ipv4Lists 
     throw new ApiError('validation_failed', `body.plugin: ${message}`, { errors: [{ path: 'body.plugin', message }] });
   }
   const enforced = Array.isArray(body.blacklist) ? body.blacklist.length : (body.blacklist ?? null);
-  // Read back by an IPv4 enforcer: compared with the server's own list at the agent's threshold.
-  // Enforcers of other kinds (`<label>/<kind>`) have their figures recorded without a comparison.
+  // Read back by an enforcer: compared with the server's own list at the agent's threshold, the
+  // IPv4 list for an IPv4 enforcer, the score list of domains or URLs for `<label>/domain` and
+  // `<label>/url`. A file-digest enforcer holds every digest of each file (three lists merged):
+  // its figures are recorded without a comparison.
   const held = body.held;
-  const attested =
-    held === undefined || body.plugin.includes('/')
-      ? undefined
-      : attestation(agent.enforced[body.plugin], agent.document, await deps.ipv4Lists.count(org, Math.max(1, agent.document.score_threshold)), { ...body, held }, nowSeconds);
+  const threshold = Math.max(1, agent.document.score_threshold);
+  const kind = body.plugin.includes('/') ? body.plugin.slice(body.plugin.lastIndexOf('/') + 1) : 'ipv4';
+  const listed =
+    held === undefined ? undefined
+    : kind === 'ipv4' ? await deps.ipv4Lists.count(org, threshold)
+    : kind === 'domain' || kind === 'url' ? await namedListCount(store, kind, org, threshold, nowSeconds)
+    : undefined;
+  const attested = held === undefined || listed === undefined ? undefined : attestation(agent.enforced[body.plugin], agent.document, listed, { ...body, held }, nowSeconds);
   const recorded = await store.agents.recordEnforcement(orgId, body.agid, 'feedback', {
     plugins: {
       [body.plugin]: {

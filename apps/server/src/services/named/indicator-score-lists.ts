@@ -12,6 +12,12 @@ function filterFor(org: Organization, minScore: number, now: number): ScoreListF
 }
 
 /** A score list's rows, how each is written, and what else its ETag depends on (the decisions). */
+/** How many domains or URLs the organization's score list at `minScore` holds now (the server's figure for an agent's read-back). */
+export async function namedListCount(store: Store, kind: 'domain' | 'url', org: Organization, minScore: number, now: number): Promise<number> {
+  const named = kind === 'domain' ? store.domains : store.urls;
+  return Number((await named.listVersion(filterFor(org, minScore, now), null, null)).split(':', 1)[0]);
+}
+
 export interface ScoreListAnswer<Row> {
   source: TextListSource<Row, number>;
   line(row: Row): string;
