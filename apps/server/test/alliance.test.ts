@@ -162,4 +162,13 @@ describe.each(driverCases())('the alliance view on $name', (driver) => {
     expect(month.top_sources).toEqual([{ value: 'honeypot', indicators: 3 }, { value: 'scanner', indicators: 1 }, { value: 'ssh', indicators: 1 }]);
     expect(month.top_countries).toEqual([{ value: 'DE', indicators: 2 }, { value: 'FR', indicators: 1 }, { value: 'US', indicators: 1 }]);
   });
+
+  it('counts a report just stored, before the minute’s rollup flush', async () => {
+    const gamma = await seedOrg(store, { name: 'Alliance Gamma' });
+    const res = await app.inject({ method: 'POST', url: '/api/v1/ips', headers: { authorization: gamma.keys.contributor }, payload: { ip: '45.77.201.9', confidence: 0.9, source: 'waf' } });
+    expect(res.statusCode, res.body).toBeLessThan(300);
+    const one = OperatorActivityResponse.parse(await ok('/operator/activity?days=1'));
+    expect(one.organizations.find((o) => o.gid === gamma.org.gid)).toMatchObject({ name: 'Alliance Gamma', reports: 1, new_indicators: 1 });
+    expect(one.top_sources).toContainEqual({ value: 'waf', indicators: 1 });
+  });
 });

@@ -86,7 +86,7 @@ export const operatorRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
   app.get(
     '/operator/activity',
     { config: operator, schema: { tags, summary: 'Reports and new indicators per organization and day, top sources, ASNs and countries of new indicators (1, 7 or 30 days)', querystring: OperatorActivityQuery, response: { 200: OperatorActivityResponse } } },
-    async (request) => allianceActivity(store, request.query.days),
+    async (request) => allianceActivity(store, context.rollups, request.query.days),
   );
 
   app.get(

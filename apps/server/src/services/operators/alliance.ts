@@ -3,6 +3,7 @@ import type { Store } from '../../store/index.ts';
 import { DAY } from '../../store/rollups.ts';
 import { agentDrift, stateOf } from '../agents/summary.ts';
 import type { OperatorDeps } from './operators.ts';
+import type { Rollups } from './rollups.ts';
 
 /*
  * The alliance view for operators (issue 37 item 3): every organization's agents with their one
@@ -67,7 +68,9 @@ export async function listAllianceAgents(deps: OperatorDeps, query: OperatorAgen
  * Reports (rollups) and new indicators per organization and UTC day, and the top lists, over the
  * last `days` days (today included). Organizations with neither in the window are left out.
  */
-export async function allianceActivity(store: Store, days: number, now = nowSeconds()): Promise<OperatorActivityResponse> {
+export async function allianceActivity(store: Store, rollups: Pick<Rollups, 'flush'>, days: number, now = nowSeconds()): Promise<OperatorActivityResponse> {
+  // This replica's counts first, as /overview/history does: what it answers is exact.
+  await rollups.flush();
   const today = now - (now % DAY);
   const since = today - (days - 1) * DAY;
   const activity = await store.rollups.activity(since, ACTIVITY_TOP);
