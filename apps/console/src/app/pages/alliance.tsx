@@ -112,7 +112,7 @@ function AllianceActivity({ session }: { session: Session }) {
       ) : (
         <>
           <p>
-            {a.new_indicators.toLocaleString()} IPv4 indicators new to the alliance since {formatTime(a.since)}.
+            {a.new_indicators.toLocaleString()} IPv4 indicator{a.new_indicators === 1 ? '' : 's'} new to the alliance since {formatTime(a.since)}.
           </p>
           {a.organizations.length === 0 ? (
             <p>No organization reported anything over this window.</p>
