@@ -40,7 +40,6 @@ function AllianceAgents({ session }: { session: Session }) {
           <table>
             <thead>
               <tr>
-                <th scope="col">Organization</th>
                 <th scope="col">Agent</th>
                 <th scope="col">State</th>
                 <th scope="col">Last check-in</th>
@@ -50,10 +49,12 @@ function AllianceAgents({ session }: { session: Session }) {
             <tbody>
               {agents.map((a) => (
                 <tr key={a.gaid}>
-                  <td>{a.organization.name}</td>
                   <td>
                     <code>{a.gaid}</code>
-                    {a.hostname && <div class="muted">{a.hostname}</div>}
+                    <div class="muted">
+                      {a.organization.name}
+                      {a.hostname && ` · ${a.hostname}`}
+                    </div>
                   </td>
                   <td>
                     <span class={`badge ${STATE_BADGE[a.state]}`} title={a.state_since === null ? undefined : `since ${formatTime(a.state_since)}`}>
@@ -62,7 +63,8 @@ function AllianceAgents({ session }: { session: Session }) {
                   </td>
                   <td>{ago(a.last_checkin)}</td>
                   <td>
-                    {a.version} <span class="muted">settings v{a.settings_version}</span>
+                    {a.version}
+                    <div class="muted">settings v{a.settings_version}</div>
                   </td>
                 </tr>
               ))}
