@@ -584,11 +584,25 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('we
       expect(rows[2]).toContain('organization.create');
       await page.screenshot({ path: `${SHOTS}/audit-${width}.png`, fullPage: true });
       expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `audit at ${width}`).toBeLessThanOrEqual(0);
+
+      // The alliance view (issue 37 item 3): every organization's agents in their state, and the activity.
+      expect((await api('POST', '/ips', acme.keys.contributor, { ip: `45.77.66.${width % 200}`, confidence: 0.9, source: 'alliance-e2e' })).status).toBeLessThan(300);
+      await page.getByRole('link', { name: 'Alliance', exact: true }).click();
+      await page.getByRole('heading', { name: 'Alliance', level: 1 }).waitFor();
+      const agentRow = page.getByRole('row').filter({ hasText: GAID });
+      await agentRow.waitFor();
+      expect(await agentRow.textContent()).toContain(acme.org.name);
+      expect(await agentRow.locator('.badge').textContent()).toMatch(/^(alive|never seen|silent|drifting)$/);
+      // Acme reported today (below), so the activity table has its row beside its agent's.
+      await expect.poll(() => page.getByRole('row').filter({ hasText: acme.org.name }).count()).toBe(2);
+      await page.screenshot({ path: `${SHOTS}/alliance-${width}.png`, fullPage: true });
+      expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `alliance at ${width}`).toBeLessThanOrEqual(0);
       await page.context().close();
     }
-    // An organization admin sees no Organizations page and only its own organization's audit entries.
+    // An organization admin sees no Organizations or Alliance page and only its own organization's audit entries.
     const page = await signedIn(acme.keys.admin, 1440);
     expect(await page.getByRole('link', { name: 'Organizations', exact: true }).count()).toBe(0);
+    expect(await page.getByRole('link', { name: 'Alliance', exact: true }).count()).toBe(0);
     await page.getByRole('link', { name: 'Audit log', exact: true }).click();
     await page.getByRole('heading', { name: 'Audit log' }).waitFor();
     await expect.poll(async () => (await page.locator('main').textContent()) ?? '').toMatch(/key\.create|decision\.|agent|Nothing recorded yet/);

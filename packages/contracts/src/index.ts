@@ -27,6 +27,7 @@ export * from './overview.ts';
 export * from './browse.ts';
 export * from './why.ts';
 export * from './operators.ts';
+export * from './alliance.ts';
 export * from './crowdsec.ts';
 export * from './crowdsec-watchers.ts';
 export * from './taxii.ts';

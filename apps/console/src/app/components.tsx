@@ -213,3 +213,20 @@ export function Confirm(props: { label: string; question?: string; yes: string; 
     </span>
   );
 }
+
+/** A labelled drop-down of `[value, label]` options. */
+export function Select(props: { label: string; value: string; options: Array<[string, string]>; onChange: (v: string) => void }) {
+  const id = useId('sel');
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <select id={id} name={props.label} value={props.value} onChange={(e) => props.onChange((e.target as HTMLSelectElement).value)}>
+        {props.options.map(([v, l]) => (
+          <option key={v} value={v}>
+            {l}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}

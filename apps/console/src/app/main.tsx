@@ -12,6 +12,7 @@ import { VpnPage } from './pages/vpn.tsx';
 import { KeysPage } from './pages/keys.tsx';
 import { DecisionsPage, IndicatorsPage } from './pages/browse.tsx';
 import { AuditPage, OperatorsPage, isOperator } from './pages/operators.tsx';
+import { AlliancePage } from './pages/alliance.tsx';
 import type { Session } from './session.ts';
 
 const ROLE_NAMES: Record<number, string> = { [ROLE.reader]: 'reader', [ROLE.contributor]: 'contributor', [ROLE.admin]: 'organization admin', [ROLE.operator]: 'alliance operator' };
@@ -100,7 +101,10 @@ const PAGES = [
   { path: '/keys', label: 'API keys' },
   { path: '/audit', label: 'Audit log' },
   { path: '/operators', label: 'Organizations' },
+  { path: '/alliance', label: 'Alliance' },
 ];
+/** Pages for alliance operators only. */
+const OPERATOR_PAGES = new Set(['/operators', '/alliance']);
 
 function Shell({ session, onSignOut }: { session: Session; onSignOut: (why?: string) => void }) {
   const hash = useHash();
@@ -118,6 +122,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: (why?: str
   else if (path === '/keys') page = <KeysPage session={session} onSignOut={onSignOut} />;
   else if (path === '/audit') page = <AuditPage session={session} />;
   else if (path === '/operators') page = <OperatorsPage session={session} />;
+  else if (path === '/alliance') page = isOperator(session) ? <AlliancePage session={session} /> : <Notice kind="info">The alliance view is for alliance operators.</Notice>;
   else page = <Notice kind="error">No such page.</Notice>;
   const current = PAGES.filter((p) => p.path !== '/' && path.startsWith(p.path))[0]?.path ?? '/';
   useFocusOnNavigation(path);
@@ -140,7 +145,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: (why?: str
         </a>
         <nav aria-label="Main">
           <ul>
-            {PAGES.filter((p) => p.path !== '/operators' || isOperator(session)).map((p) => (
+            {PAGES.filter((p) => !OPERATOR_PAGES.has(p.path) || isOperator(session)).map((p) => (
               <li key={p.path}>
                 <a href={`#${p.path}`} aria-current={current === p.path ? 'page' : undefined}>
                   {p.label}

@@ -6,6 +6,10 @@ import {
   AuditExportQuery,
   AuditListResponse,
   AuditQuery,
+  OperatorActivityQuery,
+  OperatorActivityResponse,
+  OperatorAgentListQuery,
+  OperatorAgentListResponse,
   OperatorCoinsBody,
   OperatorOrganization,
   OperatorOrgCreateBody,
@@ -18,6 +22,7 @@ import {
 } from '@rampart/contracts';
 import type { AppContext } from '../context.ts';
 import { principalOf } from '../plugins/auth.ts';
+import { allianceActivity, listAllianceAgents } from '../services/operators/alliance.ts';
 import { auditActor, auditCsv, exportAudit, listAudit } from '../services/operators/audit.ts';
 import { createOrganization, grantCoins, listOrganizations, organizationOf, updateOrganization } from '../services/operators/operators.ts';
 
@@ -70,6 +75,18 @@ export const operatorRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = as
       const rows = await store.keys.listForOrg((await organizationOf(store, request.params.gid)).id);
       return rows.slice(0, MAX_LISTED).map((k) => ({ key_id: k.key_id, username: k.username, label: k.label, created_at: iso(k.created_at)!, last_used_at: iso(k.last_used_at), revoked_at: iso(k.revoked_at) }));
     },
+  );
+
+  app.get(
+    '/operator/agents',
+    { config: operator, schema: { tags, summary: "Every organization's agents with their state, last check-in, drift and versions (alliance view)", querystring: OperatorAgentListQuery, response: { 200: OperatorAgentListResponse } } },
+    async (request) => listAllianceAgents(deps, request.query),
+  );
+
+  app.get(
+    '/operator/activity',
+    { config: operator, schema: { tags, summary: 'Reports and new indicators per organization and day, top sources, ASNs and countries of new indicators (1, 7 or 30 days)', querystring: OperatorActivityQuery, response: { 200: OperatorActivityResponse } } },
+    async (request) => allianceActivity(store, context.rollups, request.query.days),
   );
 
   app.get(

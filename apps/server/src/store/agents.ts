@@ -253,6 +253,26 @@ export class AgentStore {
     return res.rows.map(({ org_gid, ...r }) => ({ org_gid, row: toRow(r) }));
   }
 
+  /**
+   * Agents of every organization (or one), by id after `afterId`, with their organization's gid
+   * and name, and their key counts: one page of the operators' alliance view.
+   */
+  async allianceAgents(q: { afterId: number | null; orgGid: string | null; limit: number }): Promise<{ org_gid: string; org_name: string; keys: { issued: number; live: number }; row: AgentRow }[]> {
+    const res = await this.db.query<RawAgentRow & { org_gid: string; org_name: string; issued: number; live: number }>(
+      `select c.*, o.gid as org_gid, o.name as org_name,
+         (select count(*)::int from agent_tokens t where t.agent_id = c.id) as issued,
+         (select count(*)::int from agent_tokens t where t.agent_id = c.id and t.revoked_at is null
+            and (t.expires_at is null or t.expires_at > now()) and c.deactivated_at is null) as live
+       from (select ${COLUMNS} from agents
+             where ($1::bigint is null or id > $1::bigint)
+               and ($2::text is null or org_id = (select id from organizations where gid = $2::text))
+             order by id limit $3) c
+       join organizations o on o.id = c.org_id order by c.id`,
+      [q.afterId, q.orgGid, q.limit],
+    );
+    return res.rows.map(({ org_gid, org_name, issued, live, ...r }) => ({ org_gid, org_name, keys: { issued: Number(issued), live: Number(live) }, row: toRow(r) }));
+  }
+
   /** Deactivates an agent: every token it holds stops working. */
   async deactivate(orgId: number, gaid: string): Promise<boolean> {
     const res = await this.db.query('update agents set deactivated_at = coalesce(deactivated_at, now()) where org_id = $1 and gaid = $2', [orgId, gaid]);

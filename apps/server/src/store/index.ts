@@ -48,7 +48,7 @@ export type { ReporterRow, DecisionOn } from './why.ts';
 export type { AuditActor, AuditFilter, AuditRecord, AuditRow, OrganizationSummaryRow } from './operators.ts';
 export type { BrowseKind, DecisionRow, IndicatorRow, DecisionFilter, IndicatorFilter } from './browse.ts';
 export type { DecisionNote, ReportAggregate, Scorer } from './indicator-sql.ts';
-export type { RollupStore, RollupCounts, RollupSeries, BandBounds, BandCounts } from './rollups.ts';
+export type { RollupStore, RollupCounts, RollupSeries, BandBounds, BandCounts, AllianceActivity } from './rollups.ts';
 export { changedPaths } from './settings.ts';
 export { DataDirLockedError, dataDirHolder, type LockOwner } from './data-dir-lock.ts';
 export { migrate, loadMigrations } from './migrate.ts';

@@ -181,4 +181,60 @@ export class RollupStore {
       bands: bands.rows.map((r) => ({ day: n(r.day), at: n(r.at), low: n(r.low), medium: n(r.medium), high: n(r.high), critical: n(r.critical) })),
     };
   }
+
+  /**
+   * The alliance's activity since `since` (a UTC day's first second), per organization and day:
+   * reports from the rollups; IPv4 indicators new to the alliance (entry_ts in the window) per
+   * reporting organization (its report first made in the window); and the top sources, ASNs and
+   * countries of the new indicators (ip_info as stored at entry). An indicator's `ts` never falls
+   * below its `entry_ts`, so `ts >= since` bounds the scan by the feed index.
+   */
+  async activity(since: number, top: number): Promise<AllianceActivity> {
+    const n = (v: unknown) => Number(v);
+    const reports = await this.db.query<{ org_id: number; day: number; n: number }>(
+      `select org_id, hour - hour % 86400 as day, sum(reports)::bigint as n from rollup_reports_hourly
+       where hour >= $1::bigint group by org_id, day order by org_id, day`,
+      [since],
+    );
+    const fresh = `select id, sources, ip_info from ipv4_indicators where ts >= $1::bigint and entry_ts >= $1::bigint`;
+    const perOrg = await this.db.query<{ org_id: number; day: number; n: number }>(
+      `select r.org_id, r.first_ts - r.first_ts % 86400 as day, count(*)::bigint as n
+       from (${fresh}) i join ipv4_reports r on r.indicator_id = i.id
+       where r.first_ts >= $1::bigint group by r.org_id, day order by r.org_id, day`,
+      [since],
+    );
+    const tops = await this.db.query<{ kind: string; value: string; n: number }>(
+      `with fresh as materialized (${fresh}),
+       ranked as (
+         select 'total' as kind, '' as value, count(*)::bigint as n from fresh
+         union all (select 'source', s, count(*)::bigint from fresh, unnest(sources) s group by s order by 3 desc, 2 limit $2)
+         union all (select 'asn', ip_info->>'asn', count(*)::bigint from fresh where coalesce(ip_info->>'asn', '') <> '' group by 2 order by 3 desc, 2 limit $2)
+         union all (select 'country', ip_info->>'country', count(*)::bigint from fresh where coalesce(ip_info->>'country', '') <> '' group by 2 order by 3 desc, 2 limit $2)
+       ) select kind, value, n from ranked`,
+      [since, top],
+    );
+    const ids = [...new Set([...reports.rows, ...perOrg.rows].map((r) => n(r.org_id)))];
+    const orgs = await this.db.query<{ id: number; gid: string; name: string }>('select id, gid, name from organizations where id = any($1::bigint[]) order by id', [ids]);
+    const pick = (kind: string) => tops.rows.filter((r) => r.kind === kind).map((r) => ({ value: r.value, indicators: n(r.n) }));
+    return {
+      organizations: orgs.rows.map((o) => ({ id: n(o.id), gid: o.gid, name: o.name })),
+      reports: reports.rows.map((r) => ({ orgId: n(r.org_id), day: n(r.day), n: n(r.n) })),
+      newIndicators: perOrg.rows.map((r) => ({ orgId: n(r.org_id), day: n(r.day), n: n(r.n) })),
+      total: n(tops.rows.find((r) => r.kind === 'total')?.n ?? 0),
+      sources: pick('source'),
+      asns: pick('asn'),
+      countries: pick('country'),
+    };
+  }
+}
+
+export interface AllianceActivity {
+  /** The organizations with reports or new indicators in the window, by id. */
+  organizations: Array<{ id: number; gid: string; name: string }>;
+  reports: Array<{ orgId: number; day: number; n: number }>;
+  newIndicators: Array<{ orgId: number; day: number; n: number }>;
+  total: number;
+  sources: Array<{ value: string; indicators: number }>;
+  asns: Array<{ value: string; indicators: number }>;
+  countries: Array<{ value: string; indicators: number }>;
 }

@@ -4,7 +4,7 @@ import { Loading, Notice, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
 import { RegisterAgentForm } from './agent-admin.tsx';
 
-const ago = (ts: number | null) => {
+export const ago = (ts: number | null) => {
   if (ts === null) return 'never';
   const s = Math.max(0, Math.round(Date.now() / 1000 - ts));
   if (s < 120) return `${s} s ago`;
@@ -13,7 +13,7 @@ const ago = (ts: number | null) => {
 };
 
 /** Badge colour of each state: alive green, withdrawn or never seen neutral, the rest red. */
-const STATE_BADGE: Record<AgentSummary['state'], string> = {
+export const STATE_BADGE: Record<AgentSummary['state'], string> = {
   alive: 'alive',
   drifting: 'dead',
   silent: 'dead',

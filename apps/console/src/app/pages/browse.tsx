@@ -2,7 +2,7 @@ import { useRef, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
 import { DecisionListResponse, IndicatorListResponse, type DecisionItem, type DecisionListQuery, type IndicatorItem, type IndicatorListQuery } from '@rampart/contracts';
 import { describeError } from '../api.ts';
-import { Field, Loading, Notice, formatTime, useId, useLoad } from '../components.tsx';
+import { Field, Loading, Notice, Select, formatTime, useLoad } from '../components.tsx';
 import { canContribute, type Session } from '../session.ts';
 import type { IndicatorKind } from '../indicator-kind.ts';
 import { setDecision } from '../decide.ts';
@@ -13,22 +13,6 @@ import { download, toCsv } from '../csv.ts';
 const EXPORT_LIMIT = 10_000;
 const KINDS: IndicatorKind[] = ['ipv4', 'domain', 'url', 'file'];
 const DECISION_LABEL: Record<string, string> = { '0': 'Whitelist', '1': 'Blacklist', null: '—' };
-
-function Select(props: { label: string; value: string; options: Array<[string, string]>; onChange: (v: string) => void }) {
-  const id = useId('sel');
-  return (
-    <div class="field">
-      <label for={id}>{props.label}</label>
-      <select id={id} name={props.label} value={props.value} onChange={(e) => props.onChange((e.target as HTMLSelectElement).value)}>
-        {props.options.map(([v, l]) => (
-          <option key={v} value={v}>
-            {l}
-          </option>
-        ))}
-      </select>
-    </div>
-  );
-}
 
 type Query = Record<string, string>;
 const compact = (q: Query): Query => Object.fromEntries(Object.entries(q).filter(([, v]) => v.trim() !== '').map(([k, v]) => [k, v.trim()]));
