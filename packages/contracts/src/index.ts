@@ -30,3 +30,4 @@ export * from './operators.ts';
 export * from './crowdsec.ts';
 export * from './crowdsec-watchers.ts';
 export * from './taxii.ts';
+export * from './imports.ts';
