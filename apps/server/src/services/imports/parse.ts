@@ -100,7 +100,7 @@ function parseStix(content: string): Candidate[] {
     const pattern = typeof object.pattern === 'string' ? object.pattern : '';
     const confidence = typeof object.confidence === 'number' && object.confidence >= 0 && object.confidence <= 100 ? object.confidence / 100 : 1;
     if (object.pattern_type !== undefined && object.pattern_type !== 'stix') {
-      out.push({ row, kind: null, value: pattern, confidence, source: null, refusal: { code: 'unsupported_type', message: `pattern_type ${String(object.pattern_type)} is not stix` } });
+      out.push({ row, kind: null, value: pattern, confidence, source: null, refusal: { code: 'unsupported_type', message: `pattern_type ${JSON.stringify(object.pattern_type)} is not stix` } });
       continue;
     }
     const subject = parseStixPattern(pattern);
