@@ -1,9 +1,12 @@
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sharedGate, sharedPath } from '@rampart/plugin-kit/testing';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Store } from '../src/store/index.ts';
+import { openStore, type Store } from '../src/store/index.ts';
 import { sqlOf } from '../src/store/sql-handle.ts';
 import { driverCases } from './support/databases.ts';
 import { seedOrg, testApp, type TestOrg } from './support/app.ts';
@@ -138,5 +141,58 @@ describe.each(stixReady ? driverCases() : [])('POST /import on $name', (driver) 
     expect(res.statusCode).toBe(400);
     expect(res.json().errors[0].path).toBe('body.format');
     expect((await post({ format: 'misp', content: '{', dry_run: true })).json().errors[0].path).toBe('body.content');
+  });
+});
+
+describe('rampart import as a process on an embedded store', { timeout: 120_000 }, () => {
+  const serverDir = fileURLToPath(new URL('..', import.meta.url));
+  const dataDir = mkdtempSync(join(tmpdir(), 'rampart-import-cli-'));
+  const file = join(dataDir, 'event.json');
+  let gid = '';
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  const rampart = (...args: string[]) => {
+    const { DATABASE_URL: _ignored, ...rest } = process.env;
+    const r = spawnSync(process.execPath, ['bin/rampart.js', ...args], { cwd: serverDir, env: { ...rest, DATA_DIR: dataDir, LOG_LEVEL: 'warn' }, encoding: 'utf8' });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  };
+  beforeAll(async () => {
+    writeFileSync(file, MISP);
+    const store = await openStore({ dataDir });
+    gid = (await seedOrg(store, { name: 'Import Acme' })).org.gid;
+    await store.close();
+  });
+
+  it('previews, imports, and imports nothing twice, audited as the CLI', async () => {
+    const preview = rampart('import', file, '--org', gid, '--dry-run');
+    expect(preview.stderr).toBe('');
+    expect(JSON.parse(preview.stdout)).toMatchObject({ organization: gid, dry_run: true, format: 'misp', counts: { rows: 10, accepted: 6, imported: 0, duplicate: 0, refused: 4 } });
+    const first = JSON.parse(rampart('import', file, '--org', gid, '--source', 'example-cert').stdout);
+    expect(first.counts).toEqual({ rows: 10, accepted: 0, imported: 6, duplicate: 0, refused: 4 });
+    expect(first.rows.filter((r: { status: string }) => r.status === 'imported').map((r: { canonical: string }) => r.canonical)).toEqual([
+      '45.33.32.156',
+      'evil-update.net',
+      'cdn.evil-update.net',
+      'http://evil-update.net/payload.exe',
+      '44D88612FEA8A8F36DE82E1278ABB02F',
+      '275A021BBFB6489E54D471899F7DB9D1663FC695EC2FE2A2C4538AABF651FD0F',
+    ]);
+    const again = JSON.parse(rampart('import', file, '--org', gid, '--format', 'misp').stdout);
+    // Another source is the same content: the rows are keyed by the content, not by its source.
+    expect(again.counts).toEqual({ rows: 10, accepted: 0, imported: 0, duplicate: 6, refused: 4 });
+    const bad = rampart('import', file, '--org', gid, '--format', 'xml');
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('expected csv, stix21, misp');
+    const store = await openStore({ dataDir });
+    try {
+      const audits = await sqlOf(store).query<{ actor: string; detail: Record<string, unknown> }>(`select actor, detail from audit_log where action = 'import' order by id`);
+      expect(audits.rows.map((r) => [r.actor.startsWith('cli:'), r.detail.imported, r.detail.duplicate])).toEqual([
+        [true, 6, 0],
+        [true, 0, 6],
+      ]);
+      const ipv4 = await sqlOf(store).query(`select events, sources from ipv4_reports`);
+      expect(ipv4.rows).toEqual([{ events: 1, sources: ['example-cert'] }]);
+    } finally {
+      await store.close();
+    }
   });
 });

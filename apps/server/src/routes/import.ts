@@ -20,7 +20,7 @@ export const importRoute: FastifyPluginAsyncZod<{ context: AppContext }> = async
     },
     async (request) => {
       const principal = principalOf(request);
-      return runImport(context, principal, auditActor(principal, request.ip), request.body);
+      return runImport(context, principal.org.id, auditActor(principal, request.ip), request.body);
     },
   );
 };

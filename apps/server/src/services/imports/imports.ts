@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import { ApiError, canonicalDigest, parseIpv4, type ImportBody, type ImportResponse, type ImportRow } from '@rampart/contracts';
-import type { AppContext } from '../../context.ts';
-import type { Principal } from '../../plugins/principal.ts';
-import type { AuditActor } from '../../store/index.ts';
+import type { AppConfig } from '../../config.ts';
+import type { AuditActor, Store } from '../../store/index.ts';
+import type { EventBus } from '../events.ts';
+import type { Ipv4Reports } from '../ipv4/reports.ts';
+import type { Rollups } from '../operators/rollups.ts';
 import { audit } from '../operators/audit.ts';
 import { assertReportable, canonicalNetwork } from '../ipv4/reports.ts';
 import { normalizeDomain, normalizeUrl } from '../named/indicator-names.ts';
@@ -22,6 +24,15 @@ const BATCH = 50;
 /** Files are reported without a sample: their type is unknown. */
 const IMPORTED_FILE_TYPE = 'application/octet-stream';
 
+/** What an import reports through: the API's context, or the CLI's own (cli/import-command.ts). */
+export interface ImportDeps {
+  config: Pick<AppConfig, 'allowNonPublicReports' | 'maxReportPrefix'>;
+  store: Store;
+  events: EventBus;
+  ipv4Reports: Pick<Ipv4Reports, 'reportForOrg'>;
+  rollups?: Pick<Rollups, 'countReports'>;
+}
+
 type Checked = ImportRow & { source: string };
 
 function refused(c: Candidate, code: NonNullable<ImportRow['reason']>['code'], message: string, source: string): Checked {
@@ -29,7 +40,7 @@ function refused(c: Candidate, code: NonNullable<ImportRow['reason']>['code'], m
 }
 
 /** The canonical value of a row of a known kind, or the error the kind's POST would answer. */
-function canonical(kind: ImportKind, value: string, config: AppContext['config']): string {
+function canonical(kind: ImportKind, value: string, config: ImportDeps['config']): string {
   if (kind === 'ipv4') {
     if (!parseIpv4(value)) throw new ApiError('validation_failed', `${value} is not an IPv4 address or network`);
     assertReportable(value, config, 'value');
@@ -45,7 +56,7 @@ function canonical(kind: ImportKind, value: string, config: AppContext['config']
 
 const REFUSAL_CODES = new Set(['non_public_address', 'network_too_wide', 'reserved_ip']);
 
-function check(c: Candidate, defaultSource: string, config: AppContext['config']): Checked {
+function check(c: Candidate, defaultSource: string, config: ImportDeps['config']): Checked {
   const source = c.source ?? defaultSource;
   if (c.refusal) return refused(c, c.refusal.code, c.refusal.message, source);
   try {
@@ -58,11 +69,11 @@ function check(c: Candidate, defaultSource: string, config: AppContext['config']
   }
 }
 
-async function reportRow(context: AppContext, principal: Principal, row: Checked): Promise<void> {
-  const orgId = principal.org.id;
+async function reportRow(context: ImportDeps, orgId: number, row: Checked): Promise<void> {
   const confidence = row.confidence!;
   if (row.kind === 'ipv4') {
-    await context.ipv4Reports.report(principal, { ip: row.canonical!, confidence, source: row.source, decision: -1 }, false, undefined);
+    // The rules and the group-commit batcher of POST /ips (which counts the report itself).
+    await context.ipv4Reports.reportForOrg(orgId, { ip: row.canonical!, confidence, source: row.source });
     return;
   }
   if (row.kind === 'file') {
@@ -72,16 +83,15 @@ async function reportRow(context: AppContext, principal: Principal, row: Checked
   } else {
     await reportNamed(context.store, context.events, row.kind!, orgId, row.canonical!, { confidence });
   }
-  context.rollups.countReports(orgId);
+  context.rollups?.countReports(orgId);
 }
 
 /** Imports (or previews, `dry_run`) a file as reports of the caller's organization; audited as `import` unless a dry run. */
-export async function runImport(context: AppContext, principal: Principal, actor: AuditActor, body: ImportBody): Promise<ImportResponse> {
+export async function runImport(context: ImportDeps, orgId: number, actor: AuditActor, body: ImportBody): Promise<ImportResponse> {
   const contentSha256 = createHash('sha256').update(body.content).digest('hex');
   const defaultSource = body.source ?? `import:${body.format}`;
   const rows = parseImport(body.format, body.content).map((c) => check(c, defaultSource, context.config));
   if (!body.dry_run) {
-    const orgId = principal.org.id;
     const accepted = rows.filter((r) => r.status === 'accepted');
     for (let i = 0; i < accepted.length; i += BATCH) {
       await Promise.all(
@@ -92,7 +102,7 @@ export async function runImport(context: AppContext, principal: Principal, actor
             return;
           }
           try {
-            await reportRow(context, principal, row);
+            await reportRow(context, orgId, row);
             row.status = 'imported';
           } catch (err) {
             await context.store.importKeys.release(orgId, key);
@@ -106,7 +116,7 @@ export async function runImport(context: AppContext, principal: Principal, actor
   const count = (s: ImportRow['status']) => rows.filter((r) => r.status === s).length;
   const counts = { rows: rows.length, accepted: count('accepted'), imported: count('imported'), duplicate: count('duplicate'), refused: count('refused') };
   if (!body.dry_run) {
-    await audit(context.store, actor, { orgId: principal.org.id, action: 'import', target: `import:${contentSha256}`, detail: { format: body.format, source: defaultSource, ...counts } });
+    await audit(context.store, actor, { orgId, action: 'import', target: `import:${contentSha256}`, detail: { format: body.format, source: defaultSource, ...counts } });
   }
   return { dry_run: body.dry_run, format: body.format, content_sha256: contentSha256, counts, rows: rows.map(({ source: _s, ...row }) => row) };
 }
