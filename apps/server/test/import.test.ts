@@ -142,6 +142,17 @@ describe.each(stixReady ? driverCases() : [])('POST /import on $name', (driver) 
     expect(res.json().errors[0].path).toBe('body.format');
     expect((await post({ format: 'misp', content: '{', dry_run: true })).json().errors[0].path).toBe('body.content');
   });
+
+  it('is bounded by the body limit', async () => {
+    const small = await testApp(store, { bodyLimitBytes: 1024 });
+    try {
+      const content = `value,kind,confidence,source\n${'45.77.113.7,ipv4,1,x\n'.repeat(60)}`;
+      const res = await small.inject({ method: 'POST', url: '/api/v1/import', headers: { authorization: acme.keys.contributor }, payload: { format: 'csv', content, dry_run: true } });
+      expect(res.statusCode).toBe(413);
+    } finally {
+      await small.close();
+    }
+  });
 });
 
 describe('rampart import as a process on an embedded store', { timeout: 120_000 }, () => {
