@@ -31,3 +31,4 @@ export * from './alliance.ts';
 export * from './crowdsec.ts';
 export * from './crowdsec-watchers.ts';
 export * from './taxii.ts';
+export * from './imports.ts';

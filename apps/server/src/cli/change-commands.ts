@@ -46,13 +46,13 @@ function kindOption(value: string): IndicatorKindName {
   return value as IndicatorKindName;
 }
 
-async function organization(store: Store, gid: string): Promise<Organization> {
+export async function organization(store: Store, gid: string): Promise<Organization> {
   const org = await store.orgs.byGid(gid);
   if (!org) throw new ApiError('not_found', `no organization ${gid}`);
   return org;
 }
 
-async function withStore(fn: (store: Store) => Promise<unknown>): Promise<void> {
+export async function withStore(fn: (store: Store) => Promise<unknown>): Promise<void> {
   const config = loadConfig();
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, owner: 'cli' });
   try {
@@ -65,7 +65,7 @@ async function withStore(fn: (store: Store) => Promise<unknown>): Promise<void> 
   }
 }
 
-function track(list: Array<Promise<void>>, p: Promise<void>): Promise<void> {
+export function track(list: Array<Promise<void>>, p: Promise<void>): Promise<void> {
   list.push(p);
   return p;
 }

@@ -4,6 +4,7 @@ import { DataDirLockedError } from '../store/index.ts';
 import { registerAgentCommands } from './agent-commands.ts';
 import { registerArchiveCommands } from './archive-commands.ts';
 import { registerChangeCommands } from './change-commands.ts';
+import { registerImportCommand } from './import-command.ts';
 import { registerListCommands } from './list-commands.ts';
 
 /** `rampart`: the operators' command line. Every command talks to the store directly. */
@@ -80,6 +81,7 @@ const agent = registerAgentCommands(program);
 const { decision } = registerListCommands(program, { org, user, key, agent });
 registerChangeCommands({ agent, decision });
 registerArchiveCommands(program);
+registerImportCommand(program);
 
 program.command('migrate').description('apply pending database migrations').action(() => run({ cmd: 'migrate' }));
 program

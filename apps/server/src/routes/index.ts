@@ -22,6 +22,7 @@ import { whyRoute } from './why.ts';
 import { operatorRoutes } from './operators.ts';
 import { crowdsecRoutes } from './crowdsec/index.ts';
 import { crowdsecWatcherRoutes } from './crowdsec/watchers.ts';
+import { importRoute } from './import.ts';
 
 /** Every route under /api/v1, one plugin per resource. */
 export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (app, { context }) => {
@@ -47,6 +48,7 @@ export const apiRoutes: FastifyPluginAsyncZod<{ context: AppContext }> = async (
   await app.register(stixRoutes, { context });
   await app.register(indicatorScoreListRoutes, { context });
   await app.register(crowdsecRoutes, { context });
+  await app.register(importRoute, { context });
   // CrowdSec's Local API (its agents' and bouncers' url is <base>/crowdsec/): one plugin per side.
   await app.register(crowdsecWatcherRoutes, { prefix: '/crowdsec', context });
 };

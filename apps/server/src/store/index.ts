@@ -1,4 +1,5 @@
 import type { Db } from './db.ts';
+import { ImportKeyStore } from './import-keys.ts';
 import { migrate } from './migrate.ts';
 import type { LockOwner } from './data-dir-lock.ts';
 import { OrganizationStore } from './organizations.ts';
@@ -99,6 +100,8 @@ export interface Store {
   readonly ipv4Mirror: MirrorRowsStore;
   /** Cursors of CrowdSec bouncer keys. */
   readonly crowdsec: CrowdsecStore;
+  /** Keys of rows bulk imports reported (services/imports). */
+  readonly importKeys: ImportKeyStore;
   /** Applies the migrations not yet applied; returns their names. */
   migrate(): Promise<string[]>;
   close(): Promise<void>;
@@ -142,6 +145,7 @@ export function storeOver(db: Db): Store {
     ipv4Ingest: new Ipv4IngestStore(db),
     ipv4Mirror: new MirrorRowsStore(db),
     crowdsec: new CrowdsecStore(db),
+    importKeys: new ImportKeyStore(db),
     migrate: () => migrate(db),
     close: () => db.close(),
   });

@@ -94,6 +94,7 @@ const BODIES: Record<string, (ids: OwnedIds) => unknown> = {
   'POST /api/v1/vpn': () => ({ account_name: 'laptop-ada', notes: 'travel laptop' }),
   'POST /api/v1/keys': () => ({ label: 'robustness probe' }),
   'POST /api/v1/crowdsec/v1/usage-metrics': () => ({ remediation_components: [{ type: 'crowdsec-firewall-bouncer', version: 'v0.0.25', metrics: [] }] }),
+  'POST /api/v1/import': () => ({ format: 'csv', content: 'value,kind,confidence,source\n45.77.113.7,ipv4,0.9,ssh_log\n', dry_run: true }),
   'POST /api/v1/ips': () => ({ ip: '45.77.113.7', confidence: 0.9, source: 'ssh_log', notes: 'brute force on port 22' }),
   // CrowdSec watchers: what crowdsec 1.4.6 sends (the caller is no watcher here: 401 after validation).
   'POST /api/v1/crowdsec/v1/watchers': (ids) => ({ machine_id: ids.agid, password: 'Xe4FSqCfKjBmDKmmRLfhQ8rqJzv9p6ea' }),

@@ -95,13 +95,29 @@ export class Ipv4Reports {
     }
     assertTtl(body.decision, body.ttl, now);
     if (decisionGiven) assertDecidable(body.ip, body.decision, this.deps.config, 'body.ip');
+    const decision = decisionGiven ? { value: body.decision as -1 | 0 | 1, ttl: body.ttl ?? null, reason: null, setBy: principal.user.username } : null;
+    const outcome = await this.submitReport(principal.org.id, body, decision);
+    // An agent key checks in as its own agent, whatever the query names.
+    await checkInCaller(this.deps.store, principal, gaid, 'ipv4');
+    return outcome;
+  }
+
+  /**
+   * A report of the organization without a caller (bulk import from the CLI, services/imports):
+   * the rules of `report` without a decision. Returns whether the indicator is new.
+   */
+  reportForOrg(orgId: number, body: Pick<IpsReportBody, 'ip' | 'confidence' | 'source'>): Promise<{ created: boolean; network: string }> {
+    return this.submitReport(orgId, { ...body, decision: -1 }, null);
+  }
+
+  private async submitReport(orgId: number, body: Pick<IpsReportBody, 'ip' | 'confidence' | 'source' | 'notes' | 'decision'>, decision: Ipv4ReportItem['decision']): Promise<{ created: boolean; network: string }> {
     // A whitelist is the organization saying the address is fine: it must not raise the score
     // for others, so it counts no report (and may name its own LAN).
     const addReport = body.decision !== 0;
     if (addReport) assertReportable(body.ip, this.deps.config);
     const { network, isNetwork, first } = canonicalNetwork(body.ip);
     const outcome = await this.deps.batcher.submit({
-      orgId: principal.org.id,
+      orgId,
       network,
       isNetwork,
       gid: `RMP-RULE-GID-${randomIdPart()}`,
@@ -109,7 +125,7 @@ export class Ipv4Reports {
       source: body.source,
       notes: body.notes ? body.notes : null,
       addReport,
-      decision: decisionGiven ? { value: body.decision as -1 | 0 | 1, ttl: body.ttl ?? null, reason: null, setBy: principal.user.username } : null,
+      decision,
       ipInfo: this.deps.enrichment.ipInfo(first),
     });
     if (outcome.status === 'reserved') {
@@ -117,9 +133,7 @@ export class Ipv4Reports {
         extra: { reserved_range: outcome.range },
       });
     }
-    if (addReport) this.deps.rollups?.countReports(principal.org.id);
-    // An agent key checks in as its own agent, whatever the query names.
-    await checkInCaller(this.deps.store, principal, gaid, 'ipv4');
+    if (addReport) this.deps.rollups?.countReports(orgId);
     return { created: outcome.created, network };
   }
 
