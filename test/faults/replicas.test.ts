@@ -41,7 +41,7 @@ interface Haproxy {
 
 /**
  * HAProxy in front of the replicas, as docs/scaling.md shows: round robin, /readyz checked every
- * 300 ms (one failure takes a replica out), a request refused by a replica going away is sent to
+ * 300 ms (two failures take a replica out), a request refused by a replica going away is sent to
  * another (`retries`, `option redispatch`), one server connection per request (so no request is
  * written on a connection the replica is closing), WebSockets kept for an hour, and its own 503
  * (no replica ready) as problem+json with Retry-After. The client's address in X-Forwarded-For.
@@ -70,7 +70,10 @@ async function startHaproxy(ports: number[]): Promise<Haproxy> {
     '  option http-server-close',
     '  option httpchk GET /readyz',
     '  http-check expect status 200',
-    '  default-server inter 300ms fall 1 rise 1',
+    // A check answers within 2 s (HAProxy's default is the interval, 300 ms here, which a busy
+    // replica missed: all three were marked down at once); two failed checks take a replica out.
+    '  timeout check 2s',
+    '  default-server inter 300ms fall 2 rise 1',
     '  http-error status 503 content-type application/problem+json string \'{"type":"about:blank","title":"Service Unavailable","status":503,"code":"store_unavailable","detail":"no replica is ready"}\' hdr Retry-After 5',
     ...ports.map((p, i) => `  server r${i + 1} 127.0.0.1:${p} check`),
     '',
