@@ -77,7 +77,7 @@ describe('alert addresses', () => {
 
 describe('the CrowdSec whitelist shipped for agents (apps/server/crowdsec/rampart-reportable.yaml)', () => {
   it('lists exactly the special-purpose ranges Rampart refuses, and IPv6 sources', () => {
-    const text = readFileSync(new URL('../../crowdsec/rampart-reportable.yaml', import.meta.url), 'utf8');
+    const text = readFileSync(new URL('../../../crowdsec/rampart-reportable.yaml', import.meta.url), 'utf8');
     const listed = [...text.matchAll(/^ {4}- "(\d+\.\d+\.\d+\.\d+\/\d+)"$/gm)].map((m) => m[1]!);
     const table = IPV4_SPECIAL_RANGES.map((r) => r.cidr);
     // Each listed range is one of the table's; each of the table's lies in a listed one.
