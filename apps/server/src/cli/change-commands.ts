@@ -65,7 +65,7 @@ export async function withStore(fn: (store: Store) => Promise<unknown>): Promise
   }
 }
 
-export function track(list: Array<Promise<void>>, p: Promise<void>): Promise<void> {
+function track(list: Array<Promise<void>>, p: Promise<void>): Promise<void> {
   list.push(p);
   return p;
 }
@@ -83,22 +83,31 @@ export interface DecisionCommand {
 /** What `decision add|clear` prints: the change, `ttl` as ISO 8601 UTC. */
 export type DecisionPrinted = Omit<DecisionApplied, 'ttl'> & { organization: string; ttl: string | null };
 
+/**
+ * What a CLI command needs to report and decide as the API does (the report batcher over the
+ * store, the event bus): `sent()` resolves once every notification it published (decision_changed,
+ * feed_changed) has gone out, so the servers tell their agents before the store closes.
+ */
+export function cliReporting(store: Store): { config: ReturnType<typeof loadConfig>; store: Store; events: EventBus; ipv4Reports: Ipv4Reports; sent(): Promise<unknown> } {
+  const config = loadConfig();
+  const log = pino({ level: 'warn' }, pino.destination(2));
+  const bus = eventBus(store.connection);
+  const published: Array<Promise<void>> = [];
+  const events: EventBus = { ...bus, publish: (event) => track(published, bus.publish(event)) };
+  const batcher = new ReportBatcher({ ingest: store.ipv4Ingest, events, log });
+  const ipv4Reports = new Ipv4Reports({ config, store, enrichment: createEnrichment({ dataDir: config.dataDir }), batcher });
+  return { config, store, events, ipv4Reports, sent: () => Promise.all(published) };
+}
+
 /** Sets or clears one decision of the organization, through services/decisions.ts, audited as the CLI. */
 export async function decideFromCli(store: Store, c: DecisionCommand, now = Math.floor(Date.now() / 1000)): Promise<DecisionPrinted> {
   const org = await organization(store, c.org);
   const kind = c.kind ?? kindOfValue(c.value);
   const value = canonicalValue(kind, c.value, 'value');
   if (c.ttl !== undefined && (kind !== 'ipv4' || c.decision !== 1)) throw new ApiError('validation_failed', '--ttl applies only to a block of an IPv4 address or network');
-  const config = loadConfig();
-  const log = pino({ level: 'warn' }, pino.destination(2));
-  // Every notification (decision_changed, feed_changed) is sent before the store closes: the servers tell their agents.
-  const bus = eventBus(store.connection);
-  const sent: Array<Promise<void>> = [];
-  const events: EventBus = { ...bus, publish: (event) => track(sent, bus.publish(event)) };
-  const batcher = new ReportBatcher({ ingest: store.ipv4Ingest, events, log });
-  const ipv4Reports = new Ipv4Reports({ config, store, enrichment: createEnrichment({ dataDir: config.dataDir }), batcher });
-  const applied = await applyDecision({ store, events, ipv4Reports }, org.id, cliActor(), { kind, value, decision: c.decision, ttl: c.ttl === undefined ? undefined : now + c.ttl, reason: c.reason }, 'value');
-  await Promise.all(sent);
+  const reporting = cliReporting(store);
+  const applied = await applyDecision(reporting, org.id, cliActor(), { kind, value, decision: c.decision, ttl: c.ttl === undefined ? undefined : now + c.ttl, reason: c.reason }, 'value');
+  await reporting.sent();
   return { ...applied, organization: org.gid, ttl: applied.ttl === null ? null : new Date(applied.ttl * 1000).toISOString() };
 }
 

@@ -1,16 +1,10 @@
 import { readFileSync } from 'node:fs';
-import pino from 'pino';
 import { InvalidArgumentError, type Command } from 'commander';
 import { ApiError, IMPORT_FORMATS, type ImportFormat, type ImportResponse } from '@rampart/contracts';
-import { loadConfig } from '../config.ts';
 import { cliActor } from '../services/operators/audit.ts';
-import { createEnrichment } from '../services/enrichment/enrichment.ts';
-import { eventBus, type EventBus } from '../services/events.ts';
-import { ReportBatcher } from '../services/ipv4/ingest.ts';
-import { Ipv4Reports } from '../services/ipv4/reports.ts';
 import { runImport } from '../services/imports/imports.ts';
 import type { Store } from '../store/index.ts';
-import { organization, track, withStore } from './change-commands.ts';
+import { cliReporting, organization, withStore } from './change-commands.ts';
 
 /*
  * `rampart import <file> --org <gid>`: what `POST /api/v1/import` does, from the host
@@ -44,17 +38,10 @@ export function formatOf(file: string, content: string): ImportFormat {
 export async function importFromCli(store: Store, c: ImportCommand): Promise<ImportResponse & { organization: string }> {
   const org = await organization(store, c.org);
   const content = readFileSync(c.file, 'utf8');
-  const config = loadConfig();
-  const log = pino({ level: 'warn' }, pino.destination(2));
-  // Every feed_changed is sent before the store closes: the servers re-deliver their feeds.
-  const bus = eventBus(store.connection);
-  const sent: Array<Promise<void>> = [];
-  const events: EventBus = { ...bus, publish: (event) => track(sent, bus.publish(event)) };
-  const batcher = new ReportBatcher({ ingest: store.ipv4Ingest, events, log });
-  const ipv4Reports = new Ipv4Reports({ config, store, enrichment: createEnrichment({ dataDir: config.dataDir }), batcher });
+  const reporting = cliReporting(store);
   const format = c.format ?? formatOf(c.file, content);
-  const result = await runImport({ config, store, events, ipv4Reports }, org.id, cliActor(), { format, content, dry_run: c.dryRun, ...(c.source === undefined ? {} : { source: c.source }) });
-  await Promise.all(sent);
+  const result = await runImport(reporting, org.id, cliActor(), { format, content, dry_run: c.dryRun, ...(c.source === undefined ? {} : { source: c.source }) });
+  await reporting.sent();
   return { organization: org.gid, ...result };
 }
 
