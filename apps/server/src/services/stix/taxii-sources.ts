@@ -55,11 +55,10 @@ export function ipv4State(row: Ipv4Row, policy: Ipv4Policy): IndicatorState {
   };
 }
 
-export function namedState(kind: 'domain' | 'url', row: NamedRow): IndicatorState {
+/** The fields every named kind's record carries the same way (no ttl, no blocking rule for these kinds). */
+function namedFields(row: NamedRow | FileRow): Omit<IndicatorState, 'kind' | 'subject'> {
   return {
-    kind,
     id: Number(row.id),
-    subject: { kind, value: row.value },
     score: row.score,
     ts: Number(row.ts),
     entryTs: Number(row.entry_ts),
@@ -72,21 +71,12 @@ export function namedState(kind: 'domain' | 'url', row: NamedRow): IndicatorStat
   };
 }
 
+export function namedState(kind: 'domain' | 'url', row: NamedRow): IndicatorState {
+  return { kind, subject: { kind, value: row.value }, ...namedFields(row) };
+}
+
 export function fileState(row: FileRow): IndicatorState {
-  return {
-    kind: 'file',
-    id: Number(row.id),
-    subject: { kind: 'file', md5: row.md5, sha1: row.sha1, sha256: row.sha256, fileName: row.file_name, fileType: row.file_type },
-    score: row.score,
-    ts: Number(row.ts),
-    entryTs: Number(row.entry_ts),
-    members: row.members,
-    events: row.events,
-    tags: row.tags,
-    decision: row.decision === 0 || row.decision === 1 ? row.decision : -1,
-    ttl: null,
-    ruleScore: null,
-  };
+  return { kind: 'file', subject: { kind: 'file', md5: row.md5, sha1: row.sha1, sha256: row.sha256, fileName: row.file_name, fileType: row.file_type }, ...namedFields(row) };
 }
 
 export interface IndicatorSource {
