@@ -6,3 +6,4 @@ export type { AgentFileConfig, ConfigProblem } from './config/load.ts';
 export { readAgentConfig, validateAgentText } from './config/read.ts';
 export { REGISTRY, SOURCES, ENFORCERS, findSource, findEnforcer, UnknownPluginError } from './registry.ts';
 export { createLogger } from './runtime/logger.ts';
+export { RECONNECT, QUICK_ATTEMPTS } from './sync/channel.ts';

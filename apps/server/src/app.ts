@@ -14,6 +14,7 @@ import { coinsPlugin } from './plugins/coins.ts';
 import { listStreamsPlugin } from './plugins/list-streams.ts';
 import { DEFAULT_LEASE } from './services/coins/ledger.ts';
 import { clientErrorHandler, errorsPlugin, frameworkErrorHandler } from './plugins/errors.ts';
+import { closeDrainPlugin } from './plugins/close-drain.ts';
 import { textGuardPlugin } from './plugins/text-guard.ts';
 import { createMetrics, metricsPlugin, type Metrics } from './plugins/metrics.ts';
 import { openapiDocument } from './openapi.ts';
@@ -194,6 +195,7 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
   app.addHook('onClose', async () => {
     await rollups.close().catch((err: unknown) => app.log.warn({ err }, 'could not store the last rollup counts'));
   });
+  await app.register(closeDrainPlugin);
   await app.register(errorsPlugin);
   await app.register(textGuardPlugin);
   await app.register(swagger, openapiDocument(config));
