@@ -91,13 +91,33 @@ describe.each(driverCases())('GET /why on $name', (driver) => {
     const ip = await why('kind=ipv4&value=45.77.31.9');
     expect(ip).toMatchObject({ held: false, reason: 'not_held', records: [], reporters: [], score_components: null, decision: null });
     for (const agent of ip.agents) expect(agent).toMatchObject({ blocked: false, reason: 'not_held', enforcing: false });
+    // A blacklist on a value nobody reported is listed at every threshold (issue 30): "why" says
+    // so, for the organization and each agent, instead of "not held, not blocked".
     await send('PUT', '/domains/never-reported.example.com', acme.keys.contributor, { decision: 1 });
     const domain = await why('kind=domain&value=Never-Reported.example.com.');
-    expect(domain).toMatchObject({ kind: 'domain', value: 'never-reported.example.com', held: false, reason: 'not_held', decision: { decision: 1, ttl: null, expired: false, on: 'never-reported.example.com' } });
+    expect(domain).toMatchObject({ kind: 'domain', value: 'never-reported.example.com', held: false, reason: 'blacklist', records: [], decision: { decision: 1, ttl: null, expired: false, on: 'never-reported.example.com' } });
     const byGaid = (a: { gaid: string }, b: { gaid: string }) => a.gaid.localeCompare(b.gaid);
-    expect([...domain.agents].sort(byGaid).map((a) => [a.gaid, a.blocked, a.reason, a.enforcing, a.enforcers])).toEqual(
-      [low, high].sort(byGaid).map(({ gaid }) => [gaid, false, 'not_held', false, []]),
+    expect([...domain.agents].sort(byGaid).map((a) => [a.gaid, a.blocked, a.reason, a.blocked_until, a.enforcing, a.enforcers])).toEqual(
+      [low, high].sort(byGaid).map(({ gaid }) => [gaid, true, 'blacklist', null, false, []]),
     );
+    const listed = await app.inject({ method: 'GET', url: '/api/v1/domains/score/999?protocol=HTTPS', headers: { authorization: acme.keys.reader } });
+    expect(listed.body.split('\n')).toContain('https://never-reported.example.com');
+  });
+
+  it('an unreported IPv4 value: a blacklist blocks at every threshold until its ttl, a whitelist does not', async () => {
+    const ttl = Math.floor(Date.now() / 1000) + 3600;
+    await send('PUT', '/ips/45.77.32.0%2F24', acme.keys.contributor, { decision: 1, ttl, reason: 'unreported scanner net' });
+    const ip = await why('kind=ipv4&value=45.77.32.7');
+    expect(ip).toMatchObject({ reason: 'blacklist', decision: { decision: 1, ttl, expired: false, on: '45.77.32.0/24', reason: 'unreported scanner net' } });
+    expect(ip.agents.map((a) => [a.score_threshold, a.blocked, a.reason, a.blocked_until]).sort()).toEqual([
+      [10, true, 'blacklist', ttl],
+      [999, true, 'blacklist', ttl],
+    ]);
+    // A whitelist on an unreported address: nothing to block, and it says why.
+    await send('PUT', '/ips/45.77.33.7', acme.keys.contributor, { decision: 0 });
+    const white = await why('kind=ipv4&value=45.77.33.7');
+    expect(white).toMatchObject({ reason: 'whitelist' });
+    for (const agent of white.agents) expect(agent).toMatchObject({ blocked: false, reason: 'whitelist', blocked_until: null });
   });
 
   it('explains a held domain, URL and file with its reporters', async () => {

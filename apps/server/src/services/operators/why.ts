@@ -82,6 +82,17 @@ async function fileSubject(store: Store, org: Organization, text: string, now: n
   return { kind: 'file', value, records, decision, reserved: null, rule: null, aggregates: (id) => store.files.aggregates(id) };
 }
 
+/**
+ * What the lists carry for the subject: its held records or, for a value nobody reported, the
+ * record of score 0 the organization's decision on it makes (the lists and the feed carry a
+ * blacklisted unreported value so, issue 30; a named decision has no ttl); none when there is neither.
+ */
+function listed(subject: Subject, now: number): Held[] {
+  const d = subject.decision;
+  if (subject.records.length > 0 || !d) return subject.records;
+  return [{ id: 0, value: d.on, score: 0, ts: now, tags: [], decision: d }];
+}
+
 /** The verdict for one record at one threshold, and the first second it stops holding. */
 function verdictAt(subject: Subject, record: Held, threshold: number, now: number): { blocked: boolean; reason: BlockReason; until: number | null } {
   const d = record.decision;
@@ -120,11 +131,11 @@ function enforcerNames(kind: IndicatorKind, ips: Record<string, { active?: boole
 
 function agentVerdict(subject: Subject, agent: AgentRow, keys: KeyCount | undefined, now: number): WhyResponse['agents'][number] {
   const threshold = agent.document.score_threshold;
-  const verdicts = subject.records.map((r) => verdictAt(subject, r, threshold, now));
+  const verdicts = listed(subject, now).map((r) => verdictAt(subject, r, threshold, now));
   // The address is on the list when any held record covering it is (the lists are per record).
   const blocking = verdicts.filter((v) => v.blocked);
   const blocked = blocking.length > 0;
-  const reason: WhyResponse['agents'][number]['reason'] = subject.records.length === 0 ? 'not_held' : blocked ? blocking[0]!.reason : verdicts[0]!.reason;
+  const reason: WhyResponse['agents'][number]['reason'] = verdicts.length === 0 ? 'not_held' : blocked ? blocking[0]!.reason : verdicts[0]!.reason;
   const until = blocked ? (blocking.some((v) => v.until === null) ? null : Math.max(...blocking.map((v) => v.until!))) : null;
   const ips = (agent.document.ips ?? {}) as Record<string, { active?: boolean } | undefined>;
   const names = enforcerNames(subject.kind, ips, Object.keys(agent.enforced));
@@ -153,9 +164,10 @@ function decisionOf(on: DecisionOn | undefined, now: number): WhyResponse['decis
 
 /** The organization-level reason, before any threshold: what decides unless the score does. */
 function organizationReason(subject: Subject, now: number): WhyResponse['reason'] {
-  if (subject.records.length === 0) return 'not_held';
+  const records = listed(subject, now);
+  if (records.length === 0) return 'not_held';
   // At an unreachable threshold only reserved ranges, decisions and the blocking rule block.
-  const verdicts = subject.records.map((r) => verdictAt(subject, r, Number.POSITIVE_INFINITY, now));
+  const verdicts = records.map((r) => verdictAt(subject, r, Number.POSITIVE_INFINITY, now));
   const decisive = verdicts.find((v) => v.blocked) ?? verdicts[0]!;
   return decisive.reason === 'below_threshold' ? 'score' : decisive.reason;
 }
