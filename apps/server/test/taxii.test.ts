@@ -397,6 +397,31 @@ describe.each(oracle21Available ? driverCases() : [])('TAXII 2.1 at /taxii2/ on 
     expect(compared).toBeGreaterThan(15);
   });
 
+  it('serves by id the record of a decision on a value nobody reported, to its organization only', async () => {
+    const digest = 'ab'.repeat(32).toUpperCase();
+    await decide(acme, 'domains/unreported-taxii.example', 1);
+    await decide(acme, `files/${digest}`, 1);
+    await settle();
+    for (const [kind, name] of [
+      ['domain', 'Domain unreported-taxii.example'],
+      ['file', `File ${digest}`],
+    ] as const) {
+      const polled = (await client(acme).poll(coll(kind), 1000)) as StixObject[];
+      const record = polled.find((o) => o.name === name);
+      expect(record, `${kind}: ${polled.map((o) => o.name).join(', ')}`).toBeDefined();
+      checkEmitted([record!]);
+      const one = await taxii(acme.keys.reader, `${coll(kind)}objects/${record!.id}/`);
+      expect(one.statusCode, one.body).toBe(200);
+      expect(TaxiiEnvelope.parse(one.json()).objects).toEqual([record]);
+      const versions = await taxii(acme.keys.reader, `${coll(kind)}objects/${record!.id}/versions/`);
+      expect(TaxiiVersions.parse(versions.json())).toEqual({ more: false, versions: [record!.modified] });
+      const byId = TaxiiEnvelope.parse((await taxii(acme.keys.reader, `${coll(kind)}objects/?match[id]=${record!.id}`)).json());
+      expect(byId.objects).toEqual([record]);
+      // Another organization holds no such object.
+      expect((await taxii(beta.keys.reader, `${coll(kind)}objects/${record!.id}/`)).statusCode).toBe(404);
+    }
+  });
+
   it('emitted only valid objects', () => {
     expect(emitted.length).toBeGreaterThan(20);
   });

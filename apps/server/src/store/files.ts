@@ -17,6 +17,7 @@ import {
   moveDecision,
   scoreListSql,
   type ScoreListFilter,
+  heldOrDecisionRecord,
   mergeReport,
   mergeTags,
   reportAggregates,
@@ -219,8 +220,9 @@ export class FileStore {
   }
 
   /** A file as organization $1 sees it, by its id (no sample bytes). */
+  /** The record of this id the organization's feed carries: a file, or its decision record on a digest nobody reported. */
   async byId(orgId: number, id: number): Promise<FileRow | undefined> {
-    const res = await this.db.query<FileRow>(`${SELECT} where i.id = $2`, [orgId, id]);
+    const res = await this.db.query<FileRow>(heldOrDecisionRecord('file', SELECT, DECISION_RECORD, { indicator: 'i.id = $2', decision: 'd.id = $2' }), [orgId, id]);
     return res.rows[0];
   }
 

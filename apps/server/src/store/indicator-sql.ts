@@ -102,6 +102,16 @@ export function unheldDecisions(kind: IndicatorKind, org: string): string {
 }
 
 /**
+ * One record of organization $1: the indicator `select` finds where `indicator` holds, else the
+ * organization's decision record (`decisionColumns` read from `d`) where `decision` holds: what
+ * its feed carries for a value nobody reported (migration 0018), cleared ones too.
+ */
+export function heldOrDecisionRecord(kind: IndicatorKind, select: string, decisionColumns: string, where: { indicator: string; decision: string }): string {
+  return `select * from ((${select} where ${where.indicator})
+    union all (select ${decisionColumns} ${unheldDecisions(kind, '$1')} and ${where.decision})) r limit 1`;
+}
+
+/**
  * A feed page of organization $1 over its effective (ts, score) pairs (migration 0011): rows
  * whose own pair is in force and rows the organization's newer anchors re-deliver, each branch
  * read in (ts, id) order, merged. `columns` and `where` are given the branch's pair; `joins` may

@@ -23,7 +23,7 @@ import {
   type ReportAggregate,
   type ReportOutcome,
   type Scorer,
-  unheldDecisions,
+  heldOrDecisionRecord,
 } from './indicator-sql.ts';
 
 /** A decision row as its organization's record of a value nobody reported (migration 0018): score 0, its own id and ts. */
@@ -118,11 +118,7 @@ export class NamedIndicatorStore {
    * decision null (a TAXII consumer got it, revoked, and must find it).
    */
   async lookup(orgId: number, value: string): Promise<NamedRow | undefined> {
-    const res = await this.db.query<NamedRow>(
-      `select * from ((${this.select} where i.value = $2)
-         union all (select ${DECISION_RECORD} ${unheldDecisions(this.kind, '$1')} and d.value = $2)) r limit 1`,
-      [orgId, value],
-    );
+    const res = await this.db.query<NamedRow>(heldOrDecisionRecord(this.kind, this.select, DECISION_RECORD, { indicator: 'i.value = $2', decision: 'd.value = $2' }), [orgId, value]);
     return res.rows[0];
   }
 
@@ -151,8 +147,9 @@ export class NamedIndicatorStore {
     return completeBefore(this.db);
   }
 
+  /** The record of this id the organization's feed carries: an indicator, or its decision record on a value nobody reported. */
   async byId(orgId: number, id: number): Promise<NamedRow | undefined> {
-    const res = await this.db.query<NamedRow>(`${this.select} where i.id = $2`, [orgId, id]);
+    const res = await this.db.query<NamedRow>(heldOrDecisionRecord(this.kind, this.select, DECISION_RECORD, { indicator: 'i.id = $2', decision: 'd.id = $2' }), [orgId, id]);
     return res.rows[0];
   }
 
