@@ -71,7 +71,7 @@ describe.each(driverCases())('rampart decision add|clear on $name', (driver) => 
     const cleared = await decideFromCli(store, { org: acme.org.gid, value: '45.77.60.0/24', decision: -1 });
     expect(cleared).toMatchObject({ kind: 'ipv4', value: '45.77.60.0/24', decision: -1, reason: null });
     expect(DecisionListResponse.parse(await get('/decisions')).items.map((d) => d.value)).toEqual(['partner.example.org']);
-    expect((await listDecisions(store, acme.org.gid, { limit: 10 })).map((r) => [r.value, r.decision, r.ttl, r.reason, r.set_by])).toEqual([['partner.example.org', 'whitelist', null, 'partner', block.set_by]]);
+    expect((await listDecisions(store, acme.org.gid, { limit: 10 })).map((r) => [r.value, r.decision, r.ttl, r.reason, r.set_by])).toEqual([['partner.example.org', 0, null, 'partner', block.set_by]]);
 
     const audit = await store.operators.audit({ orgId: acme.org.id, action: 'decision.', beforeId: null, limit: 10 });
     expect(audit.map((e) => [e.action, e.target, e.detail.reason, e.address])).toEqual([
@@ -115,7 +115,7 @@ describe('rampart decision as a process on an embedded store', { timeout: 120_00
     expect(out).toMatchObject({ organization: gid, kind: 'ipv4', value: '45.77.70.1', decision: 1, reason: 'ssh brute force' });
     expect(Date.parse(out.ttl) / 1000 - Date.now() / 1000).toBeGreaterThan(7200 - 120);
     const list = rampart('decisions', 'list', '--org', gid, '--json');
-    expect(JSON.parse(list.stdout)).toEqual([expect.objectContaining({ value: '45.77.70.1', decision: 'block', ttl: out.ttl, reason: 'ssh brute force', set_by: out.set_by })]);
+    expect(JSON.parse(list.stdout)).toEqual([expect.objectContaining({ value: '45.77.70.1', decision: 1, ttl: out.ttl, reason: 'ssh brute force', set_by: out.set_by })]);
     const cleared = rampart('decision', 'clear', '45.77.70.1', '--org', gid);
     expect(cleared.code, cleared.stderr).toBe(0);
     expect(JSON.parse(cleared.stdout)).toMatchObject({ value: '45.77.70.1', decision: -1 });

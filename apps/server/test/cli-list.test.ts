@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { formatTable, listAgents, listDecisions, listKeys, listOrgs, listUsers } from '../src/cli/list-commands.ts';
+import { formatTable, listAgents, listDecisions, listKeys, listOrgs, listTable, listUsers } from '../src/cli/list-commands.ts';
 import { openStore, type Store } from '../src/store/index.ts';
 import { sqlOf } from '../src/store/sql-handle.ts';
 import { registerAgent } from './support/agents.ts';
@@ -93,10 +93,9 @@ describe.each(driverCases())('rampart list commands on $name', (driver) => {
         '',
       ].join('\n'),
     );
-    const columns = ['kind', 'value', 'decision', 'ttl', 'updated_at', 'held', 'score', 'set_by', 'reason'];
     const by = `contributor.${suffix}@example.org`;
     const pad = ' '.repeat(by.length - 6);
-    expect(formatTable(await listDecisions(store, gid, { limit: 1000 }), columns)).toBe(
+    expect(listTable('decision', await listDecisions(store, gid, { limit: 1000 }))).toBe(
       [
         `KIND    VALUE             DECISION   TTL                       UPDATED_AT                HELD   SCORE  SET_BY${pad}  REASON`,
         `ipv4    45.77.99.9        block      2033-05-18T03:33:20.000Z  2026-01-02T03:04:07.000Z  false  -      ${by}  -`,
@@ -140,7 +139,7 @@ describe('rampart list commands as a process on an embedded store', { timeout: 1
     expect(JSON.parse(json.stdout)).toEqual([{ gaid: 'RMP-AGENT-ID-LIST01', state: 'silent', state_since: T, last_checkin_at: T, via: 'sync', version: 'v0.1.0', hostname: 'edge01', live_keys: 1 }]);
     const decisions = rampart('decisions', 'list', '--org', gid, '--decision', '0', '--json');
     const by = `contributor.${gid.slice(-8).toLowerCase()}@example.org`;
-    expect(JSON.parse(decisions.stdout)).toEqual([{ kind: 'ipv4', value: '45.77.10.2', decision: 'whitelist', ttl: null, updated_at: T, held: false, score: null, set_by: by, reason: null }]);
+    expect(JSON.parse(decisions.stdout)).toEqual([{ kind: 'ipv4', value: '45.77.10.2', decision: 0, ttl: null, updated_at: T, held: false, score: null, set_by: by, reason: null }]);
     // Numbers as numbers (delay), roles as {id, name} (issue 37).
     expect(JSON.parse(rampart('orgs', 'list', '--json').stdout)).toEqual([{ gid, name: 'List Acme', trust: 0.7, delay: 0, balance: 500, users: 3, created_at: T }]);
     expect((JSON.parse(rampart('users', 'list', '--org', gid, '--json').stdout) as Array<{ role: unknown }>).map((u) => u.role)).toEqual([

@@ -120,7 +120,7 @@ export async function listDecisions(store: Store, gid: string, o: DecisionListOp
       rows.push({
         kind: d.kind,
         value: d.value,
-        decision: d.decision === 1 ? 'block' : 'whitelist',
+        decision: d.decision,
         ttl: iso(d.ttl),
         updated_at: d.updated_at,
         held: d.held,
@@ -144,12 +144,23 @@ const COLUMNS = {
   decision: ['kind', 'value', 'decision', 'ttl', 'updated_at', 'held', 'score', 'set_by', 'reason'],
 } as const;
 
+/** How a table shows a row where it differs from the JSON (which keeps the API's numbers). */
+const TABLE_VIEW: Partial<Record<keyof typeof COLUMNS, (row: Row) => Row>> = {
+  decision: (row) => ({ ...row, decision: row.decision === 1 ? 'block' : 'whitelist' }),
+};
+
+/** The rows of one `list` as its table prints them. */
+export function listTable(what: keyof typeof COLUMNS, rows: Row[]): string {
+  const view = TABLE_VIEW[what];
+  return formatTable(view ? rows.map(view) : rows, COLUMNS[what]);
+}
+
 async function printList(what: keyof typeof COLUMNS, json: boolean | undefined, fn: (store: Store) => Promise<Row[]>): Promise<void> {
   const config = loadConfig();
   const store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, owner: 'cli' });
   try {
     const rows = await fn(store);
-    process.stdout.write(json ? `${JSON.stringify(rows, null, 2)}\n` : formatTable(rows, COLUMNS[what]));
+    process.stdout.write(json ? `${JSON.stringify(rows, null, 2)}\n` : listTable(what, rows));
   } catch (err) {
     if (err instanceof ApiError) throw new Error(err.detail ?? err.code);
     throw err;
