@@ -50,12 +50,16 @@ const wrkMs = (t: string) => {
   return Number(m[1]) * { us: 0.001, ms: 1, s: 1000, m: 60_000 }[m[2] as 'us' | 'ms' | 's' | 'm'];
 };
 
-/** One load run of `duration` seconds at `connections` against `url`. */
-export function runClient(url: string, o: { connections: number; duration: number; headers?: Record<string, string>; cpus?: string }): ClientRun {
+/**
+ * One load run of `duration` seconds at `connections` against `url`. `script`: a wrk Lua script
+ * (wrk only: autocannon's CLI sends one request), e.g. one that rotates paths and keys.
+ */
+export function runClient(url: string, o: { connections: number; duration: number; headers?: Record<string, string>; cpus?: string; script?: string }): ClientRun {
   const pin = o.cpus ? `taskset -c ${o.cpus} ` : '';
   const headers = Object.entries(o.headers ?? {});
+  if (o.script && !hasWrk) throw new Error('this run needs wrk (a Lua script rotates its requests): apt-get install wrk');
   const command = hasWrk
-    ? `${pin}wrk --latency -t 1 -c ${o.connections} -d ${o.duration}s ${headers.map(([k, v]) => `-H ${quote(`${k}: ${v}`)}`).join(' ')} ${quote(url)}`
+    ? `${pin}wrk --latency -t 1 -c ${o.connections} -d ${o.duration}s ${o.script ? `-s ${quote(o.script)} ` : ''}${headers.map(([k, v]) => `-H ${quote(`${k}: ${v}`)}`).join(' ')} ${quote(url)}`
     : `${pin}${quote(process.execPath)} ${quote(AUTOCANNON)} -j -c ${o.connections} -d ${o.duration} ${headers.map(([k, v]) => `-H ${quote(`${k}=${v}`)}`).join(' ')} ${quote(url)}`;
   const r = spawnSync('bash', ['-c', `${command} 2>/dev/null; echo '---'; times`], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   const [out, times] = r.stdout.split('\n---\n');
@@ -64,7 +68,11 @@ export function runClient(url: string, o: { connections: number; duration: numbe
     const j = JSON.parse(out!) as { requests: { total: number }; duration: number; throughput: { total: number }; latency: { p50: number; p99: number }; non2xx: number; errors: number };
     return { client: 'autocannon', requests: j.requests.total, seconds: j.duration, bytes: j.throughput.total, p50: j.latency.p50, p99: j.latency.p99, bad: j.non2xx + j.errors, cpuSeconds };
   }
-  const text = out ?? '';
+  return { ...parseWrk(out ?? ''), cpuSeconds };
+}
+
+/** What `wrk --latency` printed, read: requests, seconds, bytes, p50 and p99 in ms, non-2xx plus socket errors. */
+export function parseWrk(text: string): Omit<ClientRun, 'cpuSeconds'> {
   const total = /(\d+) requests in ([\d.]+\w+), ([\d.]+)(\w+) read/.exec(text);
   const unit = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3, TB: 1024 ** 4 }[total?.[4] ?? 'B'] ?? 1;
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(text)?.[1] ?? 0);
@@ -74,9 +82,9 @@ export function runClient(url: string, o: { connections: number; duration: numbe
     requests: Number(total?.[1] ?? 0),
     seconds: wrkMs(total?.[2] ?? '') / 1000,
     bytes: Number(total?.[3] ?? 0) * unit,
-    p50: wrkMs(/50%\s+(\S+)/.exec(text)?.[1] ?? ''),
-    p99: wrkMs(/99%\s+(\S+)/.exec(text)?.[1] ?? ''),
+    // The latency distribution's own lines: a thread-stats cell such as "79.99%" ends in 99% too.
+    p50: wrkMs(/^\s*50%\s+(\S+)/m.exec(text)?.[1] ?? ''),
+    p99: wrkMs(/^\s*99%\s+(\S+)/m.exec(text)?.[1] ?? ''),
     bad: non2xx + (errors ? errors.slice(1).reduce((a, b) => a + Number(b), 0) : 0),
-    cpuSeconds,
   };
 }

@@ -31,6 +31,7 @@ const QUICK = {
   ipv4: { args: ['--n', '100000', '--duration', '2', '--walk-seconds', '5'] },
   'list-enforcers': { args: ['1'] },
   lists: { args: ['--n', '100000', '--duration', '2', '--rounds', '1'] },
+  lookups: { args: ['--n', '100000', '--duration', '2', '--rounds', '3'] },
   parse: { env: { RAMPART_BENCH_LINES: '100000' } },
   'pg-ingest': { args: ['--rounds', '3', '--duration', '2', '--n', '20000'] },
   'pglite-ingest': { args: ['--rounds', '1', '--duration', '3'] },
@@ -42,7 +43,7 @@ const QUICK = {
 };
 
 /** Benchmarks that carry a target of issue 22: each must write at least one verdict row. */
-const TARGETED = ['agent', 'ipv4', 'list-enforcers', 'lists', 'parse', 'pg-ingest', 'pglite-ingest', 'server-footprint', 'server-memory'];
+const TARGETED = ['agent', 'ipv4', 'list-enforcers', 'lists', 'lookups', 'parse', 'pg-ingest', 'pglite-ingest', 'server-footprint', 'server-memory'];
 
 /** `| a | b |` → ['a', 'b']. */
 const cells = (line) => line.trim().replace(/^\|/, '').replace(/\|$/, '').split('|').map((c) => c.trim());
