@@ -47,14 +47,17 @@ interface Timed {
   stderr: string;
   seconds: number;
   maxRssKb: number;
+  /** User + system CPU seconds of the process and its threads (and children). */
+  cpuSeconds: number;
 }
 
-/** Runs a whole process under /usr/bin/time for wall time and peak RSS. */
-function timed(command: string, args: string[]): Timed {
-  const r = spawnSync('/usr/bin/time', ['-f', 'TIME %e %M', command, ...args], { cwd: root, maxBuffer: 1 << 30, encoding: 'utf8' });
-  const m = /TIME ([\d.]+) (\d+)\s*$/.exec(r.stderr);
+/** Runs a whole process under /usr/bin/time for wall time, peak RSS and CPU time; `cpus` pins it with taskset. */
+function timed(command: string, args: string[], cpus?: string): Timed {
+  const argv = ['-f', 'TIME %e %M %U %S', ...(cpus ? ['taskset', '-c', cpus] : []), command, ...args];
+  const r = spawnSync('/usr/bin/time', argv, { cwd: root, maxBuffer: 1 << 30, encoding: 'utf8' });
+  const m = /TIME ([\d.]+) (\d+) ([\d.]+) ([\d.]+)\s*$/.exec(r.stderr);
   if (r.status !== 0 || !m) fail(`${command} ${args.join(' ')} failed (${r.status}): ${r.stderr.slice(-2000)}`);
-  return { stdout: r.stdout, stderr: r.stderr.slice(0, m.index), seconds: Number(m[1]), maxRssKb: Number(m[2]) };
+  return { stdout: r.stdout, stderr: r.stderr.slice(0, m.index), seconds: Number(m[1]), maxRssKb: Number(m[2]), cpuSeconds: Number(m[3]) + Number(m[4]) };
 }
 
 // The agent as installed: the bundle, run through the wrapper `install` writes.
@@ -70,6 +73,8 @@ const load = () => loadavg().map((l) => l.toFixed(1)).join(', ');
 const loadAtStart = load();
 const agentRuns: Timed[] = [];
 const f2bRuns: Timed[] = [];
+/** The agent pinned to one core (taskset -c 0): its threads (GC, I/O) share that core. */
+const pinnedRuns: Timed[] = [];
 // Alternating, the order swapped every round; each round's ratio compares the two of that round.
 for (let r = 0; r < rounds; r++) {
   const runAgent = () => agentRuns.push(timed('/bin/sh', agentArgs('normal')));
@@ -81,8 +86,11 @@ for (let r = 0; r < rounds; r++) {
     runF2b();
     runAgent();
   }
-  if (agentRuns[r]!.stdout !== agentRuns[0]!.stdout || f2bRuns[r]!.stdout !== f2bRuns[0]!.stdout) fail(`round ${r + 1} printed other detections than round 1`);
-  process.stdout.write(`round ${r + 1}: agent ${agentRuns[r]!.seconds.toFixed(2)} s ${Math.round(agentRuns[r]!.maxRssKb / 1024)} MB, fail2ban-regex ${f2bRuns[r]!.seconds.toFixed(2)} s; load ${load()}\n`);
+  pinnedRuns.push(timed('/bin/sh', agentArgs('normal'), '0'));
+  if (agentRuns[r]!.stdout !== agentRuns[0]!.stdout || f2bRuns[r]!.stdout !== f2bRuns[0]!.stdout || pinnedRuns[r]!.stdout !== agentRuns[0]!.stdout) fail(`round ${r + 1} printed other detections than round 1`);
+  process.stdout.write(
+    `round ${r + 1}: agent ${agentRuns[r]!.seconds.toFixed(2)} s (CPU ${agentRuns[r]!.cpuSeconds.toFixed(2)} s) ${Math.round(agentRuns[r]!.maxRssKb / 1024)} MB, pinned ${pinnedRuns[r]!.seconds.toFixed(2)} s (CPU ${pinnedRuns[r]!.cpuSeconds.toFixed(2)} s), fail2ban-regex ${f2bRuns[r]!.seconds.toFixed(2)} s (CPU ${f2bRuns[r]!.cpuSeconds.toFixed(2)} s); load ${load()}\n`,
+  );
 }
 const loadAtEnd = load();
 const agent = agentRuns[0]!;
@@ -181,12 +189,17 @@ const median = (xs: number[]) => {
 const spread = (xs: number[], digits: number) => `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
 const ratios = agentRuns.map((a, i) => f2bRuns[i]!.seconds / a.seconds);
 const ratio = median(ratios);
+// CPU time: what each costs the host, whatever else runs on it (fail2ban-regex is one thread).
+const cpuRatios = agentRuns.map((a, i) => f2bRuns[i]!.cpuSeconds / a.cpuSeconds);
+const pinnedCpuRatios = pinnedRuns.map((a, i) => f2bRuns[i]!.cpuSeconds / a.cpuSeconds);
+const pinnedPeakMb = pinnedRuns.map((t) => t.maxRssKb / 1024);
 const agentPeakMb = agentRuns.map((t) => t.maxRssKb / 1024);
 const verdict = (ok: boolean) => (ok ? 'met' : 'missed');
 const row = (name: string, t: Timed, hits: number, ips: number) =>
-  `| ${name} | ${t.seconds.toFixed(2)} | ${Math.round(lines / t.seconds).toLocaleString('en')} | ${Math.round(t.maxRssKb / 1024)} | ${hits} | ${ips} |`;
+  `| ${name} | ${t.seconds.toFixed(2)} | ${t.cpuSeconds.toFixed(2)} | ${Math.round(lines / t.seconds).toLocaleString('en')} | ${Math.round(t.maxRssKb / 1024)} | ${hits} | ${ips} |`;
 const roundsRow = (name: string, runs: Timed[], hits: number, ips: number) =>
-  `| ${name} | ${spread(runs.map((t) => t.seconds), 2)} | ${Math.round(lines / median(runs.map((t) => t.seconds))).toLocaleString('en')} | ${spread(runs.map((t) => t.maxRssKb / 1024), 0)} | ${hits} | ${ips} |`;
+  `| ${name} | ${spread(runs.map((t) => t.seconds), 2)} | ${spread(runs.map((t) => t.cpuSeconds), 2)} | ${Math.round(lines / median(runs.map((t) => t.seconds))).toLocaleString('en')} | ${spread(runs.map((t) => t.maxRssKb / 1024), 0)} | ${hits} | ${ips} |`;
+const loaded = Number(loadAtStart.split(',')[0]) > 2 || Number(loadAtEnd.split(',')[0]) > 2;
 const report = `## parse — \`rampart-agent parse\` vs \`fail2ban-regex\`
 
 Input: ${lines.toLocaleString('en')}-line OpenSSH auth.log from \`gen-authlog.py\` (${log}); both timed as
@@ -197,9 +210,10 @@ installed: the bundle through the \`rampart-agent\` wrapper (\`--max-semi-space-
 Run at ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; load average ${loadAtStart} at start, ${loadAtEnd} at the end
 (1, 5, 15 min; 2 cores, shared with other work). Median (min–max) over the rounds.
 
-| run | seconds | lines/s | max RSS MB | detections | addresses |
-|---|---|---|---|---|---|
+| run | seconds | CPU seconds (user + system) | lines/s | max RSS MB | detections | addresses |
+|---|---|---|---|---|---|---|
 ${roundsRow('rampart-agent parse --source ssh_log (normal)', agentRuns, agentHits.length, agentIps.size)}
+${roundsRow('rampart-agent parse, pinned to one core (taskset -c 0)', pinnedRuns, agentHits.length, agentIps.size)}
 ${roundsRow('fail2ban-regex sshd (normal)', f2bRuns, f2bHits.length, f2bIps.size)}
 ${row('rampart-agent parse --source ssh_log --mode aggressive (one run)', aggressive, aggressiveCount, aggressiveIps.size)}
 
@@ -207,6 +221,9 @@ ${row('rampart-agent parse --source ssh_log --mode aggressive (one run)', aggres
 |---|---|---|
 | parse peak RSS ≤ 80 MB on ${lines.toLocaleString('en')} lines | ${spread(agentPeakMb, 1)} MB | ${verdict(median(agentPeakMb) <= 80)} |
 | parse ≥ 10× fail2ban-regex (per-round ratio of wall times) | ${spread(ratios, 1)}× | ${verdict(ratio >= 10)} |
+| parse ≥ 10× fail2ban-regex in CPU time (per-round ratio) | ${spread(cpuRatios, 1)}×${loaded ? ' (loaded machine)' : ''} | ${verdict(median(cpuRatios) >= 10)} |
+| parse pinned to one core ≥ 10× fail2ban-regex in CPU time | ${spread(pinnedCpuRatios, 1)}×${loaded ? ' (loaded machine)' : ''} | ${verdict(median(pinnedCpuRatios) >= 10)} |
+| parse pinned to one core: peak RSS ≤ 80 MB | ${spread(pinnedPeakMb, 1)} MB | ${verdict(median(pinnedPeakMb) <= 80)} |
 
 Same findings: ${firstDifference === -1 ? `yes — all ${agentHits.length} detections have the same time and address, in the same order` : `NO — first difference at detection ${firstDifference}`}; address sets ${sameSet ? 'identical' : `differ (${minus(agentIps, f2bIps).length} only in the agent, ${minus(f2bIps, agentIps).length} only in fail2ban)`}.
 
