@@ -38,18 +38,23 @@ export async function startIpv4Server(settings: ServeSettings): Promise<{ child:
     if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'));
   };
   try {
-    const ready = await new Promise<ServeReady>((resolve, reject) => {
-      let buffer = '';
-      child.stdout!.on('data', (chunk: Buffer) => {
-        buffer += chunk.toString();
-        const line = buffer.split('\n').find((l) => l.startsWith('{'));
-        if (line) resolve(JSON.parse(line) as ServeReady);
-      });
-      child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-    });
+    const ready = await announced<ServeReady>(child, 'server');
     return { child, ready, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/** The first JSON line a child process writes on stdout (its ports, keys…); rejects if it exits first. */
+export function announced<T>(child: ChildProcess, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let buffer = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const line = buffer.split('\n').find((l) => l.startsWith('{'));
+      if (line) resolve(JSON.parse(line) as T);
+    });
+    child.on('exit', (code) => reject(new Error(`${what} exited with ${code}`)));
+  });
 }

@@ -25,9 +25,9 @@ import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { args, flag } from './_args.ts';
-import { procStatFields } from './_cpu.ts';
 import { startIpv4Server } from './_ipv4-child.ts';
-import { CLIENT, runClient, type ClientRun } from './_load-client.ts';
+import { CLIENT, runClient } from './_load-client.ts';
+import { CLIENT_CPUS, PINNED, SERVER_CPUS, TICK, processTicks, rps, type Side } from './_pinned.ts';
 import { serveFile, startNginx } from './_nginx.ts';
 import { startPgCluster } from './_pg-cluster.ts';
 import { buildServerBundle } from './_server-bundle.ts';
@@ -41,11 +41,6 @@ const CACHE_MB = flag('cache-mb', 96);
 /** --after-only: only the server with its cache on (no "before" rows). */
 const VARIANTS = args.includes('--after-only') ? [CACHE_MB] : [0, CACHE_MB];
 const TARGET = 2;
-// Two cores or more: the server side (control plane or nginx) on core 0, the client on core 1.
-const PINNED = cpus().length >= 2;
-const SERVER_CPUS = PINNED ? '0' : undefined;
-const CLIENT_CPUS = PINNED ? '1' : undefined;
-const TICK = 100; // clock ticks per second (USER_HZ)
 
 interface Target {
   label: string;
@@ -60,15 +55,6 @@ const TARGETS: Target[] = [
   { label: '/ipv4/1 (first page, 10,000 lines)', path: '/api/v1/ipv4/1', file: 'ipv4-1.txt', connections: 16 },
 ];
 
-interface Side {
-  run: ClientRun;
-  /** CPU seconds of the serving process(es) during the run. */
-  cpu: number;
-  /** CPU seconds of the bench's PostgreSQL cluster during the run. */
-  pg: number;
-  load: number;
-}
-
 interface Row {
   target: Target;
   cacheMb: number;
@@ -79,10 +65,7 @@ interface Row {
   ratios: number[];
 }
 
-const ticks = (pid: number) => {
-  const f = procStatFields(pid);
-  return f ? Number(f[11]) + Number(f[12]) : 0;
-};
+
 /**
  * The body of one GET; retried twice, as a keep-alive connection idle through a long run may be
  * closed by the server just as it is reused ("other side closed").
@@ -100,7 +83,6 @@ async function fetchBody(url: string, headers: Record<string, string>): Promise<
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const rps = (s: Side) => s.run.requests / s.run.seconds;
 
 async function main(): Promise<void> {
   const cluster = await startPgCluster();
@@ -122,13 +104,13 @@ async function main(): Promise<void> {
           serveFile(nginx, target.file, bytes);
           const side = (which: 'nginx' | 'server'): Side => {
             const load = loadavg()[0]!;
-            const cpu0 = which === 'nginx' ? nginx.cpuTicks() : ticks(pid);
+            const cpu0 = which === 'nginx' ? nginx.cpuTicks() : processTicks(pid);
             const pg0 = cluster.cpuTicks();
             const run =
               which === 'nginx'
                 ? runClient(`${nginx.url}/${target.file}`, { connections: target.connections, duration: DURATION, cpus: CLIENT_CPUS })
                 : runClient(appUrl, { connections: target.connections, duration: DURATION, headers, cpus: CLIENT_CPUS });
-            const cpu = ((which === 'nginx' ? nginx.cpuTicks() : ticks(pid)) - cpu0) / TICK;
+            const cpu = ((which === 'nginx' ? nginx.cpuTicks() : processTicks(pid)) - cpu0) / TICK;
             return { run, cpu, pg: (cluster.cpuTicks() - pg0) / TICK, load };
           };
           const rounds: Array<{ nginx: Side; server: Side }> = [];

@@ -21,13 +21,13 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { args, flag } from './_args.ts';
-import { procStatFields } from './_cpu.ts';
-import { startIpv4Server } from './_ipv4-child.ts';
-import { CLIENT, runClient, type ClientRun } from './_load-client.ts';
+import { announced, startIpv4Server } from './_ipv4-child.ts';
+import { CLIENT, runClient } from './_load-client.ts';
+import { CLIENT_CPUS, PINNED, SERVER_CPUS, TICK, processTicks, rps, type Side } from './_pinned.ts';
 import { startPgCluster } from './_pg-cluster.ts';
 import { buildServerBundle } from './_server-bundle.ts';
 import { BENCH_ORGS, benchDbUrl, benchIp, generateIpv4 } from './gen-ipv4.ts';
@@ -40,25 +40,7 @@ const CONNECTIONS = flag('connections', 32);
 const LOOKUP_PATHS = 5000;
 const KEYS = 32;
 const TARGET = 0.6;
-const PINNED = cpus().length >= 2;
-const SERVER_CPUS = PINNED ? '0' : undefined;
-const CLIENT_CPUS = PINNED ? '1' : undefined;
-const TICK = 100; // clock ticks per second (USER_HZ)
 
-interface Side {
-  run: ClientRun;
-  /** CPU seconds of the serving process during the run. */
-  cpu: number;
-  /** CPU seconds of the bench's PostgreSQL cluster during the run. */
-  pg: number;
-  load: number;
-}
-
-const ticks = (pid: number) => {
-  const f = procStatFields(pid);
-  return f ? Number(f[11]) + Number(f[12]) : 0;
-};
-const rps = (s: Side) => s.run.requests / s.run.seconds;
 const usPerRequest = (cpuSeconds: number, s: Side) => (1e6 * cpuSeconds) / Math.max(1, s.run.requests);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 /** A latency wrk printed in a unit the parser did not read shows as a dash, not NaN. */
@@ -69,15 +51,7 @@ const lua = (s: string) => `"${s.replaceAll('\\', '\\\\').replaceAll('"', '\\"')
 async function startNoWork(answerFile: string): Promise<{ pid: number; port: number; stop: () => Promise<void> }> {
   const command = SERVER_CPUS ? ['taskset', '-c', SERVER_CPUS, process.execPath] : [process.execPath];
   const child = spawn(command[0]!, [...command.slice(1), join(here, '_nowork-server.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NOWORK_ANSWER: answerFile } });
-  const port = await new Promise<number>((resolve, reject) => {
-    let buffer = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      const line = buffer.split('\n').find((l) => l.startsWith('{'));
-      if (line) resolve((JSON.parse(line) as { port: number }).port);
-    });
-    child.on('exit', (code) => reject(new Error(`the no-work server exited with ${code}`)));
-  });
+  const { port } = await announced<{ port: number }>(child, 'the no-work server');
   return { pid: child.pid!, port, stop: () => new Promise((resolve) => child.once('exit', () => resolve()).kill('SIGTERM')) };
 }
 
@@ -118,10 +92,10 @@ async function main(): Promise<void> {
       const pid = which === 'lookup' ? server.child.pid! : ceiling.pid;
       const base = which === 'lookup' ? appBase : `http://127.0.0.1:${ceiling.port}`;
       const load = loadavg()[0]!;
-      const cpu0 = ticks(pid);
+      const cpu0 = processTicks(pid);
       const pg0 = cluster.cpuTicks();
       const run = runClient(`${base}/`, { connections: CONNECTIONS, duration: DURATION, cpus: CLIENT_CPUS, script });
-      return { run, cpu: (ticks(pid) - cpu0) / TICK, pg: (cluster.cpuTicks() - pg0) / TICK, load };
+      return { run, cpu: (processTicks(pid) - cpu0) / TICK, pg: (cluster.cpuTicks() - pg0) / TICK, load };
     };
     // Warm both (JIT, connections, the mirror's first catch-ups); not counted.
     runClient(`${appBase}/`, { connections: CONNECTIONS, duration: 2, cpus: CLIENT_CPUS, script });

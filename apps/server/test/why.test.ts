@@ -109,7 +109,7 @@ describe.each(driverCases())('GET /why on $name', (driver) => {
     await send('PUT', '/ips/45.77.32.0%2F24', acme.keys.contributor, { decision: 1, ttl, reason: 'unreported scanner net' });
     const ip = await why('kind=ipv4&value=45.77.32.7');
     expect(ip).toMatchObject({ reason: 'blacklist', decision: { decision: 1, ttl, expired: false, on: '45.77.32.0/24', reason: 'unreported scanner net' } });
-    expect(ip.agents.map((a) => [a.score_threshold, a.blocked, a.reason, a.blocked_until]).sort()).toEqual([
+    expect(ip.agents.map((a) => [a.score_threshold, a.blocked, a.reason, a.blocked_until]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual([
       [10, true, 'blacklist', ttl],
       [999, true, 'blacklist', ttl],
     ]);
