@@ -1,25 +1,19 @@
 import type { Logger } from 'pino';
-import type { RampartClient } from '@rampart/client';
 import type { AgentCapabilities, SyncDecisionChanged, SyncHello } from '@rampart/contracts';
 import type { IndicatorKind } from '@rampart/plugin-kit';
 import type { z } from 'zod';
 import type { PlannedEnforcer } from '../config/plugins.ts';
-import type { AgentMetrics } from '../runtime/metrics.ts';
 import { EnforcerSlots, type RefusedEnforcer } from '../runtime/enforcer-slots.ts';
-import { BlockState, type BlockPolicy } from '../sync/block-state.ts';
+import { BlockState } from '../sync/block-state.ts';
 import { FeedStateFile } from '../sync/feed-state.ts';
-import { NamedKinds } from '../sync/named-kinds.ts';
+import { NamedKinds, type NamedKindsDeps } from '../sync/named-kinds.ts';
 import type { NamedNeverBlock } from '../sync/named-never-block.ts';
 import type { NeverBlock } from '../sync/never-block.ts';
-import { Syncer, type SyncerOptions } from '../sync/syncer.ts';
+import { Syncer } from '../sync/syncer.ts';
 
-export interface AgentSyncDeps {
-  client: RampartClient;
-  stateDir: string;
+/** What the named kinds take, but the slots' (AgentSync gives those), and the never-block lists to start with. */
+export interface AgentSyncDeps extends Omit<NamedKindsDeps, 'workersOf' | 'wanted' | 'neverBlock' | 'log' | 'gaid' | 'capabilities'> {
   log: Logger;
-  metrics: AgentMetrics;
-  policy: () => BlockPolicy;
-  options: () => SyncerOptions;
   gaid: () => string | undefined;
   capabilities: () => AgentCapabilities;
   /** `running = yes`: syncs run only then. */
