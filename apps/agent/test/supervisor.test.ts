@@ -5,7 +5,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineSource, type Detection, type SourceDefinition } from '@rampart/plugin-kit';
-import { JOURNAL_REMOTE, syslogToJournal, systemGate, writeJournal } from '@rampart/plugin-kit/testing';
+import { JOURNAL_REMOTE, journalReadToEnd, syslogToJournal, systemGate, writeJournal } from '@rampart/plugin-kit/testing';
 import { sshdSource } from '@rampart/source-sshd';
 import { Supervisor } from '../src/runtime/supervisor.ts';
 import { createMetrics } from '../src/runtime/metrics.ts';
@@ -47,9 +47,9 @@ describe('supervisor', () => {
     expect(supervisor.health()).toEqual([{ label: 'json_source', state: 'degraded', restarts: 2, last_error: 'boom 2', last_error_at: expect.any(Number) }]);
     for (const end = Date.now() + 10_000; supervisor.health()[0]!.state !== 'ok' && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
     expect(supervisor.health()).toEqual([{ label: 'json_source', state: 'ok', restarts: 2, last_error: 'boom 2', last_error_at: expect.any(Number) }]);
+    // update() resolves once the source's restart loop has returned: nothing can start it again.
     await supervisor.update([]);
     expect(supervisor.labels).toEqual([]);
-    await new Promise((r) => setTimeout(r, 50));
     expect(starts).toBe(3);
   });
 
@@ -86,8 +86,9 @@ describe.skipIf(systemGate('supervised journal source', { commands: ['journalctl
       const run = async (until: number, seen: Detection[]) => {
         const supervisor = new Supervisor({ log: pino({ level: 'silent' }), metrics: createMetrics(), offsets: memoryOffsetStore(), stateDir: dir, emit: (_l, d) => seen.push(d) });
         await supervisor.update([{ label: 'ssh_log', definition: sshdSource as SourceDefinition<unknown>, config, mode: 'normal' }]);
-        for (const end = Date.now() + 20_000; seen.length < until && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
-        await new Promise((r) => setTimeout(r, 300));
+        // Until the source has read the journal to its end (its saved cursor is the last entry's).
+        const readToEnd = () => journalReadToEnd(dir, 'journal:ssh.service', { journal_directory: journalDir });
+        for (const end = Date.now() + 20_000; !(seen.length >= until && readToEnd()) && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
         await supervisor.stop();
       };
       const first: Detection[] = [];

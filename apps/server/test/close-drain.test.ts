@@ -25,6 +25,10 @@ describe('closing with a keep-alive request in flight', () => {
       await held;
       return { ok: true };
     });
+    // Runs after the close-drain plugin's own preClose hook (hooks run in the order added).
+    let closeBegan!: () => void;
+    const closing = new Promise<void>((r) => (closeBegan = r));
+    app.addHook('preClose', async () => closeBegan());
     await app.listen({ host: '127.0.0.1', port: 0 });
     const { port } = app.server.address() as AddressInfo;
     const agent = new Agent({ keepAlive: true });
@@ -42,8 +46,8 @@ describe('closing with a keep-alive request in flight', () => {
       });
       await inFlight;
       const closed = app.close();
-      // Let close begin (preClose runs, the listener stops) before the answer is released.
-      await new Promise((r) => setTimeout(r, 50));
+      // Close has begun (preClose ran) before the answer is released.
+      await closing;
       release();
       const got = await answer;
       expect(got).toMatchObject({ status: 200, connection: 'close', body: '{"ok":true}' });

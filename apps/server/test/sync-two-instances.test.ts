@@ -80,7 +80,7 @@ describe.skipIf(!postgresAvailable)('sync across two server instances on one Pos
     const lookupOnA = async () => (await appA.inject({ url: '/api/v1/ips/45.77.204.77', headers: { authorization: org.keys.reader } })).json().body[0]?.decision;
     // A report B took is in A's look-ups once its second has settled (A's mirror catches up at
     // most once a second: the feed's freshness, README "GET /ips/{ip} from the IPv4 mirror").
-    const seenBy = Date.now() + 3000;
+    const seenBy = Date.now() + 30_000;
     while ((await lookupOnA()) === undefined && Date.now() < seenBy) await new Promise((r) => setTimeout(r, 25));
     // A reads (and caches) the settings as they are: nothing reserved, the record follows its score.
     expect(await lookupOnA()).toBeNull();

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { journalctlArgs, journalCursorPath, journalMatch, readJournalCursor, startJournalSource } from './journal.ts';
 import type { Detection, LineParser } from './index.ts';
 import { EnvelopeParser } from './envelope.ts';
-import { JOURNAL_REMOTE, writeJournal } from './testing/journal-remote.ts';
+import { JOURNAL_REMOTE, journalReadToEnd, writeJournal } from './testing/journal-remote.ts';
 import { systemGate } from './testing/system-gate.ts';
 import { silentLogger as silent } from './testing/loggers.ts';
 
@@ -96,10 +96,10 @@ describe.skipIf(systemGate('journal sources with journalctl', { commands: ['jour
       ctx: { log: silent, emit: (d) => seen.push(d), signal: stop.signal, stateDir },
       startAt: 'beginning',
     });
+    // Until the source has read the journal to its end (its saved cursor is the last entry's):
+    // an entry it should not take would have been emitted by then.
     const deadline = Date.now() + 20_000;
-    while (!until(seen) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    // Entries that never come: stopping waits for the ones journalctl printed, then resolves.
-    await new Promise((r) => setTimeout(r, 300));
+    while (!(until(seen) && journalReadToEnd(stateDir, 'journal:sshd', { journal_directory: journalDir })) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     stop.abort();
     await running.done;
     return seen;

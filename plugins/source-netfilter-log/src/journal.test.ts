@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseLines } from '@rampart/plugin-kit';
 import type { Detection } from '@rampart/plugin-kit';
-import { JOURNAL_REMOTE, syslogToJournal, systemGate, writeJournal, silentLogger as silent } from '@rampart/plugin-kit/testing';
+import { JOURNAL_REMOTE, journalReadToEnd, syslogToJournal, systemGate, writeJournal, silentLogger as silent } from '@rampart/plugin-kit/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { netfilterLogSource, PacketFilterLogConfig } from './index.ts';
 
@@ -39,9 +39,11 @@ describe.skipIf(systemGate('packet_filter from a real journal', { commands: ['jo
     const stop = new AbortController();
     const running = netfilterLogSource.start(config, 'aggressive', { log: silent, emit: (d) => seen.push(d), signal: stop.signal, stateDir: join(dir, 'state') });
     const expected = parseLines(netfilterLogSource.createParser(config, 'aggressive'), lines, READ_AT);
+    // Until the source has read the journal to its end (its saved cursor is the last kernel
+    // entry's): an entry it should not take would have been emitted by then.
     const deadline = Date.now() + 20_000;
-    while (seen.length < expected.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    await new Promise((r) => setTimeout(r, 300));
+    const readToEnd = () => journalReadToEnd(join(dir, 'state'), 'journal:kernel', { journal_directory: journalDir });
+    while (!(seen.length >= expected.length && readToEnd()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     stop.abort();
     await running.done;
     expect(expected.filter((d) => d.kind === 'port_scan').map((d) => d.ip)).toEqual(['203.0.113.1', '203.0.113.2', '203.0.113.3']);

@@ -25,6 +25,8 @@ export interface NamedKindsDeps {
   wanted: () => ReadonlySet<IndicatorKind>;
   gaid?: () => string | undefined;
   capabilities?: () => AgentCapabilities;
+  /** The never-block list the kinds start with (see setNeverBlock). */
+  neverBlock: NamedNeverBlock;
 }
 
 /**
@@ -36,27 +38,30 @@ export class NamedKinds {
   private readonly syncers = new Map<NamedKind, NamedSyncer>();
   private readonly needFull = new Set<NamedKind>(NAMED_KINDS);
 
-  constructor(private readonly deps: NamedKindsDeps) {}
-
-  /** Builds every kind's syncer and loads its saved feed state (no pull). */
-  async restore(neverBlock: NamedNeverBlock): Promise<void> {
+  constructor(private readonly deps: NamedKindsDeps) {
     for (const kind of NAMED_KINDS) {
-      const syncer = new NamedSyncer({
+      this.syncers.set(
         kind,
-        client: this.deps.client,
-        state: new NamedBlockState(codecOf(kind), forKind(neverBlock, kind)),
-        feedState: new NamedFeedStateFile(this.deps.stateDir, kind),
-        enforcers: () => this.deps.workersOf(kind),
-        policy: this.deps.policy,
-        log: this.deps.log,
-        metrics: this.deps.metrics,
-        options: this.deps.options,
-        ...(this.deps.gaid ? { gaid: this.deps.gaid } : {}),
-        ...(this.deps.capabilities ? { capabilities: this.deps.capabilities } : {}),
-      });
-      await syncer.restore();
-      this.syncers.set(kind, syncer);
+        new NamedSyncer({
+          kind,
+          client: deps.client,
+          state: new NamedBlockState(codecOf(kind), forKind(deps.neverBlock, kind)),
+          feedState: new NamedFeedStateFile(deps.stateDir, kind),
+          enforcers: () => deps.workersOf(kind),
+          policy: deps.policy,
+          log: deps.log,
+          metrics: deps.metrics,
+          options: deps.options,
+          ...(deps.gaid ? { gaid: deps.gaid } : {}),
+          ...(deps.capabilities ? { capabilities: deps.capabilities } : {}),
+        }),
+      );
     }
+  }
+
+  /** Loads every kind's saved feed state (no pull). */
+  async restore(): Promise<void> {
+    for (const syncer of this.syncers.values()) await syncer.restore();
   }
 
   worker(kind: NamedKind, label: string, enforcer: Enforcer): EnforcerWorker<NamedSet> {

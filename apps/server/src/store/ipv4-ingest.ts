@@ -1,5 +1,6 @@
-import type { Db, QueryResult, Transaction } from './db.ts';
+import type { Db, Transaction } from './db.ts';
 import { IPV4_FEED_LOCK_CLASS } from './ipv4.ts';
+import { lockIndicators, type KnownRow, type LockedRow, type LockedRows } from './ipv4-ingest-lock.ts';
 import { ReservedInBatchError } from './reserved-in-batch.ts';
 
 /** One validated report (or decision) of one organization; `network` is canonical CIDR text. */
@@ -57,29 +58,6 @@ interface Contribution {
   notes: string[];
 }
 
-interface LockedRow {
-  id: number;
-  network: string;
-  ts: number;
-  /** s0 before the batch (1 for a row the batch inserted). */
-  score: number;
-  /** Report sources before the batch (blocking rules match them). */
-  sources: string[];
-  /** Inserted by this batch. */
-  created: boolean;
-  /** Held, and last written by a transaction the lock statement's snapshot saw: its reporters came with it. */
-  fresh: boolean;
-}
-
-/** An earlier reporter of a held indicator (`id`), or the trust of one of the batch's organizations (`id` null). */
-interface KnownRow {
-  id: number | null;
-  org_id: number;
-  confidence: number | null;
-  events: number | null;
-  trust: number;
-}
-
 const json = (value: unknown) => JSON.stringify(value);
 
 /**
@@ -115,18 +93,9 @@ export async function ingestIpv4Batch(
     const outcomes: Array<Ipv4ReportOutcome | undefined> = new Array(items.length);
     const first = await lockIndicators(tx, items);
     progress.locked?.();
-    const { reserved, rows: lockedRows, clockTs } = first;
-    if (options.allOrNothing && reserved.size > 0) {
-      const [index, range] = [...reserved].sort((a, b) => a[0] - b[0])[0]!;
-      throw new ReservedInBatchError(index, range);
-    }
-    for (const [idx, range] of reserved) outcomes[idx] = { status: 'reserved', range };
-    const accepted = items.map((item, idx) => ({ item, idx })).filter(({ idx }) => !reserved.has(idx));
-
-    const decided = accepted.filter(({ item }) => item.decision !== null);
-    if (decided.length > 0 && clockTs === null) throw new Error('ipv4 ingest: the feed clock was not taken for a batch with decisions');
-    const decisions = await upsertDecisions(tx, decided.map(({ item }) => item), clockTs ?? 0);
-    if (decisions.length > 0) await anchorDecided(tx, decisions, clockTs!, rules);
+    const { clockTs } = first;
+    const accepted = refuseReserved(items, first.reserved, outcomes, options);
+    const decisions = await applyDecisions(tx, accepted, clockTs, rules);
     const reports = accepted.filter(({ item }) => item.addReport);
     for (const { item, idx } of accepted) if (!item.addReport) outcomes[idx] = { status: 'stored', created: false, indicatorTs: null };
     if (reports.length === 0) {
@@ -134,128 +103,188 @@ export async function ingestIpv4Batch(
       return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: decisions.length > 0 ? clockTs : null, decisions };
     }
     if (clockTs === null) throw new Error('ipv4 ingest: the feed clock was not taken for a batch with reports');
-
-    // Merge the batch per indicator and organization: repeats count events, the latest confidence wins.
-    const byNetwork = new Map<string, Map<number, Contribution>>();
-    for (const { item } of reports) {
-      let orgs = byNetwork.get(item.network);
-      if (!orgs) byNetwork.set(item.network, (orgs = new Map()));
-      const c = orgs.get(item.orgId) ?? { orgId: item.orgId, events: 0, confidence: 0, sources: [], notes: [] };
-      c.events += 1;
-      c.confidence = item.confidence;
-      if (!c.sources.includes(item.source)) c.sources.push(item.source);
-      if (item.notes) c.notes.push(item.notes);
-      orgs.set(item.orgId, c);
-    }
-    const networks = [...byNetwork.keys()];
-    const rowByNetwork = new Map(lockedRows.map((r) => [r.network, r]));
-
-    // Earlier reporters of held rows whose latest version the lock statement's snapshot already
-    // saw came with it; the others changed after that snapshot (a concurrent batch committed
-    // while this one waited for the row lock) and are read again, now under the lock.
-    const stale = lockedRows.filter((r) => !r.created && !r.fresh).map((r) => r.id);
-    const known = [...first.known];
-    if (stale.length > 0) {
-      const again = await tx.query<KnownRow>(
-        `select r.indicator_id as id, r.org_id, r.confidence, r.events, o.trust
-         from ipv4_reports r join organizations o on o.id = r.org_id where r.indicator_id = any($1::bigint[])`,
-        [stale],
-        { name: 'rampart_ipv4_ingest_reporters' },
-      );
-      known.push(...again.rows);
-    }
-    const trustOf = new Map<number, number>();
-    const reportersOf = new Map<number, Map<number, ReporterAggregate>>();
-    for (const r of known) {
-      if (r.id === null) {
-        trustOf.set(r.org_id, r.trust);
-        continue;
-      }
-      let m = reportersOf.get(r.id);
-      if (!m) reportersOf.set(r.id, (m = new Map()));
-      m.set(r.org_id, { orgId: r.org_id, trust: r.trust, confidence: r.confidence!, events: r.events! });
-    }
-
-    const reportRows: unknown[] = [];
-    const updates: Array<{ id: number; score: number; reanchor: boolean; members: number; events: number; sources: string[]; notes: string[] }> = [];
-    const storedByNetwork = new Map<string, { created: boolean; ts: number }>();
-    for (const network of networks) {
-      const row = rowByNetwork.get(network)!;
-      const reporters = reportersOf.get(row.id) ?? new Map<number, ReporterAggregate>();
-      const previousTs = row.created ? null : row.ts;
-      const previousOrgs = [...reporters.keys()].map(String);
-      const entry = byNetwork.get(network)!;
-      for (const c of entry.values()) {
-        const before = reporters.get(c.orgId);
-        reporters.set(c.orgId, {
-          orgId: c.orgId,
-          trust: trustOf.get(c.orgId) ?? 0,
-          confidence: c.confidence,
-          events: (before?.events ?? 0) + c.events,
-        });
-        reportRows.push({ id: row.id, org_id: c.orgId, confidence: c.confidence, events: c.events, ts: nowSeconds, sources: [...c.sources].sort() });
-      }
-      const aggregates = [...reporters.values()];
-      const score = rules.score(aggregates);
-      // The shared rule decides whether the batch moves the clock (a new indicator, a new
-      // reporting organization, a changed score); the second it moves to is the feed clock's,
-      // taken in the batch's first statement (anchorTs never moves backwards, and the feed clock
-      // never runs behind an earlier anchor).
-      const scores = { before: row.score, after: score };
-      const reanchor =
-        row.created ||
-        [...entry.keys()].some((org) => rules.anchor(previousTs, previousOrgs, String(org), Number.MAX_SAFE_INTEGER, scores) !== previousTs) ||
-        // A new source can make an organization's blocking rule match: that too is delivered.
-        [...entry.values()].some((c) => c.sources.some((source) => !row.sources.includes(source)));
-      // A new row already carries its ts (>= clockTs); the same rule as the update below.
-      storedByNetwork.set(network, { created: row.created, ts: reanchor ? Math.max(row.ts, clockTs) : row.ts });
-      updates.push({
-        id: row.id,
-        score,
-        reanchor,
-        members: aggregates.length,
-        events: aggregates.reduce((sum, a) => sum + a.events, 0),
-        sources: [...new Set([...entry.values()].flatMap((c) => c.sources))],
-        notes: [...entry.values()].flatMap((c) => c.notes),
-      });
-    }
-
-    // One statement: the merged report rows and the indicators' new figures (entry_ts was set
-    // when the row was inserted). For a row inserted by this batch no indexed column changes (ts
-    // is already greatest(ts, clock), change_xid is this transaction's), so PostgreSQL can update
-    // it in place (HOT).
-    await tx.query(
-      `with reports as (
-         insert into ipv4_reports (indicator_id, org_id, confidence, events, first_ts, last_ts, sources)
-         select u.id, u.org_id, u.confidence, u.events, u.ts, u.ts, u.sources
-         from jsonb_to_recordset($1::jsonb) as u(id bigint, org_id bigint, confidence double precision, events integer, ts bigint, sources text[])
-         order by u.id, u.org_id
-         on conflict (indicator_id, org_id) do update set
-           confidence = excluded.confidence,
-           events = ipv4_reports.events + excluded.events,
-           last_ts = excluded.last_ts,
-           sources = array(select distinct s from unnest(ipv4_reports.sources || excluded.sources) as s order by s limit 32)
-       )
-       update ipv4_indicators i set
-         score = u.score,
-         ts = case when u.reanchor then greatest(i.ts, $3::bigint) else i.ts end,
-         members = u.members,
-         events = u.events,
-         sources = array(select distinct s from unnest(i.sources || u.sources) as s order by s limit 32),
-         notes = (i.notes || u.notes)[greatest(1, cardinality(i.notes || u.notes) - 19):],
-         updated_at = now()
-       from jsonb_to_recordset($2::jsonb) as u(id bigint, score integer, reanchor boolean, members integer, events integer, sources text[], notes text[])
-       where i.id = u.id`,
-      [json(reportRows), json(updates), clockTs],
-      { name: 'rampart_ipv4_ingest_write' },
-    );
+    const known = await readReporters(tx, first);
+    const scored = scoreNetworks(mergeContributions(reports), first.rows, known, rules, nowSeconds, clockTs);
+    await writeScores(tx, scored, clockTs);
     for (const { item, idx } of reports) {
-      const stored = storedByNetwork.get(item.network)!;
+      const stored = scored.storedByNetwork.get(item.network)!;
       outcomes[idx] = { status: 'stored', created: stored.created, indicatorTs: stored.ts };
     }
     progress.committing?.();
-    return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: updates.some((u) => u.reanchor) || decisions.length > 0 ? clockTs : null, decisions };
+    return { outcomes: outcomes as Ipv4ReportOutcome[], feedTs: scored.updates.some((u) => u.reanchor) || decisions.length > 0 ? clockTs : null, decisions };
   });
+}
+
+type Indexed = { item: Ipv4ReportItem; idx: number };
+
+/** Reserved items are refused (or, all-or-nothing, fail the batch); the others are accepted, in batch order. */
+function refuseReserved(items: Ipv4ReportItem[], reserved: Map<number, string>, outcomes: Array<Ipv4ReportOutcome | undefined>, options: IngestOptions): Indexed[] {
+  if (options.allOrNothing && reserved.size > 0) {
+    const [index, range] = [...reserved].sort((a, b) => a[0] - b[0])[0]!;
+    throw new ReservedInBatchError(index, range);
+  }
+  for (const [idx, range] of reserved) outcomes[idx] = { status: 'reserved', range };
+  return items.map((item, idx) => ({ item, idx })).filter(({ idx }) => !reserved.has(idx));
+}
+
+/** The accepted items' decisions, stored at the batch's second, and the records they cover re-anchored. */
+async function applyDecisions(tx: Transaction, accepted: Indexed[], clockTs: number | null, rules: IngestRules): Promise<IngestResult['decisions']> {
+  const decided = accepted.filter(({ item }) => item.decision !== null);
+  if (decided.length > 0 && clockTs === null) throw new Error('ipv4 ingest: the feed clock was not taken for a batch with decisions');
+  const decisions = await upsertDecisions(tx, decided.map(({ item }) => item), clockTs ?? 0);
+  if (decisions.length > 0) await anchorDecided(tx, decisions, clockTs!, rules);
+  return decisions;
+}
+
+/** The batch merged per indicator and organization: repeats count events, the latest confidence wins. */
+function mergeContributions(reports: Indexed[]): Map<string, Map<number, Contribution>> {
+  const byNetwork = new Map<string, Map<number, Contribution>>();
+  for (const { item } of reports) {
+    let orgs = byNetwork.get(item.network);
+    if (!orgs) byNetwork.set(item.network, (orgs = new Map()));
+    const c = orgs.get(item.orgId) ?? { orgId: item.orgId, events: 0, confidence: 0, sources: [], notes: [] };
+    c.events += 1;
+    c.confidence = item.confidence;
+    if (!c.sources.includes(item.source)) c.sources.push(item.source);
+    if (item.notes) c.notes.push(item.notes);
+    orgs.set(item.orgId, c);
+  }
+  return byNetwork;
+}
+
+/** Earlier reporters by indicator, and the trust of the reporting organizations. */
+interface Known {
+  trustOf: Map<number, number>;
+  reportersOf: Map<number, Map<number, ReporterAggregate>>;
+}
+
+/**
+ * Earlier reporters of held rows whose latest version the lock statement's snapshot already
+ * saw came with it; the others changed after that snapshot (a concurrent batch committed while
+ * this one waited for the row lock) and are read again, now under the lock.
+ */
+async function readReporters(tx: Transaction, first: LockedRows): Promise<Known> {
+  const stale = first.rows.filter((r) => !r.created && !r.fresh).map((r) => r.id);
+  const known = [...first.known];
+  if (stale.length > 0) {
+    const again = await tx.query<KnownRow>(
+      `select r.indicator_id as id, r.org_id, r.confidence, r.events, o.trust
+       from ipv4_reports r join organizations o on o.id = r.org_id where r.indicator_id = any($1::bigint[])`,
+      [stale],
+      { name: 'rampart_ipv4_ingest_reporters' },
+    );
+    known.push(...again.rows);
+  }
+  const trustOf = new Map<number, number>();
+  const reportersOf = new Map<number, Map<number, ReporterAggregate>>();
+  for (const r of known) {
+    if (r.id === null) {
+      trustOf.set(r.org_id, r.trust);
+      continue;
+    }
+    let m = reportersOf.get(r.id);
+    if (!m) reportersOf.set(r.id, (m = new Map()));
+    m.set(r.org_id, { orgId: r.org_id, trust: r.trust, confidence: r.confidence!, events: r.events! });
+  }
+  return { trustOf, reportersOf };
+}
+
+interface IndicatorUpdate {
+  id: number;
+  score: number;
+  reanchor: boolean;
+  members: number;
+  events: number;
+  sources: string[];
+  notes: string[];
+}
+
+/** What the batch writes: the merged report rows, each indicator's new figures, and what each network's outcome says. */
+interface Scored {
+  reportRows: unknown[];
+  updates: IndicatorUpdate[];
+  storedByNetwork: Map<string, { created: boolean; ts: number }>;
+}
+
+/** Each indicator's reporters with the batch's contributions, scored, and whether the batch moves its clock. */
+function scoreNetworks(byNetwork: Map<string, Map<number, Contribution>>, locked: LockedRow[], known: Known, rules: IngestRules, nowSeconds: number, clockTs: number): Scored {
+  const scored: Scored = { reportRows: [], updates: [], storedByNetwork: new Map() };
+  const rowByNetwork = new Map(locked.map((r) => [r.network, r]));
+  for (const [network, entry] of byNetwork) {
+    const row = rowByNetwork.get(network)!;
+    const reporters = known.reportersOf.get(row.id) ?? new Map<number, ReporterAggregate>();
+    const previousTs = row.created ? null : row.ts;
+    const previousOrgs = [...reporters.keys()].map(String);
+    for (const c of entry.values()) {
+      const before = reporters.get(c.orgId);
+      reporters.set(c.orgId, { orgId: c.orgId, trust: known.trustOf.get(c.orgId) ?? 0, confidence: c.confidence, events: (before?.events ?? 0) + c.events });
+      scored.reportRows.push({ id: row.id, org_id: c.orgId, confidence: c.confidence, events: c.events, ts: nowSeconds, sources: [...c.sources].sort() });
+    }
+    const aggregates = [...reporters.values()];
+    const score = rules.score(aggregates);
+    const reanchor = movesClock(row, entry, previousTs, previousOrgs, { before: row.score, after: score }, rules);
+    // A new row already carries its ts (>= clockTs); the same rule as the update in writeScores.
+    scored.storedByNetwork.set(network, { created: row.created, ts: reanchor ? Math.max(row.ts, clockTs) : row.ts });
+    scored.updates.push({
+      id: row.id,
+      score,
+      reanchor,
+      members: aggregates.length,
+      events: aggregates.reduce((sum, a) => sum + a.events, 0),
+      sources: [...new Set([...entry.values()].flatMap((c) => c.sources))],
+      notes: [...entry.values()].flatMap((c) => c.notes),
+    });
+  }
+  return scored;
+}
+
+/**
+ * The shared rule decides whether the batch moves the clock (a new indicator, a new reporting
+ * organization, a changed score); the second it moves to is the feed clock's, taken in the
+ * batch's first statement (anchorTs never moves backwards, and the feed clock never runs behind
+ * an earlier anchor).
+ */
+function movesClock(row: LockedRow, entry: Map<number, Contribution>, previousTs: number | null, previousOrgs: string[], scores: { before: number; after: number }, rules: IngestRules): boolean {
+  return (
+    row.created ||
+    [...entry.keys()].some((org) => rules.anchor(previousTs, previousOrgs, String(org), Number.MAX_SAFE_INTEGER, scores) !== previousTs) ||
+    // A new source can make an organization's blocking rule match: that too is delivered.
+    [...entry.values()].some((c) => c.sources.some((source) => !row.sources.includes(source)))
+  );
+}
+
+/**
+ * One statement: the merged report rows and the indicators' new figures (entry_ts was set when
+ * the row was inserted). For a row inserted by this batch no indexed column changes (ts is
+ * already greatest(ts, clock), change_xid is this transaction's), so PostgreSQL can update it in
+ * place (HOT).
+ */
+async function writeScores(tx: Transaction, scored: Scored, clockTs: number): Promise<void> {
+  await tx.query(
+    `with reports as (
+       insert into ipv4_reports (indicator_id, org_id, confidence, events, first_ts, last_ts, sources)
+       select u.id, u.org_id, u.confidence, u.events, u.ts, u.ts, u.sources
+       from jsonb_to_recordset($1::jsonb) as u(id bigint, org_id bigint, confidence double precision, events integer, ts bigint, sources text[])
+       order by u.id, u.org_id
+       on conflict (indicator_id, org_id) do update set
+         confidence = excluded.confidence,
+         events = ipv4_reports.events + excluded.events,
+         last_ts = excluded.last_ts,
+         sources = array(select distinct s from unnest(ipv4_reports.sources || excluded.sources) as s order by s limit 32)
+     )
+     update ipv4_indicators i set
+       score = u.score,
+       ts = case when u.reanchor then greatest(i.ts, $3::bigint) else i.ts end,
+       members = u.members,
+       events = u.events,
+       sources = array(select distinct s from unnest(i.sources || u.sources) as s order by s limit 32),
+       notes = (i.notes || u.notes)[greatest(1, cardinality(i.notes || u.notes) - 19):],
+       updated_at = now()
+     from jsonb_to_recordset($2::jsonb) as u(id bigint, score integer, reanchor boolean, members integer, events integer, sources text[], notes text[])
+     where i.id = u.id`,
+    [json(scored.reportRows), json(scored.updates), clockTs],
+    { name: 'rampart_ipv4_ingest_write' },
+  );
 }
 
 /** Where a batch has got to, for the batcher's scheduling and its phase timings. */
@@ -266,139 +295,6 @@ export interface IngestProgress {
   locked?(): void;
   /** Every statement ran and only the COMMIT is left (the batcher starts the next batch then). */
   committing?(): void;
-}
-
-interface LockedRows {
-  /** Refused items: index in the batch → the reserved range that covers them. */
-  reserved: Map<number, string>;
-  /** Every indicator row the batch reports on, locked until the commit. */
-  rows: LockedRow[];
-  /** The feed clock second taken (and locked) for the batch's ts; null when nothing is reported. */
-  clockTs: number | null;
-  /** Earlier reporters of the fresh held rows and the trust of the reporting organizations. */
-  known: KnownRow[];
-}
-
-/** The first statement's answer, as JSON columns. */
-interface LockAnswer {
-  reserved: Array<{ idx: number; range: string }>;
-  held: LockedRow[];
-  created: LockedRow[];
-  clock_ts: number | null;
-  reporters: KnownRow[];
-  trust: KnownRow[];
-}
-
-/**
- * The batch's first statement: finds reserved items, locks the held indicator rows (FOR UPDATE,
- * in network order) and then inserts the missing ones (in network order), with ts and entry_ts
- * from the feed clock, taken under a shared advisory lock on its second. A row inserted by
- * another transaction after this statement's snapshot is neither locked nor inserted here (the
- * insert waits for it and does nothing); such rows, and held rows deleted meanwhile, are taken
- * by running the statement again for them, with the clock already taken.
- *
- * It also reads the earlier reporters of the held rows and the trust of the reporting
- * organizations. Those are read in the statement's snapshot, taken before the row locks, so they
- * are current only for a row whose locked (latest) version was written by a transaction that
- * snapshot saw: every statement that changes an indicator's reports updates the indicator row in
- * the same transaction, and that stamps it with its change_xid (migration 0009). Such rows are
- * `fresh`; the reporters of the others are read again after this statement.
- */
-async function lockIndicators(tx: Transaction, items: Ipv4ReportItem[]): Promise<LockedRows> {
-  const reserved = new Map<number, string>();
-  const rows: LockedRow[] = [];
-  const known: KnownRow[] = [];
-  let clockTs: number | null = null;
-  const locked = new Set<string>();
-  let pending: Array<{ item: Ipv4ReportItem; idx: number }> = items.map((item, idx) => ({ item, idx }));
-  for (let attempt = 0; pending.length > 0; attempt++) {
-    if (attempt === 10) throw new Error('ipv4 ingest: indicator rows kept changing while the batch locked them');
-    const result: QueryResult<LockAnswer> = await tx.query<LockAnswer>(
-      `with u as materialized (
-         select * from jsonb_to_recordset($1::jsonb)
-           as u(idx integer, org_id bigint, network cidr, gid text, is_network boolean, ip_info jsonb, add_report boolean)
-       ), reserved as materialized (
-         select distinct on (u.idx) u.idx, r.value as range
-         from u
-         join organization_settings s on s.org_id = u.org_id
-         cross join lateral jsonb_array_elements_text(coalesce(s.document -> 'reserved_ips', '[]'::jsonb)) as r(value)
-         where r.value::inet && u.network::inet
-         order by u.idx, r.value
-       ), wanted as materialized (
-         select distinct on (u.network) u.gid, u.network, u.is_network, u.ip_info
-         from u
-         where u.add_report and not exists (select 1 from reserved x where x.idx = u.idx)
-         order by u.network, u.idx
-       ), held as materialized (
-         select i.id, i.network, i.ts, i.score, i.sources,
-           coalesce(pg_visible_in_snapshot(i.change_xid, pg_current_snapshot()), true) as fresh
-         from ipv4_indicators i
-         where i.network = any (array(select w.network from wanted w))
-         order by i.network
-         for update of i
-       ), clock as materialized (
-         -- The second is locked first, then ts is read from the clock (the target list is
-         -- projected once the lateral lock call has returned): ts >= locked second, and a reader
-         -- that did not yet see the lock read its clock before ts (Ipv4Store.completeBefore).
-         select $2::bigint as ts
-         where $2::bigint is not null
-         union all
-         select floor(extract(epoch from clock_timestamp()))::bigint
-         from (select floor(extract(epoch from clock_timestamp()))::bigint as s) as x
-         cross join lateral pg_advisory_xact_lock_shared($3::bigint * 4294967296 + x.s) as lock
-         where $2::bigint is null and (exists (select 1 from wanted) or $4::boolean)
-       ), created as (
-         -- The held rows are all locked (the array below is computed once, before the first
-         -- insert), then the missing ones are inserted.
-         -- A network someone decided on before anyone reported it takes its decision record's
-         -- gid (migration 0017): one record per network for every follower.
-         insert into ipv4_indicators (gid, network, is_network, score, ts, entry_ts, ip_info)
-         select coalesce((select d.gid from ipv4_decisions d where d.network = w.network order by d.id limit 1), w.gid), w.network, w.is_network, 1, (select ts from clock), (select ts from clock), w.ip_info
-         from wanted w
-         where w.network <> all (array(select h.network from held h))
-         order by w.network
-         on conflict (network) do nothing
-         returning id, network, ts
-       )
-       select
-         (select coalesce(json_agg(json_build_object('idx', idx, 'range', range)), '[]'::json) from reserved) as reserved,
-         (select coalesce(json_agg(json_build_object('id', id, 'network', network::text, 'ts', ts, 'score', score, 'sources', sources, 'created', false, 'fresh', fresh)), '[]'::json) from held) as held,
-         (select coalesce(json_agg(json_build_object('id', id, 'network', network::text, 'ts', ts, 'score', 1, 'sources', '{}'::text[], 'created', true, 'fresh', false)), '[]'::json) from created) as created,
-         (select ts from clock) as clock_ts,
-         (select coalesce(json_agg(json_build_object('id', r.indicator_id, 'org_id', r.org_id, 'confidence', r.confidence, 'events', r.events, 'trust', o.trust)), '[]'::json)
-          from held h join ipv4_reports r on r.indicator_id = h.id join organizations o on o.id = r.org_id where h.fresh) as reporters,
-         (select coalesce(json_agg(json_build_object('id', null, 'org_id', o.id, 'trust', o.trust)), '[]'::json)
-          from organizations o where o.id = any (array(select u.org_id from u where u.add_report))) as trust`,
-      [
-        json(
-          pending.map(({ item, idx }) => ({
-            idx,
-            org_id: item.orgId,
-            network: item.network,
-            gid: item.gid,
-            is_network: item.isNetwork,
-            ip_info: item.ipInfo,
-            add_report: item.addReport,
-          })),
-        ),
-        clockTs,
-        IPV4_FEED_LOCK_CLASS,
-        // Decisions re-deliver the records they cover (migration 0011) at the batch's second.
-        items.some((item) => item.decision !== null),
-      ],
-      { name: 'rampart_ipv4_ingest_lock' },
-    );
-    const answer = result.rows[0]!;
-    for (const x of answer.reserved) reserved.set(x.idx, x.range);
-    if (answer.clock_ts !== null) clockTs ??= Number(answer.clock_ts);
-    for (const row of [...answer.held, ...answer.created]) {
-      rows.push({ id: Number(row.id), network: row.network, ts: Number(row.ts), score: Number(row.score), sources: row.sources, created: row.created, fresh: row.fresh });
-      locked.add(row.network);
-    }
-    known.push(...answer.reporters, ...answer.trust);
-    pending = pending.filter(({ item, idx }) => item.addReport && !reserved.has(idx) && !locked.has(item.network));
-  }
-  return { reserved, rows, clockTs, known };
 }
 
 /**

@@ -1,5 +1,6 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { EnvelopeParser } from '../envelope.ts';
+import { journalCursorPath, journalMatch, readJournalCursor, type JournalOptions } from '../journal.ts';
 
 /*
  * Real journal files for tests: systemd-journal-remote turns journal export format (the format
@@ -70,4 +71,20 @@ export function syslogToJournal(lines: Iterable<string>, readAt: number, fields:
     });
   }
   return out;
+}
+
+/**
+ * Whether a journal source has read everything its location matches: the cursor it saved in
+ * `stateDir` is the cursor of the last matching entry (it saves a batch's last cursor after
+ * emitting the batch). Tests wait on this, not on a pause, to know no further entry is coming.
+ */
+export function journalReadToEnd(stateDir: string, location: string, options: JournalOptions): boolean {
+  const match = journalMatch(location);
+  if ('error' in match) throw new Error(`${location}: ${match.error}`);
+  const args = ['--output=json', '--all', '--no-pager', '--quiet', '--lines=1', ...match.args];
+  if (options.journal_directory !== undefined) args.push(`--directory=${options.journal_directory}`);
+  if (options.journal_file !== undefined) args.push(`--file=${options.journal_file}`);
+  const last = execFileSync('journalctl', args).toString().trim().split('\n').at(-1);
+  if (!last) return false;
+  return readJournalCursor(journalCursorPath(stateDir, location, options)) === (JSON.parse(last) as { __CURSOR: string }).__CURSOR;
 }

@@ -87,7 +87,7 @@ describe('CoinLedger', () => {
     await ledger.debit(1, 1);
     await ledger.debit(1, 1);
     expect(ledger.unspent(1)).toBeGreaterThan(0);
-    await new Promise((r) => setTimeout(r, 200));
+    for (const end = Date.now() + 10_000; ledger.unspent(1) > 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 10));
     expect(ledger.unspent(1)).toBe(0);
     expect(state.balance).toBe(100_000 - 2);
     await ledger.close();
