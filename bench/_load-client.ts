@@ -61,7 +61,9 @@ export function runClient(url: string, o: { connections: number; duration: numbe
   const command = hasWrk
     ? `${pin}wrk --latency -t 1 -c ${o.connections} -d ${o.duration}s ${o.script ? `-s ${quote(o.script)} ` : ''}${headers.map(([k, v]) => `-H ${quote(`${k}: ${v}`)}`).join(' ')} ${quote(url)}`
     : `${pin}${quote(process.execPath)} ${quote(AUTOCANNON)} -j -c ${o.connections} -d ${o.duration} ${headers.map(([k, v]) => `-H ${quote(`${k}=${v}`)}`).join(' ')} ${quote(url)}`;
-  const r = spawnSync('bash', ['-c', `${command} 2>/dev/null; echo '---'; times`], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync('bash', ['-c', `${command}; echo '---'; times`], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  // wrk reports a script that does not load on stderr and then runs without it (GET /): refuse.
+  if (hasWrk && r.stderr.trim() !== '') throw new Error(`wrk: ${r.stderr.trim()}`);
   const [out, times] = r.stdout.split('\n---\n');
   const cpuSeconds = childTimes(times ?? '');
   if (!hasWrk) {

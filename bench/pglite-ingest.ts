@@ -139,7 +139,8 @@ function postScript(keys: string[]): string {
     '  n = n + 1',
     '  local i = n',
     '  if n % 2 == 1 then i = n - 1 end',
-    '  local body = string.format(\'{"ip":"10.%d.%d.%d","confidence":0.7,"source":"ssh"}\', (i >> 16) & 255, (i >> 8) & 255, i & 255)',
+    // wrk runs LuaJIT (Lua 5.1): bit operations through its `bit` module.
+    '  local body = string.format(\'{"ip":"10.%d.%d.%d","confidence":0.7,"source":"ssh"}\', bit.band(bit.rshift(i, 16), 255), bit.band(bit.rshift(i, 8), 255), bit.band(i, 255))',
     '  return wrk.format("POST", "/api/v1/ips", { ["Authorization"] = keys[(n % #keys) + 1], ["Content-Type"] = "application/json" }, body)',
     'end',
     '',
