@@ -1,3 +1,4 @@
+import { until } from '@rampart/plugin-kit/testing';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,15 +21,6 @@ import { EnforcerWorker } from '../src/sync/enforcer-worker.ts';
 
 const BLACKLISTED: KeySet = { keys: Float64Array.of(ipv4Key('45.61.7.10/32')), ranks: Uint16Array.of(900) };
 
-async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, deadlineMs = 5_000): Promise<T> {
-  const end = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe('EnforcerSlots with the dry-run enforcer', () => {
   let dir: string;

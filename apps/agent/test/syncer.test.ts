@@ -1,3 +1,4 @@
+import { until } from '@rampart/plugin-kit/testing';
 import { mkdtemp, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
@@ -271,15 +272,6 @@ describe('syncer', () => {
         return false;
       }
     };
-    async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 10_000): Promise<T> {
-      const end = Date.now() + ms;
-      for (;;) {
-        const v = await check();
-        if (v) return v;
-        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    }
 
     it('a target stalled for a minute delays no other: dry_run gets the set and then a decision within 2 s', async () => {
       const { worker: csv, reloadPid } = await stallingCsv();

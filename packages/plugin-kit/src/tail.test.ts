@@ -1,3 +1,4 @@
+import { waitFor } from './testing/until.ts';
 import { appendFile, mkdtemp, rename, rm, truncate, writeFile, copyFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,13 +7,6 @@ import { fileOffsetStore } from './offset-store.ts';
 import { tailFile } from './tail.ts';
 import type { TailOptions } from './tail.ts';
 
-async function until(check: () => boolean, what: string, deadlineMs = 10_000): Promise<void> {
-  const end = Date.now() + deadlineMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('tailFile on real files', () => {
   let dir: string;
@@ -43,9 +37,9 @@ describe('tailFile on real files', () => {
     await writeFile(log, 'one\r\ntw');
     const { lines, tail } = start({ startAt: 'beginning' });
     await tail.ready;
-    await until(() => lines.length === 1, 'first line');
+    await waitFor(() => lines.length === 1, 'first line');
     await appendFile(log, 'o\nthree\n');
-    await until(() => lines.length === 3, 'three lines');
+    await waitFor(() => lines.length === 3, 'three lines');
     expect(lines).toEqual(['one', 'two', 'three']);
   });
 
@@ -54,7 +48,7 @@ describe('tailFile on real files', () => {
     const { lines, tail } = start();
     await tail.ready;
     await appendFile(log, 'new\n');
-    await until(() => lines.length === 1, 'new line');
+    await waitFor(() => lines.length === 1, 'new line');
     expect(lines).toEqual(['new']);
   });
 
@@ -62,13 +56,13 @@ describe('tailFile on real files', () => {
     await writeFile(log, 'a\nb\n');
     const { lines, tail } = start({ startAt: 'beginning' });
     await tail.ready;
-    await until(() => lines.length === 2, 'a, b');
+    await waitFor(() => lines.length === 2, 'a, b');
     await rename(log, `${log}.1`);
     await appendFile(`${log}.1`, 'c\n'); // the writer had not reopened yet
     await writeFile(log, 'd\ne\n');
-    await until(() => lines.length === 5, 'c, d, e');
+    await waitFor(() => lines.length === 5, 'c, d, e');
     await appendFile(log, 'f\n');
-    await until(() => lines.length === 6, 'f');
+    await waitFor(() => lines.length === 6, 'f');
     expect(lines).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
   });
 
@@ -76,15 +70,15 @@ describe('tailFile on real files', () => {
     await writeFile(log, 'line 1\nline 2\n');
     const { lines, tail } = start({ startAt: 'beginning' });
     await tail.ready;
-    await until(() => lines.length === 2, 'two lines');
+    await waitFor(() => lines.length === 2, 'two lines');
     await copyFile(log, `${log}.1`);
     await truncate(log, 0);
     await appendFile(log, 'after 1\n');
-    await until(() => lines.length === 3, 'line after truncation');
+    await waitFor(() => lines.length === 3, 'line after truncation');
     // Truncated and regrown past the old position before the tailer looked: the head tells.
     await truncate(log, 0);
     await appendFile(log, 'X'.repeat(40) + ' after 2\n');
-    await until(() => lines.length === 4, 'line after second truncation');
+    await waitFor(() => lines.length === 4, 'line after second truncation');
     expect(lines).toEqual(['line 1', 'line 2', 'after 1', 'X'.repeat(40) + ' after 2']);
   });
 
@@ -110,7 +104,7 @@ describe('tailFile on real files', () => {
       },
     });
     await tail.ready;
-    await until(() => endsAfterLastRound > 0, 'the end of the last round', 30_000);
+    await waitFor(() => endsAfterLastRound > 0, 'the end of the last round', 30_000);
     expect(lines).toEqual(Array.from({ length: ROUNDS }, (_, r) => [`${name(r)} first`, `${name(r)} second`]).flat());
   });
 
@@ -120,15 +114,15 @@ describe('tailFile on real files', () => {
     const first = start({ offsets, startAt: 'beginning' });
     await first.tail.ready;
     await appendFile(log, 'r1\nr2\n');
-    await until(() => first.lines.length === 3, 'three lines');
+    await waitFor(() => first.lines.length === 3, 'three lines');
     first.stop.abort();
     await first.tail.done;
     await appendFile(log, 'while down\npart');
     const second = start({ offsets: fileOffsetStore(join(dir, 'state', 'offsets.json')) });
     await second.tail.ready;
-    await until(() => second.lines.length === 1, 'line written while down');
+    await waitFor(() => second.lines.length === 1, 'line written while down');
     await appendFile(log, 'ial\n');
-    await until(() => second.lines.length === 2, 'the completed partial line');
+    await waitFor(() => second.lines.length === 2, 'the completed partial line');
     expect(first.lines).toEqual(['before start', 'r1', 'r2']);
     expect(second.lines).toEqual(['while down', 'partial']);
   });
@@ -137,7 +131,7 @@ describe('tailFile on real files', () => {
     const offsets = fileOffsetStore(join(dir, 'offsets.json'));
     await writeFile(log, 'x1\n');
     const first = start({ offsets, startAt: 'beginning' });
-    await until(() => first.lines.length === 1, 'x1');
+    await waitFor(() => first.lines.length === 1, 'x1');
     first.stop.abort();
     await first.tail.done;
     await appendFile(log, 'x2\nx3');
@@ -145,7 +139,7 @@ describe('tailFile on real files', () => {
     await writeFile(`${log}.2.gz`, 'not read');
     await writeFile(log, 'y1\ny2\n');
     const second = start({ offsets });
-    await until(() => second.lines.length === 4, 'rest of the old file and the new file');
+    await waitFor(() => second.lines.length === 4, 'rest of the old file and the new file');
     expect(second.lines).toEqual(['x2', 'x3', 'y1', 'y2']);
   });
 
@@ -153,7 +147,7 @@ describe('tailFile on real files', () => {
     const { lines, tail } = start();
     await tail.ready;
     await writeFile(log, 'born\n');
-    await until(() => lines.length === 1, 'line of the new file');
+    await waitFor(() => lines.length === 1, 'line of the new file');
     expect(lines).toEqual(['born']);
   });
 });

@@ -1,3 +1,4 @@
+import { waitFor } from '@rampart/plugin-kit/testing';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { memoryOffsetStore } from '@rampart/plugin-kit';
@@ -12,13 +13,6 @@ const AUTH = { email: 'secops@example.com', key: 'c2547eb745079dac9320b638f5e225
 const ZONE = '023e105f4ecef8ad9ca31a8372d0c353';
 const ZONE2 = '9a7806061c88ada191ed06f989cc3dac';
 
-async function until(check: () => boolean, what: string): Promise<void> {
-  const end = Date.now() + 10_000;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const at = (secondsAgo: number) => new Date(Math.floor(Date.now() / 1000 - secondsAgo) * 1000).toISOString().replace('.000Z', 'Z');
 
@@ -58,11 +52,11 @@ describe('cdn_waf against a local Cloudflare stand-in', () => {
     const saved: number[] = [];
     const offsets: OffsetStore = { load: (key) => memory.load(key), save: async (key, position) => (saved.push(position.offset), memory.save(key, position)) };
     const first = run(offsets);
-    await until(() => first.seen.length >= 4, 'four detections');
-    await until(() => cf.requests.length >= 4, 'the last page');
+    await waitFor(() => first.seen.length >= 4, 'four detections');
+    await waitFor(() => cf.requests.length >= 4, 'the last page');
     // Stop only once the poll has saved where it ended: stopping between the last page and that
     // save would leave an earlier offset (a race a loaded machine hit).
-    await until(() => saved.includes(Date.parse(String(cf.requests[0]!.variables!.until))), 'the end of the poll saved');
+    await waitFor(() => saved.includes(Date.parse(String(cf.requests[0]!.variables!.until))), 'the end of the poll saved');
     first.stop.abort();
     await first.running.done;
     expect(first.seen.map((d) => [d.ip, d.kind])).toEqual([
@@ -90,7 +84,7 @@ describe('cdn_waf against a local Cloudflare stand-in', () => {
     cf.requests.length = 0;
     cf.events.get(ZONE)!.push({ action: 'block', clientIP: '203.0.113.7', datetime: at(30), rayName: 'r7' });
     const second = run(offsets, { now: () => Date.now() + 120_000 });
-    await until(() => second.seen.length >= 2, 'the two newer events');
+    await waitFor(() => second.seen.length >= 2, 'the two newer events');
     second.stop.abort();
     await second.running.done;
     expect(second.seen.map((d) => d.ip).sort()).toEqual(['203.0.113.5', '203.0.113.7']);
@@ -101,7 +95,7 @@ describe('cdn_waf against a local Cloudflare stand-in', () => {
     cf.zones.push(ZONE, ZONE2);
     cf.events.set(ZONE2, [{ action: 'managed_challenge', clientIP: '198.51.100.8', datetime: at(200), rayName: 'z2' }]);
     const { seen, stop, running } = run(memoryOffsetStore(), { zoneIds: [], mode: 'aggressive' });
-    await until(() => seen.length === 1, 'the challenge');
+    await waitFor(() => seen.length === 1, 'the challenge');
     stop.abort();
     await running.done;
     expect(seen).toMatchObject([{ ip: '198.51.100.8', kind: 'cdn_challenge', source: 'cdn_waf' }]);
@@ -122,7 +116,7 @@ describe('cdn_waf against a local Cloudflare stand-in', () => {
     const seen: Detection[] = [];
     const stop = new AbortController();
     const running = cloudflareSource.start(config, config.options.mode, { log: silent, emit: (d) => seen.push(d), signal: stop.signal });
-    await until(() => seen.length === 1, 'the drop');
+    await waitFor(() => seen.length === 1, 'the drop');
     stop.abort();
     await running.done;
     expect(seen).toEqual([{ ts: Date.parse(datetime) / 1000, ip: '192.0.2.77', source: 'cdn_waf', kind: 'cdn_block', attempts: 1 }]);

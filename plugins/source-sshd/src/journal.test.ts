@@ -1,3 +1,4 @@
+import { until } from '@rampart/plugin-kit/testing';
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -52,13 +53,6 @@ describe.skipIf(systemGate('ssh_log from a real journal', { commands: ['journalc
     return child;
   }
 
-  async function until(what: string, check: () => boolean, ms = 60_000): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!check()) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
 
   /** The cursor of the last entry of the unit, as journalctl reports it. */
   const lastCursor = (journalDir: string) =>
@@ -101,7 +95,7 @@ describe.skipIf(systemGate('ssh_log from a real journal', { commands: ['journalc
     await writeJournal(journalFile, entries.slice(0, half));
     runner = start(config, stateDir, out);
     const firstCursor = lastCursor(journalDir);
-    await until('the first half read', () => readCursor(cursorFile) === firstCursor);
+    await until('the first half read', () => readCursor(cursorFile) === firstCursor, 60_000);
     const beforeKill = emitted(out).length;
     process.kill(-runner.pid!, 'SIGKILL');
     await new Promise((r) => runner!.once('exit', r));
@@ -110,7 +104,7 @@ describe.skipIf(systemGate('ssh_log from a real journal', { commands: ['journalc
     const secondCursor = lastCursor(journalDir);
     expect(secondCursor).not.toBe(firstCursor);
     runner = start(config, stateDir, out);
-    await until('the second half read', () => readCursor(cursorFile) === secondCursor);
+    await until('the second half read', () => readCursor(cursorFile) === secondCursor, 60_000);
     runner.kill('SIGTERM');
     await new Promise((r) => runner!.once('exit', r));
 

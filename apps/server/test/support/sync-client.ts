@@ -1,3 +1,5 @@
+import { until } from '@rampart/plugin-kit/testing';
+export { until };
 import WebSocket from 'ws';
 import { ServerSyncMessage } from '@rampart/contracts';
 
@@ -13,15 +15,6 @@ export interface SyncPeer {
   close(): Promise<void>;
 }
 
-export async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** Opens the sync channel; resolves once the upgrade succeeded (or rejects with the HTTP status). */
 export function connectSync(baseUrl: string, headers: Record<string, string>, options: { autoPong?: boolean } = {}): Promise<SyncPeer> {

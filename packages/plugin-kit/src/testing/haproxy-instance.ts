@@ -3,7 +3,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, waitFor } from './nginx-instance.ts';
+import { freePort } from './nginx-instance.ts';
+import { waitFor } from './until.ts';
 
 export interface HaproxyInstance {
   dir: string;

@@ -14,3 +14,4 @@ export * from './squid-instance.ts';
 export * from './ssh-stand-in.ts';
 export * from './journal-remote.ts';
 export * from './loggers.ts';
+export * from './until.ts';

@@ -4,7 +4,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, waitFor } from './nginx-instance.ts';
+import { freePort } from './nginx-instance.ts';
+import { waitFor } from './until.ts';
 
 const exec = promisify(execFile);
 

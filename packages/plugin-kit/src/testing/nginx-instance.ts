@@ -1,3 +1,4 @@
+import { waitFor } from './until.ts';
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { request } from 'node:http';
@@ -30,20 +31,6 @@ export function statusFrom(port: number, localAddress: string, path = '/'): Prom
   });
 }
 
-/** Polls `check` until it returns true or the deadline passes (no fixed sleeps in tests). */
-export async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      if (await check()) return;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-}
 
 export interface NginxInstance {
   dir: string;

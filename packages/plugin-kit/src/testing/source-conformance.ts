@@ -1,3 +1,4 @@
+import { waitFor } from './until.ts';
 import { appendFile, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,13 +21,6 @@ export interface FileSourceCase {
 }
 
 
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const end = Date.now() + 10_000;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /**
  * The contract every file source keeps (conventions §12): its config and parse defaults
@@ -78,10 +72,10 @@ export function sourceConformance(c: FileSourceCase): void {
         const stop = new AbortController();
         const running = definition.start(config, mode, { log: silent, emit: (d) => seen.push(d), signal: stop.signal, offsets });
         // The first position is saved once the tailer knows where it starts.
-        await until(async () => (await offsets.load(file)) !== undefined, 'the start position');
+        await waitFor(async () => (await offsets.load(file)) !== undefined, 'the start position');
         await appendFile(file, c.lines.join('\n') + '\n');
         const size = (await stat(file)).size;
-        await until(async () => (await offsets.load(file))?.offset === size, 'the whole file read');
+        await waitFor(async () => (await offsets.load(file))?.offset === size, 'the whole file read');
         stop.abort();
         await running.done;
         return seen.map((d) => `${d.ip} ${d.kind}`);

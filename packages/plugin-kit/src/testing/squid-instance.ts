@@ -3,7 +3,8 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, waitFor } from './nginx-instance.ts';
+import { freePort } from './nginx-instance.ts';
+import { waitFor } from './until.ts';
 
 export interface SquidInstance {
   dir: string;
