@@ -1,3 +1,4 @@
+import { until } from '@rampart/plugin-kit/testing';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -20,15 +21,9 @@ export function request(url: string, init: RequestInit & { json?: unknown } = {}
   return fetch(url, { ...rest, headers, ...(json !== undefined ? { body: JSON.stringify(json) } : {}), signal: AbortSignal.timeout(REQUEST_DEADLINE_MS) });
 }
 
-/** Polls `probe` until it answers something other than undefined/false; fails after `timeoutMs`. */
-export async function waitUntil<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+/** `until` of @rampart/plugin-kit/testing with the fault tests' explicit bound (a probe that throws, as a fetch to a replica away does, is tried again). */
+export function waitUntil<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number, everyMs = 50): Promise<T> {
+  return until(what, probe, timeoutMs, everyMs);
 }
 
 /** The value of one Prometheus series in a /metrics text (0 when absent). */
