@@ -97,9 +97,9 @@ export class DryRunFollower {
     return this.settled(kind, this.syncerOf(kind).incremental());
   }
 
-  /** A decision as the sync channel pushes it (`decision_changed`). */
-  decision(kind: IndicatorKind, indicator: string, decision: -1 | 0 | 1, ttl: number | null): Promise<void> {
-    return this.settled(kind, this.syncerOf(kind).decision(indicator, decision, ttl));
+  /** A decision as the sync channel pushes it (`decision_changed`, with its `ts` as `version`). */
+  decision(kind: IndicatorKind, indicator: string, decision: -1 | 0 | 1, ttl: number | null, version?: number): Promise<void> {
+    return this.settled(kind, this.syncerOf(kind).decision(indicator, decision, ttl, version));
   }
 
   /** What the kind's dry-run enforcer holds now, read back from its file (the enforcer's canonical form and order). */

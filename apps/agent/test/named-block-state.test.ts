@@ -42,6 +42,33 @@ describe('named block state', () => {
     expect(s.evaluate(now, policy).ranks).toEqual([400, 1001]);
   });
 
+  it('drops a pushed decision the feed already delivered, or one older than a push applied, as on IPv4 (the push carries its feed second)', () => {
+    const s = new NamedBlockState(domainCodec, forKind(list(), 'domain'));
+    const listed = () => s.evaluate(now + 10, policy).values;
+    // Cleared at now, blacklisted at now + 1; the feed read the newer state first and the clear's push came after it.
+    s.ingestRecord({ values: ['late.example'], score: 0, ts: now + 1, decision: 1 });
+    expect(s.applyDecision('late.example', -1, null, now + 1, now)).toBe(false);
+    expect(s.applyDecision('Late.Example.', 0, null, now + 1, now + 1)).toBe(false);
+    expect(listed()).toEqual(['late.example']);
+    // A newer push applies; one older than it, arriving late, does not; one of the same second does.
+    expect(s.applyDecision('late.example', 0, null, now + 3, now + 3)).toBe(true);
+    expect(listed()).toEqual([]);
+    expect(s.applyDecision('late.example', 1, null, now + 3, now + 2)).toBe(false);
+    expect(listed()).toEqual([]);
+    expect(s.applyDecision('late.example', 1, null, now + 3, now + 3)).toBe(true);
+    expect(listed()).toEqual(['late.example']);
+    // A versioned clear waits for the record the feed re-delivers with it (its score may be newer than the last pull).
+    expect(s.applyDecision('late.example', -1, null, now + 4, now + 4)).toBe(false);
+    expect(listed()).toEqual(['late.example']);
+    s.ingestRecord({ values: ['late.example'], score: 0, ts: now + 4, decision: -1 });
+    expect(listed()).toEqual([]);
+    // Once the feed has caught up with a push, an older push is judged by the record alone.
+    expect(s.applyDecision('late.example', 1, null, now + 5, now + 3)).toBe(false);
+    // A push without a version (an older server) applies as before.
+    expect(s.applyDecision('late.example', 1, null, now + 5)).toBe(true);
+    expect(listed()).toEqual(['late.example']);
+  });
+
   it('a file is found by any of its digests: records that share one merge; each digest is an entry of its own', () => {
     const s = new NamedBlockState(fileCodec, forKind(list(), 'file'));
     s.ingestRecord({ values: ['', '', MD5.toLowerCase()], score: 200, ts: now, decision: -1 });

@@ -137,7 +137,7 @@ describe.each(driverCases())('a reference follower of /domains and /urls agrees 
       if (event.type !== 'decision_changed' || event.kind === 'ipv4') return;
       const agent = agents.get(event.org_id);
       const kind = event.kind;
-      if (agent && kind !== 'file') pushes = pushes.then(() => agent.decision(kind, event.indicator, event.decision, event.ttl));
+      if (agent && kind !== 'file') pushes = pushes.then(() => agent.decision(kind, event.indicator, event.decision, event.ttl, event.ts));
     });
   }, 240_000);
   afterAll(async () => {

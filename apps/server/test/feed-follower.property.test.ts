@@ -169,7 +169,7 @@ describe.each(driverCases())('a reference follower of /ips agrees with /ipv4 on 
       if (event.type === 'feed_changed' && event.org_id === -1) seenMark = Math.max(seenMark, event.ts);
       if (event.type !== 'decision_changed' || event.kind !== 'ipv4') return;
       const agent = agents.get(event.org_id);
-      if (agent) pushes = pushes.then(() => agent.decision('ipv4', event.indicator, event.decision, event.ttl));
+      if (agent) pushes = pushes.then(() => agent.decision('ipv4', event.indicator, event.decision, event.ttl, event.ts));
     });
   }, 60_000);
   afterAll(async () => {

@@ -210,12 +210,19 @@ describe.each(driverCases())('domains and URLs on $name', (driver) => {
     const decisions = () => heard.filter((e) => e.type === 'decision_changed');
     while (decisions().length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     await unsubscribe();
+    const ts = expect.any(Number);
     expect(decisions()).toEqual([
-      { type: 'decision_changed', org_id: acme.org.id, kind: 'domain', indicator: 'decided.example', decision: 0, ttl: null },
-      { type: 'decision_changed', org_id: acme.org.id, kind: 'url', indicator: 'http://decided.example/x', decision: 0, ttl: null },
-      { type: 'decision_changed', org_id: acme.org.id, kind: 'domain', indicator: 'decided.example', decision: -1, ttl: null },
-      { type: 'decision_changed', org_id: acme.org.id, kind: 'url', indicator: 'http://decided.example/x', decision: 1, ttl: null },
+      { type: 'decision_changed', org_id: acme.org.id, kind: 'domain', indicator: 'decided.example', decision: 0, ttl: null, ts },
+      { type: 'decision_changed', org_id: acme.org.id, kind: 'url', indicator: 'http://decided.example/x', decision: 0, ttl: null, ts },
+      { type: 'decision_changed', org_id: acme.org.id, kind: 'domain', indicator: 'decided.example', decision: -1, ttl: null, ts },
+      { type: 'decision_changed', org_id: acme.org.id, kind: 'url', indicator: 'http://decided.example/x', decision: 1, ttl: null, ts },
     ]);
+    // Each push carries the feed second of the record the organization's feed now holds (the agent
+    // orders pushes against its pulls with it), never a second behind.
+    const fedDomain = DomainPage.parse((await get(acme.keys.reader, '/domains?ts=0&page_size=1999')).json()).body.find((r) => r.domain === 'decided.example')!;
+    const fedUrl = UrlPage.parse((await get(acme.keys.reader, '/urls?ts=0&page_size=1999')).json()).body.find((r) => r.url === 'http://decided.example/x')!;
+    const last = (kind: string) => decisions().filter((e) => e.type === 'decision_changed' && e.kind === kind).at(-1) as { ts: number };
+    expect([last('domain').ts, last('url').ts]).toEqual([fedDomain.ts, fedUrl.ts]);
   });
 
   it('serves feed pages with version 4, next_ts and page_size bounds, and honours the organization delay', async () => {

@@ -244,9 +244,9 @@ describe.each(driverCases())('files on $name', (driver) => {
     while (heard.filter((e) => e.type === 'decision_changed').length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     await unsubscribe();
     expect(heard.filter((e) => e.type === 'decision_changed')).toEqual([
-      { type: 'decision_changed', org_id: acme.org.id, kind: 'file', indicator: d.md5.toUpperCase(), decision: 0, ttl: null },
-      { type: 'decision_changed', org_id: acme.org.id, kind: 'file', indicator: d.sha256.toUpperCase(), decision: 1, ttl: null },
-      { type: 'decision_changed', org_id: acme.org.id, kind: 'file', indicator: d.sha256.toUpperCase(), decision: -1, ttl: null },
+      { type: 'decision_changed', org_id: acme.org.id, kind: 'file', indicator: d.md5.toUpperCase(), decision: 0, ttl: null, ts: expect.any(Number) },
+      { type: 'decision_changed', org_id: acme.org.id, kind: 'file', indicator: d.sha256.toUpperCase(), decision: 1, ttl: null, ts: expect.any(Number) },
+      { type: 'decision_changed', org_id: acme.org.id, kind: 'file', indicator: d.sha256.toUpperCase(), decision: -1, ttl: null, ts: expect.any(Number) },
     ]);
   });
 

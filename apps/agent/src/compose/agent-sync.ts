@@ -88,7 +88,7 @@ export class AgentSync {
   /** A decision pushed over the sync channel, applied by its kind's syncer. */
   decision(m: z.infer<typeof SyncDecisionChanged>): void {
     if (!this.deps.running()) return;
-    const task = m.kind === 'ipv4' ? this.ipv4.decision(m.indicator, m.decision, m.ttl, m.ts) : this.named.decision(m.kind, m.indicator, m.decision, m.ttl);
+    const task = m.kind === 'ipv4' ? this.ipv4.decision(m.indicator, m.decision, m.ttl, m.ts) : this.named.decision(m.kind, m.indicator, m.decision, m.ttl, m.ts);
     task?.catch((err: unknown) => this.deps.log.warn({ err, kind: m.kind }, 'decision not applied'));
   }
 

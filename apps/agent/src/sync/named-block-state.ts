@@ -53,6 +53,8 @@ export interface NamedRecordInput {
 export class NamedBlockState {
   /** Each entry once, under every one of its values. */
   private readonly byValue = new Map<string, NamedEntry>();
+  /** The feed second of the newest pushed decision applied, by value, until the feed catches up with it. */
+  private readonly pushed = new Map<string, number>();
   private readonly all = new Set<NamedEntry>();
   enforced: NamedSet = EMPTY_NAMED_SET;
   /** Epoch seconds of the last full reconcile. */
@@ -89,6 +91,10 @@ export class NamedBlockState {
     const values = this.canonicalAll(record.values);
     if (values.length === 0) return false;
     const previous = this.find(values);
+    for (const value of values) {
+      const pushed = this.pushed.get(value);
+      if (pushed !== undefined && record.ts >= pushed) this.pushed.delete(value);
+    }
     this.upsert(values, {
       values,
       s0: Math.max(0, Math.min(1000, Math.round(record.score))),
@@ -101,11 +107,23 @@ export class NamedBlockState {
     return true;
   }
 
-  /** A decision pushed over the sync channel for one value (for files, any of the digests). */
-  applyDecision(value: string, decision: -1 | 0 | 1, ttl: number | null, now: number): boolean {
+  /**
+   * A decision pushed over the sync channel for one value (for files, any of the digests).
+   * `version` (the change's feed second, when the server sends it) orders it against the feed as
+   * on IPv4 (BlockState.applyDecision): a push older than a record the feed delivered, or than a
+   * push already applied, arrived late and is dropped; a versioned clear waits for the feed,
+   * which re-delivers the record with what follows it (its score).
+   */
+  applyDecision(value: string, decision: -1 | 0 | 1, ttl: number | null, now: number, version?: number): boolean {
     const values = this.canonicalAll([value]);
     if (values.length === 0) return false;
     const previous = this.find(values);
+    if (version !== undefined) {
+      if (previous && previous.flags & FED && previous.ts >= version) return false;
+      if (version < (this.pushed.get(values[0]!) ?? -1)) return false;
+      this.pushed.set(values[0]!, version);
+      if (decision === -1) return false;
+    }
     // A whitelist is kept even on a value nobody reported: an enforcer that blocks a parent name
     // (RPZ's `*.name`) exempts it (see `allowed`).
     if (!previous && decision === -1) return true;

@@ -106,10 +106,10 @@ export class NamedKinds {
     }
   }
 
-  decision(kind: NamedKind, indicator: string, decision: -1 | 0 | 1, ttl: number | null): Promise<void> | undefined {
+  decision(kind: NamedKind, indicator: string, decision: -1 | 0 | 1, ttl: number | null, version?: number): Promise<void> | undefined {
     return this.active()
       .find((s) => s.kind === kind)
-      ?.decision(indicator, decision, ttl);
+      ?.decision(indicator, decision, ttl, version);
   }
 
   reconcile(): Promise<number[]> {

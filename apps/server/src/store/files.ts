@@ -180,17 +180,19 @@ export class FileStore {
    * The organization's decision on a digest; the file carrying it is delivered again to that
    * organization, and so is the decision's own record while nobody reports the digest (moveDecision).
    */
-  async setDecision(orgId: number, digestHex: string, decision: -1 | 0 | 1, reanchor: (s0: number, elapsed: number) => number, note: DecisionNote = NO_NOTE): Promise<void> {
+  async setDecision(orgId: number, digestHex: string, decision: -1 | 0 | 1, reanchor: (s0: number, elapsed: number) => number, note: DecisionNote = NO_NOTE): Promise<number> {
     const digest = Buffer.from(digestHex, 'hex');
-    await this.db.transaction(async (tx) => {
+    return this.db.transaction(async (tx) => {
       await tx.query(
         `insert into file_decisions (org_id, digest, decision, reason, set_by) values ($1, $2, $3, $4, $5)
          on conflict (org_id, digest) do update set decision = excluded.decision, reason = excluded.reason, set_by = excluded.set_by, updated_at = now()`,
         [orgId, digest, decision, note.reason, note.setBy],
       );
       const held = await tx.query<{ id: number }>(`select id from file_indicators where ${digestKind(digestHex)} = $1`, [digest]);
-      if (held.rows[0]) await anchorForOrg(tx, 'file', orgId, held.rows[0].id, reanchor);
-      await moveDecision(tx, 'file', orgId, digest);
+      const anchored = held.rows[0] ? await anchorForOrg(tx, 'file', orgId, held.rows[0].id, reanchor) : undefined;
+      const moved = await moveDecision(tx, 'file', orgId, digest);
+      // The change's version: the feed second of the record the organization's feed now carries.
+      return anchored ?? moved;
     });
   }
 

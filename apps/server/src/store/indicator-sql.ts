@@ -160,31 +160,35 @@ export async function anchoredPage<T extends { ts: number; id: number }>(
  * feed second: delivered again as a record of its own while nobody reports the value (migration
  * 0018). Takes the feed clock: run it last in the caller's transaction.
  */
-export async function moveDecision(tx: Queryable, kind: IndicatorKind, orgId: number, key: string | Buffer): Promise<void> {
+/** Moves the decision row's feed second (its record, while nobody reports the value); returns it. */
+export async function moveDecision(tx: Queryable, kind: IndicatorKind, orgId: number, key: string | Buffer): Promise<number> {
   const ts = await takeFeedTs(tx);
   await tx.query(`update ${TABLES[kind].decisions} set ts = $3 where org_id = $1 and ${kind === 'file' ? 'digest' : 'value'} = $2`, [orgId, key, ts]);
+  return ts;
 }
 
 /**
  * Delivers one indicator again to one organization whose decision on it changed (migration
  * 0011): an anchor at a new feed second carrying the live score there, from the pair the
- * organization saw until now. Runs in the caller's transaction, after its other locks.
+ * organization saw until now. Runs in the caller's transaction, after its other locks. Returns the
+ * feed second the organization's record now has (undefined when the indicator is gone).
  */
-export async function anchorForOrg(tx: Queryable, kind: IndicatorKind, orgId: number, indicatorId: number, reanchor: (s0: number, elapsed: number) => number): Promise<void> {
+export async function anchorForOrg(tx: Queryable, kind: IndicatorKind, orgId: number, indicatorId: number, reanchor: (s0: number, elapsed: number) => number): Promise<number | undefined> {
   const t = TABLES[kind];
   const seen = await tx.query<{ ts: number; score: number }>(
     `select ${EFFECTIVE.ts} as ts, ${EFFECTIVE.score} as score from ${t.indicators} i ${anchorJoin(kind, '$1')} where i.id = $2 for share of i`,
     [orgId, indicatorId],
   );
   const row = seen.rows[0];
-  if (!row) return;
+  if (!row) return undefined;
   const ts = await takeFeedTs(tx);
-  if (ts <= Number(row.ts)) return;
+  if (ts <= Number(row.ts)) return Number(row.ts);
   await tx.query(
     `insert into ${t.anchors} (org_id, indicator_id, ts, score) values ($1, $2, $3, $4)
      on conflict (org_id, indicator_id) do update set ts = excluded.ts, score = excluded.score`,
     [orgId, indicatorId, ts, reanchor(Number(row.score), ts - Number(row.ts))],
   );
+  return ts;
 }
 export type IndicatorKind = keyof typeof TABLES;
 

@@ -99,16 +99,18 @@ export class NamedIndicatorStore {
    * indicator is delivered again to that organization (anchorForOrg) in the same transaction, and
    * so is the decision's own record while nobody reports the value (moveDecision).
    */
-  async setDecision(orgId: number, value: string, decision: -1 | 0 | 1, reanchor: (s0: number, elapsed: number) => number, note: DecisionNote = NO_NOTE): Promise<void> {
-    await this.db.transaction(async (tx) => {
+  async setDecision(orgId: number, value: string, decision: -1 | 0 | 1, reanchor: (s0: number, elapsed: number) => number, note: DecisionNote = NO_NOTE): Promise<number> {
+    return this.db.transaction(async (tx) => {
       await tx.query(
         `insert into ${this.t.decisions} (org_id, value, decision, reason, set_by) values ($1, $2, $3, $4, $5)
          on conflict (org_id, value) do update set decision = excluded.decision, reason = excluded.reason, set_by = excluded.set_by, updated_at = now()`,
         [orgId, value, decision, note.reason, note.setBy],
       );
       const held = await tx.query<{ id: number }>(`select id from ${this.t.indicators} where value = $1`, [value]);
-      if (held.rows[0]) await anchorForOrg(tx, this.kind, orgId, held.rows[0].id, reanchor);
-      await moveDecision(tx, this.kind, orgId, value);
+      const anchored = held.rows[0] ? await anchorForOrg(tx, this.kind, orgId, held.rows[0].id, reanchor) : undefined;
+      const moved = await moveDecision(tx, this.kind, orgId, value);
+      // The change's version: the feed second of the record the organization's feed now carries.
+      return anchored ?? moved;
     });
   }
 

@@ -44,9 +44,10 @@ export async function decideFile(store: Store, events: EventBus, orgId: number, 
   // DigestParams admits only MD5/SHA1/SHA256 hex: the canonical form always exists.
   const canonical = canonicalDigest(digest)!;
   const decision = body.decision as -1 | 0 | 1;
-  await store.files.setDecision(orgId, canonical, decision, reanchoredScore, note);
-  await events.publish({ type: 'feed_changed', org_id: orgId, kind: 'file', ts: nowSeconds() });
-  await events.publish({ type: 'decision_changed', org_id: orgId, kind: 'file', indicator: canonical, decision, ttl: null });
+  const ts = await store.files.setDecision(orgId, canonical, decision, reanchoredScore, note);
+  await events.publish({ type: 'feed_changed', org_id: orgId, kind: 'file', ts });
+  // `ts` versions the push against the feed (the agent drops it once the feed has brought as new).
+  await events.publish({ type: 'decision_changed', org_id: orgId, kind: 'file', indicator: canonical, decision, ttl: null, ts });
 }
 
 /** One feed page: records with ts strictly greater than `ts`, the organization's delay and the query's filters applied. */

@@ -27,9 +27,10 @@ export async function reportNamed(store: Store, events: EventBus, kind: NamedKin
 /** The organization's decision on a domain or URL. */
 export async function decideNamed(store: Store, events: EventBus, kind: NamedKind, orgId: number, value: string, decision: number, note: DecisionNote): Promise<void> {
   const d = decision as -1 | 0 | 1;
-  await storeOf(store, kind).setDecision(orgId, value, d, reanchoredScore, note);
-  await events.publish({ type: 'feed_changed', org_id: orgId, kind, ts: nowSeconds() });
-  await events.publish({ type: 'decision_changed', org_id: orgId, kind, indicator: value, decision: d, ttl: null });
+  const ts = await storeOf(store, kind).setDecision(orgId, value, d, reanchoredScore, note);
+  await events.publish({ type: 'feed_changed', org_id: orgId, kind, ts });
+  // `ts` versions the push against the feed (the agent drops it once the feed has brought as new).
+  await events.publish({ type: 'decision_changed', org_id: orgId, kind, indicator: value, decision: d, ttl: null, ts });
 }
 
 /**
