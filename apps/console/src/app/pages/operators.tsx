@@ -124,7 +124,7 @@ function OrganizationCard({ session, org, onChanged }: { session: Session; org: 
       </p>
       <div class="grid">
         <form
-          aria-label="Grant coins"
+          aria-label={`Grant coins to ${org.name}`}
           onSubmit={(e) => {
             e.preventDefault();
             void action.run(async () => {
@@ -143,7 +143,7 @@ function OrganizationCard({ session, org, onChanged }: { session: Session; org: 
           </button>
         </form>
         <form
-          aria-label="Trust and delay"
+          aria-label={`Trust and delay of ${org.name}`}
           onSubmit={(e) => {
             e.preventDefault();
             void action.run(async () => {
@@ -305,7 +305,9 @@ function AuditPageAdmin({ session }: { session: Session }) {
                   <td data-label="What">{e.action}</td>
                   <td data-label="On">{e.target}</td>
                   <td data-label="Details">{describeDetail(e.detail)}</td>
-                  <td data-label="From">{e.address}</td>
+                  <td data-label="From">
+                    <span class="value">{e.address}</span>
+                  </td>
                 </tr>
               ))}
             </tbody>
