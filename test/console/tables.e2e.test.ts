@@ -2,8 +2,6 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemGate } from '@rampart/plugin-kit/testing';
 import { seedOrg, type TestOrg, createApiKey, createUser } from '@rampart/server/testing';
-import { COMPONENT_MEANINGS, roundComponent } from '../../apps/console/src/app/table-logic.ts';
-import { dayLabel } from '../../apps/console/src/app/chart-scale.ts';
 import { CHROMIUM, SHOTS, startConsoleHarness, type ConsoleHarness } from './harness.ts';
 
 /*
@@ -18,6 +16,15 @@ const ROWS = 60;
 /** 45.78.<i>.<10 + i>: addresses whose text order differs from their numeric order (45.78.10.20 < 45.78.9.19 as text). */
 const address = (i: number) => `45.78.${i}.${10 + i}`;
 const octets = (ip: string) => ip.split('.').reduce((n, o) => n * 256 + Number(o), 0);
+/** The components checked, with the label and meaning the console gives them. */
+const COMPONENTS = {
+  baseWeight: ['Base weight', 'Sum over organizations of trust × confidence × severity factor'],
+  weight: ['Weight', 'Base weight + repeat weight'],
+  saturation: ['Saturation', '1 − exp(−weight / 7): how close the weight is to the maximum score, from 0 to 1'],
+  raw: ['Raw score', '1000 × saturation, before rounding and clamping to 1–1000'],
+} as const;
+/** The console's rounding: 3 significant digits below 1, 2 decimals below 100, whole above. */
+const rounded = (v: number) => (Math.abs(v) >= 100 ? Math.round(v) : Math.abs(v) >= 1 ? Number(v.toFixed(2)) : Number(v.toPrecision(3)));
 
 describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('console tables', { timeout: 240_000 }, () => {
   let h: ConsoleHarness;
@@ -154,11 +161,11 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
     expect(await page.getByLabel('IPv4, domain, URL or digest').inputValue()).toBe(target);
     const explain = ((await ok('GET', `/ips/${target}?explain=yes`, acme.keys.contributor)) as { body: Array<{ explain: Record<string, unknown> }> }).body[0]!.explain;
     const components = article.getByTestId('score-components');
-    for (const key of ['baseWeight', 'weight', 'saturation', 'raw'] as const) {
-      const dt = components.locator(`dt:text-is("${COMPONENT_MEANINGS[key]!.label}")`);
-      expect(await dt.getAttribute('title')).toBe(COMPONENT_MEANINGS[key]!.meaning);
-      const dd = components.locator(`dt:text-is("${COMPONENT_MEANINGS[key]!.label}") + dd`);
-      expect(await dd.textContent()).toBe(`${String(roundComponent(explain[key]))}${COMPONENT_MEANINGS[key]!.meaning}`);
+    for (const [key, [label, meaning]] of Object.entries(COMPONENTS)) {
+      const dt = components.locator(`dt:text-is("${label}")`);
+      expect(await dt.getAttribute('title')).toBe(meaning);
+      const dd = components.locator(`dt:text-is("${label}") + dd`);
+      expect(await dd.textContent()).toBe(`${String(rounded(explain[key] as number))}${meaning}`);
     }
     // Three significant digits at most (the API gives six decimals).
     expect(await components.locator('dt:text-is("Saturation") + dd').textContent()).toMatch(/^0\.0*[1-9]\d{0,2}1 − exp/);
@@ -174,7 +181,7 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
     await figures.locator('summary').click();
     const last = figures.locator('tbody tr').last();
     const today = Math.floor(Date.now() / 1000 / 86_400) * 86_400;
-    expect(await last.locator('th').textContent()).toBe(dayLabel(today));
+    expect(await last.locator('th').textContent()).toBe(new Date(today * 1000).toLocaleDateString('en-US', { month: 'short', day: 'numeric', timeZone: 'UTC' }));
     expect((await last.locator('td').allTextContents()).map(Number)).toEqual(live);
     await page.context().close();
   });
