@@ -201,6 +201,11 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
     const outcome = `Key ${created.key_id} revoked: programs using it are refused from now on.`;
     await expect.poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe(outcome);
     expect(await page.evaluate(() => document.activeElement === document.body)).toBe(false);
+    // The audit log's totals line: every entry of the organization, on one page.
+    const entries = ((await ok('GET', '/audit?page_size=500', acme.keys.admin)) as { items: unknown[] }).items.length;
+    expect(entries).toBeLessThan(50);
+    await page.getByRole('link', { name: 'Audit log', exact: true }).click();
+    await expect.poll(() => page.getByTestId('totals').textContent()).toBe(`Rows 1–${entries} of ${entries}`);
     await page.context().close();
   });
 

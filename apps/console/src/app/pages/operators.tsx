@@ -5,6 +5,7 @@ import { describeError } from '../api.ts';
 import { download } from '../csv.ts';
 import { Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
+import { totalsLabel } from '../table-logic.ts';
 
 const ROLE_NAMES: Record<number, string> = { 1: 'reader', 2: 'contributor', 3: 'organization admin', 9: 'alliance operator' };
 
@@ -286,6 +287,10 @@ function AuditPageAdmin({ session }: { session: Session }) {
         <Notice kind="info">Nothing recorded yet.</Notice>
       ) : (
         <div class="table-wrap">
+          {/* Every earlier page held page_size (50) entries: it had a next one. */}
+          <p class="muted totals" data-testid="totals">
+            {totalsLabel({ shown: list.data.items.length, before: pages.length * 50, hasNext: Boolean(list.data.next_page) })}
+          </p>
           <table class="browse" aria-label="Audit log">
             <thead>
               <tr>
