@@ -59,7 +59,7 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
 
     // The reports: two addresses and a domain of this organization, at the file's confidence.
     const ipv4 = (await h.api('GET', '/indicators?kind=ipv4&source=import-e2e', acme.keys.reader)).json as { items: Array<{ value: string; members: number; events: number; sources: string[] }> };
-    expect(ipv4.items.map((i) => [i.value, i.members, i.events, i.sources]).sort()).toEqual([
+    expect(ipv4.items.map((i) => [i.value, i.members, i.events, i.sources]).sort((a, b) => String(a[0]).localeCompare(String(b[0])))).toEqual([
       ['45.79.1.1', 1, 1, ['import-e2e']],
       ['45.79.1.3', 1, 1, ['import-e2e']],
     ]);
