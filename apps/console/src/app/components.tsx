@@ -199,6 +199,11 @@ export function formatTime(at: number | string | null | undefined): string {
   return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute} ${parts.timeZoneName}`;
 }
 
+/** A date of formatTime kept on one line in tables (its hyphens would otherwise break it). */
+export function Time({ at }: { at: number | string | null | undefined }) {
+  return <span class="time">{formatTime(at)}</span>;
+}
+
 /**
  * Where focus goes once a confirmation is gone and took the focused button with it: after
  * Cancel, the control now in its place (the button that asked); after Yes, the section's message

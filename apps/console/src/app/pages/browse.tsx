@@ -2,7 +2,7 @@ import { useRef, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
 import { DecisionListResponse, IndicatorListResponse, type DecisionItem, type DecisionListQuery, type IndicatorItem, type IndicatorListQuery } from '@rampart/contracts';
 import { describeError } from '../api.ts';
-import { Field, Loading, Notice, Select, formatTime, useLoad } from '../components.tsx';
+import { Field, Loading, Notice, Select, Time, formatTime, useLoad } from '../components.tsx';
 import { canContribute, type Session } from '../session.ts';
 import type { IndicatorKind } from '../indicator-kind.ts';
 import { setDecision } from '../decide.ts';
@@ -117,7 +117,7 @@ export function DecisionsPage({ session }: { session: Session }) {
     ['Decision', (r) => `${DECISION_LABEL[String(r.decision)]}${r.ttl ? ` until ${formatTime(r.ttl)}` : ''}${r.expired ? ' (expired)' : ''}`, (r) => DECISION_LABEL[String(r.decision)]],
     ['Held', (r) => (r.held ? 'yes' : 'no: nobody reported it'), (r) => (r.held ? 'yes' : 'no')],
     ['Live score', (r) => score(r.live_score), (r) => r.live_score],
-    ['Set', (r) => formatTime(r.updated_at), (r) => r.updated_at],
+    ['Set', (r) => <Time at={r.updated_at} />, (r) => r.updated_at],
     ['Set by', (r) => r.set_by ?? '—', (r) => r.set_by],
     ['Reason', (r) => r.reason ?? '—', (r) => r.reason],
   ];
@@ -180,7 +180,7 @@ export function IndicatorsPage({ session }: { session: Session }) {
     [query.kind === 'ipv4' ? 'Sources / tags' : 'Tags', (r) => tags(r) || '—', tags],
     ...(query.kind === 'ipv4' ? ([['Country / AS', (r: IndicatorItem) => place(r) || '—', place]] as Array<Column<IndicatorItem>>) : []),
     ['Your decision', (r) => `${DECISION_LABEL[String(r.decision)]}${r.ttl ? ` until ${formatTime(r.ttl)}` : ''}`, (r) => DECISION_LABEL[String(r.decision)]],
-    ['Last update', (r) => formatTime(r.ts), (r) => r.ts],
+    ['Last update', (r) => <Time at={r.ts} />, (r) => r.ts],
   ];
   const done = () => {
     setSelected(new Map());

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ApiKeyInfo, AuditListResponse, OperatorOrganization, OperatorOrgListResponse, OperatorUser, ROLE } from '@rampart/contracts';
 import { describeError } from '../api.ts';
 import { download } from '../csv.ts';
-import { Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
+import { Field, Loading, Notice, Time, formatTime, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
 import { totalsLabel } from '../table-logic.ts';
 
@@ -305,7 +305,9 @@ function AuditPageAdmin({ session }: { session: Session }) {
             <tbody>
               {list.data.items.map((e) => (
                 <tr key={e.id}>
-                  <td data-label="When">{formatTime(e.at)}</td>
+                  <td data-label="When">
+                    <Time at={e.at} />
+                  </td>
                   <td data-label="Who">{e.actor}</td>
                   <td data-label="What">{e.action}</td>
                   <td data-label="On">{e.target}</td>
