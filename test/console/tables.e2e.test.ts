@@ -176,14 +176,21 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
   });
 
   it("puts today's live figures in the per-band chart: the day the data arrived is not empty", async () => {
-    const page = await signedIn(acme.keys.admin, 1440);
+    // An organization whose day was snapshotted (by a first view) before its data arrived.
+    const bands = await seedOrg(h.store, { credits: 100, name: 'Tables Bands' });
+    const before = (await ok('GET', '/overview/history?days=30', bands.keys.admin)) as { indicators_per_band: Array<{ day: number; low: number; medium: number; high: number; critical: number }> };
+    const today = Math.floor(Date.now() / 1000 / 86_400) * 86_400;
+    // Today's snapshot: the alliance's indicators this organization saw then (acme's), not yet its own.
+    const snapshot = before.indicators_per_band.filter((b) => b.day === today).map((b) => b.low + b.medium + b.high + b.critical);
+    expect(snapshot).toEqual([ROWS]);
+    for (const ip of ['45.78.200.1', '45.78.200.2', '45.78.200.3']) await ok('POST', '/ips', bands.keys.contributor, { ip, confidence: 1, source: 'tables-bands' });
+    const page = await signedIn(bands.keys.admin, 1440);
     const bars = await page.getByRole('img', { name: /^IPv4 indicators by band:/ }).getAttribute('aria-label');
     const live = [...bars!.matchAll(/(LOW|MEDIUM|HIGH|CRITICAL) (\d+)/g)].map((m) => Number(m[2]));
-    expect(live.reduce((a, b) => a + b, 0)).toBe(ROWS);
+    expect(live.reduce((a, b) => a + b, 0)).toBe(ROWS + 3);
     const figures = page.getByTestId('chart-bands').locator('xpath=..').locator('details');
     await figures.locator('summary').click();
     const last = figures.locator('tbody tr').last();
-    const today = Math.floor(Date.now() / 1000 / 86_400) * 86_400;
     expect(await last.locator('th').textContent()).toBe(new Date(today * 1000).toLocaleDateString('en-US', { month: 'short', day: 'numeric', timeZone: 'UTC' }));
     expect((await last.locator('td').allTextContents()).map(Number)).toEqual(live);
     await page.context().close();
