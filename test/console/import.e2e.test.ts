@@ -80,7 +80,7 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
     await page.context().close();
   });
 
-  it('picks the format of a chosen file, and shows the preview as cards at 390 px', async () => {
+  it('picks the format of a chosen file, shows the preview as cards at 390 px, and names the content a format refuses at its field', async () => {
     const bundle = {
       type: 'bundle',
       id: 'bundle--5d0092c5-5f74-4287-9642-33f4c354e56d',
@@ -100,6 +100,19 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
     expect(await table.locator('tbody tr').nth(1).locator('td[data-label="Why"]').textContent()).toMatch(/^non_public_address: /);
     expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBeLessThanOrEqual(0);
     await page.screenshot({ path: `${SHOTS}/import-stix-390.png`, fullPage: true });
+
+    // A file not of the chosen format: the server's 400 names the content, shown at the field.
+    await page.getByLabel('Or paste its content').fill(CSV);
+    await page.getByLabel('Format').selectOption('misp');
+    await page.getByRole('button', { name: 'Preview' }).click();
+    const content = page.getByLabel('Or paste its content');
+    await expect.poll(() => content.getAttribute('aria-invalid')).toBe('true');
+    const message = await page.locator('#import-content-err').textContent();
+    expect(message).not.toBe('');
+    expect(await page.getByRole('alert').textContent()).toBe(`400: body.content: ${message}`);
+    // The answer shown is the earlier one's, and its content is no longer what is in the field.
+    expect(await page.getByRole('button', { name: 'Import', exact: true }).isDisabled()).toBe(true);
+    expect(h.consoleErrors.splice(0)).toEqual(['Failed to load resource: the server responded with a status of 400 (Bad Request)']);
     await page.context().close();
   });
 });

@@ -48,6 +48,10 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
     await ok('PUT', `/ips/${address(1)}`, acme.keys.admin, { decision: 1, reason: 'brute-forced our SSH for a week' });
     await ok('PUT', `/ips/${address(2)}`, acme.keys.contributor, { decision: 0, reason: "our partner's scanner" });
     await ok('PUT', '/domains/tables-partner.example', acme.keys.contributor, { decision: 0, reason: 'partner portal' });
+    // Agents for the alliance view: one that never checked in, one deactivated.
+    for (const gaid of ['RMP-AGENT-ID-TABLES001', 'RMP-AGENT-ID-TABLES002'])
+      await ok('POST', '/agents', acme.keys.admin, { gaid, ts: Date.now(), score_threshold: 500, start_from: 0, version: 'v1.0.0', proxy: 'LOCAL', sync_time: 5, maximum_rules: 1000, ips: { csv: { active: true, csv_logs: '/tmp/list.csv', csv_reload_command: '' } } });
+    await ok('DELETE', '/agents/RMP-AGENT-ID-TABLES002', acme.keys.admin);
   }, 180_000);
 
   afterAll(async () => {
@@ -241,6 +245,9 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
       await page.getByRole('link', { name: 'Alliance', exact: true }).click();
       await page.getByRole('heading', { name: 'Alliance', level: 1 }).waitFor();
       await expect.poll(() => page.locator('[aria-busy="true"]').count()).toBe(0);
+      const agents = page.getByRole('table', { name: 'Agents of the alliance' });
+      expect(await agents.locator('tbody td.primary').allTextContents()).toEqual([expect.stringContaining('RMP-AGENT-ID-TABLES001'), expect.stringContaining('RMP-AGENT-ID-TABLES002')]);
+      expect(await agents.locator('tbody tr').first().evaluate((tr) => getComputedStyle(tr).display)).toBe(width < 600 ? 'flex' : 'table-row');
       await page.screenshot({ path: `${SHOTS}/alliance-${width}-${scheme}.png`, fullPage: true });
       await page.context().close();
     }
