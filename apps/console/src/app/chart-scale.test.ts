@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dayLabel, dayTicks, shortNumber, valueTicks } from './chart-scale.ts';
+import { bandsWithToday, dayLabel, dayTicks, shortNumber, valueTicks } from './chart-scale.ts';
 
 describe('chart scales', () => {
   it('end the value axis just above the data, on a round number', () => {
@@ -32,5 +32,15 @@ describe('chart scales', () => {
     expect(shortNumber(1234)).toBe('1,234');
     expect(shortNumber(12_500)).toBe('12.5k');
     expect(shortNumber(3_400_000)).toBe('3.4M');
+  });
+
+  it("put today's live band figures in place of today's snapshot, adding today to the days", () => {
+    const D = 86_400;
+    const live = { low: 1, medium: 2, high: 3, critical: 4 };
+    const snap = (day: number, n: number) => ({ day, low: n, medium: 0, high: 0, critical: 0 });
+    // Today (day 10) snapshotted at start with nothing yet: the live figures replace it.
+    expect(bandsWithToday([8 * D, 9 * D, 10 * D], [snap(9 * D, 5), snap(10 * D, 0)], 10 * D + 3600, live)).toEqual({ days: [8 * D, 9 * D, 10 * D], snapshots: [snap(9 * D, 5), { day: 10 * D, ...live }] });
+    // No snapshot of today, and days ending yesterday: today is added to both.
+    expect(bandsWithToday([8 * D, 9 * D], [snap(8 * D, 7)], 10 * D, live)).toEqual({ days: [8 * D, 9 * D, 10 * D], snapshots: [snap(8 * D, 7), { day: 10 * D, ...live }] });
   });
 });

@@ -58,3 +58,24 @@ export function shortNumber(n: number): string {
   if (abs >= 1e4) return `${Number((n / 1e3).toPrecision(3))}k`;
   return n.toLocaleString('en-US');
 }
+
+/** IPv4 indicators per band on one UTC day (a snapshot of the rollups, or the live figures). */
+export interface BandDay {
+  day: number;
+  low: number;
+  medium: number;
+  high: number;
+  critical: number;
+}
+
+/**
+ * The per-band days with today's live figures in place of today's snapshot: the rollups snapshot
+ * a day only now and then (at start, then daily), so the day data arrives would otherwise show
+ * the figures from before it arrived, or nothing. `days`, the chart's buckets, gain today when
+ * they end before it. Both come back oldest first.
+ */
+export function bandsWithToday(days: number[], snapshots: BandDay[], now: number, live: Omit<BandDay, 'day'>): { days: number[]; snapshots: BandDay[] } {
+  const today = now - (now % DAY);
+  const withToday = [...snapshots.filter((s) => s.day !== today), { day: today, ...live }].sort((a, b) => a.day - b.day);
+  return { days: days.includes(today) ? days : [...days, today].sort((a, b) => a - b), snapshots: withToday };
+}

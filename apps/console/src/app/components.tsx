@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { liveScore } from '@rampart/scoring';
 import { describeError } from './api.ts';
 import { shortNumber, valueTicks } from './chart-scale.ts';
@@ -158,7 +158,7 @@ export function History({ entries }: { entries: Array<{ version: number; changed
   if (entries.length === 0) return <p>No changes yet.</p>;
   return (
     <div class="table-wrap history">
-    <table>
+    <table class="browse">
       <caption>Change history</caption>
       <thead>
         <tr>
@@ -171,10 +171,10 @@ export function History({ entries }: { entries: Array<{ version: number; changed
       <tbody>
         {entries.map((e) => (
           <tr key={e.version}>
-            <td>{e.version}</td>
-            <td>{e.changed_by}</td>
-            <td>{formatTime(e.changed_at)}</td>
-            <td>{e.changed_fields.join(', ') || '—'}</td>
+            <td data-label="Version">{e.version}</td>
+            <td data-label="Who">{e.changed_by}</td>
+            <td data-label="When">{formatTime(e.changed_at)}</td>
+            <td data-label="Fields">{e.changed_fields.join(', ') || '—'}</td>
           </tr>
         ))}
       </tbody>
@@ -199,15 +199,64 @@ export function formatTime(at: number | string | null | undefined): string {
   return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute} ${parts.timeZoneName}`;
 }
 
-/** A question with its two answers, in place of the button that asked it. */
+/** A date of formatTime kept on one line in tables (its hyphens would otherwise break it). */
+export function Time({ at }: { at: number | string | null | undefined }) {
+  return <span class="time">{formatTime(at)}</span>;
+}
+
+/**
+ * Where focus goes once a confirmation is gone and took the focused button with it: after
+ * Cancel, the control now in its place (the button that asked); after Yes, the section's message
+ * of the outcome; else the section's heading; never the page body.
+ */
+export function refocusAfter(answer: 'yes' | 'cancel' | undefined, place: Element | null, section: Element | null): void {
+  const active = document.activeElement;
+  if (active && active !== document.body && active.isConnected) return;
+  const control = place?.isConnected ? place.querySelector<HTMLElement>('button:not([disabled]), a[href], input:not([disabled])') : null;
+  const notice = section?.querySelector<HTMLElement>('.notice');
+  const target = (answer === 'yes' ? (notice ?? control) : (control ?? notice)) ?? section?.querySelector<HTMLElement>('h1, h2');
+  if (!target) return;
+  if (!target.matches('button, a[href], input')) target.tabIndex = -1;
+  target.focus();
+}
+
+/**
+ * A question with its two answers, in place of the button that asked it. Focus moves to the
+ * question's Cancel (the safe answer); when it is answered, focus goes where refocusAfter says.
+ */
 export function Confirm(props: { label: string; question?: string; yes: string; onYes: () => void; onCancel: () => void }) {
+  const group = useRef<HTMLSpanElement>(null);
+  const answer = useRef<'yes' | 'cancel'>();
+  useEffect(() => {
+    const place = group.current?.parentElement ?? null;
+    const section = group.current?.closest('section, article') ?? null;
+    group.current?.querySelector<HTMLButtonElement>('button.secondary')?.focus();
+    return () => {
+      // After the new content is drawn (Preact unmounts before it inserts what replaces this).
+      setTimeout(() => refocusAfter(answer.current, place, section), 0);
+    };
+  }, []);
   return (
-    <span role="group" aria-label={props.label} class="actions">
+    <span role="group" aria-label={props.label} class="actions" ref={group}>
       {props.question && <span>{props.question}</span>}
-      <button type="button" class="danger" onClick={props.onYes}>
+      <button
+        type="button"
+        class="danger"
+        onClick={() => {
+          answer.current = 'yes';
+          props.onYes();
+        }}
+      >
         {props.yes}
       </button>
-      <button type="button" class="secondary" onClick={props.onCancel}>
+      <button
+        type="button"
+        class="secondary"
+        onClick={() => {
+          answer.current = 'cancel';
+          props.onCancel();
+        }}
+      >
         Cancel
       </button>
     </span>

@@ -13,6 +13,7 @@ import { KeysPage } from './pages/keys.tsx';
 import { DecisionsPage, IndicatorsPage } from './pages/browse.tsx';
 import { AuditPage, OperatorsPage, isOperator } from './pages/operators.tsx';
 import { AlliancePage } from './pages/alliance.tsx';
+import { ImportPage } from './pages/import.tsx';
 import type { Session } from './session.ts';
 
 const ROLE_NAMES: Record<number, string> = { [ROLE.reader]: 'reader', [ROLE.contributor]: 'contributor', [ROLE.admin]: 'organization admin', [ROLE.operator]: 'alliance operator' };
@@ -95,6 +96,7 @@ const PAGES = [
   { path: '/lookup', label: 'Look-up' },
   { path: '/indicators', label: 'Indicators' },
   { path: '/decisions', label: 'Decisions' },
+  { path: '/import', label: 'Import' },
   { path: '/agents', label: 'Agents' },
   { path: '/organization', label: 'Organization' },
   { path: '/vpn', label: 'Secure VPN' },
@@ -115,6 +117,7 @@ function Shell({ session, onSignOut }: { session: Session; onSignOut: (why?: str
   else if (path === '/lookup') page = <LookupPage session={session} initial={new URLSearchParams(query ?? '').get('q') ?? ''} />;
   else if (path === '/indicators') page = <IndicatorsPage session={session} />;
   else if (path === '/decisions') page = <DecisionsPage session={session} />;
+  else if (path === '/import') page = <ImportPage session={session} />;
   else if (path === '/agents') page = <AgentsPage session={session} />;
   else if (path.startsWith('/agents/')) page = <AgentPage session={session} gaid={decodeURIComponent(path.slice('/agents/'.length))} />;
   else if (path === '/organization') page = <OrganizationPage session={session} />;

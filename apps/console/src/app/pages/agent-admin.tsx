@@ -177,7 +177,7 @@ function TokenTable(props: { tokens: AgentTokenInfo[]; active: boolean; confirmi
   if (props.tokens.length === 0) return <p class="muted">This agent holds no key.</p>;
   return (
     <div class="table-wrap">
-      <table aria-label="Agent keys">
+      <table aria-label="Agent keys" class="browse">
         <thead>
           <tr>
             <th scope="col">Key id</th>
@@ -189,15 +189,15 @@ function TokenTable(props: { tokens: AgentTokenInfo[]; active: boolean; confirmi
         <tbody>
           {props.tokens.map((t) => (
             <tr key={t.token_id} data-token-id={t.token_id}>
-              <td>
-                <code>{t.token_id}</code>
+              <td data-label="Key id" class="primary">
+                <span class="value">{t.token_id}</span>
               </td>
-              <td>
+              <td data-label="Issued">
                 {formatTime(t.issued_at)}
                 {t.issued_by && <div class="muted">by {t.issued_by}</div>}
               </td>
-              <td>{t.expires_at ? formatTime(t.expires_at) : 'never'}</td>
-              <td>
+              <td data-label="Expires">{t.expires_at ? formatTime(t.expires_at) : 'never'}</td>
+              <td data-label="State">
                 {t.revoked ? (
                   'revoked'
                 ) : props.confirming === t.token_id ? (

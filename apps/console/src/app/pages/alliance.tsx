@@ -37,7 +37,7 @@ function AllianceAgents({ session }: { session: Session }) {
         <p>No agent{state ? ` is ${AGENT_STATE_LABELS[state as OperatorAgent['state']]}` : ' is registered'}.</p>
       ) : (
         <div class="table-wrap">
-          <table>
+          <table class="browse" aria-label="Agents of the alliance">
             <thead>
               <tr>
                 <th scope="col">Agent</th>
@@ -49,20 +49,20 @@ function AllianceAgents({ session }: { session: Session }) {
             <tbody>
               {agents.map((a) => (
                 <tr key={a.gaid}>
-                  <td>
-                    <code>{a.gaid}</code>
+                  <td data-label="Agent" class="primary">
+                    <span class="value">{a.gaid}</span>
                     <div class="muted">
                       {a.organization.name}
                       {a.hostname && ` · ${a.hostname}`}
                     </div>
                   </td>
-                  <td>
+                  <td data-label="State">
                     <span class={`badge ${STATE_BADGE[a.state]}`} title={a.state_since === null ? undefined : `since ${formatTime(a.state_since)}`}>
                       {AGENT_STATE_LABELS[a.state]}
                     </span>
                   </td>
-                  <td>{ago(a.last_checkin)}</td>
-                  <td>
+                  <td data-label="Last check-in">{ago(a.last_checkin)}</td>
+                  <td data-label="Version">
                     {a.version}
                     <div class="muted">settings v{a.settings_version}</div>
                   </td>

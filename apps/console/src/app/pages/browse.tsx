@@ -2,15 +2,12 @@ import { useRef, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
 import { DecisionListResponse, IndicatorListResponse, type DecisionItem, type DecisionListQuery, type IndicatorItem, type IndicatorListQuery } from '@rampart/contracts';
 import { describeError } from '../api.ts';
-import { Field, Loading, Notice, Select, formatTime, useLoad } from '../components.tsx';
+import { Field, Loading, Notice, Select, Time, formatTime, useLoad } from '../components.tsx';
 import { canContribute, type Session } from '../session.ts';
 import type { IndicatorKind } from '../indicator-kind.ts';
 import { setDecision } from '../decide.ts';
 import { NewDecision } from './new-decision.tsx';
-import { download, toCsv } from '../csv.ts';
-
-/** Most rows one CSV export walks (pages of the largest size the API allows). */
-const EXPORT_LIMIT = 10_000;
+import { ExportButton, IndicatorLink, Pager, SelectableTable, type Column, type Row } from './browse-table.tsx';
 const KINDS: IndicatorKind[] = ['ipv4', 'domain', 'url', 'file'];
 const DECISION_LABEL: Record<string, string> = { '0': 'Whitelist', '1': 'Blacklist', null: '—' };
 
@@ -22,7 +19,8 @@ const compact = (q: Query): Query => Object.fromEntries(Object.entries(q).filter
  * without the API paging backwards.
  */
 function useCursorPages<T>(load: (query: Query, page: string | undefined) => Promise<{ items: T[]; next_page: string | null }>, query: Query) {
-  const [stack, setStack] = useState<string[]>([]);
+  // Each earlier page: its cursor and the rows before it (for the totals line).
+  const [stack, setStack] = useState<Array<{ cursor: string; before: number }>>([]);
   const [version, setVersion] = useState(0);
   const key = JSON.stringify(query);
   const lastKey = useRef(key);
@@ -30,22 +28,18 @@ function useCursorPages<T>(load: (query: Query, page: string | undefined) => Pro
     lastKey.current = key;
     if (stack.length > 0) setStack([]);
   }
-  const page = stack.at(-1);
+  const page = stack.at(-1)?.cursor;
+  const before = stack.at(-1)?.before ?? 0;
   const res = useLoad(() => load(query, page), [key, page, version]);
   return {
     ...res,
     pageNumber: stack.length + 1,
-    next: () => res.data?.next_page && setStack([...stack, res.data.next_page]),
+    before,
+    next: () => res.data?.next_page && setStack([...stack, { cursor: res.data.next_page, before: before + res.data.items.length }]),
     previous: () => setStack(stack.slice(0, -1)),
     reload: () => setVersion((v) => v + 1),
   };
 }
-
-interface Row {
-  kind: IndicatorKind;
-  value: string;
-}
-const rowKey = (r: Row) => `${r.kind} ${r.value}`;
 
 /** Selected rows and the bulk whitelist / blacklist / clear over them. */
 function BulkActions({ session, selected, onDone }: { session: Session; selected: Row[]; onDone: () => void }) {
@@ -92,119 +86,6 @@ function BulkActions({ session, selected, onDone }: { session: Session; selected
   );
 }
 
-/** A table of rows with a checkbox each (and one for the whole page). */
-function SelectableTable<T extends Row>(props: {
-  label: string;
-  rows: T[];
-  columns: Array<[string, (row: T) => ComponentChildren]>;
-  selected: Map<string, T>;
-  setSelected: (m: Map<string, T>) => void;
-  selectable: boolean;
-}) {
-  const { rows, selected, setSelected } = props;
-  const all = rows.length > 0 && rows.every((r) => selected.has(rowKey(r)));
-  const toggle = (r: T, on: boolean) => {
-    const next = new Map(selected);
-    if (on) next.set(rowKey(r), r);
-    else next.delete(rowKey(r));
-    setSelected(next);
-  };
-  if (rows.length === 0) return <Notice kind="info">Nothing matches these filters.</Notice>;
-  return (
-    <div class="table-wrap">
-      <table aria-label={props.label} class={props.selectable ? 'browse selectable' : 'browse'}>
-        <thead>
-          <tr>
-            {props.selectable && (
-              <th scope="col">
-                <input
-                  type="checkbox"
-                  aria-label="Select every row of this page"
-                  checked={all}
-                  onChange={(e) => {
-                    const on = (e.target as HTMLInputElement).checked;
-                    const next = new Map(selected);
-                    for (const r of rows) {
-                      if (on) next.set(rowKey(r), r);
-                      else next.delete(rowKey(r));
-                    }
-                    setSelected(next);
-                  }}
-                />
-              </th>
-            )}
-            {props.columns.map(([name]) => (
-              <th scope="col" key={name}>
-                {name}
-              </th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((r) => (
-            <tr key={rowKey(r)}>
-              {props.selectable && (
-                <td>
-                  <input type="checkbox" aria-label={`Select ${r.value}`} checked={selected.has(rowKey(r))} onChange={(e) => toggle(r, (e.target as HTMLInputElement).checked)} />
-                </td>
-              )}
-              {props.columns.map(([name, cell]) => (
-                <td key={name} data-label={name}>
-                  {cell(r)}
-                </td>
-              ))}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
-  );
-}
-
-function Pager(props: { pageNumber: number; hasNext: boolean; previous: () => void; next: () => void }) {
-  return (
-    <nav class="actions pager" aria-label="Pages">
-      <button type="button" class="secondary" disabled={props.pageNumber === 1} onClick={props.previous}>
-        Previous page
-      </button>
-      <span>Page {props.pageNumber}</span>
-      <button type="button" class="secondary" disabled={!props.hasNext} onClick={props.next}>
-        Next page
-      </button>
-    </nav>
-  );
-}
-
-/** Walks every page of the filtered list (up to EXPORT_LIMIT rows) and offers it as CSV. */
-function ExportButton<T>(props: { name: string; walk: () => AsyncGenerator<T>; columns: Array<[string, (row: T) => unknown]> }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
-  async function run() {
-    setBusy(true);
-    setError(undefined);
-    try {
-      const rows: T[] = [];
-      for await (const row of props.walk()) {
-        rows.push(row);
-        if (rows.length >= EXPORT_LIMIT) break;
-      }
-      download(props.name, toCsv(props.columns, rows));
-    } catch (err) {
-      setError(describeError(err).message);
-    } finally {
-      setBusy(false);
-    }
-  }
-  return (
-    <>
-      <button type="button" class="secondary" disabled={busy} onClick={() => void run()}>
-        {busy ? 'Exporting…' : 'Export CSV'}
-      </button>
-      {error && <Notice kind="error">{error}</Notice>}
-    </>
-  );
-}
-
 function FilterForm(props: { label: string; onApply: () => void; children: ComponentChildren }) {
   return (
     <form
@@ -221,7 +102,6 @@ function FilterForm(props: { label: string; onApply: () => void; children: Compo
   );
 }
 
-const lookupLink = (value: string) => <a href={`#/lookup?q=${encodeURIComponent(value)}`}>{value}</a>;
 const score = (n: number | null) => (n === null ? '—' : n.toFixed(1));
 
 export function DecisionsPage({ session }: { session: Session }) {
@@ -231,15 +111,15 @@ export function DecisionsPage({ session }: { session: Session }) {
   const [selected, setSelected] = useState(new Map<string, DecisionItem>());
   const list = useCursorPages((q, page) => api.get('/decisions', DecisionListResponse, { ...q, ...(page ? { page } : {}) }), query);
   const set = (k: string) => (v: string) => setDraft({ ...draft, [k]: v });
-  const columns: Array<[string, (r: DecisionItem) => ComponentChildren]> = [
-    ['Indicator', (r) => lookupLink(r.value)],
-    ['Kind', (r) => r.kind],
-    ['Decision', (r) => `${DECISION_LABEL[String(r.decision)]}${r.ttl ? ` until ${formatTime(r.ttl)}` : ''}${r.expired ? ' (expired)' : ''}`],
-    ['Held', (r) => (r.held ? 'yes' : 'no: nobody reported it')],
-    ['Live score', (r) => score(r.live_score)],
-    ['Set', (r) => formatTime(r.updated_at)],
-    ['Set by', (r) => r.set_by ?? '—'],
-    ['Reason', (r) => r.reason ?? '—'],
+  const columns: Array<Column<DecisionItem>> = [
+    ['Indicator', (r) => <IndicatorLink kind={r.kind} value={r.value} />, (r) => r.value],
+    ['Kind', (r) => r.kind, (r) => r.kind],
+    ['Decision', (r) => `${DECISION_LABEL[String(r.decision)]}${r.ttl ? ` until ${formatTime(r.ttl)}` : ''}${r.expired ? ' (expired)' : ''}`, (r) => DECISION_LABEL[String(r.decision)]],
+    ['Held', (r) => (r.held ? 'yes' : 'no: nobody reported it'), (r) => (r.held ? 'yes' : 'no')],
+    ['Live score', (r) => score(r.live_score), (r) => r.live_score],
+    ['Set', (r) => <Time at={r.updated_at} />, (r) => r.updated_at],
+    ['Set by', (r) => r.set_by ?? '—', (r) => r.set_by],
+    ['Reason', (r) => r.reason ?? '—', (r) => r.reason],
   ];
   const done = () => {
     setSelected(new Map());
@@ -274,7 +154,7 @@ export function DecisionsPage({ session }: { session: Session }) {
       </div>
       <BulkActions session={session} selected={[...selected.values()]} onDone={done} />
       {list.error && <Notice kind="error">{list.error}</Notice>}
-      {!list.data ? <Loading loading={list.loading} /> : <SelectableTable label="Decisions" rows={list.data.items} columns={columns} selected={selected} setSelected={setSelected} selectable={canContribute(session)} />}
+      {!list.data ? <Loading loading={list.loading} /> : <SelectableTable label="Decisions" rows={list.data.items} columns={columns} selected={selected} setSelected={setSelected} selectable={canContribute(session)} before={list.before} hasNext={Boolean(list.data.next_page)} />}
       <Pager pageNumber={list.pageNumber} hasNext={Boolean(list.data?.next_page)} previous={list.previous} next={list.next} />
     </section>
   );
@@ -289,16 +169,18 @@ export function IndicatorsPage({ session }: { session: Session }) {
   const list = useCursorPages((q, page) => api.get('/indicators', IndicatorListResponse, { ...q, ...(page ? { page } : {}) }), query);
   const set = (k: string) => (v: string) => setDraft({ ...draft, [k]: v });
   const ipv4 = draft.kind === 'ipv4';
-  const columns: Array<[string, (r: IndicatorItem) => ComponentChildren]> = [
-    ['Indicator', (r) => lookupLink(r.value)],
-    ['Live score', (r) => score(r.live_score)],
-    ['Score at ts', (r) => r.score],
-    ['Reporters', (r) => r.members],
-    ['Reports', (r) => r.events],
-    [query.kind === 'ipv4' ? 'Sources / tags' : 'Tags', (r) => [...r.sources, ...r.tags].join(', ') || '—'],
-    ...(query.kind === 'ipv4' ? ([['Country / AS', (r: IndicatorItem) => [r.country, r.asn].filter(Boolean).join(' · ') || '—']] as Array<[string, (r: IndicatorItem) => ComponentChildren]>) : []),
-    ['Your decision', (r) => `${DECISION_LABEL[String(r.decision)]}${r.ttl ? ` until ${formatTime(r.ttl)}` : ''}`],
-    ['Last update', (r) => formatTime(r.ts)],
+  const tags = (r: IndicatorItem) => [...r.sources, ...r.tags].join(', ');
+  const place = (r: IndicatorItem) => [r.country, r.asn].filter(Boolean).join(' · ');
+  const columns: Array<Column<IndicatorItem>> = [
+    ['Indicator', (r) => <IndicatorLink kind={r.kind} value={r.value} />, (r) => r.value],
+    ['Live score', (r) => score(r.live_score), (r) => r.live_score],
+    ['Score at ts', (r) => r.score, (r) => r.score],
+    ['Reporters', (r) => r.members, (r) => r.members],
+    ['Reports', (r) => r.events, (r) => r.events],
+    [query.kind === 'ipv4' ? 'Sources / tags' : 'Tags', (r) => tags(r) || '—', tags],
+    ...(query.kind === 'ipv4' ? ([['Country / AS', (r: IndicatorItem) => place(r) || '—', place]] as Array<Column<IndicatorItem>>) : []),
+    ['Your decision', (r) => `${DECISION_LABEL[String(r.decision)]}${r.ttl ? ` until ${formatTime(r.ttl)}` : ''}`, (r) => DECISION_LABEL[String(r.decision)]],
+    ['Last update', (r) => <Time at={r.ts} />, (r) => r.ts],
   ];
   const done = () => {
     setSelected(new Map());
@@ -351,7 +233,7 @@ export function IndicatorsPage({ session }: { session: Session }) {
       </div>
       <BulkActions session={session} selected={[...selected.values()]} onDone={done} />
       {list.error && <Notice kind="error">{list.error}</Notice>}
-      {!list.data ? <Loading loading={list.loading} /> : <SelectableTable label="Indicators" rows={list.data.items} columns={columns} selected={selected} setSelected={setSelected} selectable={canContribute(session)} />}
+      {!list.data ? <Loading loading={list.loading} /> : <SelectableTable label="Indicators" rows={list.data.items} columns={columns} selected={selected} setSelected={setSelected} selectable={canContribute(session)} before={list.before} hasNext={Boolean(list.data.next_page)} />}
       <Pager pageNumber={list.pageNumber} hasNext={Boolean(list.data?.next_page)} previous={list.previous} next={list.next} />
     </section>
   );

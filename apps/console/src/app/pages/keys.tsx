@@ -20,6 +20,8 @@ function KeysPageAdmin({ session, onSignOut }: { session: Session; onSignOut: (w
   const [error, setError] = useState<string>();
   const [fields, setFields] = useState<Record<string, string>>({});
   const [confirming, setConfirming] = useState<string>();
+  // The outcome of the last revocation (where focus goes after the confirmation).
+  const [revoked, setRevoked] = useState<string>();
   // The id of the key this tab is signed in with (`rmp_<key_id>_<secret>`).
   const inUse = /rmp_([0-9a-f]{12})_/.exec(api.key)?.[1];
 
@@ -39,8 +41,10 @@ function KeysPageAdmin({ session, onSignOut }: { session: Session; onSignOut: (w
   }
   async function revoke(keyId: string) {
     setError(undefined);
+    setRevoked(undefined);
     try {
       await api.send('DELETE', `/keys/${keyId}`, undefined);
+      setRevoked(keyId);
       setConfirming(undefined);
       if (keyId === inUse) {
         // This tab's key no longer works: straight to the sign-in form, asking the API nothing more
@@ -63,6 +67,7 @@ function KeysPageAdmin({ session, onSignOut }: { session: Session; onSignOut: (w
         <button type="submit">Create key</button>
       </form>
       {error && <Notice kind="error">{error}</Notice>}
+      {revoked && <Notice kind="ok">Key {revoked} revoked: programs using it are refused from now on.</Notice>}
       {issued && (
         <Notice kind="ok">
           Key for {issued.username} (shown only now): <code data-testid="new-key">{issued.key}</code>
@@ -93,8 +98,8 @@ function KeysPageAdmin({ session, onSignOut }: { session: Session; onSignOut: (w
                   <td>{k.label || '—'}</td>
                   <td>{k.last_used_at ? formatTime(k.last_used_at) : 'never'}</td>
                   <td>
-                    {k.revoked_at ? (
-                      `revoked ${formatTime(k.revoked_at)}`
+                    {k.revoked_at || k.key_id === revoked ? (
+                      k.revoked_at ? `revoked ${formatTime(k.revoked_at)}` : 'revoked'
                     ) : confirming === k.key_id ? (
                       <Confirm
                         label="Confirm revocation"

@@ -1,4 +1,4 @@
-import { useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { z } from 'zod';
 import { DomainRecord, FileRecord, Ipv4Page, UrlRecord, formatIpv4, parseIpv4, type Ipv4Record } from '@rampart/contracts';
 import { liveScore } from '@rampart/scoring';
@@ -9,6 +9,7 @@ import { canContribute, type Session } from '../session.ts';
 import { kindOf, type IndicatorKind } from '../indicator-kind.ts';
 import { INDICATOR_PATHS, setDecision } from '../decide.ts';
 import { WhyPanel } from './why.tsx';
+import { componentRows } from '../table-logic.ts';
 
 interface Found {
   kind: IndicatorKind;
@@ -107,21 +108,28 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
   const [busy, setBusy] = useState(false);
   const inFlight = useRef(false);
 
-  async function search(e?: Event) {
+  async function search(e?: Event, text = query.trim()) {
     e?.preventDefault();
     if (inFlight.current) return;
     inFlight.current = true;
     setBusy(true);
     try {
-      await lookUp();
+      await lookUp(text);
     } finally {
       inFlight.current = false;
       setBusy(false);
     }
   }
 
-  async function lookUp() {
-    const text = query.trim();
+  // Opened with an indicator (a click on one in a table: #/lookup?q=…): its look-up runs at once.
+  useEffect(() => {
+    const text = initial.trim();
+    if (text === '') return;
+    setQuery(text);
+    void search(undefined, text);
+  }, [initial]);
+
+  async function lookUp(text = query.trim()) {
     setError(undefined);
     setSaved(undefined);
     try {
@@ -194,11 +202,14 @@ export function LookupPage({ session, initial }: { session: Session; initial: st
           {found.explain && (
             <details open>
               <summary>Score components</summary>
-              <dl class="record">
-                {Object.entries(found.explain).map(([k, v]) => (
+              <dl class="record components" data-testid="score-components">
+                {componentRows(found.explain).map((c) => (
                   <>
-                    <dt>{k}</dt>
-                    <dd>{show(v)}</dd>
+                    <dt title={c.meaning || undefined}>{c.label}</dt>
+                    <dd>
+                      {show(c.value)}
+                      {c.meaning && <small class="muted meaning">{c.meaning}</small>}
+                    </dd>
                   </>
                 ))}
               </dl>

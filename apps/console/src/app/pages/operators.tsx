@@ -3,8 +3,9 @@ import { z } from 'zod';
 import { ApiKeyInfo, AuditListResponse, OperatorOrganization, OperatorOrgListResponse, OperatorUser, ROLE } from '@rampart/contracts';
 import { describeError } from '../api.ts';
 import { download } from '../csv.ts';
-import { Field, Loading, Notice, formatTime, useLoad } from '../components.tsx';
+import { Field, Loading, Notice, Time, formatTime, useLoad } from '../components.tsx';
 import { isAdmin, type Session } from '../session.ts';
+import { totalsLabel } from '../table-logic.ts';
 
 const ROLE_NAMES: Record<number, string> = { 1: 'reader', 2: 'contributor', 3: 'organization admin', 9: 'alliance operator' };
 
@@ -124,7 +125,7 @@ function OrganizationCard({ session, org, onChanged }: { session: Session; org: 
       </p>
       <div class="grid">
         <form
-          aria-label="Grant coins"
+          aria-label={`Grant coins to ${org.name}`}
           onSubmit={(e) => {
             e.preventDefault();
             void action.run(async () => {
@@ -143,7 +144,7 @@ function OrganizationCard({ session, org, onChanged }: { session: Session; org: 
           </button>
         </form>
         <form
-          aria-label="Trust and delay"
+          aria-label={`Trust and delay of ${org.name}`}
           onSubmit={(e) => {
             e.preventDefault();
             void action.run(async () => {
@@ -286,6 +287,10 @@ function AuditPageAdmin({ session }: { session: Session }) {
         <Notice kind="info">Nothing recorded yet.</Notice>
       ) : (
         <div class="table-wrap">
+          {/* Every earlier page held page_size (50) entries: it had a next one. */}
+          <p class="muted totals" data-testid="totals">
+            {totalsLabel({ shown: list.data.items.length, before: pages.length * 50, hasNext: Boolean(list.data.next_page) })}
+          </p>
           <table class="browse" aria-label="Audit log">
             <thead>
               <tr>
@@ -300,12 +305,16 @@ function AuditPageAdmin({ session }: { session: Session }) {
             <tbody>
               {list.data.items.map((e) => (
                 <tr key={e.id}>
-                  <td data-label="When">{formatTime(e.at)}</td>
+                  <td data-label="When">
+                    <Time at={e.at} />
+                  </td>
                   <td data-label="Who">{e.actor}</td>
                   <td data-label="What">{e.action}</td>
                   <td data-label="On">{e.target}</td>
                   <td data-label="Details">{describeDetail(e.detail)}</td>
-                  <td data-label="From">{e.address}</td>
+                  <td data-label="From">
+                    <span class="value">{e.address}</span>
+                  </td>
                 </tr>
               ))}
             </tbody>

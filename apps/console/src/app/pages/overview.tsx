@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AgentSummary, OrganizationConfig, OverviewHistoryResponse, OverviewResponse } from '@rampart/contracts';
 import { DEFAULT_BANDS, bandOf, type Bands } from '@rampart/scoring';
 import { BarChart, Loading, useLoad } from '../components.tsx';
-import { dayLabel } from '../chart-scale.ts';
+import { bandsWithToday, dayLabel } from '../chart-scale.ts';
 import { TimeChart } from '../charts.tsx';
 import { isAdmin, type Session } from '../session.ts';
 
@@ -89,7 +89,7 @@ export function OverviewPage({ session }: { session: Session }) {
           </p>
         </article>
       </div>
-      <History history={history} />
+      <History history={history} live={counts} />
     </section>
   );
 }
@@ -113,7 +113,7 @@ function range(times: number[], step: number): string {
 }
 
 /** The organization's figures over time, from the stored rollups (GET /overview/history). */
-function History({ history }: { history: OverviewHistoryResponse }) {
+function History({ history, live }: { history: OverviewHistoryResponse; live: Record<keyof typeof COLORS, number> }) {
   return (
     <>
       <h2 id="history-h">The last {history.days} days</h2>
@@ -132,7 +132,7 @@ function History({ history }: { history: OverviewHistoryResponse }) {
         </article>
         <article class="card">
           <h3>IPv4 indicators per band</h3>
-          <BandsChart history={history} />
+          <BandsChart history={history} live={live} />
         </article>
       </div>
     </>
@@ -201,15 +201,21 @@ function CoinsChart({ history }: { history: OverviewHistoryResponse }) {
   );
 }
 
-function BandsChart({ history }: { history: OverviewHistoryResponse }) {
-  const days = history.coins_spent_per_day.map((d) => d.day);
-  const snapshot = new Map(history.indicators_per_band.map((b) => [b.day, b]));
+/** The daily snapshots of the rollups, and today as it is now (the overview's live histogram). */
+function BandsChart({ history, live }: { history: OverviewHistoryResponse; live: Record<keyof typeof COLORS, number> }) {
+  const { days, snapshots } = bandsWithToday(
+    history.coins_spent_per_day.map((d) => d.day),
+    history.indicators_per_band,
+    Math.floor(Date.now() / 1000),
+    { low: live.LOW, medium: live.MEDIUM, high: live.HIGH, critical: live.CRITICAL },
+  );
+  const snapshot = new Map(snapshots.map((b) => [b.day, b]));
   const band = (key: 'low' | 'medium' | 'high' | 'critical') => days.map((d) => snapshot.get(d)?.[key] ?? 0);
   return (
     <TimeChart
       testId="chart-bands"
       title="IPv4 indicators per band, per day"
-      description={`IPv4 indicators you saw in each band at each day's latest snapshot ${range(days, DAY)}; ${history.indicators_per_band.length} days have a snapshot (days without one are left empty).`}
+      description={`IPv4 indicators you saw in each band at each day's latest snapshot ${range(days, DAY)}, today as it is now; ${snapshots.length} days have figures (days without a snapshot are left empty).`}
       unit="indicators"
       times={days}
       step={DAY}
@@ -220,7 +226,7 @@ function BandsChart({ history }: { history: OverviewHistoryResponse }) {
         { name: 'HIGH', className: 'band-high', values: band('high') },
         { name: 'CRITICAL', className: 'band-critical', values: band('critical') },
       ]}
-      table={{ head: ['Day (UTC)', 'LOW', 'MEDIUM', 'HIGH', 'CRITICAL'], rows: history.indicators_per_band.map((b) => [dayLabel(b.day), b.low, b.medium, b.high, b.critical]) }}
+      table={{ head: ['Day (UTC)', 'LOW', 'MEDIUM', 'HIGH', 'CRITICAL'], rows: snapshots.map((b) => [dayLabel(b.day), b.low, b.medium, b.high, b.critical]) }}
     />
   );
 }
