@@ -6,7 +6,7 @@
  * (answered from SQL then). Not run alone.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -18,6 +18,14 @@ export interface MirrorLoaded {
   rows: number;
   mb: number;
   ms: number;
+  /** CPU seconds (user + system) the replica had used from its start until the line. */
+  cpuSeconds: number;
+}
+
+/** User + system CPU seconds of a process so far (/proc/<pid>/stat, 100 ticks a second). */
+export function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 export interface Replica {
@@ -90,7 +98,7 @@ export async function startReplica(env: Record<string, string>, port: number, pr
       if (line.includes('control plane listening')) listening(Math.round(performance.now() - t0));
       if (line.includes('ipv4 list mirror loaded')) {
         const m = JSON.parse(line) as MirrorLoaded;
-        loaded({ rows: m.rows, mb: m.mb, ms: m.ms });
+        loaded({ rows: m.rows, mb: m.mb, ms: m.ms, cpuSeconds: cpuSeconds(child.pid!) });
       }
       if (line.includes('ipv4 list mirror failed')) failed(new Error(line));
     }
