@@ -151,7 +151,7 @@ interface ReplicaRow {
   whileLoading: string;
   rssMb: number;
   loadAtMirror: number;
-  list?: { seconds: number; lines: number; pages: number; mb: number; peakRss: number; load: number };
+  list?: { seconds: number; lines: number; pages: number; mb: number; peakRss: number; load: number; retries: number };
   lookup?: { rps: number; p50: number; p99: number; bad: number; load: number };
   agentsRss?: number;
 }
@@ -163,7 +163,7 @@ try {
     const loaded = await r.mirrorLoaded;
     await new Promise((res) => setTimeout(res, 2000));
     rows.push({ port, startMs: r.listeningMs, mirrorMs: loaded.ms, mirrorMb: loaded.mb, mirrorCpu: loaded.cpuSeconds, whileLoading: r.whileLoading, rssMb: rssMb(r.child.pid!), loadAtMirror: load1() });
-    console.log(`replica :${port}: listening after ${r.listeningMs} ms, mirror ${fmt(loaded.rows)} rows ${loaded.mb} MB in ${loaded.ms} ms; RSS ${rssMb(r.child.pid!).toFixed(0)} MB; while loading: ${r.whileLoading}`);
+    console.log(`replica :${port}: listening after ${r.listeningMs} ms, mirror ${fmt(loaded.rows)} rows ${loaded.mb} MB in ${loaded.ms} ms (${loaded.cpuSeconds.toFixed(1)} s CPU since start); RSS ${rssMb(r.child.pid!).toFixed(0)} MB; while loading: ${r.whileLoading}`);
   }
 
   // 4. The full list and look-ups, per replica.
@@ -174,9 +174,17 @@ try {
     let bytes = 0;
     let pages = 0;
     let peak = 0;
+    let listRetries = 0;
     const t0 = performance.now();
     do {
-      const res: Response = await fetch(`${r.base}/api/v1/ipv4/1${page ? `?page=${encodeURIComponent(page)}` : ''}`, { headers: { authorization: reader.key } });
+      const url = `${r.base}/api/v1/ipv4/1${page ? `?page=${encodeURIComponent(page)}` : ''}`;
+      // A kept-alive connection the replica closed while idle (since the probes at its start)
+      // fails once: asked again on a new one. A replica that died fails the bench.
+      const res: Response = await fetch(url, { headers: { authorization: reader.key } }).catch((err: unknown) => {
+        if (r.child.exitCode !== null) throw err;
+        listRetries += 1;
+        return fetch(url, { headers: { authorization: reader.key, connection: 'close' } });
+      });
       if (res.status !== 200) throw new Error(`/ipv4/1: ${res.status} ${await res.text()}`);
       const text = await res.text();
       bytes += text.length;
@@ -185,7 +193,7 @@ try {
       page = res.headers.get('next_page');
       peak = Math.max(peak, rssMb(r.child.pid!));
     } while (page);
-    row.list = { seconds: (performance.now() - t0) / 1000, lines, pages, mb: bytes / 1e6, peakRss: peak, load: load1() };
+    row.list = { seconds: (performance.now() - t0) / 1000, lines, pages, mb: bytes / 1e6, peakRss: peak, load: load1(), retries: listRetries };
     console.log(`replica :${row.port}: /ipv4/1 ${fmt(lines)} lines in ${pages} pages, ${row.list.seconds.toFixed(1)} s; RSS peak ${peak.toFixed(0)} MB`);
     const l0 = load1();
     const c = runClient(`${r.base}/api/v1/ips/${sampleIp}`, { connections: CONNECTIONS, duration: LOOKUP_SECONDS, headers: { authorization: reader.key } });
@@ -263,7 +271,7 @@ try {
     '|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map((r, i) => {
       const verdict = r.mirrorMs <= 30_000 ? 'met' : 'missed';
-      return `| r${i + 1} | ${(r.mirrorMs / 1000).toFixed(1)} s (${verdict}) | ${r.mirrorCpu.toFixed(1)} s | ${r.mirrorMb} MB | ${r.rssMb.toFixed(0)} MB | ${r.whileLoading} | ${fmt(r.list!.lines)} lines, ${r.list!.pages} pages, ${r.list!.mb.toFixed(0)} MB in ${r.list!.seconds.toFixed(1)} s | ${r.list!.peakRss.toFixed(0)} MB | ${fmt(r.lookup!.rps)} req/s, p50 ${r.lookup!.p50} ms, p99 ${r.lookup!.p99} ms, non-2xx + errors ${r.lookup!.bad} | ${loadCell(r.loadAtMirror)} / ${loadCell(r.list!.load)} / ${loadCell(r.lookup!.load)} |`;
+      return `| r${i + 1} | ${(r.mirrorMs / 1000).toFixed(1)} s (${verdict}) | ${r.mirrorCpu.toFixed(1)} s | ${r.mirrorMb} MB | ${r.rssMb.toFixed(0)} MB | ${r.whileLoading} | ${fmt(r.list!.lines)} lines, ${r.list!.pages} pages, ${r.list!.mb.toFixed(0)} MB in ${r.list!.seconds.toFixed(1)} s${r.list!.retries ? ` (${r.list!.retries} request asked again on a new connection)` : ''} | ${r.list!.peakRss.toFixed(0)} MB | ${fmt(r.lookup!.rps)} req/s, p50 ${r.lookup!.p50} ms, p99 ${r.lookup!.p99} ms, non-2xx + errors ${r.lookup!.bad} | ${loadCell(r.loadAtMirror)} / ${loadCell(r.list!.load)} / ${loadCell(r.lookup!.load)} |`;
     }),
     '',
     `Mirror load time is the replica's own log line (\`ipv4 list mirror loaded\`, from its start in the background to ready); "listening" came first (${rows.map((r) => `${r.startMs} ms`).join(', ')} after spawn), and until the mirror is ready lists and look-ups read SQL. Look-ups ask for one listed address, round after round.`,
@@ -277,7 +285,10 @@ try {
     `| decision → each of ${fmt(AGENTS)} clients (${fmt(push.n)} receipts) | p50 ${push.p50.toFixed(0)} ms, p99 ${push.p99.toFixed(0)} ms, max ${push.max.toFixed(0)} ms | ${loadCell(push.load)} (highest at a decision) |`,
     `| decisions not at every client within 60 s | ${missing} of ${DECISIONS} | |`,
     `| connections closed during the run | ${closedDuringRun} | |`,
-    ...rows.map((r, i) => `| r${i + 1} RSS with ~${fmt(AGENTS / REPLICAS)} agents | ${r.agentsRss!.toFixed(0)} MB (+${(r.agentsRss! - r.rssMb).toFixed(0)} MB over the row above, which the list and look-ups had already raised) | |`),
+    ...rows.map((r, i) => {
+      const d = r.agentsRss! - r.rssMb;
+      return `| r${i + 1} RSS with ~${fmt(AGENTS / REPLICAS)} agents | ${r.agentsRss!.toFixed(0)} MB (${d >= 0 ? '+' : '−'}${Math.abs(d).toFixed(0)} MB from the RSS after the mirror loaded; the collection of the list's and look-ups' garbage hides the connections' cost, which bench/results/sync.md measures alone) | |`;
+    }),
     '',
     `Command: \`npm run bench:scale -- ${args.join(' ')}\``,
     '',
