@@ -6,7 +6,8 @@
  *
  * The rows are those the store's ingestion (store/ipv4-ingest.ts) writes for the same reports:
  * an indicator per public address (ipv4SpecialRange: none), gid RMP-RULE-GID-<32 hex>,
- * is_network false, score = scoreV32 of its reporters (packages/scoring, as services/ipv4/ingest.ts),
+ * is_network false, ip_info as the server's offline enrichment gives it for the address (as
+ * services/ipv4/reports.ts does at the first report), score = scoreV32 of its reporters (packages/scoring, as services/ipv4/ingest.ts),
  * members = reporters, events = their sum, sources the sorted distinct union, entry_ts <= ts,
  * change_xid the loading transaction's id (what the stamp trigger of migration 0009 would set);
  * one ipv4_reports row per (indicator, organization). Realistic spread: most addresses reported by
@@ -20,6 +21,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import type { Writable } from 'node:stream';
 import { ipv4SpecialRange, type Ipv4Net } from '@rampart/contracts';
 import { scoreV32 } from '@rampart/scoring';
+import { createEnrichment } from '../apps/server/src/services/enrichment/enrichment.ts';
 
 export const GEN_SOURCES = ['crowdsec', 'http', 'rdp', 'scan', 'sip', 'smtp', 'ssh'] as const;
 /** Spread of ts: the last 30 days before `now`. */
@@ -58,6 +60,16 @@ export interface GenIndicator {
   sources: string[];
   reports: GenReport[];
 }
+
+let enrichment: ReturnType<typeof createEnrichment> | null = null;
+/** The ip_info ingestion stores for a new indicator at `network` (its first address's). */
+export function genIpInfo(network: string): Record<string, string> | null {
+  enrichment ??= createEnrichment({});
+  return enrichment.ipInfo(network.replace(/\/\d+$/, '')) as Record<string, string> | null;
+}
+
+/** COPY text format: backslash, tab and line ends escaped. */
+const copyText = (text: string) => text.replace(/[\\\t\n\r]/g, (c) => ({ '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' })[c]!);
 
 /** How many organizations report an address: 1 for most, a long tail up to 60. */
 function reporterCount(h: number): number {
@@ -192,7 +204,7 @@ export async function copyIpv4(url: string, n: number, options: { orgs?: number;
       await c.query('set local session_replication_role = replica');
     }
     const xid = (await a.query<{ x: string }>('select pg_current_xact_id()::text as x')).rows[0]!.x;
-    const ind = a.query(copyFrom('copy ipv4_indicators (id, gid, network, is_network, score, ts, entry_ts, members, events, sources, change_xid) from stdin'));
+    const ind = a.query(copyFrom('copy ipv4_indicators (id, gid, network, is_network, score, ts, entry_ts, members, events, sources, ip_info, change_xid) from stdin'));
     const rep = b.query(copyFrom('copy ipv4_reports (indicator_id, org_id, confidence, events, first_ts, last_ts, sources) from stdin'));
     const indDone = finished(ind);
     const repDone = finished(rep);
@@ -201,7 +213,8 @@ export async function copyIpv4(url: string, n: number, options: { orgs?: number;
     let reports = 0;
     let maxTs = 0;
     for (const g of genIndicators(n, orgs, now, options.seed)) {
-      indText += `${g.id}\t${g.gid}\t${g.network}\tf\t${g.score}\t${g.ts}\t${g.entryTs}\t${g.members}\t${g.events}\t{${g.sources.join(',')}}\t${xid}\n`;
+      const info = genIpInfo(g.network);
+      indText += `${g.id}\t${g.gid}\t${g.network}\tf\t${g.score}\t${g.ts}\t${g.entryTs}\t${g.members}\t${g.events}\t{${g.sources.join(',')}}\t${info ? copyText(JSON.stringify(info)) : '\\N'}\t${xid}\n`;
       for (const r of g.reports) repText += `${g.id}\t${orgIds[r.org]}\t${r.confidence}\t${r.events}\t${g.entryTs}\t${g.ts}\t{${r.source}}\n`;
       reports += g.reports.length;
       if (g.ts > maxTs) maxTs = g.ts;
