@@ -67,7 +67,7 @@ function copies(s: Stage) {
 }
 const exec = (args: string) => JSON.parse(args.replace(/^CMD\s+/, '')) as string[];
 const compose = parse(read('docker-compose.yml')) as {
-  services: Record<string, { image?: string; build?: { context: string; dockerfile: string; target: string }; command?: string[]; environment?: Record<string, string>; ports?: string[]; volumes?: string[]; depends_on?: Record<string, { condition: string }>; healthcheck?: { test: string[] } }>;
+  services: Record<string, { image?: string; build?: { context: string; dockerfile: string; target: string }; command?: string[]; environment?: Record<string, string>; ports?: string[]; volumes?: string[]; depends_on?: Record<string, { condition: string }>; healthcheck?: { test: string[] }; profiles?: string[] }>;
   volumes: Record<string, unknown>;
 };
 const services = compose.services;
@@ -180,7 +180,8 @@ describe('Dockerfile', () => {
 
 describe('docker-compose.yml', () => {
   it('runs postgres (pg_isready), the server once the database is healthy, the demo key once the server is, then the agent', () => {
-    expect(Object.keys(services)).toEqual(['postgres', 'server', 'demo-key', 'agent']);
+    // Without a profile (test/deploy/replicas.test.ts checks the `replicas` profile's services).
+    expect(Object.keys(services).filter((name) => !services[name]!.profiles)).toEqual(['postgres', 'server', 'demo-key', 'agent']);
     expect(services.postgres!.healthcheck!.test).toEqual(['CMD', 'pg_isready', '-U', 'rampart', '-d', 'rampart']);
     expect(services.server!.depends_on).toEqual({ postgres: { condition: 'service_healthy' } });
     expect(services['demo-key']!.depends_on).toEqual({ server: { condition: 'service_healthy' } });
