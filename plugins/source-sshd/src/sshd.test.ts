@@ -71,7 +71,14 @@ describe.skipIf(systemGate('ssh_log against a real OpenSSH sshd', { commands: [S
   });
 
   afterAll(async () => {
-    sshd?.kill('SIGTERM');
+    // sshd writes a last line ("Received signal 15; terminating.") as it stops: the folder its log
+    // is in goes only once its stderr is closed ('close' comes after every line was read), or the
+    // line's append fails after the suite (an unhandled error in CI).
+    if (sshd && sshd.exitCode === null && sshd.signalCode === null) {
+      const closed = new Promise((resolve) => sshd.once('close', resolve));
+      sshd.kill('SIGTERM');
+      await closed;
+    }
     await rm(dir, { recursive: true, force: true });
   });
 
