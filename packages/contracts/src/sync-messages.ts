@@ -47,8 +47,9 @@ export const SyncDecisionChanged = z.object({
   decision: z.union([z.literal(-1), z.literal(0), z.literal(1)]),
   ttl: z.int().nullable(),
   /**
-   * The feed second of the change (IPv4): every feed record it alters is delivered again with a
-   * `ts` at least this. An agent whose feed already delivered the record at this `ts` or later
+   * The feed second of the change (every kind; for a domain, URL or digest, the second of the
+   * record the organization's feed now holds): every feed record it alters is delivered again
+   * with a `ts` at least this. An agent whose feed already delivered the record at this `ts` or later
    * holds this change or a newer one, and drops the message (it may arrive after the feed read).
    */
   ts: z.int().min(0).optional(),
