@@ -237,6 +237,8 @@ describe.skipIf(systemGate('console in Chromium', { commands: [CHROMIUM] }))('co
       }
       expect(new Set(decided.map((d) => d.set_by)).size).toBe(2);
       expect(await page.getByTestId('totals').textContent()).toBe('Rows 1–3 of 3');
+      // Every column is in view: the table is not wider than its scroll box (at 1440 px the Reason column was cut off).
+      expect(await table.evaluate((t) => t.scrollWidth <= (t.closest('.table-wrap') ?? t.parentElement!).clientWidth)).toBe(true);
       await page.screenshot({ path: `${SHOTS}/decisions-reasons-${width}.png`, fullPage: true });
       await page.context().close();
     }
