@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { spawnNodePinned } from './_pinned.ts';
 
 /** What bench/_ipv4-serve.mjs announces once it listens: its ports, the keys it made, its static files. */
 export interface ServeReady {
@@ -32,8 +33,7 @@ export interface ServeSettings {
 export async function startIpv4Server(settings: ServeSettings): Promise<{ child: ChildProcess; ready: ServeReady; stop: () => Promise<void> }> {
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const serve = join(dirname(fileURLToPath(import.meta.url)), '_ipv4-serve.mjs');
-  const command = settings.cpus ? ['taskset', '-c', settings.cpus, process.execPath] : [process.execPath];
-  const child = spawn(command[0]!, [...command.slice(1), ...prof, serve], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, BENCH_SERVE: JSON.stringify(settings) } });
+  const child = spawnNodePinned(serve, { cpus: settings.cpus, nodeArgs: prof, env: { ...process.env, BENCH_SERVE: JSON.stringify(settings) } });
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'));
   };

@@ -3,6 +3,7 @@
  * bench/lookups.ts): the serving processes pinned to core 0 and the load client to core 1 when
  * the machine has two cores, and one side's run with its CPU time and the load when it began.
  */
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { cpus } from 'node:os';
 import { procStatFields } from './_cpu.ts';
 import type { ClientRun } from './_load-client.ts';
@@ -32,3 +33,10 @@ export const processTicks = (pid: number): number => {
 };
 
 export const rps = (s: Side): number => s.run.requests / s.run.seconds;
+
+/** Plain Node running `script` (with `args` before it: node flags), pinned with taskset to `cpus` when given. */
+export function spawnNodePinned(script: string, o: { cpus?: string | undefined; nodeArgs?: string[]; env: NodeJS.ProcessEnv; stdio?: SpawnOptions['stdio'] }): ChildProcess {
+  const argv = [...(o.nodeArgs ?? []), script];
+  const stdio = o.stdio ?? ['ignore', 'pipe', 'inherit'];
+  return o.cpus ? spawn('taskset', ['-c', o.cpus, process.execPath, ...argv], { stdio, env: o.env }) : spawn(process.execPath, argv, { stdio, env: o.env });
+}

@@ -19,7 +19,6 @@
  * BENCH_CPU_PROF=<dir> profiles the control plane (bench/_ipv4-child.ts).
  * Writes bench/results/lookups.md.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -27,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { args, flag } from './_args.ts';
 import { announced, startIpv4Server } from './_ipv4-child.ts';
 import { CLIENT, runClient } from './_load-client.ts';
-import { CLIENT_CPUS, PINNED, SERVER_CPUS, TICK, processTicks, rps, type Side } from './_pinned.ts';
+import { CLIENT_CPUS, PINNED, SERVER_CPUS, TICK, processTicks, rps, spawnNodePinned, type Side } from './_pinned.ts';
 import { startPgCluster } from './_pg-cluster.ts';
 import { buildServerBundle } from './_server-bundle.ts';
 import { BENCH_ORGS, benchDbUrl, benchIp, generateIpv4 } from './gen-ipv4.ts';
@@ -49,8 +48,7 @@ const lua = (s: string) => `"${s.replaceAll('\\', '\\\\').replaceAll('"', '\\"')
 
 /** The no-work server, in its own process, answering `answer` to every request. */
 async function startNoWork(answerFile: string): Promise<{ pid: number; port: number; stop: () => Promise<void> }> {
-  const command = SERVER_CPUS ? ['taskset', '-c', SERVER_CPUS, process.execPath] : [process.execPath];
-  const child = spawn(command[0]!, [...command.slice(1), join(here, '_nowork-server.mjs')], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NOWORK_ANSWER: answerFile } });
+  const child = spawnNodePinned(join(here, '_nowork-server.mjs'), { cpus: SERVER_CPUS, env: { ...process.env, NOWORK_ANSWER: answerFile } });
   const { port } = await announced<{ port: number }>(child, 'the no-work server');
   return { pid: child.pid!, port, stop: () => new Promise((resolve) => child.once('exit', () => resolve()).kill('SIGTERM')) };
 }

@@ -18,7 +18,6 @@
  *
  *   npx tsx bench/pglite-ingest.ts [--rounds 3] [--duration 8] [--connections 16]
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -34,7 +33,7 @@ import { migrate, storeOver } from '../apps/server/src/store/index.ts';
 import { flag } from './_args.ts';
 import { announced } from './_ipv4-child.ts';
 import { runClient } from './_load-client.ts';
-import { CLIENT_CPUS, PINNED, SERVER_CPUS, TICK, processTicks, type Side } from './_pinned.ts';
+import { CLIENT_CPUS, PINNED, SERVER_CPUS, TICK, processTicks, spawnNodePinned, type Side } from './_pinned.ts';
 import { buildServerBundle } from './_server-bundle.ts';
 
 const ROUNDS = flag('rounds', 3);
@@ -150,9 +149,8 @@ function postScript(keys: string[]): string {
 /** One round with the server and the client each in a process of its own, pinned to their cores. */
 async function processRound(): Promise<Side> {
   const dir = mkdtempSync(join(tmpdir(), 'rampart-bench-pglite-'));
-  const command = SERVER_CPUS ? ['taskset', '-c', SERVER_CPUS, process.execPath] : [process.execPath];
-  const child = spawn(command[0]!, [...command.slice(1), join(dirname(fileURLToPath(import.meta.url)), '_pglite-serve.mjs')], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+  const child = spawnNodePinned(join(dirname(fileURLToPath(import.meta.url)), '_pglite-serve.mjs'), {
+    cpus: SERVER_CPUS,
     env: { ...process.env, BENCH_SERVE: JSON.stringify({ dataDir: join(dir, 'data'), keys: CONNECTIONS }) },
   });
   try {
