@@ -20,7 +20,7 @@
  * BENCH_CPU_PROF=<dir> profiles the server (bench/_ipv4-child.ts).
  * Writes bench/results/lists.md.
  */
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -90,6 +90,8 @@ async function main(): Promise<void> {
   buildServerBundle();
   const nginx = await startNginx(SERVER_CPUS);
   const rows: Row[] = [];
+  /** Server peak RSS (VmHWM, MB) over each variant's run. */
+  const peaks = new Map<number, number>();
   const url = benchDbUrl(cluster.url, N).url;
   try {
     for (const cacheMb of VARIANTS) {
@@ -128,20 +130,27 @@ async function main(): Promise<void> {
           const mid = rounds.find((x) => rps(x.nginx) / rps(x.server) === median(ratios))!;
           rows.push({ target, cacheMb, bytes: bytes.byteLength, nginx: mid.nginx, server: mid.server, ratios });
         }
+        peaks.set(cacheMb, peakRssMb(pid));
       } finally {
         await stop();
         // The serving child's static directory (bench/ipv4.ts uses it; here it stays empty).
         rmSync(ready.staticDir, { recursive: true, force: true });
       }
     }
-    writeResults(rows, cluster.describe(), CLIENT);
+    writeResults(rows, peaks, cluster.describe(), CLIENT);
   } finally {
     await nginx.stop();
     await cluster.stop();
   }
 }
 
-function writeResults(rows: Row[], clusterText: string, client: string): void {
+/** VmHWM of a process in MB: its largest resident set so far. */
+function peakRssMb(pid: number): number {
+  const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : Number.NaN;
+}
+
+function writeResults(rows: Row[], peaks: Map<number, number>, clusterText: string, client: string): void {
   const mb = (b: number) => (b / 1e6).toFixed(b >= 1e7 ? 0 : 2);
   const perReq = (s: Side) => ((1000 * s.cpu) / s.run.requests).toFixed(2);
   const cell = (s: Side) => `${rps(s).toFixed(1)} req/s, ${mb(s.run.bytes / s.run.seconds)} MB/s, p99 ${s.run.p99} ms`;
@@ -168,6 +177,8 @@ function writeResults(rows: Row[], clusterText: string, client: string): void {
     'The ratio is the time per request relative to nginx (nginx req/s over the server\'s, same client, same connections). A client that',
     'saturates its own core bounds both sides alike: the CPU columns say which process did the work (nginx with sendfile copies nothing',
     'in user space; the server writes each body to the socket from memory once it is rendered).',
+    '',
+    ...[...peaks].map(([cacheMb, mb]) => `- Server peak RSS (VmHWM) over the rows with LIST_CACHE_MB=${cacheMb}: ${mb.toFixed(0)} MB (target < 300 MB, issue 22: ${mb < 300 ? 'met' : 'missed'}).`),
     '',
     `Command: \`npx tsx bench/lists.ts --n ${N} --duration ${DURATION} --rounds ${ROUNDS} --cache-mb ${CACHE_MB}\``,
     '',

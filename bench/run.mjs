@@ -28,7 +28,7 @@ const QUICK = {
   cli: { args: ['--rounds', '2'] },
   'decision-to-drop': { env: { BENCH_DECISIONS: '3' } },
   indicators: { args: ['--scale', '0.05', '--duration', '2'] },
-  ipv4: { args: ['--n', '100000', '--duration', '2', '--walk-seconds', '5'] },
+  ipv4: { args: ['--n', '100000', '--walk-seconds', '5'] },
   'list-enforcers': { args: ['1'] },
   lists: { args: ['--n', '100000', '--duration', '2', '--rounds', '1'] },
   lookups: { args: ['--n', '100000', '--duration', '2', '--rounds', '3'] },
@@ -47,7 +47,7 @@ const QUICK = {
 const ON_REQUEST = ['scale-10m'];
 
 /** Benchmarks that carry a target of issue 22: each must write at least one verdict row. */
-const TARGETED = ['agent', 'ipv4', 'list-enforcers', 'lists', 'lookups', 'parse', 'pg-ingest', 'pglite-ingest', 'server-footprint', 'server-memory'];
+const TARGETED = ['agent', 'list-enforcers', 'lists', 'lookups', 'parse', 'pg-ingest', 'pglite-ingest', 'server-footprint', 'server-memory'];
 
 /** `| a | b |` → ['a', 'b']. */
 const cells = (line) => line.trim().replace(/^\|/, '').replace(/\|$/, '').split('|').map((c) => c.trim());
