@@ -34,7 +34,9 @@ USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:8080/readyz').then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "apps/server/dist/main.mjs"]
+# Node flags and malloc settings of the server as production runs it: apps/server/runtime.json.
+ENV MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072
+CMD ["node", "--max-semi-space-size=2", "apps/server/dist/main.mjs"]
 
 # ---- agent: the .deb installed as on a host (system user, /etc/rampart-agent, state directory)
 FROM debian:bookworm-slim AS agent

@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnNodePinned } from './_pinned.ts';
+import { SERVER_RUNTIME } from './_server-bundle.ts';
 
 /** What bench/_ipv4-serve.mjs announces once it listens: its ports, the keys it made, its static files. */
 export interface ServeReady {
@@ -27,13 +28,13 @@ export interface ServeSettings {
 
 /**
  * Starts bench/_ipv4-serve.mjs (the control plane from its bundle, plain Node, beside a constant
- * route) and resolves once it has announced itself. BENCH_CPU_PROF=<dir> runs it with --cpu-prof.
+ * route; production's Node flags and malloc settings, apps/server/runtime.json) and resolves once it has announced itself. BENCH_CPU_PROF=<dir> runs it with --cpu-prof.
  * `stop()` ends it with SIGTERM (its profile, if any, is written then).
  */
 export async function startIpv4Server(settings: ServeSettings): Promise<{ child: ChildProcess; ready: ServeReady; stop: () => Promise<void> }> {
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   const serve = join(dirname(fileURLToPath(import.meta.url)), '_ipv4-serve.mjs');
-  const child = spawnNodePinned(serve, { cpus: settings.cpus, nodeArgs: prof, env: { ...process.env, BENCH_SERVE: JSON.stringify(settings) } });
+  const child = spawnNodePinned(serve, { cpus: settings.cpus, nodeArgs: [...SERVER_RUNTIME.nodeArgs, ...prof], env: { ...process.env, ...SERVER_RUNTIME.env, BENCH_SERVE: JSON.stringify(settings) } });
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'));
   };

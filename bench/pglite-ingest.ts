@@ -34,7 +34,7 @@ import { flag } from './_args.ts';
 import { announced } from './_ipv4-child.ts';
 import { runClient } from './_load-client.ts';
 import { CLIENT_CPUS, PINNED, SERVER_CPUS, TICK, processTicks, spawnNodePinned, type Side } from './_pinned.ts';
-import { buildServerBundle } from './_server-bundle.ts';
+import { SERVER_RUNTIME, buildServerBundle } from './_server-bundle.ts';
 
 const ROUNDS = flag('rounds', 3);
 const DURATION = flag('duration', 8);
@@ -151,7 +151,8 @@ async function processRound(): Promise<Side> {
   const dir = mkdtempSync(join(tmpdir(), 'rampart-bench-pglite-'));
   const child = spawnNodePinned(join(dirname(fileURLToPath(import.meta.url)), '_pglite-serve.mjs'), {
     cpus: SERVER_CPUS,
-    env: { ...process.env, BENCH_SERVE: JSON.stringify({ dataDir: join(dir, 'data'), keys: CONNECTIONS }) },
+    nodeArgs: SERVER_RUNTIME.nodeArgs,
+    env: { ...process.env, ...SERVER_RUNTIME.env, BENCH_SERVE: JSON.stringify({ dataDir: join(dir, 'data'), keys: CONNECTIONS }) },
   });
   try {
     const { port, keys } = await announced<{ port: number; keys: string[] }>(child, 'the PGlite server');

@@ -32,6 +32,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { flag } from './_args.ts';
+import { SERVER_RUNTIME } from './_server-bundle.ts';
 import { freePort } from '@rampart/plugin-kit/testing';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -128,13 +129,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function measure(subject: Subject, env: Record<string, string>): Promise<Sample> {
   const port = await freePort();
-  const [cmd, argv] = subject === 'bare' ? [process.execPath, [join(here, '_bare-fastify.mjs')]] : subject.startsWith('node-') ? [process.execPath, [SERVER_BUNDLE]] : [NPM, ['start']];
+  const [cmd, argv] = subject === 'bare' ? [process.execPath, [join(here, '_bare-fastify.mjs')]] : subject.startsWith('node-') ? [process.execPath, [...SERVER_RUNTIME.nodeArgs, SERVER_BUNDLE]] : [NPM, ['start']];
   const t0 = performance.now();
   // The store is the subject's own choice: a DATABASE_URL of the caller (which names the
   // PostgreSQL server for the PostgreSQL rows) would turn the PGlite rows into PostgreSQL ones.
   const inherited: NodeJS.ProcessEnv = { ...process.env };
   delete inherited.DATABASE_URL;
-  const child = spawn(cmd, argv, { cwd: root, env: { ...inherited, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(cmd, argv, { cwd: root, env: { ...inherited, ...(subject.startsWith('node-') ? SERVER_RUNTIME.env : {}), ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let stderr = '';
   child.stdout!.resume();
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-2000)));

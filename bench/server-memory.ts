@@ -7,7 +7,9 @@
  * process after start, after the look-up and after the reports (the kernel's VmRSS, with its
  * anonymous and file-backed parts), and the load average when each subject started.
  *
- *   npx tsx bench/server-memory.ts [--reports 10000] [--label after]
+ *   npx tsx bench/server-memory.ts [--reports 10000] [--label after] [--node-defaults]
+ * The server runs with production's Node flags and malloc settings (apps/server/runtime.json);
+ * --node-defaults leaves them out.
  *   DATABASE_URL names the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres).
  * Appends its rows to bench/results/server-memory.md (one table per --label).
  */
@@ -18,11 +20,14 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { args, flag } from './_args.ts';
+import { SERVER_RUNTIME } from './_server-bundle.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
 const REPORTS = flag('reports', 10_000);
 const LABEL = args.includes('--label') ? args[args.indexOf('--label') + 1]! : 'run';
+/** --node-defaults: the bundle without production's Node flags and malloc settings (apps/server/runtime.json), for a before/after. */
+const RUNTIME = args.includes('--node-defaults') ? { nodeArgs: [], env: {} } : SERVER_RUNTIME;
 const PG_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const OUT = join(here, 'results', 'server-memory.md');
 
@@ -53,8 +58,8 @@ function address(k: number): string {
 
 async function measure(subject: string, env: Record<string, string>): Promise<Figures> {
   const load = loadavg()[0]!;
-  const child = spawn(process.execPath, [join(root, 'apps', 'server', 'dist', 'main.mjs')], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '100000000', ...env },
+  const child = spawn(process.execPath, [...RUNTIME.nodeArgs, join(root, 'apps', 'server', 'dist', 'main.mjs')], {
+    env: { ...process.env, ...RUNTIME.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', RATE_LIMIT_PER_MINUTE: '100000000', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const { url, key } = await new Promise<{ url: string; key: string }>((resolve, reject) => {
@@ -127,6 +132,10 @@ async function main(): Promise<void> {
   const f = (r: Record<string, number>) => `${r.rss!.toFixed(0)} (anon ${r.anon!.toFixed(0)}, file ${r.file!.toFixed(0)})`;
   const md = [
     `## ${LABEL}: ${new Date().toISOString()}, Node ${process.version}, commit ${spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout.trim()}`,
+    '',
+    RUNTIME === SERVER_RUNTIME
+      ? `The server as production runs it: \`${Object.entries(RUNTIME.env).map(([k, v]) => `${k}=${v}`).join(' ')} node ${RUNTIME.nodeArgs.join(' ')} apps/server/dist/main.mjs\` (apps/server/runtime.json).`
+      : 'The server with Node\'s defaults (--node-defaults: no flags, glibc malloc defaults): `node apps/server/dist/main.mjs`.',
     '',
     '| store | load average (1 min) at start | RSS MB after start | after one look-up (/ips, /info) | after the reports | reports accepted (s) |',
     '|---|---|---|---|---|---|',

@@ -127,7 +127,7 @@ describe('Dockerfile', () => {
   it('server: the bundle with plain Node as user node, port 8080, HEALTHCHECK on /readyz', () => {
     const server = stage('server');
     expect(all(server, 'WORKDIR')).toEqual(['/app']);
-    expect(exec(all(server, 'CMD')[0]!)).toEqual(['node', 'apps/server/dist/main.mjs']);
+    expect(exec(all(server, 'CMD')[0]!)).toEqual(['node', '--max-semi-space-size=2', 'apps/server/dist/main.mjs']);
     expect(all(server, 'USER')).toEqual(['node']);
     expect(server.instructions.findIndex((i) => i.op === 'USER')).toBeLessThan(server.instructions.findIndex((i) => i.op === 'CMD'));
     const env = all(server, 'ENV').join(' ');

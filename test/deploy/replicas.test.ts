@@ -89,7 +89,7 @@ describe('deploy/systemd/rampart-server@.service', () => {
   const unit = read('deploy/systemd/rampart-server@.service');
 
   it('runs the production bundle, one data directory and port per instance', () => {
-    expect(unit).toContain('ExecStart=/usr/bin/node /opt/rampart/apps/server/dist/main.mjs');
+    expect(unit).toContain('ExecStart=/usr/bin/node --max-semi-space-size=2 /opt/rampart/apps/server/dist/main.mjs');
     expect(read('apps/server/scripts/build.mjs')).toContain('main: `${root}/src/main.ts`');
     expect(unit).toContain('Environment=NODE_ENV=production HOST=127.0.0.1 PORT=%i DATA_DIR=/var/lib/rampart/replica-%i');
     expect(unit).toContain('StateDirectory=rampart/replica-%i');
