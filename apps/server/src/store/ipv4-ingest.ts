@@ -2,6 +2,7 @@ import type { Db, Transaction } from './db.ts';
 import { IPV4_FEED_LOCK_CLASS } from './ipv4.ts';
 import { lockIndicators, type KnownRow, type LockedRow, type LockedRows } from './ipv4-ingest-lock.ts';
 import { ReservedInBatchError } from './reserved-in-batch.ts';
+import { ingestIpv4OneStatement, oneStatementFits } from './ipv4-ingest-one.ts';
 
 /** One validated report (or decision) of one organization; `network` is canonical CIDR text. */
 export interface Ipv4ReportItem {
@@ -38,16 +39,26 @@ export interface IngestRules {
   anchor(previousTs: number | null, previousOrgs: string[], orgId: string, reportTs: number, scores?: { before: number; after: number }): number;
   /** The score of a record delivered again `elapsed` seconds after its anchor, without a report. */
   reanchoredScore(s0: number, elapsed: number): number;
+  /**
+   * `score` as tables SQL applies exactly (scoreV32Tables of @rampart/scoring): with them a batch
+   * of plain reports runs as one statement (ipv4-ingest-one.ts), whose SQL is scoring v3.2's.
+   */
+  sqlTables?: { readonly repeatFactors: readonly number[]; readonly thresholds: readonly number[] };
 }
 
-/** allOrNothing: a reserved item fails the whole batch (ReservedInBatchError) instead of being skipped. */
-export interface IngestOptions { allOrNothing?: boolean }
+/**
+ * allOrNothing: a reserved item fails the whole batch (ReservedInBatchError) instead of being skipped.
+ * notifyChannel (PostgreSQL): a batch run as one statement stores and sends its feed_changed there itself.
+ */
+export interface IngestOptions { allOrNothing?: boolean; notifyChannel?: string }
 
 export interface IngestResult {
   outcomes: Ipv4ReportOutcome[];
   /** The feed clock second taken by the batch, null when no record's ts moved. */
   feedTs: number | null;
   decisions: Array<{ orgId: number; network: string; decision: -1 | 0 | 1; ttl: number | null }>;
+  /** The batch's feed_changed went out with its commit (options.notifyChannel): not to be published again. */
+  notified?: boolean;
 }
 
 interface Contribution {
@@ -418,7 +429,23 @@ export class Ipv4IngestStore {
   get concurrent(): boolean {
     return this.db.kind === 'postgres';
   }
-  ingest(items: Ipv4ReportItem[], rules: IngestRules, nowSeconds: number, progress: IngestProgress = {}, options: IngestOptions = {}): Promise<IngestResult> {
+  /**
+   * A batch of plain reports as one statement (one round trip, committed on its own), else, or
+   * when that statement cannot take it, as the transaction of ingestIpv4Batch.
+   */
+  async ingest(items: Ipv4ReportItem[], rules: IngestRules, nowSeconds: number, progress: IngestProgress = {}, options: IngestOptions = {}): Promise<IngestResult> {
+    if (oneStatementFits(items, rules, options)) {
+      progress.begun?.();
+      progress.locked?.();
+      // PGlite's notifications are in-process: the caller publishes them after the commit.
+      const { notifyChannel, ...rest } = options;
+      const result = await ingestIpv4OneStatement(this.db, items, rules, nowSeconds, this.db.kind === 'postgres' && notifyChannel ? { ...rest, notifyChannel } : rest);
+      if (result) {
+        if (result.notified) this.db.notified?.();
+        progress.committing?.();
+        return result;
+      }
+    }
     return ingestIpv4Batch(this.db, items, rules, nowSeconds, progress, options);
   }
 }
