@@ -118,7 +118,7 @@ describe.runIf(postgresAvailable)('one-statement report batches under concurrent
 
   beforeAll(async () => {
     const db = await createTestDatabase();
-    drop = db.drop;
+    drop = () => db.drop();
     url = db.url;
     store = await openStore({ databaseUrl: url });
     org = await seedOrg(store, { trust: 0.7 });
