@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrganizationConfig } from '@rampart/contracts';
 import pg from 'pg';
-import { V32_INGEST_RULES } from '../src/services/ipv4/ingest.ts';
+import pino from 'pino';
+import { eventBus } from '../src/services/events.ts';
+import { ReportBatcher, V32_INGEST_RULES } from '../src/services/ipv4/ingest.ts';
 import type { Store } from '../src/store/index.ts';
 import { ingestIpv4Batch, type Ipv4ReportItem } from '../src/store/ipv4-ingest.ts';
 import { ingestIpv4OneStatement } from '../src/store/ipv4-ingest-one.ts';
@@ -159,6 +161,18 @@ describe.runIf(postgresAvailable)('one-statement report batches under concurrent
     )) as { outcomes: unknown[] };
     expect(stored.outcomes).toMatchObject([{ status: 'stored', created: false }, { status: 'stored', created: true }]);
     expect((await sqlOf(store).query(`select events from ipv4_indicators where network = '100.64.1.1/32'`)).rows).toEqual([{ events: 2 }]);
+  });
+
+  it('sends the batch\'s feed_changed with its commit, once, to every listener (the batcher publishes it no more)', async () => {
+    const bus = eventBus(store.connection);
+    const heard: unknown[] = [];
+    const unsubscribe = await bus.subscribe((event) => heard.push(event));
+    const batcher = new ReportBatcher({ ingest: store.ipv4Ingest, events: bus, log: pino({ level: 'silent' }) });
+    const outcome = await batcher.submit(item('100.64.3.1/32'));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await unsubscribe();
+    expect(outcome).toMatchObject({ status: 'stored', created: true });
+    expect(heard).toEqual([{ type: 'feed_changed', org_id: null, kind: 'ipv4', ts: (outcome as { indicatorTs: number }).indicatorTs }]);
   });
 
   it('changes nothing and hands the batch back when another transaction inserted one of its new rows meanwhile', async () => {

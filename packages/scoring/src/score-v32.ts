@@ -125,8 +125,9 @@ export function scoreV32Tables(): ScoreV32Tables {
   if (tables) return tables;
   const repeatFactors = Array.from({ length: 17 }, (_, n) => repeatFactor(n >= 1 ? n : 1));
   const thresholds: number[] = [];
-  // s0 never decreases as the weight grows (tested over every millionth up to the maximum):
-  // the least weight of each score by bisection.
+  // s0 never decreases as the weight grows (checked over every millionth up to the maximum when
+  // the tables were made; score-v32.test.ts compares them with scoreV32): the least weight of
+  // each score by bisection.
   for (let s = V32_PARAMS.min + 1; s <= V32_PARAMS.max; s += 1) {
     let lo = thresholds.at(-1) ?? 0;
     let hi = 2 ** 40;
