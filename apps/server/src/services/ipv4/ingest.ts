@@ -10,7 +10,7 @@ export interface BatchTiming {
   begin: number;
   /** The first statement: reserved items, row locks, new rows, earlier reporters. */
   lock: number;
-  /** Everything after it up to the COMMIT: decisions, scoring, the write statement. */
+  /** Everything after it up to the COMMIT: decisions, scoring, the write statement (a batch run as one statement: all of it, its commit included). */
   write: number;
   commit: number;
 }
@@ -56,7 +56,9 @@ interface Pending {
  * time (default 1) run their statements: another starts when one of them only has its COMMIT
  * left, so batches grow with the number of requests waiting, and a batch's WAL flush overlaps the
  * next batch's work. Each caller's promise settles only after its batch committed:
- * a 2xx is never sent for a report that is not durable. A batch leaves its slot once its callers
+ * a 2xx is never sent for a report that is not durable. A batch of plain reports is one
+ * statement committed on its own (Ipv4IngestStore.ingest): it has no separate COMMIT, so the next
+ * batch starts once it returned, and gathers the requests that arrived meanwhile. A batch leaves its slot once its callers
  * are answered; its notifications follow without holding up the next batch.
  */
 export class ReportBatcher {
