@@ -12,8 +12,9 @@ export type {
 export {
   anchorTs,
   scoreV32,
+  scoreV32Tables,
   V32_PARAMS,
   V32_SINGLE_ORG_CEILING,
   V32_VERSION,
 } from './score-v32.ts';
-export type { OrgAggregate, ScoreComponents, ScoreResult } from './score-v32.ts';
+export type { OrgAggregate, ScoreComponents, ScoreResult, ScoreV32Tables } from './score-v32.ts';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { bandOf } from './bands.ts';
 import type { BandName } from './bands.ts';
-import { anchorTs, scoreV32, V32_SINGLE_ORG_CEILING } from './score-v32.ts';
+import { anchorTs, scoreV32, scoreV32Tables, V32_SINGLE_ORG_CEILING } from './score-v32.ts';
 import type { OrgAggregate } from './score-v32.ts';
 
 const unit = fc.double({ min: 0, max: 1, noNaN: true });
@@ -204,5 +204,38 @@ describe('anchorTs', () => {
     );
     expect(anchorTs(1000, ['RMP-GID-a'], 'RMP-GID-b', 5000)).toBe(5000);
     expect(anchorTs(1000, ['RMP-GID-a'], 'RMP-GID-a', 5000)).toBe(1000);
+  });
+});
+
+describe('scoreV32Tables (the score as SQL applies it)', () => {
+  /** What the tables give, term for term as the SQL of apps/server/src/store/ipv4-ingest-one.ts computes it. */
+  function fromTables(aggregates: readonly OrgAggregate[]): number {
+    const { repeatFactors, thresholds } = scoreV32Tables();
+    const clamp = (x: number) => (x > 0 ? Math.min(x, 1) : 0);
+    const jsRound = (x: number) => Math.floor(x) + (x - Math.floor(x) >= 0.5 ? 1 : 0);
+    let micros = 0;
+    for (const a of aggregates) {
+      const base = clamp(a.orgTrust) * clamp(a.confidence);
+      micros += jsRound(base * 1e6) + jsRound(base * repeatFactors[Math.min(Math.max(a.events, 1), 16)]! * 1e6);
+    }
+    return 1 + thresholds.filter((t) => t <= micros).length;
+  }
+
+  it('gives the s0 of scoreV32 for any reporters without severity', () => {
+    const plain = fc.record({ orgTrust: unit, confidence: unit, events });
+    fc.assert(
+      fc.property(fc.array(plain, { minLength: 1, maxLength: 40 }), (aggregates) => {
+        expect(fromTables(aggregates)).toBe(scoreV32(aggregates).s0);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('has one threshold per score from 2 to 1000, rising', () => {
+    const { thresholds, repeatFactors } = scoreV32Tables();
+    expect(thresholds).toHaveLength(999);
+    for (let i = 1; i < thresholds.length; i += 1) expect(thresholds[i]!).toBeGreaterThan(thresholds[i - 1]!);
+    expect(repeatFactors).toHaveLength(17);
+    expect(repeatFactors[16]).toBe(0.5);
   });
 });

@@ -81,10 +81,7 @@ export function scoreV32(aggregates: readonly OrgAggregate[]): ScoreResult {
     repeatMicros += Math.round(base * repeatFactor(count) * MICRO);
     events += count;
   }
-  const weight = (baseMicros + repeatMicros) / MICRO;
-  const saturation = 1 - Math.exp(-weight / V32_PARAMS.scale);
-  const raw = V32_PARAMS.max * saturation;
-  const s0 = Math.min(V32_PARAMS.max, Math.max(V32_PARAMS.min, Math.round(raw)));
+  const { weight, saturation, raw, s0 } = fromMicros(baseMicros + repeatMicros);
   return {
     s0,
     components: {
@@ -97,6 +94,52 @@ export function scoreV32(aggregates: readonly OrgAggregate[]): ScoreResult {
       raw,
     },
   };
+}
+
+/** The weight (in millionths, the exact integer sum scoreV32 forms) to s0: the step the SQL tables below are made from. */
+function fromMicros(micros: number): { weight: number; saturation: number; raw: number; s0: number } {
+  const weight = micros / MICRO;
+  const saturation = 1 - Math.exp(-weight / V32_PARAMS.scale);
+  const raw = V32_PARAMS.max * saturation;
+  return { weight, saturation, raw, s0: Math.min(V32_PARAMS.max, Math.max(V32_PARAMS.min, Math.round(raw))) };
+}
+
+/**
+ * What scoreV32 computes, as tables a database can apply without its own exp and log (whose last
+ * bit may differ from JavaScript's), so a score computed in SQL is the one scoreV32 gives:
+ * - `repeatFactors[n]` for n = 0..16: the repeat factor of n events (index 0 as 1 event); from 16
+ *   events on it is the cap, `repeatFactors[16]`;
+ * - `thresholds[s - 2]` for s = 2..1000: the least weight, in millionths, whose s0 is s or more,
+ *   so s0 = 1 + (how many thresholds are <= the weight in millionths).
+ * Each term is then rounded as scoreV32 rounds it (Math.round of base × 1e6 and of
+ * base × factor × 1e6, base = trust × confidence, both clamped to 0..1, severity absent).
+ */
+export interface ScoreV32Tables {
+  readonly repeatFactors: readonly number[];
+  readonly thresholds: readonly number[];
+}
+
+let tables: ScoreV32Tables | undefined;
+
+export function scoreV32Tables(): ScoreV32Tables {
+  if (tables) return tables;
+  const repeatFactors = Array.from({ length: 17 }, (_, n) => repeatFactor(n >= 1 ? n : 1));
+  const thresholds: number[] = [];
+  // s0 never decreases as the weight grows (checked over every millionth up to the maximum when
+  // the tables were made; score-v32.test.ts compares them with scoreV32): the least weight of
+  // each score by bisection.
+  for (let s = V32_PARAMS.min + 1; s <= V32_PARAMS.max; s += 1) {
+    let lo = thresholds.at(-1) ?? 0;
+    let hi = 2 ** 40;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (fromMicros(mid).s0 >= s) hi = mid;
+      else lo = mid + 1;
+    }
+    thresholds.push(lo);
+  }
+  tables = Object.freeze({ repeatFactors: Object.freeze(repeatFactors), thresholds: Object.freeze(thresholds) });
+  return tables;
 }
 
 /** The largest s0 one organization can produce: trust 1, confidence 1, unbounded events. */

@@ -70,6 +70,8 @@ export interface Db extends Queryable {
   /** Subscribes to a notification channel (LISTEN on PostgreSQL, in-process on PGlite). */
   listen(channel: string, handler: NotificationHandler): Promise<() => Promise<void>>;
   notify(channel: string, payload: string): Promise<void>;
+  /** A statement of the caller stored and sent a notification itself (PostgreSQL): the stored ones are pruned now and then, as after notify. */
+  notified?(): void;
   /** Pool figures for metrics. */
   stats(): { total: number; idle: number; waiting: number; /** fsync(2) calls of the embedded store on disk. */ syncs?: number };
   health(): StoreHealth;

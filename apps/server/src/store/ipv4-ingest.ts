@@ -38,16 +38,26 @@ export interface IngestRules {
   anchor(previousTs: number | null, previousOrgs: string[], orgId: string, reportTs: number, scores?: { before: number; after: number }): number;
   /** The score of a record delivered again `elapsed` seconds after its anchor, without a report. */
   reanchoredScore(s0: number, elapsed: number): number;
+  /**
+   * `score` as tables SQL applies exactly (scoreV32Tables of @rampart/scoring): with them a batch
+   * of plain reports runs as one statement (ipv4-ingest-one.ts), whose SQL is scoring v3.2's.
+   */
+  sqlTables?: { readonly repeatFactors: readonly number[]; readonly thresholds: readonly number[] };
 }
 
-/** allOrNothing: a reserved item fails the whole batch (ReservedInBatchError) instead of being skipped. */
-export interface IngestOptions { allOrNothing?: boolean }
+/**
+ * allOrNothing: a reserved item fails the whole batch (ReservedInBatchError) instead of being skipped.
+ * notifyChannel (PostgreSQL): a batch run as one statement stores and sends its feed_changed there itself.
+ */
+export interface IngestOptions { allOrNothing?: boolean; notifyChannel?: string }
 
 export interface IngestResult {
   outcomes: Ipv4ReportOutcome[];
   /** The feed clock second taken by the batch, null when no record's ts moved. */
   feedTs: number | null;
   decisions: Array<{ orgId: number; network: string; decision: -1 | 0 | 1; ttl: number | null }>;
+  /** The batch's feed_changed went out with its commit (options.notifyChannel): not to be published again. */
+  notified?: boolean;
 }
 
 interface Contribution {
@@ -409,16 +419,4 @@ export async function anchorPolicyChange(tx: Transaction, orgId: number, scope: 
     [orgId, scope.ranges, scope.ruleTags],
   );
   return writeAnchors(tx, touched.rows, clockTs, rules);
-}
-
-/** `ingestIpv4Batch` bound to one database (Store.ipv4Ingest): the batcher never holds the handle. */
-export class Ipv4IngestStore {
-  constructor(private readonly db: Db) {}
-  /** PGlite has one connection: a second transaction in flight only waits for it. */
-  get concurrent(): boolean {
-    return this.db.kind === 'postgres';
-  }
-  ingest(items: Ipv4ReportItem[], rules: IngestRules, nowSeconds: number, progress: IngestProgress = {}, options: IngestOptions = {}): Promise<IngestResult> {
-    return ingestIpv4Batch(this.db, items, rules, nowSeconds, progress, options);
-  }
 }

@@ -79,6 +79,7 @@ export async function openPostgres(options: PgDriverOptions): Promise<Db> {
     transaction: (fn) => poolTransaction(pool, viaPool, fn),
     listen: (channel, handler) => listener.listen(channel, handler),
     notify: (channel, payload) => notifier.notify(channel, payload),
+    notified: () => notifier.prune(),
     stats() {
       return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
     },
@@ -160,6 +161,11 @@ class Notifier {
         values: [channel, payload],
       }),
     );
+    this.prune();
+  }
+
+  /** Deletes the stored notifications past their retention, at most once every PRUNE_EVERY_MS. */
+  prune(): void {
     const now = Date.now();
     if (now - this.lastPrune > PRUNE_EVERY_MS) {
       this.lastPrune = now;

@@ -1,7 +1,7 @@
-import { anchorTs, reanchoredScore, scoreV32 } from '@rampart/scoring';
+import { anchorTs, reanchoredScore, scoreV32, scoreV32Tables } from '@rampart/scoring';
 import type { FastifyBaseLogger } from 'fastify';
 import { ReservedInBatchError, type IngestRules, type Ipv4IngestStore, type Ipv4ReportItem, type Ipv4ReportOutcome } from '../../store/index.ts';
-import type { EventBus } from '../events.ts';
+import { EVENTS_CHANNEL, type EventBus } from '../events.ts';
 
 /** Where a batch's time goes (seconds) and how many reports it carried. */
 export interface BatchTiming {
@@ -10,7 +10,7 @@ export interface BatchTiming {
   begin: number;
   /** The first statement: reserved items, row locks, new rows, earlier reporters. */
   lock: number;
-  /** Everything after it up to the COMMIT: decisions, scoring, the write statement. */
+  /** Everything after it up to the COMMIT: decisions, scoring, the write statement (a batch run as one statement: all of it, its commit included). */
   write: number;
   commit: number;
 }
@@ -20,6 +20,7 @@ export const V32_INGEST_RULES: IngestRules = {
   score: (aggregates) => scoreV32(aggregates.map((a) => ({ orgTrust: a.trust, confidence: a.confidence, events: a.events }))).s0,
   anchor: (previousTs, previousOrgs, orgId, reportTs, scores) => anchorTs(previousTs, previousOrgs, orgId, reportTs, scores),
   reanchoredScore,
+  sqlTables: scoreV32Tables(),
 };
 
 export interface ReportBatcherOptions {
@@ -55,7 +56,9 @@ interface Pending {
  * time (default 1) run their statements: another starts when one of them only has its COMMIT
  * left, so batches grow with the number of requests waiting, and a batch's WAL flush overlaps the
  * next batch's work. Each caller's promise settles only after its batch committed:
- * a 2xx is never sent for a report that is not durable. A batch leaves its slot once its callers
+ * a 2xx is never sent for a report that is not durable. A batch of plain reports is one
+ * statement committed on its own (Ipv4IngestStore.ingest): it has no separate COMMIT, so the next
+ * batch starts once it returned, and gathers the requests that arrived meanwhile. A batch leaves its slot once its callers
  * are answered; its notifications follow without holding up the next batch.
  */
 export class ReportBatcher {
@@ -143,7 +146,8 @@ export class ReportBatcher {
           committing();
         },
       };
-      result = await this.options.ingest.ingest(items, V32_INGEST_RULES, Math.floor(Date.now() / 1000), progress, { allOrNothing: batch[0]!.atomic });
+      // A batch of plain reports is one statement that sends its feed_changed with its commit (PostgreSQL).
+      result = await this.options.ingest.ingest(items, V32_INGEST_RULES, Math.floor(Date.now() / 1000), progress, { allOrNothing: batch[0]!.atomic, notifyChannel: EVENTS_CHANNEL });
     } catch (err) {
       if (batch.length > 1) {
         // One failing report (or a deadlock victim) must not fail its neighbours: each alone.
@@ -176,7 +180,7 @@ export class ReportBatcher {
     // Notifications after the commit: a listener that reads at once sees the change.
     const { events } = this.options;
     const publishes: Array<Promise<void>> = [];
-    if (result.feedTs !== null) publishes.push(events.publish({ type: 'feed_changed', org_id: null, kind: 'ipv4', ts: result.feedTs }));
+    if (result.feedTs !== null && !result.notified) publishes.push(events.publish({ type: 'feed_changed', org_id: null, kind: 'ipv4', ts: result.feedTs }));
     for (const d of result.decisions) {
       const indicator = d.network.endsWith('/32') ? d.network.slice(0, -3) : d.network;
       publishes.push(events.publish({ type: 'decision_changed', org_id: d.orgId, kind: 'ipv4', indicator, decision: d.decision, ttl: d.ttl, ...(result.feedTs !== null ? { ts: result.feedTs } : {}) }));
