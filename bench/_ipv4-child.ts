@@ -7,10 +7,8 @@ import { SERVER_RUNTIME } from './_server-bundle.ts';
 /** What bench/_ipv4-serve.mjs announces once it listens: its ports, the keys it made, its static files. */
 export interface ServeReady {
   app: number;
-  constant: number;
   readers: string[];
   contributors: string[];
-  staticDir: string;
 }
 
 /** What bench/_ipv4-serve.mjs takes (BENCH_SERVE). */
@@ -27,8 +25,9 @@ export interface ServeSettings {
 }
 
 /**
- * Starts bench/_ipv4-serve.mjs (the control plane from its bundle, plain Node, beside a constant
- * route; production's Node flags and malloc settings, apps/server/runtime.json) and resolves once it has announced itself. BENCH_CPU_PROF=<dir> runs it with --cpu-prof.
+ * Starts bench/_ipv4-serve.mjs (the control plane from its bundle on plain Node, with production's
+ * Node flags and malloc settings: apps/server/runtime.json) and resolves once it has announced
+ * itself. BENCH_CPU_PROF=<dir> runs it with --cpu-prof.
  * `stop()` ends it with SIGTERM (its profile, if any, is written then).
  */
 export async function startIpv4Server(settings: ServeSettings): Promise<{ child: ChildProcess; ready: ServeReady; stop: () => Promise<void> }> {

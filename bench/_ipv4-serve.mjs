@@ -1,12 +1,8 @@
-// Child process of bench/ipv4.ts, run by plain Node (no TypeScript loader, no benchmark client
-// loaded), so the server's resident memory is that of `npm start`: the control plane from its
-// bundle (apps/server/dist/embed.mjs), a constant fastify route and the static files the lists
-// are compared with. Settings arrive as JSON in BENCH_SERVE; the ports and keys leave as one JSON
-// line on stdout.
-import { createReadStream, mkdtempSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Fastify from 'fastify';
+// The control plane of bench/ipv4.ts, lists.ts, lookups.ts and pg-ingest.ts, run by plain Node
+// (no TypeScript loader, no benchmark client, no baseline in its process), so the server's
+// resident memory and CPU are those of `npm start`: the bundle (apps/server/dist/embed.mjs) and
+// nothing else. Settings arrive as JSON in BENCH_SERVE; the port and keys leave as one JSON line on
+// stdout. Every baseline runs in a process of its own (nginx, bench/_nowork-server.mjs).
 import { buildApp, createApiKey, createEnrichment, createUser, Ipv4Mirror, loadConfig, openStore } from '../apps/server/dist/embed.mjs';
 
 const { url, orgGids, free, listCacheMb, listStreamsPerKey } = JSON.parse(process.env.BENCH_SERVE);
@@ -31,26 +27,7 @@ const app = await buildApp({ config, store, ipv4Mirror });
 await app.listen({ host: '127.0.0.1', port: 0 });
 // Lists are measured warm: the list mirror loads in the background at start (SQL until then).
 await ipv4Mirror.start();
-const staticDir = mkdtempSync(join(tmpdir(), 'rampart-bench-ipv4-'));
-// A look-up's own answer (status, body, headers), served by the constant server for every
-// look-up path: the most any look-up implementation could do under this client (the ceiling row).
-const firstOrg = await store.orgs.byGid(orgGids[0]);
-const [{ network }] = await store.ipv4.feedPage(firstOrg.id, 0, 1, 0);
-const sample = await app.inject({ method: 'GET', url: `/api/v1/ips/${network.replace(/\/32$/, '')}`, headers: { authorization: readers[0] } });
-const sampleHeaders = Object.fromEntries(
-  Object.entries(sample.headers).filter(([name]) => !['connection', 'keep-alive', 'date', 'content-length', 'transfer-encoding'].includes(name)),
-);
-const constant = Fastify();
-constant.get('/const', async () => ({ ok: true }));
-constant.get('/api/v1/ips/:ip', (_request, reply) => {
-  reply.code(sample.statusCode).headers(sampleHeaders).send(sample.body);
-});
-constant.get('/static/:name', (request, reply) => {
-  const path = join(staticDir, request.params.name.replaceAll(/[^\w.-]/g, ''));
-  reply.type('text/plain; charset=utf-8').header('content-length', statSync(path).size).send(createReadStream(path));
-});
-await constant.listen({ host: '127.0.0.1', port: 0 });
 const port = (s) => s.server.address().port;
-process.stdout.write(`${JSON.stringify({ app: port(app), constant: port(constant), readers, contributors, staticDir })}\n`);
+process.stdout.write(`${JSON.stringify({ app: port(app), readers, contributors })}\n`);
 // A profiled server (BENCH_CPU_PROF) must exit normally on SIGTERM for Node to write its profile.
 if (process.env.BENCH_CPU_PROF) process.on('SIGTERM', () => process.exit(0));

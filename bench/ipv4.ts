@@ -19,7 +19,7 @@
  *   npx tsx bench/ipv4.ts [--n 1000000] [--walk-seconds 60] [--rounds 3] [--fresh]
  * BENCH_CPU_PROF=<dir> profiles the server (bench/_ipv4-child.ts). Writes bench/results/ipv4.md.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -111,7 +111,6 @@ async function main(): Promise<void> {
   } finally {
     await nginx?.stop();
     await stop();
-    rmSync(ready.staticDir, { recursive: true, force: true });
     await cluster.stop();
   }
 }

@@ -20,7 +20,7 @@
  * BENCH_CPU_PROF=<dir> profiles the server (bench/_ipv4-child.ts).
  * Writes bench/results/lists.md.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -133,8 +133,6 @@ async function main(): Promise<void> {
         peaks.set(cacheMb, peakRssMb(pid));
       } finally {
         await stop();
-        // The serving child's static directory (bench/ipv4.ts uses it; here it stays empty).
-        rmSync(ready.staticDir, { recursive: true, force: true });
       }
     }
     writeResults(rows, peaks, cluster.describe(), CLIENT);

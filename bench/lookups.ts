@@ -110,7 +110,6 @@ async function main(): Promise<void> {
   } finally {
     await ceiling.stop();
     await server.stop();
-    rmSync(server.ready.staticDir, { recursive: true, force: true });
     rmSync(work, { recursive: true, force: true });
     await cluster.stop();
   }

@@ -122,7 +122,6 @@ async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'rampart-bench-pg-ingest-'));
   const orgGids = Array.from({ length: KEYS }, (_, o) => `RMP-GID-BENCH${(o * 6) % BENCH_ORGS}`);
   const server = await startIpv4Server({ url: benchDbUrl(cluster.url, N).url, orgGids, free: false, cpus: SERVER_CPUS });
-  rmSync(server.ready.staticDir, { recursive: true, force: true });
   const appUrl = `http://127.0.0.1:${server.ready.app}`;
   // The constant route answers with a report's own answer (status, headers, body).
   const sample = await fetch(`${appUrl}/api/v1/ips`, {
