@@ -43,6 +43,7 @@ export class SshParser implements LineParser {
   private readonly envelopes = new EnvelopeParser();
   private readonly journalExport = new JournalExportAssembler();
   private readonly connections = new ConnectionCache();
+  private readonly lastConnection = { host: '', program: '', pid: '', key: ' []' };
 
   constructor(options: SshParserOptions) {
     this.index = indexRules(sshRules(options.mode));
@@ -83,9 +84,23 @@ export class SshParser implements LineParser {
       if (!startsWithAny(message, rule.leads)) continue;
       const m = rule.re.exec(message);
       if (!m) continue;
-      return this.matched(rule, m, `${envelope.host} ${envelope.program}[${envelope.pid}]`, ts, message);
+      return this.matched(rule, m, this.connectionOf(envelope), ts, message);
     }
     return NONE;
+  }
+
+  /**
+   * `host program[pid]`, the key of the line's connection. Consecutive lines are often of one
+   * connection: its key is then the same string, whose hash the cache's Map has already computed.
+   */
+  private connectionOf(envelope: Envelope): string {
+    const last = this.lastConnection;
+    if (envelope.pid === last.pid && envelope.program === last.program && envelope.host === last.host) return last.key;
+    last.host = envelope.host;
+    last.program = envelope.program;
+    last.pid = envelope.pid;
+    last.key = `${envelope.host} ${envelope.program}[${envelope.pid}]`;
+    return last.key;
   }
 
   private matched(rule: SshRule, m: RegExpExecArray, connection: string, ts: number, message: string): Detection[] {

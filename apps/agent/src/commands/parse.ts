@@ -5,6 +5,7 @@ import { FailPolicy, SourceOptionsBase, policyOptionsOf } from '@rampart/plugin-
 import type { Detection, DetectionMode, LineParser, ReportCandidate, SourceDefinition } from '@rampart/plugin-kit';
 import { SOURCES, UnknownPluginError, findSource } from '../sources.ts';
 import { NeverBlock } from '../sync/never-block.ts';
+import { Output } from './parse-output.ts';
 import { parseIpv4 } from '@rampart/contracts';
 
 export interface ParseOptions {
@@ -47,35 +48,6 @@ function* fileChunks(fd: number): Generator<Buffer> {
 /** Exit codes: 0 done, 2 usage or configuration error, 1 input could not be read. */
 export type ParseExit = 0 | 1 | 2;
 
-const OUT_BATCH = 64 * 1024;
-
-/** Output lines gathered in one buffer, written in batches of at least OUT_BATCH bytes. */
-class Output {
-  private buf = Buffer.allocUnsafe(OUT_BATCH * 2);
-  private used = 0;
-
-  constructor(private readonly stdout: Writable) {}
-
-  line(text: string): void {
-    // At most 3 bytes of UTF-8 per UTF-16 unit.
-    if (this.used + text.length * 3 > this.buf.length) {
-      const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.used + text.length * 3));
-      this.buf.copy(bigger, 0, 0, this.used);
-      this.buf = bigger;
-    }
-    this.used += this.buf.write(text, this.used, 'utf8');
-  }
-
-  async flush(force: boolean): Promise<void> {
-    if (this.used === 0 || (!force && this.used < OUT_BATCH)) return;
-    // The stream may keep the chunk until written: it is handed over, a new buffer takes its place.
-    const chunk = this.buf.subarray(0, this.used);
-    this.buf = Buffer.allocUnsafe(this.buf.length);
-    this.used = 0;
-    if (!this.stdout.write(chunk)) await new Promise<void>((resolve) => this.stdout.once('drain', resolve));
-  }
-}
-
 /**
  * `rampart-agent parse`: runs one source's line parser over a file or stdin, prints one JSON
  * line per detection (`{ts, ip, source, kind, attempts}`), or with `reports` one per report the
@@ -109,23 +81,15 @@ export async function parseCommand(
 
   const started = performance.now();
   const summary = new Summary();
-  // Output lines go straight into one buffer written when full: a string grown by `+=` until
-  // 64 KiB would outlive the young generation (copied, then promoted) on every scavenge.
   const out = new Output(io.stdout);
-  // Sources and kinds are a handful of names: each is quoted once.
-  const quoted = new Map<string, string>();
-  const json = (name: string) => {
-    let q = quoted.get(name);
-    if (q === undefined) quoted.set(name, (q = JSON.stringify(name)));
-    return q;
-  };
   const take = (detections: Detection[]) => {
-    for (const d of detections) {
+    for (let i = 0; i < detections.length; i++) {
+      const d = detections[i]!;
       if (!reporter) {
         // The detection lines are the source's reference filter's (fail2ban's) and no more.
         if (d.policyOnly) continue;
         summary.add(d);
-        out.line(`{"ts":${d.ts},"ip":"${d.ip}","source":${json(d.source)},"kind":${json(d.kind)},"attempts":${d.attempts}}\n`);
+        out.detection(d);
         continue;
       }
       summary.add(d);
