@@ -74,9 +74,31 @@ export class EnvelopeParser {
    * characters stay the same (no date captures or key built per line).
    */
   private fastBsd(line: string, readAt: number): Envelope | undefined {
-    TAIL_Y.lastIndex = 15;
-    const m = TAIL_Y.exec(line);
-    if (!m) return undefined;
+    let host: string;
+    let program: string;
+    let pid: string;
+    let message: string;
+    const tail = plainTail(line);
+    if (tail !== 0) {
+      const hostEnd = tail & 0x3ff;
+      const programEnd = (tail >>> 10) & 0x3ff;
+      const pidEnd = tail >>> 20;
+      host = line.slice(16, hostEnd);
+      program = line.slice(hostEnd + 1, programEnd);
+      pid = line.slice(programEnd + 1, pidEnd);
+      let at = pidEnd + 1;
+      if (line.charCodeAt(at) === 58 /* : */) at++;
+      while (line.charCodeAt(at) === 32) at++;
+      message = line.slice(at);
+    } else {
+      TAIL_Y.lastIndex = 15;
+      const m = TAIL_Y.exec(line);
+      if (!m) return undefined;
+      host = m[1] ?? '';
+      program = m[2]!;
+      pid = m[3] ?? '';
+      message = m[4]!;
+    }
     if (!line.startsWith(this.fastKey) || this.fastKey === '' || readAt < this.fastEpoch - 2 * 86_400) {
       const month = MONTHS[line.slice(0, 3)];
       if (month === undefined) return undefined;
@@ -85,7 +107,7 @@ export class EnvelopeParser {
       this.fastEpoch = minuteEpoch(month, day, digit(line, 7) * 10 + digit(line, 8), digit(line, 10) * 10 + digit(line, 11), readAt);
     }
     const seconds = digit(line, 13) * 10 + digit(line, 14);
-    return { ts: this.fastEpoch + seconds, host: m[1] ?? '', program: m[2]!, pid: m[3] ?? '', message: m[4]! };
+    return { ts: this.fastEpoch + seconds, host, program, pid, message };
   }
 
   private parseIso(line: string): Envelope | undefined {
@@ -129,6 +151,42 @@ export function fixedWidthBsd(line: string): boolean {
     isDigit(line.charCodeAt(10)) && isDigit(line.charCodeAt(11)) && line.charCodeAt(12) === 58 &&
     isDigit(line.charCodeAt(13)) && isDigit(line.charCodeAt(14)) && line.charCodeAt(15) !== 46
   );
+}
+
+const LINE_TERMINATOR_RE = /[\r\u2028\u2029]/;
+
+/**
+ * The most common tail, `Mmm dd hh:mm:ss host prog[pid]: message` with one space after the stamp,
+ * the host and the program, read without the TAIL regex, where it can only read it the same way:
+ * the host a token of printable ASCII not ending in ':' (nor starting with '[', '(' or '<'), the
+ * program printable ASCII without `[]():`, the pid digits in brackets, then ':' or not, spaces or
+ * the end, a message not starting with '[' (a Solaris `[ID …]`) and no line terminator anywhere
+ * (`.` stops at those). Returns the ends of host, program and pid packed in one number (each
+ * below 1024), or 0 when the regex must read the line.
+ */
+export function plainTail(line: string): number {
+  if (line.charCodeAt(15) !== 32) return 0;
+  let i = 16;
+  let c = line.charCodeAt(i);
+  if (c === 91 /* [ */ || c === 40 /* ( */ || c === 60 /* < */) return 0;
+  while (c >= 33 && c <= 126) c = line.charCodeAt(++i);
+  const hostEnd = i;
+  if (c !== 32 || hostEnd === 16 || line.charCodeAt(hostEnd - 1) === 58 /* : */) return 0;
+  c = line.charCodeAt(++i);
+  if (c === 91 || c === 40) return 0;
+  while (c >= 33 && c <= 126 && c !== 91 && c !== 93 && c !== 40 && c !== 41 && c !== 58) c = line.charCodeAt(++i);
+  const programEnd = i;
+  if (c !== 91 || programEnd === hostEnd + 1) return 0;
+  c = line.charCodeAt(++i);
+  while (c >= 48 && c <= 57) c = line.charCodeAt(++i);
+  const pidEnd = i;
+  if (c !== 93 /* ] */ || pidEnd === programEnd + 1) return 0;
+  c = line.charCodeAt(++i);
+  if (c === 58) c = line.charCodeAt(++i);
+  if (i < line.length && c !== 32) return 0;
+  while (c === 32) c = line.charCodeAt(++i);
+  if (c === 91 || pidEnd >= 1024 || LINE_TERMINATOR_RE.test(line)) return 0;
+  return hostEnd | (programEnd << 10) | (pidEnd << 20);
 }
 
 function minuteEpoch(month: number, day: number, hour: number, minute: number, readAt: number): number {
