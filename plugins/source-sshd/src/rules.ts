@@ -24,6 +24,8 @@ export interface SshRule {
    */
   re: RegExp;
   at: Record<GroupName, number>;
+  /** The pattern as written, with its names (what `re` and `at` are made from). */
+  source: string;
   kind: string;
   nofail?: boolean;
   forget?: boolean;
@@ -74,8 +76,9 @@ export function unnamed(source: string): { re: RegExp; at: Record<GroupName, num
   return { re: new RegExp(plain), at };
 }
 
-function re(source: string): { re: RegExp; at: Record<GroupName, number> } {
-  return unnamed('^' + source.replaceAll('<HOST>', HOST));
+function re(written: string): { re: RegExp; at: Record<GroupName, number>; source: string } {
+  const source = '^' + written.replaceAll('<HOST>', HOST);
+  return { ...unnamed(source), source };
 }
 
 const rule = (leads: string | string[], source: string, kind: string, flags: Partial<Pick<SshRule, 'nofail' | 'forget' | 'gained' | 'counts'>> = {}): SshRule => ({
