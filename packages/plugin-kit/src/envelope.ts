@@ -153,10 +153,7 @@ export function fixedWidthBsd(line: string): boolean {
   );
 }
 
-/** Whether `.` would stop before the end: a search per character (a one-byte string has no U+2028). */
-function hasLineTerminator(line: string, from: number): boolean {
-  return line.indexOf('\r', from) !== -1 || line.indexOf('\u2028', from) !== -1 || line.indexOf('\u2029', from) !== -1;
-}
+const LINE_TERMINATOR_RE = /[\r\u2028\u2029]/;
 
 /**
  * The most common tail, `Mmm dd hh:mm:ss host prog[pid]: message` with one space after the stamp,
@@ -188,7 +185,7 @@ export function plainTail(line: string): number {
   if (c === 58) c = line.charCodeAt(++i);
   if (i < line.length && c !== 32) return 0;
   while (c === 32) c = line.charCodeAt(++i);
-  if (c === 91 || pidEnd >= 1024 || hasLineTerminator(line, i)) return 0;
+  if (c === 91 || pidEnd >= 1024 || LINE_TERMINATOR_RE.test(line)) return 0;
   return hostEnd | (programEnd << 10) | (pidEnd << 20);
 }
 

@@ -26,15 +26,7 @@ export class Output {
   /** JSON of the sources' and kinds' names (a handful), as UTF-8. */
   private readonly quoted = new Map<string, Uint8Array>();
 
-  /**
-   * `reuse`: `stdout` is the process's own (a file, pipe or terminal), whose write either hands the
-   * bytes to the kernel at once or keeps the buffer queued (`writableLength` then says so); any
-   * other stream may keep the buffer itself (a PassThrough passes it on), so it gets a new one.
-   */
-  constructor(
-    private readonly stdout: Writable,
-    private readonly reuse = false,
-  ) {}
+  constructor(private readonly stdout: Writable) {}
 
   /** Makes room for `n` more bytes. */
   private room(n: number): void {
@@ -69,12 +61,11 @@ export class Output {
 
   async flush(force: boolean): Promise<void> {
     if (this.used === 0 || (!force && this.used < OUT_BATCH)) return;
+    // The stream may keep the chunk until written: it is handed over, a new buffer takes its place.
     const chunk = this.buf.subarray(0, this.used);
+    this.buf = Buffer.allocUnsafe(this.buf.length);
     this.used = 0;
-    const flowing = this.stdout.write(chunk);
-    // A chunk the stream still holds is handed over: a new buffer takes its place.
-    if (!this.reuse || this.stdout.writableLength > 0) this.buf = Buffer.allocUnsafe(this.buf.length);
-    if (!flowing) await new Promise<void>((resolve) => this.stdout.once('drain', resolve));
+    if (!this.stdout.write(chunk)) await new Promise<void>((resolve) => this.stdout.once('drain', resolve));
   }
 
   private json(name: string): Uint8Array {

@@ -81,7 +81,7 @@ export async function parseCommand(
 
   const started = performance.now();
   const summary = new Summary();
-  const out = new Output(io.stdout, io.stdout === process.stdout);
+  const out = new Output(io.stdout);
   const take = (detections: Detection[]) => {
     for (let i = 0; i < detections.length; i++) {
       const d = detections[i]!;
