@@ -27,7 +27,9 @@ export class ConnectionFacts {
   ip4: string | undefined;
   ip6: string | undefined;
   dns: string | undefined;
-  users: Set<string> | undefined = undefined;
+  /** The first user name the connection logged, and whether another one followed. */
+  user: string | undefined = undefined;
+  manyUsers = false;
   nofail: boolean;
   gained: boolean;
   pending = false;
@@ -138,11 +140,10 @@ export class ConnectionCache {
   }
 }
 
-function addUser(facts: ConnectionFacts, user: string | undefined): Set<string> | undefined {
-  if (!user) return facts.users;
-  facts.users ??= new Set();
-  facts.users.add(user);
-  return facts.users;
+function addUser(facts: ConnectionFacts, user: string | undefined): void {
+  if (!user) return;
+  if (facts.user === undefined) facts.user = user;
+  else if (facts.user !== user) facts.manyUsers = true;
 }
 
 /**
@@ -159,10 +160,9 @@ export function mergeLine(cache: ConnectionCache, key: string, match: LineMatch,
   if (match.forget) flags |= FORGET;
 
   let facts: ConnectionFacts;
-  let users: Set<string> | undefined;
   const cached = cache.get(key, now);
   if (cached) {
-    users = addUser(cached, match.user);
+    addUser(cached, match.user);
     if (cached.nofail) flags |= HAD_NOFAIL;
     if (cached.gained) flags |= HAD_NOFAIL;
     cached.nofail = false;
@@ -180,12 +180,12 @@ export function mergeLine(cache: ConnectionCache, key: string, match: LineMatch,
   } else {
     facts = new ConnectionFacts(match, nofail, now, cache.closedAttempts(key, now));
     if (!(flags & FORGET)) {
-      users = addUser(facts, match.user);
+      addUser(facts, match.user);
       cache.set(key, facts);
     }
   }
   // Pending failures, or several user names tried on one connection, turn helpers into failures.
-  if (facts.pending || (users && users.size > 1)) {
+  if (facts.pending || facts.manyUsers) {
     facts.pending = false;
     facts.nofail = false;
     facts.gained = false;

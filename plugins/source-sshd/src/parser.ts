@@ -32,6 +32,9 @@ const PREFIX_RE = /^(?:error|fatal): (?:PAM: )?/;
 const MAX_MESSAGE = 1200;
 const PREAUTH_END_RE = /\s\[preauth\]\s*$/;
 
+/** What most lines give; frozen, since it is shared. */
+const NONE: Detection[] = Object.freeze([]) as unknown as Detection[];
+
 /** The `ssh_log` line parser: fail2ban's sshd filter semantics, one rule list per mode. */
 export class SshParser implements LineParser {
   readonly counters: SshParserStats = { lines: 0, sshLines: 0, detections: 0, hostNames: 0, overlong: 0, keyProbes: 0 };
@@ -40,6 +43,7 @@ export class SshParser implements LineParser {
   private readonly envelopes = new EnvelopeParser();
   private readonly journalExport = new JournalExportAssembler();
   private readonly connections = new ConnectionCache();
+  private readonly lastConnection = { host: '', program: '', pid: '', key: ' []' };
 
   constructor(options: SshParserOptions) {
     this.index = indexRules(sshRules(options.mode));
@@ -53,46 +57,63 @@ export class SshParser implements LineParser {
   push(line: string, readAt: number): Detection[] {
     this.counters.lines++;
     const exported = this.journalExport.push(line);
-    if (exported === null) return [];
+    if (exported === null) return NONE;
     const envelope = exported ?? this.envelopes.parse(line, readAt);
-    return envelope ? this.envelope(envelope, readAt) : [];
+    return envelope ? this.envelope(envelope, readAt) : NONE;
   }
 
   flush(now: number): Detection[] {
     const envelope = this.journalExport.end();
-    return envelope ? this.envelope(envelope, now) : [];
+    return envelope ? this.envelope(envelope, now) : NONE;
   }
 
   private envelope(envelope: Envelope, readAt: number): Detection[] {
-    if (!this.programs.has(envelope.program)) return [];
+    if (!this.programs.has(envelope.program)) return NONE;
     this.counters.sshLines++;
     let message = envelope.message;
     if (message.length > MAX_MESSAGE) {
       this.counters.overlong++;
-      return [];
+      return NONE;
     }
     const c = message.charCodeAt(0);
     if (c === 101 /* e */ || c === 102 /* f */) message = message.replace(PREFIX_RE, '');
     const candidates = this.index.get(message.charCodeAt(0));
-    if (!candidates) return [];
+    if (!candidates) return NONE;
     const ts = Number.isFinite(envelope.ts) ? envelope.ts : readAt;
     for (const rule of candidates) {
-      if (!rule.leads.some((lead) => message.startsWith(lead))) continue;
+      if (!startsWithAny(message, rule.leads)) continue;
       const m = rule.re.exec(message);
       if (!m) continue;
-      return this.matched(rule, m.groups ?? {}, `${envelope.host} ${envelope.program}[${envelope.pid}]`, ts, message);
+      return this.matched(rule, m, this.connectionOf(envelope), ts, message);
     }
-    return [];
+    return NONE;
   }
 
-  private matched(rule: SshRule, groups: Record<string, string | undefined>, connection: string, ts: number, message: string): Detection[] {
+  /**
+   * `host program[pid]`, the key of the line's connection. Consecutive lines are often of one
+   * connection: its key is then the same string, whose hash the cache's Map has already computed.
+   */
+  private connectionOf(envelope: Envelope): string {
+    const last = this.lastConnection;
+    if (envelope.pid === last.pid && envelope.program === last.program && envelope.host === last.host) return last.key;
+    last.host = envelope.host;
+    last.program = envelope.program;
+    last.pid = envelope.pid;
+    last.key = `${envelope.host} ${envelope.program}[${envelope.pid}]`;
+    return last.key;
+  }
+
+  private matched(rule: SshRule, m: RegExpExecArray, connection: string, ts: number, message: string): Detection[] {
+    const { at } = rule;
+    // Index 0 (a name the rule lacks) is the whole match: read only where the rule has the name.
+    const user = at.user ? m[at.user] : undefined;
     const match: LineMatch = {
-      ip4: groups.ip4,
-      ip6: groups.ip6,
-      dns: groups.dns,
+      ip4: at.ip4 ? m[at.ip4] : undefined,
+      ip6: at.ip6 ? m[at.ip6] : undefined,
+      dns: at.dns ? m[at.dns] : undefined,
       // fail2ban's <F-ALT_USER>: the remote user stands in when no user is logged.
-      user: groups.user || groups.ruser || undefined,
-      nofail: rule.nofail === true || groups.nf !== undefined,
+      user: user || (at.ruser ? m[at.ruser] : undefined) || undefined,
+      nofail: rule.nofail === true || (at.nf !== 0 && m[at.nf] !== undefined),
       forget: rule.forget === true,
       gained: rule.gained === true,
     };
@@ -107,16 +128,16 @@ export class SshParser implements LineParser {
     // connection's counts stay known so that it adds none of those already counted.
     if (match.forget && attempts.counted) this.connections.close(connection, attempts, ts);
     if (!match.nofail && !match.gained) facts.failureKind = rule.kind;
-    if (facts.nofail) return rule.kind === 'preauth_disconnect' && groups.user !== undefined ? this.keyProbe(facts, ts, message) : [];
+    if (facts.nofail) return rule.kind === 'preauth_disconnect' && user !== undefined ? this.keyProbe(facts, ts, message) : NONE;
     const host = facts.ip4 ?? facts.ip6 ?? facts.dns;
     if (host === undefined) {
       facts.pending = true;
-      return [];
+      return NONE;
     }
     const ip = canonicalIp(host);
     if (ip === undefined) {
       this.counters.hostNames++;
-      return [];
+      return NONE;
     }
     this.counters.detections++;
     // A helper line that completes a pending failure (the address arrives after the failure)
@@ -124,7 +145,7 @@ export class SshParser implements LineParser {
     let kind = match.nofail ? (facts.failureKind ?? rule.kind) : rule.kind;
     // A pre-auth close that names the user asked to authenticate and left without success: at
     // sshd's default LogLevel its rejected keys are not logged, so this is their only trace.
-    if (kind === 'preauth_disconnect' && groups.user !== undefined) kind = 'auth_abandoned';
+    if (kind === 'preauth_disconnect' && user !== undefined) kind = 'auth_abandoned';
     // The same lines as fail2ban's detections, but each carries only the attempts it adds: a
     // line of an attempt already counted (the "Failed password" after "Invalid user") adds 0.
     return [{ ts, ip, source: 'ssh_log', kind, attempts: attempts.take() }];
@@ -138,14 +159,19 @@ export class SshParser implements LineParser {
    * fail2ban's detection lines (`policyOnly`). After counted failures it adds nothing.
    */
   private keyProbe(facts: ConnectionFacts, ts: number, message: string): Detection[] {
-    if (!PREAUTH_END_RE.test(message)) return [];
+    if (!PREAUTH_END_RE.test(message)) return NONE;
     const fresh = facts.attempts.take();
     const host = facts.ip4 ?? facts.ip6;
     const ip = fresh > 0 && host !== undefined ? canonicalIp(host) : undefined;
-    if (ip === undefined) return [];
+    if (ip === undefined) return NONE;
     this.counters.keyProbes++;
     return [{ ts, ip, source: 'ssh_log', kind: 'auth_abandoned', attempts: fresh, policyOnly: true }];
   }
+}
+
+function startsWithAny(message: string, leads: readonly string[]): boolean {
+  for (let i = 0; i < leads.length; i++) if (message.startsWith(leads[i]!)) return true;
+  return false;
 }
 
 /** The client's port: sshd writes it after the address (a user name before it may mimic one). */

@@ -12,10 +12,20 @@ import type { AttemptCount } from './attempt-ledger.ts';
  * connection's attempts (attempt-ledger.ts); `floor` unless said otherwise.
  */
 
+/** The groups a rule may capture (fail2ban's tags), by name. */
+export type GroupName = 'ip4' | 'ip6' | 'dns' | 'user' | 'ruser' | 'nf';
+
 export interface SshRule {
   /** Literal starts of the message this rule can match; the cheap prefilter. */
   leads: string[];
+  /**
+   * The pattern with its named groups made plain capturing groups: a match then builds no
+   * `groups` object; `at` says which index of the match holds each name (0: not in the rule).
+   */
   re: RegExp;
+  at: Record<GroupName, number>;
+  /** The pattern as written, with its names (what `re` and `at` are made from). */
+  source: string;
   kind: string;
   nofail?: boolean;
   forget?: boolean;
@@ -30,13 +40,50 @@ const AUTHNG_USER = String.raw`(?: (?:invalid|authenticating) user (?<user>\S+|.
 const ALG = String.raw`(?:(?:\w+ (?!found\b)){0,2}\w+)`;
 const NO_FROM_TO_END = String.raw`(?:(?! from ).)*$`;
 
-function re(source: string): RegExp {
-  return new RegExp('^' + source.replaceAll('<HOST>', HOST));
+const GROUP_NAMES: readonly GroupName[] = ['ip4', 'ip6', 'dns', 'user', 'ruser', 'nf'];
+
+/**
+ * `source` (named groups allowed) as a pattern without names, and the match index of each name:
+ * capturing groups are numbered by their opening parenthesis, outside escapes and classes.
+ */
+export function unnamed(source: string): { re: RegExp; at: Record<GroupName, number> } {
+  const at: Record<GroupName, number> = { ip4: 0, ip6: 0, dns: 0, user: 0, ruser: 0, nf: 0 };
+  let plain = '';
+  let groups = 0;
+  let inClass = false;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i]!;
+    if (c === '\\') {
+      plain += c + source[++i]!;
+      continue;
+    }
+    if (inClass) inClass = c !== ']';
+    else if (c === '[') inClass = true;
+    else if (c === '(') {
+      const named = /^\(\?<([A-Za-z_]\w*)>/.exec(source.slice(i));
+      if (named) {
+        const name = named[1] as GroupName;
+        if (!GROUP_NAMES.includes(name) || at[name] !== 0) throw new Error(`ssh rule: unexpected group ${name}`);
+        at[name] = ++groups;
+        plain += '(';
+        i += named[0].length - 1;
+        continue;
+      }
+      if (source[i + 1] !== '?') groups++;
+    }
+    plain += c;
+  }
+  return { re: new RegExp(plain), at };
+}
+
+function re(written: string): { re: RegExp; at: Record<GroupName, number>; source: string } {
+  const source = '^' + written.replaceAll('<HOST>', HOST);
+  return { ...unnamed(source), source };
 }
 
 const rule = (leads: string | string[], source: string, kind: string, flags: Partial<Pick<SshRule, 'nofail' | 'forget' | 'gained' | 'counts'>> = {}): SshRule => ({
   leads: Array.isArray(leads) ? leads : [leads],
-  re: re(source),
+  ...re(source),
   kind,
   counts: 'floor',
   ...flags,

@@ -101,4 +101,29 @@ describe('rampart-agent parse', () => {
     expect(await parseCommand({ source: 'ssh_log', file: join(dir, 'missing.log') }, { stdin, ...io })).toBe(1);
     expect(io.err()).toMatch(/^parse: cannot read .*missing\.log: ENOENT/);
   });
+
+  it('reads a file in chunks as it reads the same bytes from stdin: lines across chunks, CRLF, no final newline', async () => {
+    process.env.TZ = 'UTC';
+    // ~1 MB: lines of varying length cross the 256 KiB reads at varying offsets.
+    const lines: string[] = [];
+    for (let i = 0; i < 9000; i++) {
+      const ip = `45.33.${(i >> 8) & 255}.${i & 255}`;
+      const pad = 'x'.repeat(i % 37);
+      lines.push(`Mar  1 10:${String((i >> 6) % 60).padStart(2, '0')}:${String(i % 60).padStart(2, '0')} h sshd[${i}]: Failed password for u${pad} from ${ip} port ${i} ssh2${i % 5 === 0 ? '\r' : ''}`);
+      if (i % 7 === 0) lines.push(`Mar  1 10:00:00 h sshd[${i}]: Invalid user ü${pad} from ${ip} port ${i}`);
+    }
+    const text = lines.join('\n');
+    const file = join(dir, 'big.log');
+    await writeFile(file, text);
+    const fromFile = capture();
+    expect(await parseCommand({ source: 'ssh_log', file, mode: 'aggressive' }, { stdin: Readable.from([]), ...fromFile })).toBe(0);
+    const bytes = Buffer.from(text);
+    const fromStdin = capture();
+    const pieces = [bytes.subarray(0, 70_001), bytes.subarray(70_001, 70_002), bytes.subarray(70_002)];
+    expect(await parseCommand({ source: 'ssh_log', file: '-', mode: 'aggressive' }, { stdin: Readable.from(pieces), ...fromStdin })).toBe(0);
+    const printed = fromFile.out().trim().split('\n');
+    expect(printed.length).toBe(lines.length);
+    expect(fromFile.out()).toBe(fromStdin.out());
+    expect(fromFile.err()).toMatch(new RegExp(`read ${lines.length} lines`));
+  });
 });

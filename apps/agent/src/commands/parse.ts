@@ -1,10 +1,11 @@
-import { createReadStream } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { FailPolicy, SourceOptionsBase, policyOptionsOf } from '@rampart/plugin-kit';
 import type { Detection, DetectionMode, LineParser, ReportCandidate, SourceDefinition } from '@rampart/plugin-kit';
 import { SOURCES, UnknownPluginError, findSource } from '../sources.ts';
 import { NeverBlock } from '../sync/never-block.ts';
+import { Output } from './parse-output.ts';
 import { parseIpv4 } from '@rampart/contracts';
 
 export interface ParseOptions {
@@ -28,10 +29,24 @@ export interface ParseIo {
   stderr: Writable;
 }
 
+const READ_CHUNK = 256 * 1024;
+
+/**
+ * A file's bytes in chunks of one reused buffer, read synchronously: `parse` has nothing else to
+ * do meanwhile, and a stream would allocate a buffer and settle promises for every chunk. Each
+ * chunk is used up (its lines decoded, its tail copied) before the next is read.
+ */
+function* fileChunks(fd: number): Generator<Buffer> {
+  const buf = Buffer.allocUnsafe(READ_CHUNK);
+  try {
+    for (let n = readSync(fd, buf, 0, READ_CHUNK, null); n > 0; n = readSync(fd, buf, 0, READ_CHUNK, null)) yield buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Exit codes: 0 done, 2 usage or configuration error, 1 input could not be read. */
 export type ParseExit = 0 | 1 | 2;
-
-const OUT_BATCH = 64 * 1024;
 
 /**
  * `rampart-agent parse`: runs one source's line parser over a file or stdin, prints one JSON
@@ -39,11 +54,11 @@ const OUT_BATCH = 64 * 1024;
  * policy completes (`{ip, ts, confidence, notes}`), and a summary on stderr.
  */
 /** The input and the time its year-less syslog dates are placed against (the file's last write). */
-async function openInput(file: string, io: ParseIo): Promise<{ input: Readable; readAt: number } | undefined> {
+async function openInput(file: string, io: ParseIo): Promise<{ input: AsyncIterable<unknown> | Iterable<Buffer>; readAt: number } | undefined> {
   try {
     if (file === '-') return { input: io.stdin, readAt: Date.now() / 1000 };
     const readAt = (await stat(file)).mtimeMs / 1000;
-    return { input: createReadStream(file, { highWaterMark: 1 << 16 }), readAt };
+    return { input: fileChunks(openSync(file, 'r')), readAt };
   } catch (err) {
     io.stderr.write(`parse: cannot read ${file}: ${(err as Error).message}\n`);
     return undefined;
@@ -66,25 +81,20 @@ export async function parseCommand(
 
   const started = performance.now();
   const summary = new Summary();
-  let out = '';
-  const write = async (force: boolean) => {
-    if (out.length === 0 || (!force && out.length < OUT_BATCH)) return;
-    const chunk = out;
-    out = '';
-    if (!io.stdout.write(chunk)) await new Promise<void>((resolve) => io.stdout.once('drain', resolve));
-  };
+  const out = new Output(io.stdout);
   const take = (detections: Detection[]) => {
-    for (const d of detections) {
+    for (let i = 0; i < detections.length; i++) {
+      const d = detections[i]!;
       if (!reporter) {
         // The detection lines are the source's reference filter's (fail2ban's) and no more.
         if (d.policyOnly) continue;
         summary.add(d);
-        out += `{"ts":${d.ts},"ip":"${d.ip}","source":${JSON.stringify(d.source)},"kind":${JSON.stringify(d.kind)},"attempts":${d.attempts}}\n`;
+        out.detection(d);
         continue;
       }
       summary.add(d);
       const r = reporter.push(d);
-      if (r) out += `${JSON.stringify({ ip: r.ip, ts: r.ts, confidence: r.confidence, notes: r.notes })}\n`;
+      if (r) out.line(`${JSON.stringify({ ip: r.ip, ts: r.ts, confidence: r.confidence, notes: r.notes })}\n`);
     }
   };
 
@@ -116,7 +126,7 @@ export async function parseCommand(
         nl = bytes.indexOf(10, start);
       }
       rest = Buffer.from(bytes.subarray(start));
-      await write(false);
+      await out.flush(false);
     }
   } catch (err) {
     io.stderr.write(`parse: cannot read ${options.file}: ${(err as Error).message}\n`);
@@ -124,7 +134,7 @@ export async function parseCommand(
   }
   if (rest.length > 0) line(rest, 0, rest.length);
   take(parser.flush(readAt));
-  await write(true);
+  await out.flush(true);
   io.stderr.write(summary.text(options, (performance.now() - started) / 1000, parser.stats?.()));
   if (reporter) io.stderr.write(reporter.text());
   return 0;
