@@ -187,12 +187,16 @@ export class RecordTable {
     }
   }
 
-  /** Binary snapshot: [count u32][key f64, s0 u16, ts u32, ttl u32, decision i8, flags u8] per entry. */
-  serialize(): Buffer {
+  /**
+   * Binary snapshot: [count u32][key f64, s0 u16, ts u32, ttl u32, decision i8, flags u8] per
+   * entry, after `headroom` bytes left for the caller (a file header: no second copy of ~20 MB
+   * at a million entries to prepend one).
+   */
+  serialize(headroom = 0): Buffer {
     const RECORD = 8 + 2 + 4 + 4 + 1 + 1;
-    const buf = Buffer.allocUnsafe(4 + this.count * RECORD);
-    buf.writeUInt32LE(this.count, 0);
-    let offset = 4;
+    const buf = Buffer.allocUnsafe(headroom + 4 + this.count * RECORD);
+    buf.writeUInt32LE(this.count, headroom);
+    let offset = headroom + 4;
     this.forEach((key, s0, ts, decision, ttl, flags) => {
       buf.writeDoubleLE(key, offset);
       buf.writeUInt16LE(s0, offset + 8);

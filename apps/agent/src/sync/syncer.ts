@@ -23,9 +23,24 @@ export interface SyncerDeps {
   metrics: AgentMetrics;
   options: () => SyncerOptions;
   now?: () => number;
-  /** A full collection after a large change has settled; default `globalThis.gc` (node --expose-gc), absent without it. */
-  gc?: () => void;
+  /**
+   * A full collection after a large change has settled; default `globalThis.gc` (node
+   * --expose-gc), absent without it. Called with `LAST_RESORT_GC`, which node's gc() takes.
+   */
+  gc?: (options: typeof LAST_RESORT_GC) => void;
 }
+
+/** A table this large is collected after every sync (see `adopted`). */
+const LARGE_TABLE = 100_000;
+
+/**
+ * How the collection after a large change runs: V8's last-resort flavour compacts the heap and
+ * hands the freed pages back to the system at once. A plain gc() frees the objects but keeps
+ * their pages mapped until V8's memory reducer runs, 20-60 s later and not at all on a host too
+ * busy to leave the agent idle: 1,000,000 addresses then held 282 MB instead of ~150 MB
+ * (bench/results/agent-busy.md; issue 35 item 7).
+ */
+export const LAST_RESORT_GC = { type: 'major', execution: 'sync', flavor: 'last-resort' } as const;
 
 /**
  * The IPv4 kind: the /ips feed (paged by `pageSize`) and the /ipv4 list (asked with the agent's
@@ -90,8 +105,8 @@ class Ipv4Codec implements KindCodec<KeySet, number[], Ipv4Record, Evaluation> {
     this.diffMemo = undefined;
     if (this.largeChange) {
       this.largeChange = false;
-      const gc = this.deps.gc ?? (globalThis as { gc?: () => void }).gc;
-      if (gc) setImmediate(gc);
+      const gc = this.deps.gc ?? (globalThis as { gc?: (options: typeof LAST_RESORT_GC) => void }).gc;
+      if (gc) setImmediate(() => gc(LAST_RESORT_GC));
     }
   }
 
@@ -128,6 +143,10 @@ class Ipv4Codec implements KindCodec<KeySet, number[], Ipv4Record, Evaluation> {
 
   adopted(next: Evaluation, additions: number, removals: number): void {
     if (additions + removals > 10_000 || (next.keys.length > 10_000 && this.deps.enforcers().some((w) => w.needsReplace))) this.largeChange = true;
+    // Every evaluation of a large table leaves ~26 bytes an entry of typed arrays behind (its
+    // sort buffer, the set it replaces): ~60 MB a sync at 1,000,000, held until V8 collects,
+    // which an agent idle between syncs rarely does by itself.
+    if (this.deps.state.table.size >= LARGE_TABLE) this.largeChange = true;
     this.protectedCount = next.protectedCount;
   }
 
