@@ -268,6 +268,19 @@ describe('syncer', () => {
     expect(asked).toEqual([LAST_RESORT_GC, LAST_RESORT_GC]);
   });
 
+  it('collects after a read-back of a large set (the reconcile loop reads every value back)', async () => {
+    const asked: unknown[] = [];
+    world.records = Array.from({ length: 100_000 }, (_, i) => ({ ip: `46.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, score: 400, ts: now - 100, decision: null, ttl: null }));
+    world.list = [];
+    await syncer.stop();
+    await makeSyncer({ maximumRules: 200_000, pageSize: 100_000, gc: (options) => asked.push(options) });
+    await settled(syncer.incremental());
+    await until('collection after the load', () => asked.length >= 1);
+    const before = asked.length;
+    expect(await enforcers[0]!.reconcile()).toBe(false);
+    await until('collection after the read-back', () => asked.length === before + 1);
+  }, 60_000);
+
   describe('isolation: each enforcer on its own queue', () => {
     /**
      * csv whose reload command hangs for a minute (a real process) until the file `fast` exists;
