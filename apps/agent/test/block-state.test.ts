@@ -1,8 +1,12 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { liveScore, secondsUntilBelow } from '@rampart/scoring';
 import { BlockState, diffKeySets, toEntries } from '../src/sync/block-state.ts';
 import { NeverBlock } from '../src/sync/never-block.ts';
 import { RecordTable } from '../src/sync/record-table.ts';
+import { FeedStateFile } from '../src/sync/feed-state.ts';
 import { ipv4Key as cidrKey, ipv4KeyCidr as keyCidr } from '@rampart/contracts';
 
 const none: { ownAddresses: string[]; controlPlane: string[]; reservedIps: string[]; allowList: string[] } = { ownAddresses: [], controlPlane: [], reservedIps: [], allowList: [] };
@@ -182,10 +186,6 @@ describe('never-block list', () => {
 
 describe('feed state file', () => {
   it('saves the cursor and the table in one file and loads them back', async () => {
-    const { mkdtemp, rm } = await import('node:fs/promises');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
-    const { FeedStateFile } = await import('../src/sync/feed-state.ts');
     const dir = await mkdtemp(join(tmpdir(), 'feed-state-'));
     try {
       const table = new RecordTable();

@@ -104,6 +104,10 @@ class Ipv4Codec implements KindCodec<KeySet, number[], Ipv4Record, Evaluation> {
       { ...this.deps, threshold: () => this.deps.policy().threshold, protectedCount: () => this.protectedCount, reconcileSeconds: () => this.deps.options().reconcileSeconds },
       w,
     );
+    this.collectIfIdle();
+  }
+
+  private collectIfIdle(): void {
     if (this.deps.enforcers().some((x) => x.pending)) return;
     // All caught up: drop the shared list and diff. A large change leaves ~100 bytes of garbage
     // per entry (the BlockEntry array the enforcers take); an idle daemon allocates too little to
@@ -180,6 +184,11 @@ class Ipv4Codec implements KindCodec<KeySet, number[], Ipv4Record, Evaluation> {
 
   async save(cursor: number, listedAt: number): Promise<void> {
     await this.deps.feedState.save({ cursor, listedAt, table: this.deps.state.table });
+    // The snapshot written (20 bytes an entry) is garbage now.
+    if (this.deps.state.table.size >= LARGE_TABLE) {
+      this.largeChange = true;
+      this.collectIfIdle();
+    }
   }
 }
 
