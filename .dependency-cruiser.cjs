@@ -10,6 +10,8 @@ const ENTRY_POINTS = [
   '^packages/contracts/src/fixtures\\.ts$',
   '^packages/plugin-kit/src/testing/index\\.ts$',
   '^plugins/enforcer-opendxl-tie/test/testing\\.ts$',
+  // The plugin's definition alone (schema, lazy create): what the agent's registry loads at start.
+  '^plugins/enforcer-opendxl-tie/src/definition\\.ts$',
 ];
 
 /** @type {import('dependency-cruiser').IConfiguration} */

@@ -19,7 +19,7 @@ import { ciscoAsaEnforcer, ciscoIosEnforcer } from '@rampart/enforcer-cisco';
 import { cloudflareEnforcer } from '@rampart/enforcer-cloudflare';
 import { awsEnforcer } from '@rampart/enforcer-aws';
 import { squidEnforcer } from '@rampart/enforcer-squid';
-import { openDxlTieEnforcer } from '@rampart/enforcer-opendxl-tie';
+import { openDxlTieEnforcer } from '@rampart/enforcer-opendxl-tie/definition';
 import { SOURCES, UnknownPluginError, type AnySource } from './sources.ts';
 
 export { SOURCES, UnknownPluginError, findSource } from './sources.ts';

@@ -1,8 +1,12 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { liveScore, secondsUntilBelow } from '@rampart/scoring';
 import { BlockState, diffKeySets, toEntries } from '../src/sync/block-state.ts';
 import { NeverBlock } from '../src/sync/never-block.ts';
 import { RecordTable } from '../src/sync/record-table.ts';
+import { FeedStateFile } from '../src/sync/feed-state.ts';
 import { ipv4Key as cidrKey, ipv4KeyCidr as keyCidr } from '@rampart/contracts';
 
 const none: { ownAddresses: string[]; controlPlane: string[]; reservedIps: string[]; allowList: string[] } = { ownAddresses: [], controlPlane: [], reservedIps: [], allowList: [] };
@@ -34,6 +38,10 @@ describe('record table', () => {
     for (const [key, s0] of model) expect(table.get(key)?.s0).toBe(s0);
     const copy = RecordTable.deserialize(table.serialize());
     expect([...copy.entries()].sort((a, b) => a.key - b.key)).toEqual([...table.entries()].sort((a, b) => a.key - b.key));
+    // With headroom for a file header: the same snapshot after it, the headroom left to the caller.
+    const withHeader = table.serialize(24);
+    expect(withHeader.subarray(24)).toEqual(table.serialize());
+    expect([...RecordTable.deserialize(withHeader.subarray(24)).entries()].length).toBe(table.size);
   });
 });
 
@@ -173,5 +181,23 @@ describe('never-block list', () => {
       ['garbage', 'special_range'],
     ];
     expect(cases.map(([ip]) => [ip, nb.protects(ip)])).toEqual(cases);
+  });
+});
+
+describe('feed state file', () => {
+  it('saves the cursor and the table in one file and loads them back', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'feed-state-'));
+    try {
+      const table = new RecordTable();
+      for (let i = 0; i < 3000; i++) table.set({ key: cidrKey(`45.2.${i >> 8}.${i & 255}`), s0: 1 + (i % 900), ts: NOW - i, decision: i % 7 === 0 ? 1 : -1, ttl: i % 5 === 0 ? NOW + i : null, flags: i % 8 });
+      const file = new FeedStateFile(dir);
+      await file.save({ cursor: 1234.5, listedAt: NOW, table });
+      const back = await file.load();
+      expect(back?.cursor).toBe(1234.5);
+      expect(back?.listedAt).toBe(NOW);
+      expect([...back!.table.entries()].sort((a, b) => a.key - b.key)).toEqual([...table.entries()].sort((a, b) => a.key - b.key));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

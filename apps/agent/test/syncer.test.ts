@@ -13,10 +13,12 @@ import { DryRunConfig, dryRunEnforcer, readDryRunFile } from '@rampart/enforcer-
 import { CsvConfig, csvEnforcer, csvFormat } from '@rampart/enforcer-csv';
 import type { Enforcer } from '@rampart/plugin-kit';
 import { sampleIpv4Page, sampleIpv4Record } from '@rampart/contracts/fixtures';
+import { ipv4Key } from '@rampart/contracts';
 import { BlockState } from '../src/sync/block-state.ts';
 import { FeedStateFile } from '../src/sync/feed-state.ts';
 import { NeverBlock } from '../src/sync/never-block.ts';
-import { SyncRefusedError, Syncer } from '../src/sync/syncer.ts';
+import { LAST_RESORT_GC, SyncRefusedError, Syncer, type SyncerDeps } from '../src/sync/syncer.ts';
+import { FED } from '../src/sync/record-table.ts';
 import { membersDigest, type EnforcerWorker } from '../src/sync/enforcer-worker.ts';
 import { createMetrics, type AgentMetrics } from '../src/runtime/metrics.ts';
 
@@ -44,7 +46,7 @@ describe('syncer', () => {
 
   let feedbacks: Record<string, unknown>[] = [];
 
-  async function makeSyncer(overrides: { maximumRules?: number; pageSize?: number; gc?: () => void; gaid?: string } = {}) {
+  async function makeSyncer(overrides: { maximumRules?: number; pageSize?: number; gc?: SyncerDeps['gc']; gaid?: string } = {}) {
     const port = (app.server.address() as AddressInfo).port;
     state = new BlockState(new NeverBlock({ ownAddresses: [], controlPlane: [], reservedIps: [], allowList: [] }));
     const enforcer = await dryRunEnforcer.create(DryRunConfig.parse({ active: true, path: dryRunPath }), { log });
@@ -212,20 +214,22 @@ describe('syncer', () => {
   it('after a large replace, collects once nothing holds the list handed to the enforcer any more', async () => {
     // The packaged agent runs with --expose-gc; here the collector is exposed for this test only.
     setFlagsFromString('--expose-gc');
-    const collect = runInNewContext('gc') as () => void;
+    const collect = runInNewContext('gc') as (options: typeof LAST_RESORT_GC) => void;
     const count = 10_001; // above the large-change bound (10,000)
     world.records = Array.from({ length: count }, (_, i) => ({ ip: `45.${70 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}`, score: 400, ts: now - 100, decision: null, ttl: null }));
     world.list = [];
     let handed: WeakRef<object> | undefined;
     const collections: boolean[] = [];
+    const asked: unknown[] = [];
     let collected!: () => void;
     const gcDone = new Promise<void>((resolve) => (collected = resolve));
     await syncer.stop();
     await makeSyncer({
       maximumRules: 20_000,
       pageSize: 20_000,
-      gc: () => {
-        collect();
+      gc: (options) => {
+        asked.push(options);
+        collect(options);
         collections.push(handed?.deref() === undefined);
         collected();
       },
@@ -245,7 +249,39 @@ describe('syncer', () => {
     expect((await enforced()).length).toBe(count);
     // Collected once, when the list of 10,001 entries was garbage (not while the worker still held it).
     expect(collections).toEqual([true]);
+    // The last-resort flavour: the freed pages go back to the system now, not when V8's memory
+    // reducer finds the agent idle (which a busy host may never leave it).
+    expect(asked).toEqual([{ type: 'major', execution: 'sync', flavor: 'last-resort' }]);
   });
+
+  it('collects after every sync while the table is large: each evaluation leaves its arrays behind', async () => {
+    const asked: unknown[] = [];
+    await syncer.stop();
+    await makeSyncer({ gc: (options) => asked.push(options) });
+    // 100,000 entries below the threshold: in the table, not in the set (nothing for the enforcer).
+    for (let i = 0; i < 100_000; i++) state.table.set({ key: ipv4Key(`46.${i >> 16}.${(i >> 8) & 255}.${i & 255}`), s0: 1, ts: now - 100, decision: -1, ttl: null, flags: FED });
+    await settled(syncer.incremental());
+    await until('first collection', () => asked.length >= 1);
+    const first = asked.length;
+    world.records.push({ ip: '45.70.0.99', score: 400, ts: now - 1, decision: null, ttl: null });
+    await settled(syncer.incremental()); // one address more: no large change, a new evaluation all the same
+    await until('second collection', () => asked.length > first);
+    expect(new Set(asked)).toEqual(new Set([LAST_RESORT_GC]));
+  });
+
+  it('collects after a read-back of a large set (the reconcile loop reads every value back)', async () => {
+    const asked: unknown[] = [];
+    world.records = Array.from({ length: 100_000 }, (_, i) => ({ ip: `46.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, score: 400, ts: now - 100, decision: null, ttl: null }));
+    world.list = [];
+    await syncer.stop();
+    await makeSyncer({ maximumRules: 200_000, pageSize: 100_000, gc: (options) => asked.push(options) });
+    await settled(syncer.incremental());
+    await until('collection after the load', () => asked.length >= 1);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // every collection the load asked for has run
+    const before = asked.length;
+    expect(await enforcers[0]!.reconcile()).toBe(false);
+    await until('collection after the read-back', () => asked.length === before + 1);
+  }, 60_000);
 
   describe('isolation: each enforcer on its own queue', () => {
     /**

@@ -61,7 +61,7 @@ export const LocalOptions = z
     healthcheck_seconds: z.number().min(1).max(86_400).default(60),
     /** Longest a graceful stop waits for enforcer calls in progress (they are aborted first). */
     stop_timeout_seconds: z.number().min(0).max(600).default(10),
-    /** Overrides the schedule derived from `sync_time` (node-cron syntax, 5 or 6 fields). */
+    /** Overrides the schedule derived from `sync_time` (cron syntax, 5 fields or 6 with seconds first; see runtime/scheduler.ts). */
     sync_cron: z.string().min(9).max(128).optional(),
     /** Accept syncs that remove more than `max_removal_fraction` of the set, or come back empty. */
     force_sync: z.boolean().default(false),

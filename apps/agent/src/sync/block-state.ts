@@ -187,9 +187,10 @@ export class BlockState {
     });
     const chosen = packed.subarray(0, n).sort();
     const keep = Math.min(n, Math.max(0, policy.maximumRules));
-    const byKey = new Float64Array(keep);
+    // Re-keyed in place (the kept prefix, by key): no second array of the table's size.
+    const byKey = chosen.subarray(0, keep);
     for (let i = 0; i < keep; i++) {
-      const value = chosen[i]!;
+      const value = byKey[i]!;
       const key = value % KEY_SPAN;
       const rank = RANK_SPAN - 1 - (value - key) / KEY_SPAN;
       byKey[i] = key * RANK_SPAN + rank;

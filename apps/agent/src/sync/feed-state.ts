@@ -39,11 +39,11 @@ export class FeedStateFile {
   }
 
   async save(snapshot: FeedSnapshot): Promise<void> {
-    const header = Buffer.alloc(HEADER);
-    header.writeUInt32LE(MAGIC, 0);
-    header.writeUInt32LE(VERSION, 4);
-    header.writeDoubleLE(snapshot.cursor, 8);
-    header.writeDoubleLE(snapshot.listedAt, 16);
-    await writeDurable(this.path, Buffer.concat([header, snapshot.table.serialize()]));
+    const file = snapshot.table.serialize(HEADER);
+    file.writeUInt32LE(MAGIC, 0);
+    file.writeUInt32LE(VERSION, 4);
+    file.writeDoubleLE(snapshot.cursor, 8);
+    file.writeDoubleLE(snapshot.listedAt, 16);
+    await writeDurable(this.path, file);
   }
 }

@@ -1,8 +1,10 @@
 /*
  * What the agent knows about each indicator, for up to millions of entries at ~22 bytes each:
  * an open-addressing hash table (linear probing, backward-shift deletion) over typed arrays,
- * keyed by the IPv4 net key (ipv4.ts), 17 bytes a slot at a load of at most one half. A Map of
- * objects would cost ~150 bytes an entry.
+ * keyed by the IPv4 net key (ipv4.ts), 17 bytes a slot at a load of at most three quarters,
+ * grown by half (slot = hash scaled to the capacity, which need not be a power of two): at
+ * 1,000,000 entries 1.5 M slots, 25.7 MB (35.6 MB at a load of one half and doubling, issue 35
+ * item 7). A Map of objects would cost ~150 bytes an entry.
  */
 
 /** The server's /ipv4 list named this entry at the last full reconcile. */
@@ -30,6 +32,8 @@ export interface TableEntry {
 /** Prefix value of an empty slot (real prefixes are 0..32). */
 const EMPTY = 255;
 const MIN_CAPACITY = 1024;
+/** Most entries a table of `slots` holds before it grows (a load of three quarters). */
+const fill = (slots: number) => Math.floor((slots * 3) / 4);
 
 function hashOf(ip: number, prefix: number): number {
   let h = Math.imul(ip ^ Math.imul(prefix + 1, 0x85ebca6b), 0x9e3779b1);
@@ -49,7 +53,8 @@ export class RecordTable {
   private count = 0;
 
   constructor(capacity = MIN_CAPACITY) {
-    const size = 2 ** Math.ceil(Math.log2(Math.max(MIN_CAPACITY, capacity * 2)));
+    let size = MIN_CAPACITY;
+    while (fill(size) < capacity) size = Math.ceil(size * 1.5);
     this.ips = new Uint32Array(size);
     this.prefixes = new Uint8Array(size).fill(EMPTY);
     this.s0 = new Uint16Array(size);
@@ -63,12 +68,18 @@ export class RecordTable {
     return this.count;
   }
 
+  /** The slot a probe for (ip, prefix) starts at: the 32-bit hash scaled to the capacity. */
+  private homeOf(ip: number, prefix: number): number {
+    const size = this.prefixes.length;
+    return Math.min(size - 1, Math.floor((hashOf(ip, prefix) / 4294967296) * size));
+  }
+
   private slotOf(key: number): number {
-    const mask = this.prefixes.length - 1;
+    const size = this.prefixes.length;
     const prefix = key % 64;
     const ip = (key - prefix) / 64;
-    let slot = hashOf(ip, prefix) & mask;
-    while (this.prefixes[slot] !== EMPTY && !(this.prefixes[slot] === prefix && this.ips[slot] === ip)) slot = (slot + 1) & mask;
+    let slot = this.homeOf(ip, prefix);
+    while (this.prefixes[slot] !== EMPTY && !(this.prefixes[slot] === prefix && this.ips[slot] === ip)) slot = slot + 1 === size ? 0 : slot + 1;
     return slot;
   }
 
@@ -82,7 +93,7 @@ export class RecordTable {
   }
 
   set(entry: TableEntry): void {
-    if ((this.count + 1) * 2 > this.prefixes.length) this.grow();
+    if (this.count + 1 > fill(this.prefixes.length)) this.grow();
     const slot = this.slotOf(entry.key);
     if (this.prefixes[slot] === EMPTY) this.count += 1;
     const prefix = entry.key % 64;
@@ -96,22 +107,23 @@ export class RecordTable {
   }
 
   delete(key: number): boolean {
-    const mask = this.prefixes.length - 1;
+    const size = this.prefixes.length;
+    const after = (at: number) => (at + 1 === size ? 0 : at + 1);
     let slot = this.slotOf(key);
     if (this.prefixes[slot] === EMPTY) return false;
     this.count -= 1;
     // Backward-shift deletion: later members of the probe run move up so lookups stay correct.
-    let next = (slot + 1) & mask;
+    let next = after(slot);
     while (this.prefixes[next] !== EMPTY) {
-      const home = hashOf(this.ips[next]!, this.prefixes[next]!) & mask;
-      const distanceNext = (next - home) & mask;
-      const distanceHole = (slot - home) & mask;
+      const home = this.homeOf(this.ips[next]!, this.prefixes[next]!);
+      const distanceNext = (next - home + size) % size;
+      const distanceHole = (slot - home + size) % size;
       if (distanceHole < distanceNext || distanceHole === distanceNext) {
         // `next`'s home is at or before the hole, cyclically: move it into the hole.
         this.move(next, slot);
         slot = next;
       }
-      next = (next + 1) & mask;
+      next = after(next);
     }
     this.prefixes[slot] = EMPTY;
     return true;
@@ -162,10 +174,10 @@ export class RecordTable {
     };
   }
 
-  /** Doubles the arrays and re-inserts slot by slot (no per-entry objects: this runs at a million entries). */
+  /** Grows the arrays by half and re-inserts slot by slot (no per-entry objects: this runs at a million entries). */
   private grow(): void {
     const { ips, prefixes, s0, ts, ttl, decision, flags } = this;
-    const size = prefixes.length * 2;
+    const size = Math.ceil(prefixes.length * 1.5);
     this.ips = new Uint32Array(size);
     this.prefixes = new Uint8Array(size).fill(EMPTY);
     this.s0 = new Uint16Array(size);
@@ -187,12 +199,16 @@ export class RecordTable {
     }
   }
 
-  /** Binary snapshot: [count u32][key f64, s0 u16, ts u32, ttl u32, decision i8, flags u8] per entry. */
-  serialize(): Buffer {
+  /**
+   * Binary snapshot: [count u32][key f64, s0 u16, ts u32, ttl u32, decision i8, flags u8] per
+   * entry, after `headroom` bytes left for the caller (a file header: no second copy of ~20 MB
+   * at a million entries to prepend one).
+   */
+  serialize(headroom = 0): Buffer {
     const RECORD = 8 + 2 + 4 + 4 + 1 + 1;
-    const buf = Buffer.allocUnsafe(4 + this.count * RECORD);
-    buf.writeUInt32LE(this.count, 0);
-    let offset = 4;
+    const buf = Buffer.allocUnsafe(headroom + 4 + this.count * RECORD);
+    buf.writeUInt32LE(this.count, headroom);
+    let offset = headroom + 4;
     this.forEach((key, s0, ts, decision, ttl, flags) => {
       buf.writeDoubleLE(key, offset);
       buf.writeUInt16LE(s0, offset + 8);

@@ -3,7 +3,7 @@ import type { BlockEntry, Diff, PluginLogger } from '@rampart/plugin-kit';
 import { ipv4Key, type AgentCapabilities, type Ipv4Record } from '@rampart/contracts';
 import type { AgentMetrics } from '../runtime/metrics.ts';
 import { BlockState, countRemovals, diffKeySets, ipv4SetOps, toEntries, type BlockPolicy, type Evaluation, type KeySet } from './block-state.ts';
-import type { EnforcerWorker } from './enforcer-worker.ts';
+import type { Attestation, EnforcerWorker } from './enforcer-worker.ts';
 import { sendFeedback } from './feedback.ts';
 import type { FeedStateFile } from './feed-state.ts';
 import { KindSyncer, type KindCodec, type SyncKind, type SyncerOptions } from './kind-syncer.ts';
@@ -23,9 +23,24 @@ export interface SyncerDeps {
   metrics: AgentMetrics;
   options: () => SyncerOptions;
   now?: () => number;
-  /** A full collection after a large change has settled; default `globalThis.gc` (node --expose-gc), absent without it. */
-  gc?: () => void;
+  /**
+   * A full collection after a large change has settled; default `globalThis.gc` (node
+   * --expose-gc), absent without it. Called with `LAST_RESORT_GC`, which node's gc() takes.
+   */
+  gc?: (options: typeof LAST_RESORT_GC) => void;
 }
+
+/** A table this large is collected after every sync (see `adopted`). */
+const LARGE_TABLE = 100_000;
+
+/**
+ * How the collection after a large change runs: V8's last-resort flavour compacts the heap and
+ * hands the freed pages back to the system at once. A plain gc() frees the objects but keeps
+ * their pages mapped until V8's memory reducer runs, 20-60 s later and not at all on a host too
+ * busy to leave the agent idle: 1,000,000 addresses then held 282 MB instead of ~150 MB
+ * (bench/results/agent-busy.md; issue 35 item 7).
+ */
+export const LAST_RESORT_GC = { type: 'major', execution: 'sync', flavor: 'last-resort' } as const;
 
 /**
  * The IPv4 kind: the /ips feed (paged by `pageSize`) and the /ipv4 list (asked with the agent's
@@ -38,6 +53,8 @@ class Ipv4Codec implements KindCodec<KeySet, number[], Ipv4Record, Evaluation> {
   private entriesMemo: { set: KeySet; entries: BlockEntry[] } | undefined;
   private diffMemo: { from: KeySet; to: KeySet; diff: Diff } | undefined;
   private largeChange = false;
+  /** Each worker's last read-back seen by `settled`. */
+  private readonly readBacks = new WeakMap<EnforcerWorker, Attestation>();
   /** Entries the never-block list kept out of the last evaluation (reported with each feedback). */
   private protectedCount = 0;
 
@@ -76,10 +93,21 @@ class Ipv4Codec implements KindCodec<KeySet, number[], Ipv4Record, Evaluation> {
   }
 
   private settled(w: EnforcerWorker): void {
+    // A read-back of a large set (the reconcile loop's, every reconcile_seconds) leaves its list
+    // of values behind: ~80 MB of strings at 1,000,000.
+    const readBack = w.attested;
+    if (readBack && this.readBacks.get(w) !== readBack) {
+      this.readBacks.set(w, readBack);
+      if (readBack.held >= LARGE_TABLE) this.largeChange = true;
+    }
     void sendFeedback(
       { ...this.deps, threshold: () => this.deps.policy().threshold, protectedCount: () => this.protectedCount, reconcileSeconds: () => this.deps.options().reconcileSeconds },
       w,
     );
+    this.collectIfIdle();
+  }
+
+  private collectIfIdle(): void {
     if (this.deps.enforcers().some((x) => x.pending)) return;
     // All caught up: drop the shared list and diff. A large change leaves ~100 bytes of garbage
     // per entry (the BlockEntry array the enforcers take); an idle daemon allocates too little to
@@ -90,8 +118,8 @@ class Ipv4Codec implements KindCodec<KeySet, number[], Ipv4Record, Evaluation> {
     this.diffMemo = undefined;
     if (this.largeChange) {
       this.largeChange = false;
-      const gc = this.deps.gc ?? (globalThis as { gc?: () => void }).gc;
-      if (gc) setImmediate(gc);
+      const gc = this.deps.gc ?? (globalThis as { gc?: (options: typeof LAST_RESORT_GC) => void }).gc;
+      if (gc) setImmediate(() => gc(LAST_RESORT_GC));
     }
   }
 
@@ -128,6 +156,10 @@ class Ipv4Codec implements KindCodec<KeySet, number[], Ipv4Record, Evaluation> {
 
   adopted(next: Evaluation, additions: number, removals: number): void {
     if (additions + removals > 10_000 || (next.keys.length > 10_000 && this.deps.enforcers().some((w) => w.needsReplace))) this.largeChange = true;
+    // Every evaluation of a large table leaves ~26 bytes an entry of typed arrays behind (its
+    // sort buffer, the set it replaces): ~60 MB a sync at 1,000,000, held until V8 collects,
+    // which an agent idle between syncs rarely does by itself.
+    if (this.deps.state.table.size >= LARGE_TABLE) this.largeChange = true;
     this.protectedCount = next.protectedCount;
   }
 
@@ -152,6 +184,11 @@ class Ipv4Codec implements KindCodec<KeySet, number[], Ipv4Record, Evaluation> {
 
   async save(cursor: number, listedAt: number): Promise<void> {
     await this.deps.feedState.save({ cursor, listedAt, table: this.deps.state.table });
+    // The snapshot written (20 bytes an entry) is garbage now.
+    if (this.deps.state.table.size >= LARGE_TABLE) {
+      this.largeChange = true;
+      this.collectIfIdle();
+    }
   }
 }
 
