@@ -35,7 +35,7 @@ import { Ipv4Lists } from './services/ipv4/lists.ts';
 import { Ipv4Reports } from './services/ipv4/reports.ts';
 import { Rollups } from './services/operators/rollups.ts';
 import { CrowdsecBouncers } from './services/crowdsec/bouncers.ts';
-import './plugins/route-config.ts';
+import { ROUTE_SNAPSHOT } from './plugins/route-config.ts';
 
 export interface BuildAppOptions {
   config: AppConfig;
@@ -163,6 +163,8 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     // below refuses it with a problem+json instead.
     http: { requireHostHeader: false },
   }).withTypeProvider<ZodTypeProvider>();
+  // routeOf's snapshot of request.routeOptions, declared so that every request object has one shape.
+  app.decorateRequest(ROUTE_SNAPSHOT, null);
   app.addHook('onRequest', requireHost);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

@@ -25,13 +25,14 @@ declare module 'fastify' {
   }
 }
 
-const ROUTE = Symbol('rampart.routeOptions');
-type WithRoute = FastifyRequest & { [ROUTE]?: FastifyRequest['routeOptions'] };
+/** The request decoration routeOf keeps its snapshot in (app.ts declares it: requests keep one shape). */
+export const ROUTE_SNAPSHOT = Symbol('rampart.routeOptions');
+type WithRoute = FastifyRequest & { [ROUTE_SNAPSHOT]?: FastifyRequest['routeOptions'] | null };
 
 /**
  * `request.routeOptions`, read once per request: fastify builds a new object at each read of
  * it, and the hooks of every request (auth, rate limiting, coins, metrics) read it several times.
  */
 export function routeOf(request: FastifyRequest): FastifyRequest['routeOptions'] {
-  return ((request as WithRoute)[ROUTE] ??= request.routeOptions);
+  return ((request as WithRoute)[ROUTE_SNAPSHOT] ??= request.routeOptions);
 }
