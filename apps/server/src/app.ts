@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type onSendHookHandler } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type onSendHookHandler } from 'fastify';
 import type { DestinationStream } from 'pino';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -35,7 +35,7 @@ import { Ipv4Lists } from './services/ipv4/lists.ts';
 import { Ipv4Reports } from './services/ipv4/reports.ts';
 import { Rollups } from './services/operators/rollups.ts';
 import { CrowdsecBouncers } from './services/crowdsec/bouncers.ts';
-import './plugins/route-config.ts';
+import { ROUTE_SNAPSHOT } from './plugins/route-config.ts';
 
 export interface BuildAppOptions {
   config: AppConfig;
@@ -74,11 +74,18 @@ export const LOG_REDACTION = {
 };
 
 
-/** An HTTP/1.1 request must name its Host (RFC 9112 §3.2): 400 problem+json when it does not. */
-async function requireHost(request: FastifyRequest): Promise<void> {
+/**
+ * An HTTP/1.1 request must name its Host (RFC 9112 §3.2): 400 problem+json when it does not.
+ * A callback hook: an async one costs every request a promise and a microtask. The refusal leaves
+ * after the microtasks, as the async hook's did (node's parser reports a malformed rest first).
+ */
+function requireHost(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
   if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-    throw new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header', { errors: [{ path: 'headers.host', message: 'required' }] });
+    const err = new ApiError('bad_request', 'an HTTP/1.1 request needs a Host header', { errors: [{ path: 'headers.host', message: 'required' }] });
+    queueMicrotask(() => done(err));
+    return;
   }
+  done();
 }
 
 /** A deployment's failed-authentication budgets, as each of its replicas enforces them. */
@@ -156,6 +163,8 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     // below refuses it with a problem+json instead.
     http: { requireHostHeader: false },
   }).withTypeProvider<ZodTypeProvider>();
+  // routeOf's snapshot of request.routeOptions, declared so that every request object has one shape.
+  app.decorateRequest(ROUTE_SNAPSHOT, null);
   app.addHook('onRequest', requireHost);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -204,9 +213,11 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     timeWindow: 60_000,
     keyGenerator: (request) => {
       const credential = credentialFrom(request.headers.authorization);
+      const keyId = credential && parseApiKey(credential)?.keyId;
+      if (keyId) return keyId;
       // Agents count per key (its signature), not per address: many may sit behind one NAT.
       const agentKey = agentCredential(request);
-      return (credential && parseApiKey(credential)?.keyId) || (agentKey && `agent:${agentKey.token.slice(-43)}`) || request.ip;
+      return (agentKey && `agent:${agentKey.token.slice(-43)}`) || request.ip;
     },
     errorResponseBuilder: (_request, ctx) => new ApiError('rate_limited', `rate limit of ${ctx.max} requests per minute exceeded; retry in ${Math.ceil(ctx.ttl / 1000)} s`),
   });

@@ -1,10 +1,11 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Counter } from 'prom-client';
 import { ApiError } from '@rampart/contracts';
-import type { CoinPrices } from '../config.ts';
+import type { CoinKind, CoinPrices } from '../config.ts';
 import type { Store } from '../store/index.ts';
 import { CoinLedger } from '../services/coins/ledger.ts';
+import { routeOf } from './route-config.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -75,15 +76,11 @@ export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store,
     await ledger.close().catch((err: unknown) => app.log.warn({ err }, 'could not give leased coins back'));
   });
 
-  app.addHook('preHandler', async (request, reply) => {
-    const kind = request.routeOptions.config.rampart?.coin;
-    const principal = request.principal;
-    if (!kind || !principal) return;
-    const price = prices[kind];
-    if (price <= 0) return;
-    const remaining = await ledger.debit(principal.org.id, price);
+  /** A request the lease could not pay for: the store is asked (or the balance is short). */
+  async function chargeFromStore(request: FastifyRequest, reply: FastifyReply, kind: CoinKind, orgId: number, price: number): Promise<void> {
+    const remaining = await ledger.debit(orgId, price);
     if (remaining === undefined) {
-      const balance = (await store.orgs.balance(principal.org.id)) + ledger.unspent(principal.org.id);
+      const balance = (await store.orgs.balance(orgId)) + ledger.unspent(orgId);
       reply.header('X-Coins-Cost', '0').header('X-Coins-Remaining', String(balance));
       const short = new ApiError('insufficient_coins', `this request costs ${price} coins; the organization's balance is ${balance}`, {
         extra: { balance, price },
@@ -96,29 +93,51 @@ export const coinsPlugin = fp<CoinOptions>(async (app: FastifyInstance, { store,
       }
       throw short;
     }
-    request.coinCharge = { orgId: principal.org.id, price, remaining };
+    request.coinCharge = { orgId, price, remaining };
+  }
+
+  // Callback hooks, not async ones: a request its organization's lease pays for (most of them)
+  // is charged and answered without a promise or a microtask.
+  app.addHook('preHandler', (request, reply, done) => {
+    const kind = routeOf(request).config.rampart?.coin;
+    const principal = request.principal;
+    if (!kind || !principal) return done();
+    const price = prices[kind];
+    if (price <= 0) return done();
+    const orgId = principal.org.id;
+    const remaining = ledger.debitFromLease(orgId, price);
+    if (remaining === undefined) {
+      chargeFromStore(request, reply, kind, orgId, price).then(() => done(), done);
+      return;
+    }
+    request.coinCharge = { orgId, price, remaining };
+    done();
   });
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (request.coinShort && !freeAnswer(request, reply.statusCode)) {
       // A handler sent content it was not paid for without asking (a bug): refuse it all the same.
-      request.log.error({ route: request.routeOptions.url }, 'unpaid answer refused: its handler did not check the balance');
+      request.log.error({ route: routeOf(request).url }, 'unpaid answer refused: its handler did not check the balance');
       if (payload && typeof (payload as { destroy?: unknown }).destroy === 'function') (payload as { destroy(): void }).destroy();
-      throw request.coinShort;
+      return done(request.coinShort);
     }
     const charge = request.coinCharge;
-    if (!charge) return payload;
-    const kind = request.routeOptions.config.rampart?.coin ?? 'unknown';
+    if (!charge) return done(null, payload);
     // Failures, 304 (nothing new to send) and answers the handler waived (an empty feed page) cost 0.
     if (freeAnswer(request, reply.statusCode)) {
       request.coinCharge = null;
-      const remaining = await ledger.refund(charge.orgId, charge.price);
-      reply.header('X-Coins-Cost', '0').header('X-Coins-Remaining', String(remaining));
-      return payload;
+      const refunded = (remaining: number) => {
+        reply.header('X-Coins-Cost', '0').header('X-Coins-Remaining', String(remaining));
+        done(null, payload);
+      };
+      const remaining = ledger.refundToLease(charge.orgId, charge.price);
+      if (remaining === undefined) ledger.refund(charge.orgId, charge.price).then(refunded, done);
+      else refunded(remaining);
+      return;
     }
-    debits.inc({ kind }, charge.price);
+    debits.inc({ kind: routeOf(request).config.rampart?.coin ?? 'unknown' }, charge.price);
     onSpent?.(charge.orgId, charge.price);
     reply.header('X-Coins-Cost', String(charge.price)).header('X-Coins-Remaining', String(charge.remaining));
-    return payload;
+    done(null, payload);
   });
 });

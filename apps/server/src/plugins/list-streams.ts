@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError } from '@rampart/contracts';
+import { routeOf } from './route-config.ts';
 
 export interface ListStreamOptions {
   /** Most list responses one key may have in flight on this replica; one more is 429. */
@@ -19,13 +20,14 @@ export interface ListStreamOptions {
 export const listStreamsPlugin = fp<ListStreamOptions>(async (app: FastifyInstance, { perKey, sendTimeoutMs }) => {
   const open = new Map<string, number>();
 
-  app.addHook('preHandler', async (request, reply) => {
-    if (request.routeOptions.config.rampart?.coin !== 'list' || !request.principal) return;
+  // A callback hook: the requests of other routes pass it without a promise.
+  app.addHook('preHandler', (request, reply, done) => {
+    if (routeOf(request).config.rampart?.coin !== 'list' || !request.principal) return done();
     const keyId = request.principal.keyId;
     const count = open.get(keyId) ?? 0;
     if (count >= perKey) {
       void reply.header('retry-after', '1');
-      throw new ApiError('rate_limited', `this key already has ${count} list responses in flight (at most ${perKey}); retry when one is done`);
+      return done(new ApiError('rate_limited', `this key already has ${count} list responses in flight (at most ${perKey}); retry when one is done`));
     }
     open.set(keyId, count + 1);
     const timer = setTimeout(() => {
@@ -40,5 +42,6 @@ export const listStreamsPlugin = fp<ListStreamOptions>(async (app: FastifyInstan
       if (left > 0) open.set(keyId, left);
       else open.delete(keyId);
     });
+    done();
   });
 });

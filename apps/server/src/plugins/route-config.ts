@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import type { CoinKind } from '../config.ts';
 
 /** What every route declares about itself in fastify's `config`. */
@@ -22,4 +23,16 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     rampart?: RampartRouteOptions;
   }
+}
+
+/** The request decoration routeOf keeps its snapshot in (app.ts declares it: requests keep one shape). */
+export const ROUTE_SNAPSHOT = Symbol('rampart.routeOptions');
+type WithRoute = FastifyRequest & { [ROUTE_SNAPSHOT]?: FastifyRequest['routeOptions'] | null };
+
+/**
+ * `request.routeOptions`, read once per request: fastify builds a new object at each read of
+ * it, and the hooks of every request (auth, rate limiting, coins, metrics) read it several times.
+ */
+export function routeOf(request: FastifyRequest): FastifyRequest['routeOptions'] {
+  return ((request as WithRoute)[ROUTE_SNAPSHOT] ??= request.routeOptions);
 }

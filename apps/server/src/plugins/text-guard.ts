@@ -6,8 +6,29 @@ import { ApiError } from '@rampart/contracts';
 // or jsonb, so such input is refused up front with the field named instead of failing in SQL.
 const BAD_TEXT = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/**
+ * Whether `value` is an object of plain values (path parameters, query strings) with nothing
+ * unstorable in it: undefined when it holds nested objects, so that findUnstorableText walks it.
+ */
+function flatAndStorable(value: object): boolean | undefined {
+  for (const key in value) {
+    const item = (value as Record<string, unknown>)[key];
+    if (item !== null && typeof item === 'object') return undefined;
+    if (BAD_TEXT.test(key) || (typeof item === 'string' && BAD_TEXT.test(item))) return false;
+  }
+  return true;
+}
+
 /** The dotted path of the first string (value or key) that cannot be stored, or undefined. */
 export function findUnstorableText(value: unknown, root: string): string | undefined {
+  // Nothing to find: no stack and no paths built (every request's parameters pass here).
+  if (value === undefined || value === null || typeof value === 'number' || typeof value === 'boolean') return undefined;
+  if (typeof value === 'object' && !Array.isArray(value) && flatAndStorable(value) === true) return undefined;
+  return walkUnstorable(value, root);
+}
+
+/** findUnstorableText the long way: every string and key, depth first, with its path. */
+export function walkUnstorable(value: unknown, root: string): string | undefined {
   const stack: Array<[unknown, string]> = [[value, root]];
   while (stack.length > 0) {
     const [item, path] = stack.pop()!;
@@ -26,12 +47,14 @@ export function findUnstorableText(value: unknown, root: string): string | undef
 }
 
 export const textGuardPlugin = fp(async (app: FastifyInstance) => {
-  app.addHook('preValidation', async (request) => {
+  // A callback hook: an async one costs every request a promise and a microtask.
+  app.addHook('preValidation', (request, _reply, done) => {
     const path =
       findUnstorableText(request.params, 'params') ?? findUnstorableText(request.query, 'querystring') ?? findUnstorableText(request.body, 'body');
     if (path) {
       const message = 'contains a NUL character or an unpaired surrogate';
-      throw new ApiError('validation_failed', `${path}: ${message}`, { errors: [{ path, message }] });
+      return done(new ApiError('validation_failed', `${path}: ${message}`, { errors: [{ path, message }] }));
     }
+    done();
   });
 });

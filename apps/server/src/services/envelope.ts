@@ -1,9 +1,25 @@
 import type { FeedUser, User } from '@rampart/contracts';
 import type { Principal } from '../plugins/principal.ts';
 import type { Organization } from '../store/index.ts';
+import { writtenOnce } from './page-json.ts';
 
-/** `header.user`: the real calling user and organization (spec 2.2). */
+/** Each principal's `header.user`, made once: principals are cached by plugins/auth.ts and never changed. */
+const users = new WeakMap<Principal, User>();
+
+/**
+ * `header.user`: the real calling user and organization (spec 2.2). Frozen, and one object per
+ * principal, so that page headers write it from its JSON made once (page-json.ts).
+ */
 export function userObject(principal: Principal): User {
+  let known = users.get(principal);
+  if (!known) {
+    known = writtenOnce(newUserObject(principal));
+    users.set(principal, known);
+  }
+  return known;
+}
+
+function newUserObject(principal: Principal): User {
   const { user, org } = principal;
   return {
     guid: user.guid,

@@ -50,6 +50,12 @@ export class SettingsStore {
 
   constructor(private readonly db: Db) {}
 
+  /** `organizationCached` without a promise: the cached document, or undefined when none is cached now. */
+  organizationIfCached(orgId: number): { document: OrganizationConfig; version: number } | undefined {
+    const hit = this.cached.get(orgId);
+    return hit && hit.until > Date.now() ? hit.value : undefined;
+  }
+
   /**
    * `organization(orgId)` for the hot read paths (look-ups, lists, feeds): served from this
    * replica's memory. A replace through this store forgets the entry before it returns; other
@@ -57,8 +63,8 @@ export class SettingsStore {
    * than 5 s in any case. The result is shared: callers must not modify it.
    */
   async organizationCached(orgId: number): Promise<{ document: OrganizationConfig; version: number }> {
-    const hit = this.cached.get(orgId);
-    if (hit && hit.until > Date.now()) return hit.value;
+    const hit = this.organizationIfCached(orgId);
+    if (hit) return hit;
     const generation = this.generation;
     const value = await this.organization(orgId);
     if (generation === this.generation) {

@@ -20,6 +20,7 @@ export const ipsLookupRoute: FastifyPluginAsyncZod<{ context: AppContext }> = as
       },
       serializerCompiler: plainJson,
     },
-    async (request) => lookupIpv4(context.store, context.ipv4Mirror, principalOf(request), request.params.ipv4, { full: request.query.full === 'yes', explain: request.query.explain === 'yes' }),
+    // Not async: a look-up answered at once (lookupIpv4) is sent without a promise.
+    (request) => lookupIpv4(context.store, context.ipv4Mirror, principalOf(request), request.params.ipv4, { full: request.query.full === 'yes', explain: request.query.explain === 'yes' }),
   );
 };

@@ -81,17 +81,33 @@ export class CoinLedger {
     });
   }
 
+  /**
+   * `debit` without a promise when the organization's lease pays for it: the balance left, or
+   * undefined when the lease does not cover it (then `debit` asks the store).
+   */
+  debitFromLease(orgId: number, amount: number): number | undefined {
+    return this.fromLease(orgId, amount);
+  }
+
   refund(orgId: number, amount: number): Promise<number> {
-    const lease = this.leases.get(orgId);
-    if (lease) {
-      // Coins the organization owns either way: back into the lease, returned with it.
-      lease.allowance += amount;
-      return Promise.resolve(lease.stored + lease.allowance);
-    }
+    const shown = this.refundToLease(orgId, amount);
+    if (shown !== undefined) return Promise.resolve(shown);
     return new Promise((resolve, reject) => {
       this.queue(orgId).refunds.push({ amount, resolve, reject });
       this.kick(orgId);
     });
+  }
+
+  /**
+   * `refund` without a promise when the organization has a lease here: the balance left, or
+   * undefined when it has none (then `refund` goes to the store).
+   */
+  refundToLease(orgId: number, amount: number): number | undefined {
+    const lease = this.leases.get(orgId);
+    if (!lease) return undefined;
+    // Coins the organization owns either way: back into the lease, returned with it.
+    lease.allowance += amount;
+    return lease.stored + lease.allowance;
   }
 
   /** Pays `amount` from the organization's lease: the balance left, or undefined when the lease does not cover it. */

@@ -18,6 +18,16 @@ const derived = new WeakMap<object, Ipv4Policy>();
 /** The organization's IPv4 policy, from this replica's settings cache (SettingsStore.organizationCached). */
 export async function loadIpv4Policy(store: Store, orgId: number): Promise<Ipv4Policy> {
   const { document } = await store.settings.organizationCached(orgId);
+  return policyOf(orgId, document);
+}
+
+/** `loadIpv4Policy` without a promise: undefined when the organization's settings are not cached now. */
+export function cachedIpv4Policy(store: Store, orgId: number): Ipv4Policy | undefined {
+  const cached = store.settings.organizationIfCached(orgId);
+  return cached && policyOf(orgId, cached.document);
+}
+
+function policyOf(orgId: number, document: PolicyDocument & object): Ipv4Policy {
   const known = derived.get(document);
   if (known && known.orgId === orgId) return known;
   const policy = ipv4Policy(orgId, document);

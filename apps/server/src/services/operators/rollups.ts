@@ -27,6 +27,9 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 export class Rollups {
   private reports = new Map<string, number>();
   private coins = new Map<string, number>();
+  /** The key of each organization's current bucket (KeyMemo), for reports and for coins. */
+  private readonly reportKeys: KeyMemo = new Map();
+  private readonly coinKeys: KeyMemo = new Map();
   private timer: ReturnType<typeof setInterval> | null = null;
   private ticks = 0;
   /** The job's work in progress: a tick never overlaps another, nor a flush at close. */
@@ -39,12 +42,12 @@ export class Rollups {
 
   /** `n` reports of the organization stored at `at` (epoch seconds). */
   countReports(orgId: number, n = 1, at = nowSeconds()): void {
-    if (n > 0) bump(this.reports, orgId, at - (at % HOUR), n);
+    if (n > 0) bump(this.reports, this.reportKeys, orgId, at - (at % HOUR), n);
   }
 
   /** `n` coins the organization was charged at `at` (a charge refunded is not counted). */
   countCoins(orgId: number, n: number, at = nowSeconds()): void {
-    if (n > 0) bump(this.coins, orgId, at - (at % DAY), n);
+    if (n > 0) bump(this.coins, this.coinKeys, orgId, at - (at % DAY), n);
   }
 
   /** Adds the counts gathered so far to the store; on failure they are kept for the next flush. */
@@ -153,9 +156,19 @@ export class Rollups {
   }
 }
 
-function bump(map: Map<string, number>, orgId: number, at: number, n: number): void {
-  const key = `${orgId}:${at}`;
-  map.set(key, (map.get(key) ?? 0) + n);
+/**
+ * The last bucket key made per organization: a count (every charged request) reuses the same
+ * string, whose hash is computed once, instead of building and hashing a new one.
+ */
+type KeyMemo = Map<number, { at: number; key: string }>;
+
+function bump(map: Map<string, number>, keys: KeyMemo, orgId: number, at: number, n: number): void {
+  let memo = keys.get(orgId);
+  if (memo?.at !== at) {
+    memo = { at, key: `${orgId}:${at}` };
+    keys.set(orgId, memo);
+  }
+  map.set(memo.key, (map.get(memo.key) ?? 0) + n);
 }
 
 function unkey(key: string): { orgId: number; at: number } {

@@ -224,11 +224,17 @@ export class Ipv4Mirror {
    * `Ipv4Lookup.holding` from the mirror: the records holding `addr`, most specific first, each
    * as organization `orgId` sees it (its anchor, its most specific decision), after the catch-up
    * the freshness rule asks for. Null when the mirror cannot answer (not ready, failed, or behind
-   * a deletion it has not caught up with yet): SQL answers.
+   * a deletion it has not caught up with yet): SQL answers. Without a promise when no catch-up
+   * is due and every row's details are held (most look-ups): the caller's promise and microtasks
+   * are most of the work of such a look-up.
    */
-  async holding(orgId: number, addr: number): Promise<Ipv4Row[] | null> {
+  holding(orgId: number, addr: number): Ipv4Row[] | null | Promise<Ipv4Row[] | null> {
     const fresh = this.freshForLookup();
-    if (fresh) await fresh;
+    return fresh ? fresh.then(() => this.holdingNow(orgId, addr)) : this.holdingNow(orgId, addr);
+  }
+
+  /** `holding` once the freshness rule is met. */
+  private holdingNow(orgId: number, addr: number): Ipv4Row[] | null | Promise<Ipv4Row[] | null> {
     if (this.stateValue !== 'ready') return null;
     const { cols, index, anchors, decisions } = this.tables;
     const rows: Ipv4Row[] = [];
@@ -269,22 +275,26 @@ export class Ipv4Mirror {
     if (org && this.unheldDecision(org.byNetwork.values(), (d) => d.decision !== -1 && d.addr <= addr && addr <= d.addr + 2 ** (32 - d.len) - 1)) return null;
     let missing: number[] | null = null;
     for (const row of rows) if (!this.details.has(row.id)) (missing ??= []).push(row.id);
-    if (missing) {
-      const generation = this.generation;
-      const read = await Promise.all(missing.map((id) => this.detailReads.load(id)));
-      if (this.stateValue !== 'ready') return null;
-      // Gone from SQL while the mirror still holds it: the mirror is behind, SQL answers.
-      if (read.some((d) => d === null)) return null;
-      for (const d of read as MirrorDetailRow[]) {
-        // Read across a catch-up that changed rows: maybe older than it, so not kept.
-        if (generation !== this.generation) break;
-        if (this.details.size >= this.detailsMax) this.details.delete(this.details.keys().next().value!);
-        this.details.set(Number(d.id), d);
-      }
-      if (generation !== this.generation) {
-        const byId = new Map((read as MirrorDetailRow[]).map((d) => [Number(d.id), d]));
-        return rows.map((row) => withDetails(row, this.details.get(row.id) ?? byId.get(row.id)!));
-      }
+    if (missing) return this.withReadDetails(rows, missing);
+    return rows.map((row) => withDetails(row, this.details.get(row.id)!));
+  }
+
+  /** The rows of a look-up once the details it lacks are read from SQL (and kept). */
+  private async withReadDetails(rows: Ipv4Row[], missing: number[]): Promise<Ipv4Row[] | null> {
+    const generation = this.generation;
+    const read = await Promise.all(missing.map((id) => this.detailReads.load(id)));
+    if (this.stateValue !== 'ready') return null;
+    // Gone from SQL while the mirror still holds it: the mirror is behind, SQL answers.
+    if (read.some((d) => d === null)) return null;
+    for (const d of read as MirrorDetailRow[]) {
+      // Read across a catch-up that changed rows: maybe older than it, so not kept.
+      if (generation !== this.generation) break;
+      if (this.details.size >= this.detailsMax) this.details.delete(this.details.keys().next().value!);
+      this.details.set(Number(d.id), d);
+    }
+    if (generation !== this.generation) {
+      const byId = new Map((read as MirrorDetailRow[]).map((d) => [Number(d.id), d]));
+      return rows.map((row) => withDetails(row, this.details.get(row.id) ?? byId.get(row.id)!));
     }
     return rows.map((row) => withDetails(row, this.details.get(row.id)!));
   }
