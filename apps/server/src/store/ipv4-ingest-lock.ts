@@ -60,6 +60,21 @@ interface LockAnswer {
 }
 
 /**
+ * The reserved-range rule of ingestion, in SQL, for both write paths (this file's lock statement
+ * and ipv4-ingest-one.ts): each item (`alias`, numbered by `key`) whose network overlaps one of
+ * its organization's reserved_ips, with the first such range; such an item is not stored.
+ */
+export function reservedSelect(alias: string, key: string): string {
+  return `
+     select distinct on (${alias}.${key}) ${alias}.${key}, r.value as range
+     from ${alias}
+     join organization_settings s on s.org_id = ${alias}.org_id
+     cross join lateral jsonb_array_elements_text(coalesce(s.document -> 'reserved_ips', '[]'::jsonb)) as r(value)
+     where r.value::inet && ${alias}.network::inet
+     order by ${alias}.${key}, r.value`;
+}
+
+/**
  * Reserved items, held rows locked FOR UPDATE in network order, missing rows inserted in network
  * order with ts and entry_ts from the feed clock (taken under a shared advisory lock on its
  * second, or `$2` when a previous attempt took it), and the earlier reporters of the fresh held
@@ -69,13 +84,7 @@ interface LockAnswer {
 const LOCK_SQL = `with u as materialized (
      select * from jsonb_to_recordset($1::jsonb)
        as u(idx integer, org_id bigint, network cidr, gid text, is_network boolean, ip_info jsonb, add_report boolean)
-   ), reserved as materialized (
-     select distinct on (u.idx) u.idx, r.value as range
-     from u
-     join organization_settings s on s.org_id = u.org_id
-     cross join lateral jsonb_array_elements_text(coalesce(s.document -> 'reserved_ips', '[]'::jsonb)) as r(value)
-     where r.value::inet && u.network::inet
-     order by u.idx, r.value
+   ), reserved as materialized (${reservedSelect('u', 'idx')}
    ), wanted as materialized (
      select distinct on (u.network) u.gid, u.network, u.is_network, u.ip_info
      from u

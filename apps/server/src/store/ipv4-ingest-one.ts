@@ -1,5 +1,6 @@
 import type { Db, Queryable } from './db.ts';
 import { IPV4_FEED_LOCK_CLASS } from './ipv4.ts';
+import { reservedSelect } from './ipv4-ingest-lock.ts';
 import type { IngestOptions, IngestResult, IngestRules, Ipv4ReportItem, Ipv4ReportOutcome } from './ipv4-ingest.ts';
 
 /*
@@ -131,13 +132,7 @@ const unit = (x: string) => `(case when ${x} > 0 and ${x} <> 'NaN'::float8 then 
 const ONE_STATEMENT_SQL = `with c as materialized (
      select * from jsonb_to_recordset($1::jsonb)
        as c(k integer, org_id bigint, network cidr, gid text, is_network boolean, ip_info jsonb, events integer, confidence double precision, sources text[], notes text[])
-   ), reserved as materialized (
-     select distinct on (c.k) c.k, r.value as range
-     from c
-     join organization_settings s on s.org_id = c.org_id
-     cross join lateral jsonb_array_elements_text(coalesce(s.document -> 'reserved_ips', '[]'::jsonb)) as r(value)
-     where r.value::inet && c.network::inet
-     order by c.k, r.value
+   ), reserved as materialized (${reservedSelect('c', 'k')}
    ), acc as materialized (
      select c.* from c where not exists (select 1 from reserved x where x.k = c.k)
    ), wanted as materialized (
