@@ -118,8 +118,13 @@ function oneStatementSql(rules: IngestRules): string {
 
 /** Math.round of a non-negative float8 (PostgreSQL's round() takes half to even). */
 const jsRound = (x: string) => `(floor(${x}) + case when ${x} - floor(${x}) >= 0.5 then 1 else 0 end)::bigint`;
-/** scoreV32's clamp to 0..1 (NaN as 0). */
-const unit = (x: string) => `(case when ${x} > 0 and ${x} <> 'NaN'::float8 then least(${x}, 1::float8) else 0::float8 end)`;
+/**
+ * scoreV32's clamp to 0..1 (NaN as 0), with values under 1e-150 as 0: PostgreSQL refuses a float8
+ * product that underflows (trust × a confidence of 5e-324 is "value out of range: underflow"),
+ * and a base under 1e-150 is 0 in millionths either way (scoreV32 rounds base × 1e6), so the
+ * scores stay scoreV32's.
+ */
+const unit = (x: string) => `(case when ${x} >= 1e-150::float8 and ${x} <> 'NaN'::float8 then least(${x}, 1::float8) else 0::float8 end)`;
 
 /**
  * `$1` the batch's contributions (Contribution), `$2` the feed lock class, `$3` the reports' ts,
