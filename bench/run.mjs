@@ -43,11 +43,17 @@ const QUICK = {
   'scale-10m': { args: ['--indicators', '200000', '--agents', '1000', '--decisions', '5', '--lookup-seconds', '3'] },
 };
 
+/**
+ * Runs of a benchmark under another name, with settings of their own: the agent on a busy host
+ * (issue 35 item 7: three processes spinning on the cores for the whole run; agent-busy.md).
+ */
+const VARIANTS = { 'agent-busy': { script: 'agent', env: { BENCH_BUSY: '3' } } };
+
 /** Benchmarks run only when named (`npm run bench -- scale-10m`, or their own npm script). */
 const ON_REQUEST = ['scale-10m'];
 
 /** Benchmarks that carry a target of issue 22: each must write at least one verdict row. */
-const TARGETED = ['agent', 'list-enforcers', 'lists', 'lookups', 'parse', 'pg-ingest', 'pglite-ingest', 'server-footprint', 'server-memory'];
+const TARGETED = ['agent', 'agent-busy', 'list-enforcers', 'lists', 'lookups', 'parse', 'pg-ingest', 'pglite-ingest', 'server-footprint', 'server-memory'];
 
 /** `| a | b |` → ['a', 'b']. */
 const cells = (line) => line.trim().replace(/^\|/, '').replace(/\|$/, '').split('|').map((c) => c.trim());
@@ -95,6 +101,7 @@ function main() {
   const names = readdirSync(dir)
     .filter((f) => f.endsWith('.ts') && !f.startsWith('gen-') && !f.startsWith('_'))
     .map((f) => f.slice(0, -3))
+    .concat(Object.keys(VARIANTS))
     // The scale benchmark (tens of minutes, gigabytes) runs only when named: `npm run bench:scale`.
     .filter((n) => (wanted.length === 0 ? !ON_REQUEST.includes(n) : wanted.includes(n)))
     .sort();
@@ -104,11 +111,14 @@ function main() {
   const loadBefore = loadavg();
   const runs = [];
   for (const name of names) {
-    const extra = quick ? (QUICK[name] ?? {}) : {};
-    process.stdout.write(`\n=== bench/${name}.ts ${(extra.args ?? []).join(' ')} ===\n`);
+    const variant = VARIANTS[name];
+    const script = variant?.script ?? name;
+    const quickExtra = quick ? (QUICK[script] ?? {}) : {};
+    const extra = { args: quickExtra.args, env: { ...quickExtra.env, ...variant?.env } };
+    process.stdout.write(`\n=== bench/${script}.ts${variant ? ` (${name})` : ""} ${(extra.args ?? []).join(" ")} ===\n`);
     const t0 = Date.now();
     const load0 = loadavg();
-    const r = spawnSync(process.execPath, ['--import', 'tsx', join(dir, `${name}.ts`), ...(extra.args ?? [])], { stdio: 'inherit', env: { ...process.env, ...extra.env } });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', join(dir, `${script}.ts`), ...(extra.args ?? [])], { stdio: 'inherit', env: { ...process.env, ...extra.env } });
     // Each benchmark writes its own bench/results/*.md (a name of its choosing): those written while it ran are its.
     const files = readdirSync(results).filter((f) => f.endsWith('.md') && f !== 'latest.md' && statSync(join(results, f)).mtimeMs >= t0);
     runs.push({ name, status: r.status ?? r.signal, seconds: (Date.now() - t0) / 1000, load0, load1: loadavg(), files });
