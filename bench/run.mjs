@@ -8,6 +8,7 @@
 //
 //   npm run bench                      every benchmark, full sizes
 //   npm run bench -- ipv4 pg-ingest    only those
+//   npm run bench -- --collect         no run: latest.md's verdicts again from the last run's files
 //   npm run bench -- --quick           smaller sizes and fewer rounds (QUICK below): minutes
 //                                      instead of an hour; verdicts then are indicative only
 import { spawnSync } from 'node:child_process';
@@ -20,6 +21,7 @@ const dir = dirname(fileURLToPath(import.meta.url));
 const results = join(dir, 'results');
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
+const collect = argv.includes('--collect');
 const wanted = argv.filter((a) => !a.startsWith('--'));
 
 /** Each benchmark's smaller sizes for --quick: the flags or environment it already accepts. */
@@ -84,8 +86,8 @@ export function verdictRows(text) {
       if (v < 0) continue;
       const h = header ?? [];
       const verdictHeader = h[v] ?? '';
-      const limit = pick(h, row, (x) => x.startsWith('limit') || x === 'target value') ?? (/^[≤≥<>]/.test(verdictHeader) ? verdictHeader : '—');
-      const measured = pick(h, row, (x) => x.startsWith('measured')) ?? pick(h, row, (x) => x.includes('ratio')) ?? (row.slice(1, v).join('; ') || '—');
+      const limit = pick(h, row, (x, i) => x.startsWith('limit') || x === 'target value' || (x === 'target' && i > 0)) ?? (/^[≤≥<>]/.test(verdictHeader) ? verdictHeader : '—');
+      const measured = pick(h, row, (x) => x.startsWith('measured') || x === 'value') ?? pick(h, row, (x) => x.includes('ratio')) ?? (row.slice(1, v).join('; ') || '—');
       out.push({ row: row[0], measured, limit, verdict: row[v].match(/^(met|missed)/)[1] });
       continue;
     }
@@ -108,10 +110,31 @@ function main() {
     .concat(Object.keys(VARIANTS).filter((n) => wanted.length === 0 || wanted.includes(n)));
 
   const fmt = (l) => l.map((x) => x.toFixed(2)).join(' ');
-  const started = Date.now();
-  const loadBefore = loadavg();
+  let started = Date.now();
+  let loadBefore = loadavg();
+  let loadAfter = null;
+  let command = `npm run bench${argv.length ? ` -- ${argv.join(' ')}` : ''}`;
   const runs = [];
-  for (const name of names) {
+  if (collect) {
+    // --collect: the verdicts of the last run again, from its result files as they are now (a
+    // results file corrected by hand, or the parser improved), without running anything.
+    const last = readFileSync(join(results, 'latest.md'), 'utf8');
+    const run = /^Run: (\S+) on .*?; `([^`]+)`/m.exec(last);
+    const loads = /^Load average \(1, 5, 15 min\) before ([\d. ]+), after ([\d. ]+);/m.exec(last);
+    if (!run || !loads) throw new Error('bench/results/latest.md: no run to collect');
+    started = Date.parse(run[1]);
+    command = run[2];
+    const nums = (t) => t.trim().split(/\s+/).map(Number);
+    loadBefore = nums(loads[1]);
+    loadAfter = nums(loads[2]);
+    const table = last.slice(last.indexOf('## Benchmarks'));
+    for (const line of table.split('\n').slice(4)) {
+      if (!line.startsWith('|')) break;
+      const [name, status, seconds, load0, load1, files] = cells(line);
+      runs.push({ name, status: Number(status), seconds: Number(seconds), load0: nums(load0), load1: nums(load1), files: files === '—' ? [] : files.split(', ') });
+    }
+  }
+  for (const name of collect ? [] : names) {
     const variant = VARIANTS[name];
     const script = variant?.script ?? name;
     const quickExtra = quick ? (QUICK[script] ?? {}) : {};
@@ -145,8 +168,8 @@ function main() {
   const head = [
     '# Benchmark results',
     '',
-    `Run: ${new Date(started).toISOString()} on ${process.platform}/${process.arch}, Node ${process.version}; \`npm run bench${argv.length ? ` -- ${argv.join(' ')}` : ''}\`${quick ? ' (quick: smaller sizes and fewer rounds, verdicts indicative only)' : ''}.`,
-    `Load average (1, 5, 15 min) before ${fmt(loadBefore)}, after ${fmt(loadavg())}; the machine's other work skews every ratio (see each file).`,
+    `Run: ${new Date(started).toISOString()} on ${process.platform}/${process.arch}, Node ${process.version}; \`${command}\`${quick ? ' (quick: smaller sizes and fewer rounds, verdicts indicative only)' : ''}.`,
+    `Load average (1, 5, 15 min) before ${fmt(loadBefore)}, after ${fmt(loadAfter ?? loadavg())}; the machine's other work skews every ratio (see each file).`,
     '',
     '## Verdicts',
     '',
