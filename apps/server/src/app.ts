@@ -153,6 +153,11 @@ export async function buildApp({ config, store, ipv4Mirror, logStream }: BuildAp
     trustProxy: config.trustProxy,
     // 10,000-line lists and the docs page are large; keep-alive clients (firewalls) poll often.
     keepAliveTimeout: 65_000,
+    // A request that arrives on a kept-alive connection once closing has begun is served (the
+    // store closes only after the server has), answered with Connection: close (close-drain.ts).
+    // fastify's default answers it with a bare 503 and no Retry-After: a client or balancer that
+    // honours Retry-After (HAProxy's own 503 here carries one) had nothing to go by.
+    return503OnClosing: false,
     // A URL-encoded 2048-character URL indicator can triple in length as a path parameter.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 6_500 },
     // Errors raised before routing (a malformed percent-escape, …) get the same problem+json.

@@ -59,4 +59,38 @@ describe('closing with a keep-alive request in flight', () => {
       await store.close();
     }
   });
+
+  it('serves a request that arrives on an idle kept-alive connection once closing has begun, with Connection: close', { timeout: 20_000 }, async () => {
+    const store = await openStore({});
+    const app = await buildApp({ config: testConfig({ authCacheSeconds: 0 }), store });
+    app.get('/ping', { config: { rampart: { auth: 'public' } } }, async () => ({ ok: true }));
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const get = () =>
+      new Promise<{ status: number; connection: string | undefined; retryAfter: string | undefined; body: string }>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port: (app.server.address() as AddressInfo).port, path: '/ping', agent }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, connection: res.headers.connection, retryAfter: res.headers['retry-after'], body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    // Closing has begun (fastify's and close-drain's flags are set) but the server still listens:
+    // a balancer's kept-alive connection sends its next request now.
+    let during: Awaited<ReturnType<typeof get>> | undefined;
+    app.addHook('preClose', async () => {
+      during = await get();
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      expect((await get()).status).toBe(200);
+      await app.close();
+      // fastify's default was a bare 503 without Retry-After.
+      expect(during).toEqual({ status: 200, connection: 'close', retryAfter: undefined, body: '{"ok":true}' });
+    } finally {
+      agent.destroy();
+      await store.close();
+    }
+  });
 });
