@@ -75,6 +75,20 @@ export function reservedSelect(alias: string, key: string): string {
 }
 
 /**
+ * The held rows of the `wanted` networks locked FOR UPDATE in network order (the lock order of
+ * every write path), each with whether its latest version is visible to the statement's snapshot
+ * (`fresh`: its earlier reporters, read by the same statement, are current). Both write paths
+ * use it: this file's lock statement and ipv4-ingest-one.ts.
+ */
+export const HELD_SELECT = `
+     select i.id, i.network, i.ts, i.score, i.sources,
+       coalesce(pg_visible_in_snapshot(i.change_xid, pg_current_snapshot()), true) as fresh
+     from ipv4_indicators i
+     where i.network = any (array(select w.network from wanted w))
+     order by i.network
+     for update of i`;
+
+/**
  * Reserved items, held rows locked FOR UPDATE in network order, missing rows inserted in network
  * order with ts and entry_ts from the feed clock (taken under a shared advisory lock on its
  * second, or `$2` when a previous attempt took it), and the earlier reporters of the fresh held
@@ -90,13 +104,7 @@ const LOCK_SQL = `with u as materialized (
      from u
      where u.add_report and not exists (select 1 from reserved x where x.idx = u.idx)
      order by u.network, u.idx
-   ), held as materialized (
-     select i.id, i.network, i.ts, i.score, i.sources,
-       coalesce(pg_visible_in_snapshot(i.change_xid, pg_current_snapshot()), true) as fresh
-     from ipv4_indicators i
-     where i.network = any (array(select w.network from wanted w))
-     order by i.network
-     for update of i
+   ), held as materialized (${HELD_SELECT}
    ), clock as materialized (
      -- The second is locked first, then ts is read from the clock (the target list is
      -- projected once the lateral lock call has returned): ts >= locked second, and a reader

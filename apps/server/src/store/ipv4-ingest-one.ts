@@ -1,6 +1,6 @@
 import type { Db, Queryable } from './db.ts';
 import { IPV4_FEED_LOCK_CLASS } from './ipv4.ts';
-import { reservedSelect } from './ipv4-ingest-lock.ts';
+import { HELD_SELECT, reservedSelect } from './ipv4-ingest-lock.ts';
 import type { IngestOptions, IngestResult, IngestRules, Ipv4ReportItem, Ipv4ReportOutcome } from './ipv4-ingest.ts';
 
 /*
@@ -142,13 +142,7 @@ const ONE_STATEMENT_SQL = `with c as materialized (
      select c.* from c where not exists (select 1 from reserved x where x.k = c.k)
    ), wanted as materialized (
      select distinct on (a.network) a.gid, a.network, a.is_network, a.ip_info from acc a order by a.network, a.k
-   ), held as materialized (
-     select i.id, i.network, i.ts, i.score, i.sources,
-       coalesce(pg_visible_in_snapshot(i.change_xid, pg_current_snapshot()), true) as fresh
-     from ipv4_indicators i
-     where i.network = any (array(select w.network from wanted w))
-     order by i.network
-     for update of i
+   ), held as materialized (${HELD_SELECT}
    ), clock as materialized (
      -- The second is locked first, then ts is read from the clock (see ipv4-ingest-lock.ts).
      select floor(extract(epoch from clock_timestamp()))::bigint as ts
