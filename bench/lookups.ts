@@ -20,13 +20,14 @@
  * Writes bench/results/lookups.md.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { args, flag } from './_args.ts';
-import { announced, startIpv4Server } from './_ipv4-child.ts';
+import { startIpv4Server } from './_ipv4-child.ts';
 import { CLIENT, runClient } from './_load-client.ts';
-import { CLIENT_CPUS, PINNED, SERVER_CPUS, TICK, processTicks, rps, spawnNodePinned, type Side } from './_pinned.ts';
+import { luaString, measureSide, startNoWork } from './_nowork.ts';
+import { CLIENT_CPUS, PINNED, SERVER_CPUS, rps, type Side } from './_pinned.ts';
 import { startPgCluster } from './_pg-cluster.ts';
 import { buildServerBundle } from './_server-bundle.ts';
 import { BENCH_ORGS, benchDbUrl, benchIp, generateIpv4 } from './gen-ipv4.ts';
@@ -44,14 +45,6 @@ const usPerRequest = (cpuSeconds: number, s: Side) => (1e6 * cpuSeconds) / Math.
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 /** A latency wrk printed in a unit the parser did not read shows as a dash, not NaN. */
 const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : '—');
-const lua = (s: string) => `"${s.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
-
-/** The no-work server, in its own process, answering `answer` to every request. */
-async function startNoWork(answerFile: string): Promise<{ pid: number; port: number; stop: () => Promise<void> }> {
-  const child = spawnNodePinned(join(here, '_nowork-server.mjs'), { cpus: SERVER_CPUS, env: { ...process.env, NOWORK_ANSWER: answerFile } });
-  const { port } = await announced<{ port: number }>(child, 'the no-work server');
-  return { pid: child.pid!, port, stop: () => new Promise((resolve) => child.once('exit', () => resolve()).kill('SIGTERM')) };
-}
 
 async function main(): Promise<void> {
   const cluster = await startPgCluster();
@@ -68,8 +61,8 @@ async function main(): Promise<void> {
   writeFileSync(
     script,
     [
-      `local paths = { ${paths.map(lua).join(', ')} }`,
-      `local keys = { ${server.ready.readers.map(lua).join(', ')} }`,
+      `local paths = { ${paths.map(luaString).join(', ')} }`,
+      `local keys = { ${server.ready.readers.map(luaString).join(', ')} }`,
       'local i = 0',
       'request = function()',
       '  i = i + 1',
@@ -79,25 +72,14 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
   // The ceiling answers with a look-up's own bytes.
-  const sample = await fetch(`${appBase}${paths[0]}`, { headers: { authorization: server.ready.readers[0]! } });
-  const skip = new Set(['connection', 'keep-alive', 'date', 'content-length', 'transfer-encoding']);
-  const answerFile = join(work, 'answer.json');
-  writeFileSync(answerFile, JSON.stringify({ status: sample.status, headers: Object.fromEntries([...sample.headers].filter(([k]) => !skip.has(k))), body: await sample.text() }));
-  const ceiling = await startNoWork(answerFile);
+  const ceiling = await startNoWork(await fetch(`${appBase}${paths[0]}`, { headers: { authorization: server.ready.readers[0]! } }), work);
   const rounds: Array<{ lookup: Side; ceiling: Side }> = [];
   try {
-    const side = (which: 'lookup' | 'ceiling'): Side => {
-      const pid = which === 'lookup' ? server.child.pid! : ceiling.pid;
-      const base = which === 'lookup' ? appBase : `http://127.0.0.1:${ceiling.port}`;
-      const load = loadavg()[0]!;
-      const cpu0 = processTicks(pid);
-      const pg0 = cluster.cpuTicks();
-      const run = runClient(`${base}/`, { connections: CONNECTIONS, duration: DURATION, cpus: CLIENT_CPUS, script });
-      return { run, cpu: (processTicks(pid) - cpu0) / TICK, pg: (cluster.cpuTicks() - pg0) / TICK, load };
-    };
+    const side = (which: 'lookup' | 'ceiling'): Side =>
+      measureSide(which === 'lookup' ? server.child.pid! : ceiling.pid, `${which === 'lookup' ? appBase : ceiling.url}/`, { connections: CONNECTIONS, duration: DURATION, script }, cluster.cpuTicks);
     // Warm both (JIT, connections, the mirror's first catch-ups); not counted.
     runClient(`${appBase}/`, { connections: CONNECTIONS, duration: 2, cpus: CLIENT_CPUS, script });
-    runClient(`http://127.0.0.1:${ceiling.port}/`, { connections: CONNECTIONS, duration: 2, cpus: CLIENT_CPUS, script });
+    runClient(`${ceiling.url}/`, { connections: CONNECTIONS, duration: 2, cpus: CLIENT_CPUS, script });
     for (let r = 0; r < ROUNDS; r++) {
       const first = r % 2 === 0 ? side('ceiling') : side('lookup');
       const second = r % 2 === 0 ? side('lookup') : side('ceiling');

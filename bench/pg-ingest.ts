@@ -28,9 +28,10 @@ import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { flag } from './_args.ts';
-import { announced, startIpv4Server } from './_ipv4-child.ts';
+import { startIpv4Server } from './_ipv4-child.ts';
 import { CLIENT, runClient } from './_load-client.ts';
-import { CLIENT_CPUS, PINNED, SERVER_CPUS, TICK, processTicks, rps, spawnNodePinned, type Side } from './_pinned.ts';
+import { luaString, measureSide, startNoWork } from './_nowork.ts';
+import { CLIENT_CPUS, PINNED, SERVER_CPUS, rps, type Side } from './_pinned.ts';
 import { startPgCluster } from './_pg-cluster.ts';
 import { buildServerBundle } from './_server-bundle.ts';
 import { BENCH_ORGS, benchDbUrl, benchIp, generateIpv4 } from './gen-ipv4.ts';
@@ -63,7 +64,6 @@ interface Round {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const span = (xs: number[], digits: number) => `${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}`;
 const us = (cpuSeconds: number, s: Side) => (1e6 * cpuSeconds) / Math.max(1, s.run.requests);
-const lua = (s: string) => `"${s.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
 const ms = (v: number) => (Number.isFinite(v) ? v.toFixed(1) : '—');
 
 /** The report batches' histogram sums and counts of the server's /metrics. */
@@ -87,7 +87,7 @@ function batchesBetween(before: Record<string, number>, after: Record<string, nu
  */
 function postScript(keys: string[], fresh0: number, held0: number): string {
   return [
-    `local keys = { ${keys.map(lua).join(', ')} }`,
+    `local keys = { ${keys.map(luaString).join(', ')} }`,
     `local fresh, held, n = ${fresh0}, ${held0}, 0`,
     `local MHI, MLO, N = ${Math.floor(MULT / 65536)}, ${MULT % 65536}, ${N}`,
     // benchIp: (g * MULT) mod 2^32, exact in doubles when taken in 16-bit halves.
@@ -106,13 +106,6 @@ function postScript(keys: string[], fresh0: number, held0: number): string {
   ].join('\n');
 }
 
-/** The constant route in a process of its own, answering `answerFile`'s answer to every request. */
-async function startConstant(answerFile: string): Promise<{ pid: number; port: number; stop: () => Promise<void> }> {
-  const child = spawnNodePinned(join(here, '_nowork-server.mjs'), { cpus: SERVER_CPUS, env: { ...process.env, NOWORK_ANSWER: answerFile } });
-  const { port } = await announced<{ port: number }>(child, 'the constant route');
-  return { pid: child.pid!, port, stop: () => new Promise((resolve) => child.once('exit', () => resolve()).kill('SIGTERM')) };
-}
-
 async function main(): Promise<void> {
   const started = new Date().toISOString();
   const load0 = loadavg();
@@ -129,27 +122,20 @@ async function main(): Promise<void> {
     headers: { authorization: server.ready.contributors[0]!, 'content-type': 'application/json' },
     body: JSON.stringify({ ip: benchIp(N + 1), confidence: 0.8, source: 'bench' }),
   });
-  const skip = new Set(['connection', 'keep-alive', 'date', 'content-length', 'transfer-encoding']);
-  const answerFile = join(work, 'answer.json');
-  writeFileSync(answerFile, JSON.stringify({ status: sample.status, headers: Object.fromEntries([...sample.headers].filter(([k]) => !skip.has(k))), body: await sample.text() }));
-  const constant = await startConstant(answerFile);
+  const constant = await startNoWork(sample, work);
   // New addresses start past the generated ones and the sample; each run moves past what it sent.
   let fresh = N + 1;
   let held = 0;
   const script = join(work, 'post.lua');
   const side = (which: 'ingest' | 'constant'): Side => {
     writeFileSync(script, postScript(server.ready.contributors, fresh, held));
-    const pid = which === 'ingest' ? server.child.pid! : constant.pid;
-    const base = which === 'ingest' ? appUrl : `http://127.0.0.1:${constant.port}`;
-    const load = loadavg()[0]!;
-    const cpu0 = processTicks(pid);
-    const pg0 = cluster.cpuTicks();
-    const run = runClient(`${base}/`, { connections: CONNECTIONS, duration: DURATION, cpus: CLIENT_CPUS, script });
+    const side = measureSide(which === 'ingest' ? server.child.pid! : constant.pid, `${which === 'ingest' ? appUrl : constant.url}/`, { connections: CONNECTIONS, duration: DURATION, script }, cluster.cpuTicks);
+    const run = side.run;
     if (which === 'ingest') {
       fresh += run.requests + CONNECTIONS;
       held += run.requests + CONNECTIONS;
     }
-    return { run, cpu: (processTicks(pid) - cpu0) / TICK, pg: (cluster.cpuTicks() - pg0) / TICK, load };
+    return side;
   };
   const rounds: Round[] = [];
   let settled = 0;
@@ -157,7 +143,7 @@ async function main(): Promise<void> {
     // Warm both (JIT, pools, the key cache, enrichment on first use), not counted; then the
     // server's start-up jobs (rollup band snapshots) and autovacuum finish before anything is timed.
     side('ingest');
-    runClient(`http://127.0.0.1:${constant.port}/`, { connections: CONNECTIONS, duration: 2, cpus: CLIENT_CPUS, script });
+    runClient(`${constant.url}/`, { connections: CONNECTIONS, duration: 2, cpus: CLIENT_CPUS, script });
     settled = await cluster.quiet();
     console.log(`PostgreSQL quiet after ${settled.toFixed(0)} s`);
     for (let r = 0; r < ROUNDS; r += 1) {
