@@ -34,9 +34,9 @@ export const processTicks = (pid: number): number => {
 
 export const rps = (s: Side): number => s.run.requests / s.run.seconds;
 
-/** Plain Node running `script` (with `args` before it: node flags), pinned with taskset to `cpus` when given. */
-export function spawnNodePinned(script: string, o: { cpus?: string | undefined; nodeArgs?: string[]; env: NodeJS.ProcessEnv; stdio?: SpawnOptions['stdio'] }): ChildProcess {
-  const argv = [...(o.nodeArgs ?? []), script];
+/** Plain Node running `script` (node flags in `nodeArgs` before it, its own in `args` after), pinned with taskset to `cpus` when given. */
+export function spawnNodePinned(script: string, o: { cpus?: string | undefined; nodeArgs?: string[]; args?: string[]; env: NodeJS.ProcessEnv; stdio?: SpawnOptions['stdio'] }): ChildProcess {
+  const argv = [...(o.nodeArgs ?? []), script, ...(o.args ?? [])];
   const stdio = o.stdio ?? ['ignore', 'pipe', 'inherit'];
   return o.cpus ? spawn('taskset', ['-c', o.cpus, process.execPath, ...argv], { stdio, env: o.env }) : spawn(process.execPath, argv, { stdio, env: o.env });
 }

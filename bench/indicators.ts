@@ -1,29 +1,35 @@
 /*
- * File digest look-ups at scale, against a constant fastify route measured in the same run.
+ * File digest look-ups at scale, against a no-work server measured in the same run, every side a
+ * process of its own (issue 35).
  *
- * Generates (seeded, deterministic; kept between runs in its own PostgreSQL database) 4,000,000
- * archived digests for deep scan, 200,000 files in the main store and 200,000 each of domains and
- * URLs, all times `--scale`. Then starts the real control plane (auth, coins, rate limit on) and a
- * bare fastify app with one constant route in a child process, and drives each with autocannon at
- * 32 connections:  GET /files/{digest}  (main store, MD5/SHA1/SHA256 in turn),
- *                  GET /files/{digest}?deep_scan=YES  (digests only the archive holds),
- *                  GET /const  (the baseline).
- * Writes bench/results/indicators.md.
+ * Generates (seeded, deterministic) 4,000,000 archived digests for deep scan, 200,000 files in
+ * the main store and 200,000 each of domains and URLs, all times `--scale`. Then starts the real
+ * control plane (auth, coins, rate limit on; the bundle with production's runtime settings) in a
+ * child pinned to the server core, the ceiling (bench/_nowork.ts: a fastify server in its own
+ * process answering every request with a main-store look-up's recorded answer) on the same core,
+ * and drives each with wrk pinned to the client core, 32 connections, a Lua script rotating paths:
+ *   GET /files/{digest}                 (main store, MD5/SHA1/SHA256 in turn),
+ *   GET /files/{digest}?deep_scan=YES   (digests only the archive holds),
+ *   GET /version                        (orientation: no key, one store round trip),
+ *   the ceiling                         (the main-store paths, answered without work).
+ * --rounds rounds, the order reversed every round; the median round's ratios, the load average
+ * (1 min) per run. Writes bench/results/indicators.md.
  *
- *   npx tsx bench/indicators.ts [--scale 0.25] [--duration 5] [--connections 32] [--fresh]
+ *   npx tsx bench/indicators.ts [--scale 0.25] [--duration 5] [--connections 32] [--rounds 3] [--fresh]
  *   PostgreSQL is a private cluster started for the run (bench/_pg-cluster.ts): the data is
  *   generated anew each run and PostgreSQL CPU counts only that cluster's processes.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
-import { CPU_COLUMNS, CPU_NOTE, cpuCells, cpuPerRequest, cpuSnapshot, cpuText, type CpuPerRequest } from './_cpu.ts';
-import Fastify from 'fastify';
 import pg from 'pg';
-import { buildServerBundle, serverBundle } from './_server-bundle.ts';
+import { announced } from './_ipv4-child.ts';
+import { CLIENT } from './_load-client.ts';
+import { luaString, measureSide, startNoWork, type NoWork } from './_nowork.ts';
+import { PINNED, SERVER_CPUS, rps, spawnNodePinned, type Side } from './_pinned.ts';
+import { SERVER_RUNTIME, buildServerBundle, serverBundle } from './_server-bundle.ts';
 import { startPgCluster } from './_pg-cluster.ts';
 import { args, flag } from './_args.ts';
 
@@ -31,6 +37,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const SCALE = flag('scale', 1);
 const DURATION = flag('duration', 5);
 const CONNECTIONS = flag('connections', 32);
+const ROUNDS = flag('rounds', 3);
 const ARCHIVE = Math.round(4_000_000 * SCALE);
 const MAIN = Math.round(200_000 * SCALE);
 const NAMED = Math.round(200_000 * SCALE);
@@ -112,7 +119,7 @@ async function generate(): Promise<void> {
   console.log(`\ngenerated ${ARCHIVE.toLocaleString('en')} archived digests, ${MAIN.toLocaleString('en')} files, ${NAMED.toLocaleString('en')} domains and URLs in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }
 
-/** Child process: the control plane and the constant route, each on its own port. */
+/** Child process: the control plane alone. */
 async function serve(): Promise<void> {
   const { buildApp, loadConfig, openStore, createApiKey, createOrganization, createUser } = await serverBundle();
   const config = { ...loadConfig({ DATABASE_URL: dbUrl(DB_NAME) }), logLevel: 'silent' as const, demo: false, rateLimitPerMinute: 1_000_000_000 };
@@ -126,104 +133,127 @@ async function serve(): Promise<void> {
   const { key } = await createApiKey(store, { username });
   const app = await buildApp({ config, store });
   await app.listen({ host: '127.0.0.1', port: 0 });
-  const constant = Fastify();
-  constant.get('/const', async () => ({ ok: true }));
-  await constant.listen({ host: '127.0.0.1', port: 0 });
-  const port = (s: { server: { address(): unknown } }) => (s.server.address() as { port: number }).port;
-  process.stdout.write(`${JSON.stringify({ app: port(app), constant: port(constant), key })}\n`);
+  process.stdout.write(`${JSON.stringify({ app: (app.server.address() as { port: number }).port, key })}\n`);
+  process.on('SIGTERM', () => void app.close().then(() => store.close()).then(() => process.exit(0)));
 }
 
-interface Run {
-  label: string;
-  rps: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-  errors: number;
-  cpu: CpuPerRequest;
+/** A wrk script requesting `paths` in turn with `headers`. */
+function rotateScript(file: string, paths: string[], headers: Record<string, string>): string {
+  writeFileSync(
+    file,
+    [
+      `local paths = { ${paths.map(luaString).join(', ')} }`,
+      `local headers = { ${Object.entries(headers).map(([k, v]) => `[${luaString(k)}] = ${luaString(v)}`).join(', ')} }`,
+      'local i = 0',
+      'request = function()',
+      '  i = i + 1',
+      '  return wrk.format("GET", paths[(i % #paths) + 1], headers)',
+      'end',
+      '',
+    ].join('\n'),
+  );
+  return file;
 }
 
-/** The serving child process (control plane and constant route), set once it runs. */
-let serverPid = 0;
-/** CPU ticks of the bench's PostgreSQL cluster, set once it runs. */
-let postgresTicks = () => 0;
-
-async function load(label: string, url: string, paths: string[], headers: Record<string, string>): Promise<Run> {
-  let i = 0;
-  const before = cpuSnapshot(serverPid, postgresTicks);
-  const result = await autocannon({
-    url,
-    connections: CONNECTIONS,
-    duration: DURATION,
-    headers,
-    requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: paths[i++ % paths.length]! }) }],
-  });
-  const cpu = cpuPerRequest(before, cpuSnapshot(serverPid, postgresTicks), result.requests.total);
-  const run = { label, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors, cpu };
-  console.log(`${label}: ${Math.round(run.rps).toLocaleString('en')} req/s, p50 ${run.p50} ms, p99 ${run.p99} ms, non-2xx ${run.non2xx}, errors ${run.errors}; ${cpuText(cpu)}`);
-  return run;
-}
+type Subject = 'ceiling' | 'version' | 'main' | 'deep';
+const LABELS: Record<Subject, string> = {
+  ceiling: 'no-work server (a main-store look-up\'s answer, its own process): the ceiling',
+  version: 'GET /version (no auth, one select 1)',
+  main: 'GET /files/{digest}',
+  deep: 'GET /files/{digest}?deep_scan=YES (archive)',
+};
+const ORDER: Subject[] = ['ceiling', 'version', 'main', 'deep'];
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const us = (cpuSeconds: number, s: Side) => ((1e6 * cpuSeconds) / Math.max(1, s.run.requests)).toFixed(0);
 
 async function main(): Promise<void> {
   const cluster = await startPgCluster();
   SERVER_URL = cluster.url;
-  postgresTicks = cluster.cpuTicks;
   await generate();
   buildServerBundle();
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve', '--scale', String(SCALE)], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, DATABASE_URL: cluster.url } });
-  const ready = await new Promise<{ app: number; constant: number; key: string }>((resolve, reject) => {
-    let buffer = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      const line = buffer.split('\n').find((l) => l.startsWith('{'));
-      if (line) resolve(JSON.parse(line));
-    });
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  const child = spawnNodePinned(fileURLToPath(import.meta.url), {
+    cpus: SERVER_CPUS,
+    nodeArgs: [...SERVER_RUNTIME.nodeArgs, '--import', 'tsx'],
+    args: ['--serve', '--scale', String(SCALE)],
+    env: { ...process.env, ...SERVER_RUNTIME.env, DATABASE_URL: cluster.url },
   });
-  serverPid = child.pid!;
+  const work = mkdtempSync(join(tmpdir(), 'rampart-bench-indicators-'));
+  let ceiling: NoWork | undefined;
   try {
+    const ready = await announced<{ app: number; key: string }>(child, 'the control plane');
+    const appUrl = `http://127.0.0.1:${ready.app}`;
     // Request paths from the generator's own seeds, spread over the whole key range.
     const pick = (n: number, count: number) => Array.from({ length: count }, (_, k) => 1 + Math.floor(((k * 2_654_435_761) % 4_294_967_296) / 4_294_967_296 * n));
     const digestOf = (prefix: string, g: number, k: number) => [md5, sha1Like, sha256][k % 3]!(`${prefix}${g}`);
     const mainPaths = pick(MAIN, 5000).map((g, k) => `/api/v1/files/${digestOf('main-', g, k)}`);
     const deepPaths = pick(ARCHIVE, 5000).map((g, k) => `/api/v1/files/${digestOf('arc-', g, k)}?deep_scan=YES`);
-    const auth = { authorization: ready.key };
-    // Warm-up: connection pools, JIT, the key cache, index pages.
-    let w = 0;
-    await autocannon({ url: `http://127.0.0.1:${ready.app}`, connections: CONNECTIONS, amount: 2000, headers: auth, requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, path: mainPaths[w++ % mainPaths.length]! }) }] });
-    const base = await load('constant fastify route', `http://127.0.0.1:${ready.constant}`, ['/const'], {});
-    // For orientation: the same server answering a public route with one store round trip (no key, no coins).
-    const version = await load('GET /version (no auth, one select 1)', `http://127.0.0.1:${ready.app}`, ['/api/v1/version'], {});
-    const main = await load('GET /files/{digest}', `http://127.0.0.1:${ready.app}`, mainPaths, auth);
-    const deep = await load('GET /files/{digest}?deep_scan=YES (archive)', `http://127.0.0.1:${ready.app}`, deepPaths, auth);
-    const ratio = (r: Run) => r.rps / base.rps;
-    const rows = [base, version, main, deep].map((r) => `| ${r.label} | ${Math.round(r.rps).toLocaleString('en')} | ${r.p50} | ${r.p99} | ${r === base ? '1.00' : ratio(r).toFixed(2)} | ${r.non2xx + r.errors} | ${cpuCells(r.cpu)} |`);
-    const md = [
-      '# File digest look-ups (bench/indicators.ts)',
-      '',
-      `Run ${new Date().toISOString()}, Node ${process.version}, ${cluster.describe()}, scale ${SCALE}: ${ARCHIVE.toLocaleString('en')} archived digests, ${MAIN.toLocaleString('en')} files in the main store, ${NAMED.toLocaleString('en')} domains and ${NAMED.toLocaleString('en')} URLs.`,
-      `autocannon, ${CONNECTIONS} connections, ${DURATION} s per row, client and server on the same 2-core machine; the control plane with auth, coins and rate limiting on.`,
-      '',
-      `| route | req/s | p50 ms | p99 ms | ratio to constant | non-2xx + errors | ${CPU_COLUMNS} |`,
-      '|---|---|---|---|---|---|---|---|---|---|',
-      ...rows,
-      '',
-      CPU_NOTE,
-      '',
-      `Target: ratio >= 0.5. Main store ${ratio(main) >= 0.5 ? 'meets' : 'misses'} it (${ratio(main).toFixed(2)}), deep scan ${ratio(deep) >= 0.5 ? 'meets' : 'misses'} it (${ratio(deep).toFixed(2)}).`,
-      '',
-      `Command: \`npx tsx bench/indicators.ts --scale ${SCALE} --duration ${DURATION} --connections ${CONNECTIONS}\``,
-      '',
-    ].join('\n');
-    mkdirSync(join(here, 'results'), { recursive: true });
-    writeFileSync(join(here, 'results', 'indicators.md'), md);
-    console.log('wrote bench/results/indicators.md');
-    if (main.non2xx + main.errors + deep.non2xx + deep.errors > 0) process.exitCode = 1;
+    const auth = { Authorization: ready.key };
+    const scripts: Record<Subject, string> = {
+      ceiling: rotateScript(join(work, 'main.lua'), mainPaths, auth),
+      version: rotateScript(join(work, 'version.lua'), ['/api/v1/version'], {}),
+      main: join(work, 'main.lua'),
+      deep: rotateScript(join(work, 'deep.lua'), deepPaths, auth),
+    };
+    ceiling = await startNoWork(await fetch(`${appUrl}${mainPaths[0]}`, { headers: { authorization: ready.key } }), work);
+    const nowork = ceiling;
+    const side = (subject: Subject): Side =>
+      measureSide(subject === 'ceiling' ? nowork.pid : child.pid!, `${subject === 'ceiling' ? nowork.url : appUrl}/`, { connections: CONNECTIONS, duration: DURATION, script: scripts[subject] }, cluster.cpuTicks);
+    // Warm-up: connection pools, JIT, the key cache, index pages; not counted.
+    for (const subject of ORDER) measureSide(subject === 'ceiling' ? nowork.pid : child.pid!, `${subject === 'ceiling' ? nowork.url : appUrl}/`, { connections: CONNECTIONS, duration: 2, script: scripts[subject] });
+    const rounds: Array<Record<Subject, Side>> = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const round: Partial<Record<Subject, Side>> = {};
+      // The order is reversed every round, so that no side always runs on a warmer or quieter machine.
+      for (const subject of r % 2 === 0 ? ORDER : [...ORDER].reverse()) round[subject] = side(subject);
+      rounds.push(round as Record<Subject, Side>);
+      console.log(`round ${r + 1}: ${ORDER.map((x) => `${x} ${rps(round[x]!).toFixed(0)} req/s (${round[x]!.run.bad} bad)`).join(', ')}`);
+    }
+    writeResults(rounds, cluster.describe());
+    if (rounds.some((x) => x.main.run.bad + x.deep.run.bad > 0)) process.exitCode = 1;
   } finally {
+    await ceiling?.stop();
     // The server's connections close before the cluster stops (a fast shutdown would cut them).
     if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'));
+    rmSync(work, { recursive: true, force: true });
     await cluster.stop();
   }
+}
+
+function writeResults(rounds: Array<Record<Subject, Side>>, clusterText: string): void {
+  const ratio = (x: Record<Subject, Side>, s: Subject) => rps(x[s]) / rps(x.ceiling);
+  const mainRatios = rounds.map((x) => ratio(x, 'main'));
+  const mid = rounds.find((x) => ratio(x, 'main') === median(mainRatios))!;
+  const loaded = (l: number) => `${l.toFixed(2)}${l > 2 ? ' (above 2: loaded)' : ''}`;
+  const verdictRow = (s: 'main' | 'deep', what: string) => {
+    const rs = rounds.map((x) => ratio(x, s));
+    const bad = rounds.reduce((a, x) => a + x[s].run.bad, 0);
+    return `| ${what} ≥ 0.5 of the ceiling | median ${median(rs).toFixed(2)} (${Math.min(...rs).toFixed(2)}–${Math.max(...rs).toFixed(2)}, ${ROUNDS} rounds) | ≥ 0.5 | ${bad > 0 ? `missed (${bad} non-2xx or errors)` : median(rs) >= 0.5 ? 'met' : 'missed'} |`;
+  };
+  const md = [
+    '# File digest look-ups against a no-work server in its own process (bench/indicators.ts)',
+    '',
+    `Run ${new Date().toISOString()}, Node ${process.version}, ${clusterText}, scale ${SCALE}: ${ARCHIVE.toLocaleString('en')} archived digests, ${MAIN.toLocaleString('en')} files in the main store, ${NAMED.toLocaleString('en')} domains and ${NAMED.toLocaleString('en')} URLs.`,
+    `Every side a process of its own: the control plane (the bundle with production's runtime settings; auth, coins and rate limiting on) and the ceiling (a fastify server answering every request with a main-store look-up's recorded answer, doing no work) ${PINNED ? 'pinned to core 0' : '(not pinned: one core)'}; the load client (${CLIENT === 'wrk' ? "Debian's wrk, a Lua script rotating over 5,000 paths" : CLIENT}) ${PINNED ? 'pinned to core 1' : ''}; PostgreSQL not pinned.`,
+    `${CONNECTIONS} connections, ${DURATION} s per run, ${ROUNDS} rounds, the order reversed every round; the median round (by the main store's ratio) below, every round's ratios in the verdicts.`,
+    '',
+    '| route | req/s | p50 / p99 ms | ratio to the ceiling | non-2xx + errors | CPU µs/request: server / client / PostgreSQL | load average (1 min) |',
+    '|---|---|---|---|---|---|---|',
+    ...ORDER.map((s) => {
+      const x = mid[s];
+      return `| ${LABELS[s]} | ${Math.round(rps(x)).toLocaleString('en')} | ${x.run.p50.toFixed(1)} / ${x.run.p99.toFixed(1)} | ${s === 'ceiling' ? '1.00' : ratio(mid, s).toFixed(2)} | ${x.run.bad} | ${us(x.cpu, x)} / ${us(x.run.cpuSeconds, x)} / ${us(x.pg, x)} | ${loaded(x.load)} |`;
+    }),
+    '',
+    '| target (issue 22) | measured | limit | verdict |',
+    '|---|---|---|---|',
+    verdictRow('main', 'GET /files/{digest}'),
+    verdictRow('deep', 'GET /files/{digest}?deep_scan=YES'),
+    '',
+    `Command: \`npx tsx bench/indicators.ts --scale ${SCALE} --duration ${DURATION} --connections ${CONNECTIONS} --rounds ${ROUNDS}\``,
+    '',
+  ].join('\n');
+  mkdirSync(join(here, 'results'), { recursive: true });
+  writeFileSync(join(here, 'results', 'indicators.md'), md);
+  console.log(md);
 }
 
 if (args.includes('--serve')) await serve();

@@ -29,7 +29,7 @@ const QUICK = {
   agent: { env: { BENCH_AGENT_ADDRESSES: '100000' } },
   cli: { args: ['--rounds', '2'] },
   'decision-to-drop': { env: { BENCH_DECISIONS: '3' } },
-  indicators: { args: ['--scale', '0.05', '--duration', '2'] },
+  indicators: { args: ['--scale', '0.05', '--duration', '2', '--rounds', '1'] },
   ipv4: { args: ['--n', '100000', '--walk-seconds', '5'] },
   'list-enforcers': { args: ['1'] },
   lists: { args: ['--n', '100000', '--duration', '2', '--rounds', '1'] },
