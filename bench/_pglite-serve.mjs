@@ -1,13 +1,14 @@
 // Child process of bench/pglite-ingest.ts, run by plain Node: the control plane from its bundle
 // (apps/server/dist/embed.mjs) on the embedded store in a data directory, as `npm start` opens it
-// (durable: fsync on every commit), with one organization and contributor key per client
-// connection. Settings arrive as JSON in BENCH_SERVE ({ dataDir, keys }); the port and keys leave
+// (durable: fsync on every commit; `durable: false` opens it as PGlite ships, the baseline), with
+// one organization and contributor key per client connection. Settings arrive as JSON in
+// BENCH_SERVE ({ dataDir, keys, durable }); the port and keys leave
 // as one JSON line on stdout once a report per key has warmed it (enrichment tables, key cache).
 import { buildApp, createApiKey, createOrganization, createUser, loadConfig, openStore } from '../apps/server/dist/embed.mjs';
 
-const { dataDir, keys: count } = JSON.parse(process.env.BENCH_SERVE);
+const { dataDir, keys: count, durable = true } = JSON.parse(process.env.BENCH_SERVE);
 const config = { ...loadConfig({ DATA_DIR: dataDir, ALLOW_NON_PUBLIC_REPORTS: 'true' }), logLevel: 'silent', demo: false, rateLimitPerMinute: 1_000_000_000 };
-const store = await openStore({ dataDir });
+const store = await openStore({ dataDir, durable });
 const keys = [];
 for (let o = 0; o < count; o += 1) {
   const org = await createOrganization(store, { name: `Bench ${o}`, credits: 1_000_000_000, trust: 0.7 });

@@ -158,6 +158,8 @@ export interface OpenStoreOptions {
   migrate?: boolean;
   /** Who opens an embedded store (its data directory's lock says so to whoever else tries). */
   owner?: LockOwner;
+  /** Embedded store: fsync every commit (the default). false: PGlite as it ships (bench/pglite-ingest.ts's baseline). */
+  durable?: boolean;
 }
 
 /** PostgreSQL when a URL is given, otherwise the embedded PGlite under dataDir (in memory without one). */
@@ -166,7 +168,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   // embedded one pg's.
   const db = options.databaseUrl
     ? await (await import('./pg-driver.ts')).openPostgres({ connectionString: options.databaseUrl, ...(options.poolMax ? { max: options.poolMax } : {}) })
-    : await (await import('./pglite-driver.ts')).openPglite(options.dataDir, options.owner ? { owner: options.owner } : {});
+    : await (await import('./pglite-driver.ts')).openPglite(options.dataDir, { ...(options.owner ? { owner: options.owner } : {}), ...(options.durable === false ? { durable: false } : {}) });
   // User timing marks: the server logs them with its first line (main.ts).
   performance.mark('rampart:store-open');
   if (options.migrate !== false) await migrate(db);
