@@ -102,10 +102,13 @@ interface MemoryRun {
   rss: number;
   peak: number;
   loadSeconds: number;
+  /** Load average (1 min) when the agent started. */
+  load: number;
 }
 
 /** One agent process holding `count` addresses, measured once its enforcer has settled. */
 async function memoryRun(count: number, bin: string): Promise<MemoryRun> {
+  const load = loadavg()[0]!;
   const cp = await standIn(count);
   const dir = await tempDir('rampart-bench-agent-');
   const metricsPort = await freePort();
@@ -148,7 +151,7 @@ async function memoryRun(count: number, bin: string): Promise<MemoryRun> {
     }
     const mem = await rssOf(agent.child.pid!);
     if (VERBOSE) process.stdout.write(`  ${count}: ${JSON.stringify((await agentHealth(metricsPort, 10_000))?.memory_mb)}\n${await topMappings(agent.child.pid!)}`);
-    return { ...mem, loadSeconds };
+    return { ...mem, loadSeconds, load };
   } catch (err) {
     process.stderr.write(`agent log tail:\n${(await readFile(join(dir.path, 'agent.log'), 'utf8').catch(() => '')).slice(-3000)}\n`);
     throw err;
@@ -296,6 +299,10 @@ const lines = [
         `| decision → dry-run enforcer, max | ${Math.max(...lat.latencies).toFixed(0)} ms | POST /ips max ${Math.max(...lat.posts).toFixed(0)} ms | | ≤ 2000 ms | ${verdict(Math.max(...lat.latencies), 2000)} |`,
       ]
     : []),
+  '',
+  '| round | bare node MB | idle agent MB (load average at its start) | agent with 1,000,000 MB (load average at its start) |'.replace('1,000,000', N.toLocaleString('en-US')),
+  '|---|---|---|---|',
+  ...bare.map((b, k) => `| ${k + 1} | ${mb(b)} | ${idle[k] ? `${mb(idle[k].rss)} (${idle[k].load.toFixed(2)}${idle[k].load > 2 ? ', above 2' : ''})` : '—'} | ${full[k] ? `${mb(full[k].rss)} (${full[k].load.toFixed(2)}${full[k].load > 2 ? ', above 2' : ''})` : '—'} |`),
   '',
 ];
 process.stdout.write(`${lines.join('\n')}\n`);

@@ -49,15 +49,18 @@ interface Timed {
   maxRssKb: number;
   /** User + system CPU seconds of the process and its threads (and children). */
   cpuSeconds: number;
+  /** Load average (1 min) when it started. */
+  load: number;
 }
 
 /** Runs a whole process under /usr/bin/time for wall time, peak RSS and CPU time; `cpus` pins it with taskset. */
 function timed(command: string, args: string[], cpus?: string): Timed {
+  const load = loadavg()[0]!;
   const argv = ['-f', 'TIME %e %M %U %S', ...(cpus ? ['taskset', '-c', cpus] : []), command, ...args];
   const r = spawnSync('/usr/bin/time', argv, { cwd: root, maxBuffer: 1 << 30, encoding: 'utf8' });
   const m = /TIME ([\d.]+) (\d+) ([\d.]+) ([\d.]+)\s*$/.exec(r.stderr);
   if (r.status !== 0 || !m) fail(`${command} ${args.join(' ')} failed (${r.status}): ${r.stderr.slice(-2000)}`);
-  return { stdout: r.stdout, stderr: r.stderr.slice(0, m.index), seconds: Number(m[1]), maxRssKb: Number(m[2]), cpuSeconds: Number(m[3]) + Number(m[4]) };
+  return { stdout: r.stdout, stderr: r.stderr.slice(0, m.index), seconds: Number(m[1]), maxRssKb: Number(m[2]), cpuSeconds: Number(m[3]) + Number(m[4]), load };
 }
 
 // The agent as installed: the bundle, run through the wrapper `install` writes.
@@ -195,10 +198,11 @@ const pinnedCpuRatios = pinnedRuns.map((a, i) => f2bRuns[i]!.cpuSeconds / a.cpuS
 const pinnedPeakMb = pinnedRuns.map((t) => t.maxRssKb / 1024);
 const agentPeakMb = agentRuns.map((t) => t.maxRssKb / 1024);
 const verdict = (ok: boolean) => (ok ? 'met' : 'missed');
+const loads = (runs: Timed[]) => runs.map((t) => `${t.load.toFixed(2)}${t.load > 2 ? ' (above 2: loaded)' : ''}`).join(', ');
 const row = (name: string, t: Timed, hits: number, ips: number) =>
-  `| ${name} | ${t.seconds.toFixed(2)} | ${t.cpuSeconds.toFixed(2)} | ${Math.round(lines / t.seconds).toLocaleString('en')} | ${Math.round(t.maxRssKb / 1024)} | ${hits} | ${ips} |`;
+  `| ${name} | ${t.seconds.toFixed(2)} | ${t.cpuSeconds.toFixed(2)} | ${Math.round(lines / t.seconds).toLocaleString('en')} | ${Math.round(t.maxRssKb / 1024)} | ${hits} | ${ips} | ${loads([t])} |`;
 const roundsRow = (name: string, runs: Timed[], hits: number, ips: number) =>
-  `| ${name} | ${spread(runs.map((t) => t.seconds), 2)} | ${spread(runs.map((t) => t.cpuSeconds), 2)} | ${Math.round(lines / median(runs.map((t) => t.seconds))).toLocaleString('en')} | ${spread(runs.map((t) => t.maxRssKb / 1024), 0)} | ${hits} | ${ips} |`;
+  `| ${name} | ${spread(runs.map((t) => t.seconds), 2)} | ${spread(runs.map((t) => t.cpuSeconds), 2)} | ${Math.round(lines / median(runs.map((t) => t.seconds))).toLocaleString('en')} | ${spread(runs.map((t) => t.maxRssKb / 1024), 0)} | ${hits} | ${ips} | ${loads(runs)} |`;
 const loaded = Number(loadAtStart.split(',')[0]) > 2 || Number(loadAtEnd.split(',')[0]) > 2;
 const report = `## parse — \`rampart-agent parse\` vs \`fail2ban-regex\`
 
@@ -210,8 +214,8 @@ installed: the bundle through the \`rampart-agent\` wrapper (\`--max-semi-space-
 Run at ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC; load average ${loadAtStart} at start, ${loadAtEnd} at the end
 (1, 5, 15 min; 2 cores, shared with other work). Median (min–max) over the rounds.
 
-| run | seconds | CPU seconds (user + system) | lines/s | max RSS MB | detections | addresses |
-|---|---|---|---|---|---|---|
+| run | seconds | CPU seconds (user + system) | lines/s | max RSS MB | detections | addresses | load average (1 min) at each run's start |
+|---|---|---|---|---|---|---|---|
 ${roundsRow('rampart-agent parse --source ssh_log (normal)', agentRuns, agentHits.length, agentIps.size)}
 ${roundsRow('rampart-agent parse, pinned to one core (taskset -c 0)', pinnedRuns, agentHits.length, agentIps.size)}
 ${roundsRow('fail2ban-regex sshd (normal)', f2bRuns, f2bHits.length, f2bIps.size)}
