@@ -7,7 +7,6 @@ import type { Store } from '../store/index.ts';
 import type { BatchTiming } from '../services/ipv4/ingest.ts';
 import { agentDrift } from '../services/agents/summary.ts';
 import { routeOf } from './route-config.ts';
-import { HttpMetrics } from './http-metrics.ts';
 
 export interface Metrics {
   registry: Registry;
@@ -193,12 +192,26 @@ function bearerMatches(header: string | undefined, token: string): boolean {
  * address; README (Security) lists what they expose.
  */
 export const metricsPlugin = fp<{ metrics: Metrics; token?: string | undefined }>(async (app: FastifyInstance, { metrics, token }) => {
-  const http = new HttpMetrics(metrics.registry, [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10]);
+  const requests = new Counter({
+    name: 'rampart_http_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['method', 'route', 'status'],
+    registers: [metrics.registry],
+  });
+  const latency = new Histogram({
+    name: 'rampart_http_request_duration_seconds',
+    help: 'HTTP request latency by route',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [metrics.registry],
+  });
 
   // A callback hook: an async one costs every request a promise and a microtask.
   app.addHook('onResponse', (request, reply, done) => {
     // The route pattern, never the raw URL: label values stay bounded.
-    http.observe(request.method, routeOf(request).url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    const labels = { method: request.method, route: routeOf(request).url ?? 'unmatched', status: String(reply.statusCode) };
+    requests.inc(labels);
+    latency.observe(labels, reply.elapsedTime / 1000);
     done();
   });
 
