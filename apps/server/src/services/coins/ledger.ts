@@ -73,20 +73,12 @@ export class CoinLedger {
 
   /** The balance left after this debit, or undefined when the balance does not cover it. */
   debit(orgId: number, amount: number): Promise<number | undefined> {
-    const paid = this.fromLease(orgId, amount);
+    const paid = this.debitFromLease(orgId, amount);
     if (paid !== undefined) return Promise.resolve(paid);
     return new Promise((resolve, reject) => {
       this.queue(orgId).debits.push({ amount, resolve, reject });
       this.kick(orgId);
     });
-  }
-
-  /**
-   * `debit` without a promise when the organization's lease pays for it: the balance left, or
-   * undefined when the lease does not cover it (then `debit` asks the store).
-   */
-  debitFromLease(orgId: number, amount: number): number | undefined {
-    return this.fromLease(orgId, amount);
   }
 
   refund(orgId: number, amount: number): Promise<number> {
@@ -110,8 +102,11 @@ export class CoinLedger {
     return lease.stored + lease.allowance;
   }
 
-  /** Pays `amount` from the organization's lease: the balance left, or undefined when the lease does not cover it. */
-  private fromLease(orgId: number, amount: number): number | undefined {
+  /**
+   * Pays `amount` from the organization's lease, without a promise: the balance left, or undefined
+   * when the lease does not cover it (then `debit` asks the store).
+   */
+  debitFromLease(orgId: number, amount: number): number | undefined {
     const lease = this.leases.get(orgId);
     if (!lease || lease.allowance < amount) return undefined;
     lease.allowance -= amount;
@@ -208,7 +203,7 @@ export class CoinLedger {
     // Requests that queued while an earlier statement was taking a lease are paid from it.
     const batch: Array<Pending<number | undefined>> = [];
     for (const p of queued) {
-      const paid = this.fromLease(orgId, p.amount);
+      const paid = this.debitFromLease(orgId, p.amount);
       if (paid !== undefined) p.resolve(paid);
       else batch.push(p);
     }
