@@ -87,6 +87,12 @@ describe('streamStep', () => {
     ]);
     expect(change).toEqual({ replace: false, remove: ['45.77.1.9/32'], upsert: [held('45.77.1.1/32', NOW + 100), held('45.79.0.1/32', NOW + 60)] });
     expect(streamStep(change.upsert.concat(held('45.78.0.0/24', NOW + 200)), next, NOW_MS, false).answer).toEqual({ new: [], deleted: [] });
+  });  it('does not delete an entry whose kernel timeout has run out: the set no longer holds it', () => {
+    // 45.77.1.8 ended at its duration (NOW - 1, or NOW itself); 45.77.1.9 was cleared before its duration ran out.
+    const delivered = [held('45.77.1.8/32', NOW - 1), held('45.77.1.7/32', NOW), held('45.77.1.9/32', NOW + 5)];
+    const { change, answer } = streamStep(delivered, [], NOW_MS, false);
+    expect(answer).toEqual({ new: [], deleted: [expect.objectContaining({ value: '45.77.1.9' })] });
+    expect(change.remove).toEqual(['45.77.1.8/32', '45.77.1.7/32', '45.77.1.9/32']);
   });
 });
 

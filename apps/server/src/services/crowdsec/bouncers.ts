@@ -140,7 +140,8 @@ export function needsResend(keptUntil: number, until: number, nowMs: number): bo
  * One stream answer and the cursor change it makes. Start-up: every current entry in `new`, and
  * every entry this key was sent before in `deleted` (its kernel may still hold them, with
  * timeouts this answer replaces). Otherwise: entries no longer listed in `deleted`, new ones in
- * `new`, and entries listed longer than their kernel keeps them in both.
+ * `new`, and entries listed longer than their kernel keeps them in both. An entry that ended when
+ * its duration said leaves the cursor without a `deleted`: the kernel dropped it on its own.
  */
 export function streamStep(delivered: readonly DeliveredEntry[], current: readonly ListedEntry[], nowMs: number, startup: boolean): { change: CursorChange; answer: CrowdsecStream } {
   const answer: CrowdsecStream = { new: [], deleted: [] };
@@ -170,7 +171,10 @@ export function streamStep(delivered: readonly DeliveredEntry[], current: readon
   const remove: string[] = [];
   for (const d of delivered) {
     if (listed.has(d.network)) continue;
-    withdraw(d);
+    // An entry whose kernel timeout has run out (it ended when its duration said: a ttl, a score
+    // decaying below the threshold) is gone from the set already: deleting it again makes the
+    // bouncer fail its commit ("netlink receive: no such file or directory", an error in its log).
+    if (d.keptUntil * 1000 > nowMs) withdraw(d);
     remove.push(d.network);
   }
   return { change: { replace: false, upsert, remove }, answer };
